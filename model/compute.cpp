@@ -1,0 +1,110 @@
+#include "model/compute.hpp"
+
+#include "model/memory.hpp"
+
+#include <cassert>
+
+namespace stepcast {
+
+GemmEfficiency default_gemm_efficiency(GpuArch arch, Dtype dtype) {
+  // Large-GEMM fractions of dense peak that cuBLAS reaches, per generation. These are
+  // defaults to be replaced by calibrate/ fits; the half-size is where small GEMMs stop
+  // filling the SMs (about one wave of 128x128x32 tiles: 108-132 SMs x 2·128·128·k).
+  GemmEfficiency e;
+  e.half_flops = 2e9;
+  switch (arch) {
+    case GpuArch::volta:
+      // V100 fp16 tensor cores: ~90-100 TFLOP/s of 125 reached by large cuBLAS HGEMMs
+      // (NVIDIA "Deep Learning Performance Documentation: Matrix Multiplication Background").
+      e.max_fraction = 0.75;
+      e.half_flops = 1e9;
+      break;
+    case GpuArch::turing:
+    case GpuArch::ada:
+      e.max_fraction = 0.70;
+      e.half_flops = 1e9;
+      break;
+    case GpuArch::ampere:
+      // A100: ~230-260 of 312 TFLOP/s bf16 for large square GEMMs (NVIDIA Matrix
+      // Multiplication Background guide, Fig. "A100 GEMM performance").
+      e.max_fraction = 0.78;
+      break;
+    case GpuArch::hopper:
+      // H100 SXM: ~650-750 of 989 TFLOP/s bf16 for large cuBLASLt GEMMs (NVIDIA H100
+      // Transformer Engine blog and cuBLAS 12 release notes report ~ 70-75%).
+      e.max_fraction = 0.72;
+      e.half_flops = 4e9;
+      break;
+    case GpuArch::blackwell:
+      e.max_fraction = 0.70;
+      e.half_flops = 8e9;
+      break;
+  }
+  if (dtype == Dtype::fp32) e.max_fraction = 0.85;  // CUDA-core SGEMM sits close to peak
+  if (dtype == Dtype::fp8) e.max_fraction *= 0.85;  // fp8 GEMMs reach a lower fraction
+  e.source = "default for " + std::string(name(arch)) + "/" + std::string(name(dtype)) +
+             " (model/compute.cpp; replace with a calibrate/ fit)";
+  return e;
+}
+
+double gemm_efficiency(const GemmEfficiency& e, double gemm_flops) {
+  assert(gemm_flops >= 0);
+  return e.max_fraction * gemm_flops / (gemm_flops + e.half_flops);
+}
+
+double default_memory_efficiency(GpuArch arch) {
+  // Large device-to-device copies reach ~80-90% of HBM datasheet bandwidth (e.g. A100
+  // 1.3-1.4 of 1.56 TB/s, H100 ~2.6-3.0 of 3.35 TB/s in the CUDA bandwidthTest sample).
+  return arch == GpuArch::hopper || arch == GpuArch::blackwell ? 0.85 : 0.82;
+}
+
+MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch,
+                                std::int64_t seq_len, Precision precision, const FlopsOptions& opts,
+                                bool flash_attention, const DeviceRates& device) {
+  assert(device.peak_tflops > 0 && device.memory_bw_GBps > 0);
+  const double tokens = static_cast<double>(micro_batch * seq_len);
+  const double peak = device.peak_tflops * 1e12;
+
+  // GEMM time at each GEMM's own efficiency, forward only; backward GEMMs have the same
+  // shapes transposed (2x the work, or 1x when the weights are frozen: no weight grads).
+  double gemm_fwd_s = 0, gemm_flops_fwd = 0;
+  for (const GemmShape& g : layer_gemms(spec, micro_batch * seq_len)) {
+    const double f = 2.0 * g.m * g.n * g.k;
+    const double calls = g.name == "lm_head" ? 1.0 : static_cast<double>(g.count_per_layer * spec.layers);
+    gemm_fwd_s += calls * f / (peak * gemm_efficiency(device.gemm, f));
+    gemm_flops_fwd += calls * f;
+  }
+
+  const StepFlops flops = training_flops(spec, seq_len, tokens, opts);
+  // Whatever the refined count has beyond the GEMMs (attention scores), at the efficiency
+  // of one attention call (per sequence and head) of that size.
+  const double attn_fwd = std::max(0.0, flops.forward - gemm_flops_fwd);
+  const double attn_call = attn_fwd / std::max(1.0, static_cast<double>(micro_batch * spec.heads * spec.layers));
+  const double attn_fwd_s = attn_fwd > 0 ? attn_fwd / (peak * gemm_efficiency(device.gemm, attn_call)) : 0;
+
+  // Memory-bound work: activations written and read once in forward, twice in backward.
+  const double act_bytes =
+      activation_bytes_per_layer(spec, micro_batch, seq_len, Recompute::none, flash_attention) * spec.layers;
+  const double bw = device.memory_bw_GBps * 1e9 * device.memory_efficiency;
+  const double mem_fwd_s = 2.0 * act_bytes / bw * (working_bytes(precision) / 2.0);
+
+  MicroStepTimes t;
+  t.forward_s = gemm_fwd_s + attn_fwd_s + mem_fwd_s;
+  const double bwd_ratio = flops.forward > 0 ? flops.backward / flops.forward : 2.0;
+  t.backward_s = bwd_ratio * (gemm_fwd_s + attn_fwd_s) + 2.0 * mem_fwd_s;
+  t.recompute_s = flops.forward > 0 ? flops.recompute / flops.forward * t.forward_s : 0;
+  return t;
+}
+
+double optimizer_bytes_per_param(Precision precision, bool fp32_gradients, bool sgd) {
+  const double grad = fp32_gradients || precision == Precision::fp32 ? 4 : 2;
+  const double copy = precision == Precision::fp32 ? 0 : 2;
+  if (sgd) return 4 + 4 + grad + 4 + 4 + copy;    // master r/w, momentum r/w, grad, copy
+  return 4 * 3 + grad + 4 * 3 + copy;             // master, m, v read+write, grad, copy
+}
+
+double optimizer_time_s(double local_params, double bytes_per_param, const DeviceRates& device) {
+  return local_params * bytes_per_param / (device.memory_bw_GBps * 1e9 * device.memory_efficiency);
+}
+
+}  // namespace stepcast

@@ -1,0 +1,69 @@
+/// \file
+/// Compute time on one GPU: FLOPs over achieved throughput, where achieved = dense peak x
+/// an efficiency that grows with the GEMM size and saturates; memory-bound work (norms,
+/// activations, softmax, the optimizer step) as bytes over achieved memory bandwidth.
+#pragma once
+
+#include "model/flops.hpp"
+#include "model/transformer.hpp"
+#include "model/types.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace stepcast {
+
+/// A saturating efficiency curve for GEMMs: eff(F) = max_fraction · F / (F + half_flops),
+/// with F the FLOPs of one GEMM call. `max_fraction` is what the largest GEMMs reach;
+/// `half_flops` the size at which half of that is reached.
+struct GemmEfficiency {
+  double max_fraction = 0.7;
+  double half_flops = 1e9;
+  std::string source;
+};
+
+/// Documented defaults per GPU generation and dtype until calibrate/ fits them.
+GemmEfficiency default_gemm_efficiency(GpuArch arch, Dtype dtype);
+
+/// eff(F) = max_fraction · F / (F + half_flops)
+double gemm_efficiency(const GemmEfficiency& e, double gemm_flops);
+
+/// Fraction of datasheet memory bandwidth that streaming kernels reach (documented default).
+double default_memory_efficiency(GpuArch arch);
+
+/// What the compute model needs to know about the GPU (plain numbers: the model does not
+/// depend on the hardware catalog).
+struct DeviceRates {
+  GpuArch arch = GpuArch::ampere;
+  double peak_tflops = 0;          ///< dense peak for the GEMM dtype, TFLOP/s
+  double memory_bw_GBps = 0;       ///< datasheet memory bandwidth, GB/s
+  GemmEfficiency gemm;
+  double memory_efficiency = 0.8;
+};
+
+/// Time of one micro-step on one GPU, seconds.
+struct MicroStepTimes {
+  double forward_s = 0;
+  double backward_s = 0;
+  double recompute_s = 0;
+};
+
+/// Forward/backward/recompute time of one micro-batch (`micro_batch` sequences of `seq_len`).
+/// GEMM work: each GEMM of layer_gemms() at its own efficiency; attention-score work at the
+/// efficiency of a GEMM of the same FLOPs; memory-bound work: the activations of every layer
+/// written once and read once in forward, twice that in backward
+/// (activation_bytes_per_layer, model/memory.hpp), over achieved memory bandwidth.
+MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch,
+                                std::int64_t seq_len, Precision precision, const FlopsOptions& opts,
+                                bool flash_attention, const DeviceRates& device);
+
+/// Bytes an Adam step moves per parameter of the local shard: read fp32 master, m, v and the
+/// gradient, write master, m, v and the 16-bit working weight:
+/// 4+4+4+4 (read) + 4+4+4 (write) + 2 (16-bit copy) = 26 B (fp32 grads: +2; fp32 training:
+/// no 16-bit copy, 24 B). SGD with momentum: master, momentum r/w + grad read + copy.
+double optimizer_bytes_per_param(Precision precision, bool fp32_gradients, bool sgd);
+
+/// Optimizer step over `local_params` parameters as a memory-bound pass.
+double optimizer_time_s(double local_params, double bytes_per_param, const DeviceRates& device);
+
+}  // namespace stepcast

@@ -1,0 +1,67 @@
+/// \file
+/// Training FLOPs of a transformer step: the 6·P·D headline, the refined per-GEMM count
+/// (attention scores, causal halving, LM head), activation recompute and LoRA.
+/// A FLOP is one multiply or one add (a multiply-add is 2 FLOPs).
+#pragma once
+
+#include "model/transformer.hpp"
+#include "model/types.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stepcast {
+
+/// LoRA fine-tuning (Hu et al. 2021, arXiv 2106.09685): the base weights are frozen, each
+/// targeted projection W (d_out x d_in) gains trainable A (r x d_in) and B (d_out x r).
+struct LoraSpec {
+  std::int64_t rank = 0;
+  /// Targeted projections, any of "q", "k", "v", "o", "gate", "up", "down".
+  std::vector<std::string> targets;
+};
+
+/// Trainable adapter parameters of LoRA over all layers: sum over targets of r·(d_in+d_out).
+std::int64_t lora_parameter_count(const TransformerSpec& spec, const LoraSpec& lora);
+
+/// The 6·P·D headline (Kaplan et al. 2020; EleutherAI "Transformer Math 101"): 2PD forward,
+/// 4PD backward.
+double headline_training_flops(double params, double tokens);
+
+/// FLOPs of one training step for `tokens` tokens at context `seq_len`, split by phase.
+struct StepFlops {
+  double forward = 0;    ///< forward pass (GEMMs + attention scores + LM head)
+  double backward = 0;   ///< backward pass (activation grads; weight grads unless frozen)
+  double recompute = 0;  ///< extra forward work re-done by activation recompute
+  /// Model FLOPs for MFU, the llm-foundry definition (scripts/train/benchmarking/
+  /// collect_results.py; PaLM, Chowdhery et al. 2022, App. B, for the attention term):
+  /// (6·N + 12·L·h·s) per token with N = parameter_count(spec), i.e. ALL parameters,
+  /// embeddings and a learned position table included; no recompute, no causal halving,
+  /// training as if nothing is frozen (adapters not counted). See training_flops().
+  double model = 0;
+  /// Hardware FLOPs (what the GPU actually executes): forward + backward + recompute.
+  double hardware() const { return forward + backward + recompute; }
+};
+
+struct FlopsOptions {
+  Recompute recompute = Recompute::none;
+  /// Causal masking halves the attention-score work that a masked kernel (e.g. flash
+  /// attention) executes; stated explicitly because conventions differ.
+  bool causal_halving = true;
+  const LoraSpec* lora = nullptr;  ///< non-null: frozen base, adapters trained
+};
+
+StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, double tokens,
+                         const FlopsOptions& options);
+
+/// One GEMM of a transformer layer, for efficiency lookups: (m x k) · (k x n).
+struct GemmShape {
+  std::string name;  ///< "qkv", "attn_out", "mlp_up", "mlp_down", "lm_head"
+  std::int64_t m = 0, n = 0, k = 0;
+  int count_per_layer = 1;  ///< (lm_head: per model)
+};
+
+/// The forward GEMMs of one layer for `tokens` tokens per micro-batch, plus the LM head.
+std::vector<GemmShape> layer_gemms(const TransformerSpec& spec, std::int64_t tokens);
+
+}  // namespace stepcast

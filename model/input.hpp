@@ -1,0 +1,136 @@
+/// \file
+/// Strict reading of JSON input files: every value is fetched by key with its expected
+/// type and range, every error names the file and the JSON pointer of the offending value
+/// (e.g. `scenarios/x.json: /training/micro_batch: expected an integer >= 1, got -1`), and
+/// keys that nobody read are reported as unknown. Nothing is silently defaulted: optional
+/// values are std::optional and the caller decides.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace stepcast {
+
+/// Bad input: a file that cannot be read or parsed, or a value of the wrong type, range or
+/// name. The command-line front end maps it to exit code 2.
+class InputError : public std::runtime_error {
+ public:
+  InputError(std::string file, std::string json_path, const std::string& what_expected);
+  const std::string& file() const { return file_; }
+  const std::string& json_path() const { return json_path_; }
+
+ private:
+  std::string file_;
+  std::string json_path_;
+};
+
+/// A parsed JSON document that owns its tree.
+class JsonDoc {
+ public:
+  /// Reads and parses `path`; throws InputError naming the file and the parse position.
+  static JsonDoc load(const std::filesystem::path& path);
+  /// Parses `text` as if it came from a file named `name` (used by tests and inline specs).
+  static JsonDoc parse(const std::string& text, const std::string& name);
+  ~JsonDoc();
+  JsonDoc(JsonDoc&&) noexcept;
+  JsonDoc& operator=(JsonDoc&&) noexcept;
+
+  const nlohmann::json& root() const { return *root_; }
+  const std::string& file() const { return file_; }
+
+ private:
+  JsonDoc(std::unique_ptr<nlohmann::json> root, std::string file);
+  std::unique_ptr<nlohmann::json> root_;
+  std::string file_;
+};
+
+class JsonArray;
+
+/// A JSON object being read. Each accessor marks its key as read; `finish()` throws on
+/// the first key that was never read (an unknown key). Accessors throw InputError with
+/// the file and JSON pointer when the value is missing or has the wrong type or range.
+class JsonObject {
+ public:
+  JsonObject(const nlohmann::json& value, std::string file, std::string path);
+
+  bool has(const std::string& key) const;
+  /// Marks a key as known without reading it (e.g. documentation fields like "source").
+  void ignore(const std::string& key);
+
+  std::string string(const std::string& key);
+  std::optional<std::string> optional_string(const std::string& key);
+  /// A string that must be one of `allowed`; the error lists them.
+  std::string choice(const std::string& key, const std::vector<std::string>& allowed);
+  std::optional<std::string> optional_choice(const std::string& key,
+                                             const std::vector<std::string>& allowed);
+  bool boolean(const std::string& key);
+  std::optional<bool> optional_boolean(const std::string& key);
+  /// Any finite number.
+  double number(const std::string& key);
+  /// A finite number > 0.
+  double positive(const std::string& key);
+  std::optional<double> optional_positive(const std::string& key);
+  /// A finite number >= 0.
+  double non_negative(const std::string& key);
+  std::optional<double> optional_non_negative(const std::string& key);
+  /// An integer >= `min`.
+  std::int64_t integer(const std::string& key, std::int64_t min = 1);
+  std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t min = 1);
+
+  JsonObject object(const std::string& key);
+  std::optional<JsonObject> optional_object(const std::string& key);
+  JsonArray array(const std::string& key);
+  std::optional<JsonArray> optional_array(const std::string& key);
+  /// The raw value, for fields whose type varies (a name or an inline object); marks it read.
+  const nlohmann::json& raw(const std::string& key);
+  std::vector<std::string> keys() const;
+
+  /// Throws InputError on the first key that no accessor read.
+  void finish() const;
+
+  /// An InputError about this object (or one of its keys) with the file and path filled in.
+  InputError error(const std::string& key, const std::string& what_expected) const;
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return path_; }
+  std::string path_of(const std::string& key) const;
+
+ private:
+  const nlohmann::json& at(const std::string& key, const char* what) const;
+  const nlohmann::json* value_;
+  std::string file_;
+  std::string path_;
+  std::set<std::string> read_;
+};
+
+/// A JSON array being read, element by element.
+class JsonArray {
+ public:
+  JsonArray(const nlohmann::json& value, std::string file, std::string path);
+  std::size_t size() const;
+  JsonObject object(std::size_t i) const;
+  std::string string(std::size_t i) const;
+  double positive(std::size_t i) const;
+  std::int64_t integer(std::size_t i, std::int64_t min = 1) const;
+  InputError error(std::size_t i, const std::string& what_expected) const;
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  const nlohmann::json* value_;
+  std::string file_;
+  std::string path_;
+};
+
+/// The folder holding stepcast's data (catalogs, scenarios): $STEPCAST_DATA_DIR if set,
+/// otherwise the source tree the binary was built from.
+std::filesystem::path data_dir();
+
+}  // namespace stepcast

@@ -1,0 +1,142 @@
+/// \file
+/// Memory per GPU for every data-parallel strategy: weights, gradients, optimizer states,
+/// activations, communication buffers, CUDA context and allocator overhead, and the verdict
+/// (fits, tight, out of memory) naming the largest terms.
+#pragma once
+
+#include "model/flops.hpp"
+#include "model/transformer.hpp"
+#include "model/types.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stepcast {
+
+/// Optimizer state accounting.
+enum class OptimizerKind {
+  /// Adam, mixed precision: 2 (16-bit weights) + 2 (16-bit grads) + 12 (fp32 master,
+  /// momentum, variance) = 16 B/param (ZeRO paper, Rajbhandari et al. 2020, Sec. 3.1, K=12).
+  adam_mixed_16,
+  /// DeepSpeed's implementation keeps fp32 gradients too: 18 B/param for ZeRO-3 and
+  /// 4P + 16P/N for ZeRO-2 (DeepSpeed estimate_zero{2,3}_model_states_mem_needs).
+  adam_deepspeed_18,
+  /// Plain SGD with momentum, for completeness: weights + grads + 4 B momentum (fp32 master
+  /// when mixed).
+  sgd_momentum,
+};
+
+std::string_view name(OptimizerKind);
+OptimizerKind parse_optimizer(std::string_view);  ///< "adam", "adam_deepspeed", "sgd"
+std::vector<std::string> optimizer_names();
+
+/// Default caching-allocator overhead (fraction of allocated bytes reserved but unusable):
+/// a *parameter*, not a measured constant. PyTorch's CUDA caching allocator rounds requests
+/// up (512 B multiples, 2 MiB segments for small blocks, 20 MiB for large) and cannot merge
+/// split blocks across segments, so reserved > allocated; the ZeRO paper (Rajbhandari et al.
+/// 2020, Sec. 3.2 / 6.3) reports OOM with "over 30% of memory still available" in extreme
+/// long-sequence cases. 5% is an assumed typical value for steady-state training with fixed
+/// shapes; calibrate it as max_memory_reserved / max_memory_allocated − 1 from measured runs.
+inline constexpr double kAllocatorFragmentation = 0.05;
+
+/// Verdict threshold: "tight" when the total exceeds this fraction of capacity.
+inline constexpr double kTightFraction = 0.9;
+
+struct MemoryInputs {
+  const TransformerSpec* model = nullptr;
+  std::int64_t micro_batch = 1;   ///< sequences per GPU per micro-step
+  std::int64_t seq_len = 0;       ///< tokens per sequence
+  Precision precision = Precision::bf16_mixed;
+  OptimizerKind optimizer = OptimizerKind::adam_mixed_16;
+  Recompute recompute = Recompute::none;
+  bool flash_attention = true;    ///< no s x s score matrix kept (Dao et al. 2022)
+  const LoraSpec* lora = nullptr; ///< frozen base: no grads/optimizer for base weights
+  Strategy strategy = Strategy::ddp;
+  std::int64_t gpus = 1;          ///< data-parallel world size
+  std::int64_t gpus_per_node = 1; ///< HYBRID_SHARD shards within a node
+  double bucket_bytes = 25e6;     ///< DDP/ZeRO gradient bucket (PyTorch DDP default 25 MB)
+  int prefetch_layers = 1;        ///< ZeRO-3/FSDP layers gathered ahead of use
+  double capacity_bytes = 0;      ///< GPU memory (bytes); must be > 0
+  double cuda_context_bytes = 0;  ///< per-process CUDA context + workspace (bytes)
+  /// PyTorch DDP's `gradient_as_bucket_view` (default False): when false, DDP's flat
+  /// all-reduce buckets are a second copy of every gradient (PyTorch DDP docs: setting it
+  /// True saves "the total gradients size"). Only used for Strategy::ddp.
+  bool gradient_as_bucket_view = false;
+  /// Allocator overhead as a fraction of all allocator-managed bytes (everything but the
+  /// CUDA context); see kAllocatorFragmentation for the default.
+  double allocator_fragmentation = kAllocatorFragmentation;
+};
+
+struct MemoryTerm {
+  std::string name;  ///< "weights", "gradients", "optimizer", "activations", ...
+  double bytes = 0;
+  std::string note;  ///< how it was counted, e.g. "16-bit, sharded 1/8"
+};
+
+enum class MemoryVerdict { fits, tight, oom };
+std::string_view name(MemoryVerdict);
+
+struct MemoryBreakdown {
+  std::vector<MemoryTerm> terms;  ///< in a fixed order
+  double total_bytes = 0;
+  double capacity_bytes = 0;
+  MemoryVerdict verdict = MemoryVerdict::fits;  ///< tight when total > 90% of capacity
+  std::vector<std::string> largest;  ///< names of the largest terms, largest first (up to 3)
+};
+
+/// Parameter counts that the model states are proportional to (elements).
+struct ParamCounts {
+  double stored = 0;               ///< all parameters held (base + LoRA adapters)
+  double trainable = 0;            ///< parameters with gradients and optimizer state
+  double per_layer = 0;            ///< one transformer block, stored (FSDP/ZeRO-3 gather unit)
+  double per_layer_trainable = 0;  ///< trainable parameters of one block
+  /// DeepSpeed's `largest_layer_params`: the biggest single module's own parameters (in
+  /// practice the embedding table or an untied LM head).
+  double largest_module = 0;
+};
+
+/// Counts for a model, with LoRA (frozen base, trainable adapters) when `lora` is non-null.
+ParamCounts param_counts(const TransformerSpec& spec, const LoraSpec* lora);
+
+/// Parameters of the largest single module (HF-style modules: embedding, position table,
+/// untied LM head, each of q/k/v/o, gate/up/down, pooler), as DeepSpeed's estimator takes
+/// `largest_layer_params` = max over modules of sum(p.numel() for p in m.parameters(recurse=False)).
+std::int64_t largest_module_params(const TransformerSpec& spec);
+
+/// The group a strategy shards over: 1 for DDP and NO_SHARD, `gpus` for ZeRO and FSDP
+/// FULL_SHARD/SHARD_GRAD_OP, min(gpus, gpus_per_node) for HYBRID_SHARD.
+std::int64_t shard_degree(Strategy strategy, std::int64_t gpus, std::int64_t gpus_per_node);
+
+/// Model states per GPU (bytes): the ZeRO paper's weights + gradients + optimizer, plus the
+/// parameters gathered for use under ZeRO-3/FSDP FULL/HYBRID_SHARD.
+struct ModelStateBytes {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double gathered_params = 0;
+  double total() const { return weights + gradients + optimizer + gathered_params; }
+};
+
+/// Model states for `counts` under the strategy, optimizer, precision, GPU count and
+/// prefetch depth of `in` (`in.model` is not used, so callers may pass raw counts).
+ModelStateBytes model_state_bytes(const ParamCounts& counts, const MemoryInputs& in);
+
+/// fits / tight (total > kTightFraction · capacity) / oom (total > capacity).
+MemoryVerdict memory_verdict(double total_bytes, double capacity_bytes);
+
+/// Activation bytes of one transformer layer for a micro-batch (Korthikanti et al. 2022,
+/// arXiv 2205.05198, Sec. 4.1, no tensor parallelism): s·b·h·(34 + 5·a·s/h) with 16-bit
+/// activations, ffn = 4h and multi-head attention; memory.cpp generalises the 34 to any
+/// ffn_hidden, kv_heads, gated MLP and parallel block. The 5·a·s/h score term vanishes with
+/// flash attention (which keeps a 4·a·s·b fp32 logsumexp instead) and with selective
+/// recompute; full recompute keeps only the 2·s·b·h layer input.
+double activation_bytes_per_layer(const TransformerSpec& spec, std::int64_t micro_batch,
+                                  std::int64_t seq_len, Recompute recompute, bool flash_attention);
+
+/// The whole per-GPU breakdown. Terms, in this order: weights, gradients, optimizer,
+/// gathered_params, activations, logits, comm_buffers, cuda_context, fragmentation.
+/// Throws std::invalid_argument on a null model, non-positive sizes or capacity.
+MemoryBreakdown memory_per_gpu(const MemoryInputs& in);
+
+}  // namespace stepcast

@@ -1,0 +1,83 @@
+/// \file
+/// A transformer's shape as data, its parameter count, and the model catalog
+/// (model/catalog/models.json, every entry with its source).
+#pragma once
+
+#include "model/types.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stepcast {
+
+class JsonObject;
+
+enum class Positional { learned, rope, alibi };
+enum class Norm { layernorm, rmsnorm };
+enum class ModelKind { decoder, encoder };
+
+/// The shape of a dense transformer. Counts are plain integers; sizes are in elements.
+struct TransformerSpec {
+  std::string name;                 ///< catalog key, e.g. "llama-2-7b"
+  std::vector<std::string> aliases; ///< other names it goes by, e.g. "Llama-2-7B", "MPT-7b"
+  ModelKind kind = ModelKind::decoder;
+  std::int64_t layers = 0;
+  std::int64_t hidden = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;        ///< == heads for multi-head attention; fewer for GQA/MQA
+  std::int64_t ffn_hidden = 0;      ///< MLP inner width
+  bool gated_mlp = false;           ///< SwiGLU/GeGLU: three MLP matrices instead of two
+  std::int64_t vocab = 0;
+  std::int64_t seq_len = 0;         ///< default training context (tokens)
+  std::int64_t max_positions = 0;   ///< rows of a learned position table (0 unless learned)
+  bool tied_embeddings = true;      ///< LM head shares the input embedding
+  Positional positional = Positional::rope;
+  Norm norm = Norm::layernorm;
+  bool embedding_norm = false;      ///< a norm right after the embeddings (BLOOM, BERT)
+  bool linear_bias = false;         ///< biases on the attention and MLP projections
+  bool qkv_bias = false;            ///< biases on Q, K, V only (Qwen2); implied by linear_bias
+  bool parallel_attn_mlp = false;   ///< Falcon/GPT-J style parallel block (one shared norm)
+  std::int64_t type_vocab = 0;      ///< BERT token-type embeddings (0 if none)
+  bool pooler = false;              ///< BERT pooler (hidden x hidden + bias)
+  std::optional<std::int64_t> published_params;  ///< count stated by the source
+  std::string source;               ///< where the dimensions come from
+
+  std::int64_t head_dim() const { return hidden / heads; }
+  std::int64_t kv_dim() const { return head_dim() * kv_heads; }
+};
+
+/// Parameters of each part of the model (elements).
+struct ParameterBreakdown {
+  std::int64_t embedding = 0;      ///< token (+ type) embedding table
+  std::int64_t positional = 0;     ///< learned position table
+  std::int64_t attention = 0;      ///< all layers: Q, K, V, O (+ biases)
+  std::int64_t mlp = 0;            ///< all layers: up (+ gate), down (+ biases)
+  std::int64_t norms = 0;          ///< all norms, including the final one
+  std::int64_t lm_head = 0;        ///< untied output projection (0 when tied)
+  std::int64_t other = 0;          ///< pooler etc.
+  std::int64_t total() const {
+    return embedding + positional + attention + mlp + norms + lm_head + other;
+  }
+  /// Parameters of one transformer block (attention + MLP + its norms).
+  std::int64_t per_layer = 0;
+};
+
+/// Parameter count from the shape.
+ParameterBreakdown parameter_breakdown(const TransformerSpec& spec);
+std::int64_t parameter_count(const TransformerSpec& spec);
+
+/// Reads a spec from a JSON object (catalog entry or a scenario's inline model).
+/// Unknown keys and missing required keys throw InputError with the JSON path.
+TransformerSpec parse_transformer(JsonObject& obj);
+
+/// The model catalog, loaded once from model/catalog/models.json under data_dir().
+const std::vector<TransformerSpec>& model_catalog();
+/// Finds a model by catalog name or alias (case-insensitive); nullptr if unknown.
+const TransformerSpec* find_model(const std::string& name);
+
+std::string_view name(Positional);
+std::string_view name(Norm);
+
+}  // namespace stepcast

@@ -1,0 +1,76 @@
+#include "model/types.hpp"
+
+#include <stdexcept>
+
+namespace stepcast {
+
+namespace {
+
+template <typename E, std::size_t N>
+E parse_enum(std::string_view text, const std::array<std::string_view, N>& names, const char* what) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == text) return static_cast<E>(i);
+  std::string msg = std::string("unknown ") + what + " \"" + std::string(text) + "\"; expected one of ";
+  for (std::size_t i = 0; i < N; ++i) msg += (i ? ", \"" : "\"") + std::string(names[i]) + "\"";
+  throw std::invalid_argument(msg);
+}
+
+template <std::size_t N>
+std::vector<std::string> all(const std::array<std::string_view, N>& names) {
+  return {names.begin(), names.end()};
+}
+
+constexpr std::array<std::string_view, 5> kDtype{"fp32", "tf32", "fp16", "bf16", "fp8"};
+constexpr std::array<std::string_view, 6> kArch{"volta", "turing", "ampere", "ada", "hopper", "blackwell"};
+constexpr std::array<std::string_view, 3> kLink{"nvlink", "pcie", "network"};
+constexpr std::array<std::string_view, 4> kPrecision{"fp32", "fp16_mixed", "bf16_mixed", "fp8_mixed"};
+constexpr std::array<std::string_view, 3> kRecompute{"none", "selective", "full"};
+constexpr std::array<std::string_view, 8> kStrategy{
+    "ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard",
+    "fsdp_no_shard"};
+
+}  // namespace
+
+std::string_view name(Dtype v) { return kDtype[static_cast<int>(v)]; }
+std::string_view name(GpuArch v) { return kArch[static_cast<int>(v)]; }
+std::string_view name(LinkClass v) { return kLink[static_cast<int>(v)]; }
+std::string_view name(Precision v) { return kPrecision[static_cast<int>(v)]; }
+std::string_view name(Recompute v) { return kRecompute[static_cast<int>(v)]; }
+std::string_view name(Strategy v) { return kStrategy[static_cast<int>(v)]; }
+
+std::vector<std::string> dtype_names() { return all(kDtype); }
+std::vector<std::string> gpu_arch_names() { return all(kArch); }
+std::vector<std::string> link_class_names() { return all(kLink); }
+std::vector<std::string> precision_names() { return all(kPrecision); }
+std::vector<std::string> recompute_names() { return all(kRecompute); }
+std::vector<std::string> strategy_names() { return all(kStrategy); }
+
+Dtype parse_dtype(std::string_view s) { return parse_enum<Dtype>(s, kDtype, "dtype"); }
+GpuArch parse_gpu_arch(std::string_view s) { return parse_enum<GpuArch>(s, kArch, "GPU generation"); }
+LinkClass parse_link_class(std::string_view s) { return parse_enum<LinkClass>(s, kLink, "link class"); }
+Precision parse_precision(std::string_view s) { return parse_enum<Precision>(s, kPrecision, "precision"); }
+Recompute parse_recompute(std::string_view s) { return parse_enum<Recompute>(s, kRecompute, "recompute mode"); }
+Strategy parse_strategy(std::string_view s) { return parse_enum<Strategy>(s, kStrategy, "strategy"); }
+
+Dtype gemm_dtype(Precision p) {
+  switch (p) {
+    case Precision::fp32: return Dtype::fp32;
+    case Precision::fp16_mixed: return Dtype::fp16;
+    case Precision::bf16_mixed: return Dtype::bf16;
+    case Precision::fp8_mixed: return Dtype::fp8;
+  }
+  return Dtype::fp32;
+}
+
+int working_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }
+
+bool shards_optimizer(Strategy s) { return s != Strategy::ddp && s != Strategy::fsdp_no_shard; }
+bool shards_gradients(Strategy s) {
+  return s == Strategy::zero2 || s == Strategy::zero3 || s == Strategy::fsdp_full_shard ||
+         s == Strategy::fsdp_shard_grad_op || s == Strategy::fsdp_hybrid_shard;
+}
+bool shards_parameters(Strategy s) {
+  return s == Strategy::zero3 || s == Strategy::fsdp_full_shard || s == Strategy::fsdp_hybrid_shard;
+}
+
+}  // namespace stepcast

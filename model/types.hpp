@@ -1,0 +1,80 @@
+/// \file
+/// The small vocabularies every module shares: numeric formats, GPU generations, NCCL's
+/// link classes, training precisions, recompute modes and data-parallel strategies. Each has
+/// a stable lower-case name (the one used in JSON files and in measured-run records) and a
+/// parser that throws InputError-free std::invalid_argument listing the valid names; loaders
+/// turn that into an InputError with the file and JSON path.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stepcast {
+
+/// Arithmetic formats of GEMM inputs.
+enum class Dtype { fp32, tf32, fp16, bf16, fp8 };
+
+/// GPU generations, as NCCL's tuning tables and datasheets group them.
+enum class GpuArch { volta, turing, ampere, ada, hopper, blackwell };
+
+/// NCCL's three hardware-latency rows (tuning.cc): NVLink, PCIe and network.
+enum class LinkClass { nvlink, pcie, network };
+
+/// Training precision as the measured-run records name it.
+enum class Precision { fp32, fp16_mixed, bf16_mixed, fp8_mixed };
+
+/// Activation recompute (checkpointing).
+enum class Recompute { none, selective, full };
+
+/// Data-parallel strategies, named exactly as in measured-run records.
+enum class Strategy {
+  ddp,
+  zero1,
+  zero2,
+  zero3,
+  fsdp_full_shard,
+  fsdp_shard_grad_op,
+  fsdp_hybrid_shard,
+  fsdp_no_shard,
+};
+
+std::string_view name(Dtype);
+std::string_view name(GpuArch);
+std::string_view name(LinkClass);
+std::string_view name(Precision);
+std::string_view name(Recompute);
+std::string_view name(Strategy);
+
+/// All names of each vocabulary, in declaration order (for --help, errors and choices).
+std::vector<std::string> dtype_names();
+std::vector<std::string> gpu_arch_names();
+std::vector<std::string> link_class_names();
+std::vector<std::string> precision_names();
+std::vector<std::string> recompute_names();
+std::vector<std::string> strategy_names();
+
+/// Parsers: throw std::invalid_argument naming the valid choices.
+Dtype parse_dtype(std::string_view);
+GpuArch parse_gpu_arch(std::string_view);
+LinkClass parse_link_class(std::string_view);
+Precision parse_precision(std::string_view);
+Recompute parse_recompute(std::string_view);
+Strategy parse_strategy(std::string_view);
+
+/// The dtype of the GEMMs a precision runs (fp32 -> tf32 is *not* implied: fp32 stays fp32;
+/// a scenario that allows TF32 says so with precision "fp32" and `allow_tf32`).
+Dtype gemm_dtype(Precision);
+
+/// Bytes per element of the 16-bit (or 32-bit for fp32) working copy of weights, gradients
+/// and activations under a precision: 4 for fp32, 2 otherwise (fp8 keeps bf16 copies).
+int working_bytes(Precision);
+
+/// Sharding facts of each strategy (ZeRO paper, Rajbhandari et al. 2020, Sec. 5; PyTorch
+/// FSDP docs for ShardingStrategy).
+bool shards_optimizer(Strategy);   ///< ZeRO-1 and above, every FSDP mode but NO_SHARD
+bool shards_gradients(Strategy);   ///< ZeRO-2 and above, FSDP SHARD_GRAD_OP/FULL/HYBRID
+bool shards_parameters(Strategy);  ///< ZeRO-3, FSDP FULL_SHARD and HYBRID_SHARD (in node)
+
+}  // namespace stepcast

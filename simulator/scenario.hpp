@@ -1,0 +1,86 @@
+/// \file
+/// A scenario: one training job on one piece of hardware, as data (JSON). It names a model
+/// (catalog key or inline shape), the training setup, the data-parallel strategy, the
+/// hardware (catalog box or cluster with GPU and node counts, or inline), the dataset size,
+/// and optionally a price and measured figures to compare against.
+#pragma once
+
+#include "model/flops.hpp"
+#include "model/memory.hpp"
+#include "model/transformer.hpp"
+#include "model/types.hpp"
+#include "topologies/topology.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stepcast {
+
+struct TrainingSpec {
+  Precision precision = Precision::bf16_mixed;
+  OptimizerKind optimizer = OptimizerKind::adam_mixed_16;
+  std::int64_t micro_batch = 1;      ///< sequences per GPU per micro-step
+  std::int64_t grad_accum = 1;       ///< micro-steps per optimizer step
+  std::int64_t seq_len = 0;          ///< tokens per sequence
+  Recompute recompute = Recompute::none;
+  bool flash_attention = false;
+  std::optional<LoraSpec> lora;
+};
+
+struct StrategySpec {
+  Strategy kind = Strategy::ddp;
+  double bucket_bytes = 25e6;        ///< gradient bucket (PyTorch DDP bucket_cap_mb default 25)
+  int prefetch_layers = 1;           ///< ZeRO-3/FSDP layers gathered ahead (FSDP backward_prefetch: 1)
+  std::string algorithm = "auto";    ///< collective algorithm (a registered name or "auto")
+};
+
+struct HardwareChoice {
+  ClusterSpec cluster;               ///< box + nodes + network
+  int nodes = 1;                     ///< nodes used
+  int gpus_per_node = 1;             ///< GPUs used in each node
+  int gpus() const { return nodes * gpus_per_node; }
+};
+
+struct DatasetSpec {
+  std::optional<double> tokens;      ///< tokens per epoch
+  std::optional<double> samples;     ///< sequences per epoch
+};
+
+/// Figures measured on a real run of this scenario, kept beside the prediction.
+struct MeasuredFigures {
+  std::optional<double> time_per_epoch_s;
+  std::optional<double> step_time_s;
+  std::optional<double> tokens_per_s_per_gpu;
+  std::string source;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string file;                  ///< where it was read from
+  TransformerSpec model;
+  TrainingSpec training;
+  StrategySpec strategy;
+  HardwareChoice hardware;
+  DatasetSpec dataset;
+  std::optional<double> price_per_gpu_hour_usd;
+  std::optional<MeasuredFigures> measured;
+  std::vector<std::string> notes;    ///< choices the author made (why this batch, ...)
+};
+
+/// Reads and validates a scenario file; every problem is an InputError naming the file and
+/// the JSON path (`/training/micro_batch`), including unknown keys, unknown model/GPU/box
+/// names, non-positive sizes, GPU counts that do not divide into nodes, and strategies the
+/// hardware cannot run.
+Scenario load_scenario(const std::filesystem::path& path);
+Scenario parse_scenario(const std::string& json_text, const std::string& file_name);
+
+/// The same scenario on `gpus` GPUs: fills whole nodes of the cluster's box first
+/// (gpus <= box size: one node). Throws std::invalid_argument when the count does not fit
+/// (not a multiple of the box size above one node, or more nodes than the cluster has when
+/// the cluster came from the catalog with a fixed size).
+Scenario with_gpus(const Scenario& s, int gpus);
+
+}  // namespace stepcast

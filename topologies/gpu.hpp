@@ -1,0 +1,45 @@
+/// \file
+/// GPU specifications as data (topologies/catalog/gpus.json), each entry citing its
+/// datasheet. Peaks are dense (no 2:4 sparsity) tensor-core figures unless noted.
+#pragma once
+
+#include "model/types.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stepcast {
+
+class JsonObject;
+
+struct GpuSpec {
+  std::string name;           ///< catalog key, as in measured-run records: "a100-sxm4-80gb"
+  std::string display_name;   ///< "NVIDIA A100-SXM4-80GB"
+  GpuArch arch = GpuArch::ampere;
+  std::map<Dtype, double> peak_tflops;  ///< dense peak per dtype, TFLOP/s (1e12 FLOP/s); absent = unsupported
+  double memory_bytes = 0;     ///< HBM/GDDR capacity, bytes (GB = 1e9 B as datasheets state; GiB noted)
+  double memory_bw_GBps = 0;   ///< memory bandwidth, GB/s
+  int nvlink_gen = 0;          ///< 0 when the GPU has no NVLink
+  int nvlink_links = 0;        ///< NVLink links per GPU
+  double nvlink_GBps_per_link = 0;  ///< per link, per direction, GB/s (datasheet line rate)
+  int pcie_gen = 0;            ///< host interface generation (3, 4, 5)
+  int pcie_lanes = 16;
+  double tdp_w = 0;            ///< board power, W (informational)
+  std::string source;          ///< datasheet(s)
+
+  /// Peak for a dtype; throws std::invalid_argument if the GPU has no such tensor core path.
+  double peak(Dtype d) const;
+  bool supports(Dtype d) const { return peak_tflops.count(d) != 0; }
+};
+
+/// Reads one catalog entry or an inline GPU in a scenario; strict (unknown keys are errors).
+GpuSpec parse_gpu(JsonObject& obj);
+
+/// The GPU catalog, loaded once from topologies/catalog/gpus.json under data_dir().
+const std::vector<GpuSpec>& gpu_catalog();
+/// By catalog name (case-insensitive); nullptr if unknown.
+const GpuSpec* find_gpu(const std::string& name);
+
+}  // namespace stepcast

@@ -1,0 +1,40 @@
+/// \file
+/// Link kinds as data (topologies/catalog/links.json): NVLink 1-5, NVSwitch ports, PCIe
+/// gen3/4/5 x16, InfiniBand EDR/HDR/NDR, RoCE, EFA and Ethernet (TCP sockets) from 1 to
+/// 400 GbE. Each entry gives the line rate, the rate NCCL actually reaches on it (its
+/// efficiency), the per-hop latency, and the sources of both.
+#pragma once
+
+#include "model/types.hpp"
+
+#include <string>
+#include <vector>
+
+namespace stepcast {
+
+class JsonObject;
+
+struct LinkSpec {
+  std::string name;        ///< catalog key: "nvlink3", "pcie4-x16", "ib-hdr", "eth-1g", ...
+  LinkClass nccl_class = LinkClass::network;  ///< NCCL hardware-latency row
+  /// Nominal line rate per direction, GB/s (1e9 B/s). Network links: Gb/s / 8.
+  double line_rate_GBps = 0;
+  /// Rate NCCL reaches per direction for large messages, GB/s. For NVLink and PCIe this is
+  /// NCCL's own per-link figure (topo.h: SM80 NVLink 20 GB/s, PCIe gen4 x16 24 GB/s); for
+  /// networks the measured per-NIC bus bandwidth (e.g. NDR ~46-48 GB/s, nccl-tests #290).
+  double effective_GBps = 0;
+  /// Latency per hop added on top of NCCL's hardware row, µs (0 for RDMA and NVLink; the
+  /// socket stack for TCP).
+  double latency_us = 0;
+  bool nvls = false;       ///< NVSwitch with NVLink SHARP (third-generation NVSwitch and later)
+  std::string source;
+};
+
+LinkSpec parse_link(JsonObject& obj);
+
+/// The link catalog, loaded once from topologies/catalog/links.json under data_dir().
+const std::vector<LinkSpec>& link_catalog();
+/// By name (case-insensitive); nullptr if unknown.
+const LinkSpec* find_link(const std::string& name);
+
+}  // namespace stepcast

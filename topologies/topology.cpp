@@ -1,0 +1,429 @@
+#include "topologies/topology.hpp"
+
+#include "model/input.hpp"
+
+#include <boost/graph/breadth_first_search.hpp>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+namespace stepcast {
+
+namespace {
+
+constexpr std::array<std::string_view, 3> kIntraFabric{"nvswitch", "nvlink_mesh", "pcie"};
+constexpr std::array<std::string_view, 2> kNetwork{"single_switch", "rail_fat_tree"};
+constexpr std::array<std::string_view, 6> kDevice{"gpu", "nvswitch", "pcie_switch", "cpu", "nic",
+                                                   "network_switch"};
+
+template <std::size_t N>
+std::vector<std::string> names_of(const std::array<std::string_view, N>& a) {
+  return {a.begin(), a.end()};
+}
+
+template <typename E, std::size_t N>
+E enum_of(const std::string& s, const std::array<std::string_view, N>& a) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (a[i] == s) return static_cast<E>(i);
+  assert(false && "choice() validated the name");
+  return static_cast<E>(0);
+}
+
+/// Checks that a link kind exists in the catalog, naming the JSON path if not.
+std::string link_kind(JsonObject& obj, const std::string& key) {
+  std::string kind = obj.string(key);
+  if (!find_link(kind)) throw obj.error(key, "unknown link kind \"" + kind + "\" (see `stepcast catalog`)");
+  return kind;
+}
+
+const LinkSpec& link_or_throw(const std::string& kind, const std::string& where) {
+  const LinkSpec* l = find_link(kind);
+  if (!l) throw std::invalid_argument(where + ": unknown link kind \"" + kind + "\"");
+  return *l;
+}
+
+template <typename T>
+const std::vector<T>& load_catalog(const char* relative, const char* list_key,
+                                   T (*parse)(JsonObject&)) {
+  static_assert(!std::is_reference_v<T>);
+  auto load = [&] {
+    JsonDoc doc = JsonDoc::load(data_dir() / relative);
+    JsonObject top(doc.root(), doc.file(), "");
+    JsonArray items = top.array(list_key);
+    top.finish();
+    std::vector<T> out;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      JsonObject o = items.object(i);
+      out.push_back(parse(o));
+      for (std::size_t j = 0; j + 1 < out.size(); ++j)
+        if (out[j].name == out.back().name)
+          throw items.error(i, "duplicate name \"" + out.back().name + "\"");
+    }
+    return out;
+  };
+  static const std::vector<T> catalog = load();
+  return catalog;
+}
+
+template <typename T>
+const T* find_by_name(const std::vector<T>& items, const std::string& name) {
+  auto lower = [](std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  std::string key = lower(name);
+  for (const auto& item : items)
+    if (lower(item.name) == key) return &item;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string_view name(IntraFabric f) { return kIntraFabric[static_cast<int>(f)]; }
+std::string_view name(NetworkTopology t) { return kNetwork[static_cast<int>(t)]; }
+std::string_view name(DeviceKind k) { return kDevice[static_cast<int>(k)]; }
+
+BoxSpec parse_box(JsonObject& obj) {
+  BoxSpec b;
+  b.name = obj.string("name");
+  b.display_name = obj.string("display_name");
+  b.gpu = obj.string("gpu");
+  if (!find_gpu(b.gpu)) throw obj.error("gpu", "unknown GPU \"" + b.gpu + "\" (see `stepcast catalog`)");
+  b.gpus = static_cast<int>(obj.integer("gpus"));
+  b.fabric = enum_of<IntraFabric>(obj.choice("fabric", names_of(kIntraFabric)), kIntraFabric);
+  if (b.fabric == IntraFabric::nvswitch) {
+    b.nvlink = link_kind(obj, "nvlink");
+    b.nvswitches = static_cast<int>(obj.integer("nvswitches"));
+    b.links_per_gpu = static_cast<int>(obj.integer("links_per_gpu"));
+  } else if (b.fabric == IntraFabric::nvlink_mesh) {
+    b.nvlink = link_kind(obj, "nvlink");
+    JsonArray edges = obj.array("nvlink_edges");
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      JsonObject e = edges.object(i);
+      int a = static_cast<int>(e.integer("a", 0));
+      int c = static_cast<int>(e.integer("b", 0));
+      int links = static_cast<int>(e.integer("links"));
+      e.finish();
+      if (a >= b.gpus || c >= b.gpus || a == c)
+        throw edges.error(i, "expected two different GPU indices below " + std::to_string(b.gpus));
+      b.nvlink_edges.push_back({a, c, links});
+    }
+  }
+  b.pcie = link_kind(obj, "pcie");
+  b.pcie_switches = static_cast<int>(obj.integer("pcie_switches", 0));
+  b.cpus = static_cast<int>(obj.integer("cpus"));
+  if (b.cpus > 1) b.cpu_link = link_kind(obj, "cpu_link");
+  b.p2p = obj.boolean("p2p");
+  b.nics = static_cast<int>(obj.integer("nics", 0));
+  if (b.nics > 0) b.nic = link_kind(obj, "nic");
+  b.source = obj.string("source");
+  obj.finish();
+  return b;
+}
+
+const std::vector<BoxSpec>& box_catalog() {
+  return load_catalog<BoxSpec>("topologies/catalog/boxes.json", "boxes", &parse_box);
+}
+
+const BoxSpec* find_box(const std::string& name) { return find_by_name(box_catalog(), name); }
+
+namespace {
+
+NetworkSpec parse_network(JsonObject& obj) {
+  NetworkSpec n;
+  n.nic = link_kind(obj, "nic");
+  n.nics_per_node = static_cast<int>(obj.integer("nics_per_node"));
+  n.topology = enum_of<NetworkTopology>(obj.choice("topology", names_of(kNetwork)), kNetwork);
+  if (n.topology == NetworkTopology::rail_fat_tree) {
+    n.oversubscription = obj.positive("oversubscription");
+    if (n.oversubscription < 1) throw obj.error("oversubscription", "expected a ratio >= 1");
+  }
+  obj.finish();
+  return n;
+}
+
+}  // namespace
+
+ClusterSpec parse_cluster(JsonObject& obj) {
+  ClusterSpec c;
+  c.name = obj.string("name");
+  c.box = obj.string("box");
+  if (!find_box(c.box)) throw obj.error("box", "unknown box \"" + c.box + "\" (see `stepcast catalog`)");
+  c.nodes = static_cast<int>(obj.integer("nodes"));
+  if (auto net = obj.optional_object("network")) c.network = parse_network(*net);
+  if (c.nodes > 1 && !c.network)
+    throw obj.error("network", "missing; a cluster of more than one node needs a network");
+  c.source = obj.string("source");
+  obj.finish();
+  return c;
+}
+
+const std::vector<ClusterSpec>& cluster_catalog() {
+  return load_catalog<ClusterSpec>("topologies/catalog/clusters.json", "clusters", &parse_cluster);
+}
+
+const ClusterSpec* find_cluster(const std::string& name) { return find_by_name(cluster_catalog(), name); }
+
+// ---------------------------------------------------------------------------------------
+// Building the graph
+
+namespace {
+
+using Vertex = HardwareGraph::vertex_descriptor;
+using EdgeDesc = HardwareGraph::edge_descriptor;
+
+Vertex add_device(HardwareGraph& g, DeviceKind kind, int node, int index) {
+  return boost::add_vertex(Device{kind, node, index}, g);
+}
+
+void connect(HardwareGraph& g, Vertex a, Vertex b, const LinkSpec& link, int lanes) {
+  boost::add_edge(a, b, Connection{&link, lanes, lanes * link.effective_GBps, link.latency_us}, g);
+}
+
+}  // namespace
+
+Topology Topology::build(const ClusterSpec& cluster) {
+  Topology t;
+  t.cluster_ = cluster;
+  const BoxSpec* box = find_box(cluster.box);
+  if (!box) throw std::invalid_argument("unknown box \"" + cluster.box + "\"");
+  t.box_ = *box;
+  t.gpu_ = find_gpu(box->gpu);
+  if (!t.gpu_) throw std::invalid_argument("box " + box->name + ": unknown GPU \"" + box->gpu + "\"");
+  if (cluster.nodes > 1 && !cluster.network)
+    throw std::invalid_argument("cluster " + cluster.name + ": several nodes need a network");
+
+  HardwareGraph& g = t.graph_;
+  const LinkSpec& pcie = link_or_throw(box->pcie, box->name);
+  const LinkSpec* nvlink = box->nvlink.empty() ? nullptr : &link_or_throw(box->nvlink, box->name);
+
+  // NICs per node and their kind: the cluster's network overrides the box's NICs.
+  const LinkSpec* nic_link = nullptr;
+  int nics = 0;
+  if (cluster.network) {
+    nic_link = &link_or_throw(cluster.network->nic, cluster.name);
+    nics = cluster.network->nics_per_node;
+  } else if (box->nics > 0) {
+    nic_link = &link_or_throw(box->nic, box->name);
+    nics = box->nics;
+  }
+
+  std::vector<Vertex> nic_vertices;  // node * nics + i
+  for (int node = 0; node < cluster.nodes; ++node) {
+    std::vector<Vertex> cpus, switches, gpus;
+    for (int c = 0; c < box->cpus; ++c) cpus.push_back(add_device(g, DeviceKind::cpu, node, c));
+    for (int c = 1; c < box->cpus; ++c)
+      connect(g, cpus[c - 1], cpus[c], link_or_throw(box->cpu_link, box->name), 1);
+    for (int s = 0; s < box->pcie_switches; ++s) {
+      switches.push_back(add_device(g, DeviceKind::pcie_switch, node, s));
+      connect(g, switches.back(), cpus[s * box->cpus / box->pcie_switches], pcie, 1);
+    }
+    // GPUs spread evenly over PCIe switches (or CPU root ports), in index order.
+    for (int i = 0; i < box->gpus; ++i) {
+      gpus.push_back(add_device(g, DeviceKind::gpu, node, i));
+      Vertex up = box->pcie_switches > 0 ? switches[i * box->pcie_switches / box->gpus]
+                                         : cpus[i * box->cpus / box->gpus];
+      connect(g, gpus.back(), up, pcie, 1);
+    }
+    if (box->fabric == IntraFabric::nvswitch) {
+      assert(nvlink);
+      std::vector<Vertex> planes;
+      for (int s = 0; s < box->nvswitches; ++s) planes.push_back(add_device(g, DeviceKind::nvswitch, node, s));
+      // Each GPU's links are spread evenly over the switch chips.
+      for (int i = 0; i < box->gpus; ++i)
+        for (int s = 0; s < box->nvswitches; ++s) {
+          int lanes = box->links_per_gpu / box->nvswitches + (s < box->links_per_gpu % box->nvswitches ? 1 : 0);
+          if (lanes > 0) connect(g, gpus[i], planes[s], *nvlink, lanes);
+        }
+    } else if (box->fabric == IntraFabric::nvlink_mesh) {
+      for (const auto& e : box->nvlink_edges) connect(g, gpus[e[0]], gpus[e[1]], *nvlink, e[2]);
+    }
+    for (int i = 0; i < nics; ++i) {
+      nic_vertices.push_back(add_device(g, DeviceKind::nic, node, i));
+      Vertex up = box->pcie_switches > 0 ? switches[i * box->pcie_switches / nics] : cpus[i * box->cpus / nics];
+      connect(g, nic_vertices.back(), up, pcie, 1);
+    }
+    t.gpu_vertices_.insert(t.gpu_vertices_.end(), gpus.begin(), gpus.end());
+    t.cpu_vertices_.insert(t.cpu_vertices_.end(), cpus.begin(), cpus.end());
+  }
+
+  if (cluster.nodes > 1) {
+    const NetworkSpec& net = *cluster.network;
+    if (net.topology == NetworkTopology::single_switch) {
+      Vertex sw = add_device(g, DeviceKind::network_switch, -1, 0);
+      for (Vertex v : nic_vertices) connect(g, v, sw, *nic_link, 1);
+    } else {
+      // One leaf (rail) switch per NIC index; one spine joined to every leaf by a bundle
+      // carrying (nodes x NIC rate) / oversubscription.
+      Vertex spine = add_device(g, DeviceKind::network_switch, -1, nics);
+      for (int r = 0; r < nics; ++r) {
+        Vertex leaf = add_device(g, DeviceKind::network_switch, -1, r);
+        for (int node = 0; node < cluster.nodes; ++node) connect(g, nic_vertices[node * nics + r], leaf, *nic_link, 1);
+        int lanes = std::max(1, static_cast<int>(std::lround(cluster.nodes / net.oversubscription)));
+        connect(g, leaf, spine, *nic_link, lanes);
+      }
+    }
+  }
+  return t;
+}
+
+HardwareGraph::vertex_descriptor Topology::gpu_vertex(int node, int index) const {
+  assert(node >= 0 && node < nodes() && index >= 0 && index < gpus_per_node());
+  return gpu_vertices_[static_cast<std::size_t>(node * box_.gpus + index)];
+}
+
+// ---------------------------------------------------------------------------------------
+// Deriving what the collective model needs
+
+namespace {
+
+/// Shortest path (fewest hops) from `from` to `to` over edges accepted by `usable`;
+/// returns the edges in order, empty if unreachable.
+template <typename Usable>
+std::vector<EdgeDesc> route(const HardwareGraph& g, Vertex from, Vertex to, Usable usable) {
+  std::vector<EdgeDesc> via(boost::num_vertices(g));
+  std::vector<char> seen(boost::num_vertices(g), 0);
+  std::vector<Vertex> queue{from};
+  seen[from] = 1;
+  for (std::size_t head = 0; head < queue.size() && !seen[to]; ++head) {
+    Vertex u = queue[head];
+    for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
+      Vertex v = boost::target(*e, g);
+      if (seen[v] || !usable(*e, v)) continue;
+      seen[v] = 1;
+      via[v] = *e;
+      queue.push_back(v);
+    }
+  }
+  std::vector<EdgeDesc> path;
+  if (!seen[to]) return path;
+  for (Vertex v = to; v != from;) {
+    path.push_back(via[v]);
+    v = boost::source(via[v], g) == v ? boost::target(via[v], g) : boost::source(via[v], g);
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace
+
+CommFabric Topology::fabric(int nodes, int gpus_per_node) const {
+  if (nodes < 1 || nodes > this->nodes())
+    throw std::invalid_argument("fabric: " + std::to_string(nodes) + " nodes requested, the cluster has " +
+                                std::to_string(this->nodes()));
+  if (gpus_per_node < 1 || gpus_per_node > box_.gpus)
+    throw std::invalid_argument("fabric: " + std::to_string(gpus_per_node) + " GPUs per node requested, the box has " +
+                                std::to_string(box_.gpus));
+  const HardwareGraph& g = graph_;
+  CommFabric f;
+  f.arch = gpu_->arch;
+
+  // Intra level. NVLink: every GPU drives the ring through all its NVLinks that lead to
+  // the other members (directly, or into the switch plane), the way NCCL spreads channels
+  // over links; the slowest GPU bounds the ring. If the members are not all joined by
+  // NVLink, the ring runs over PCIe: each neighbour pair's transfer is routed through the
+  // graph (via host memory when peer-to-peer is off) and each edge's load is counted.
+  FabricLevel intra;
+  intra.ranks = gpus_per_node;
+  std::vector<Vertex> members;
+  for (int i = 0; i < gpus_per_node; ++i) members.push_back(gpu_vertex(0, i));
+  auto is_member = [&](Vertex v) { return std::find(members.begin(), members.end(), v) != members.end(); };
+  auto is_nvlink = [&](const EdgeDesc& e) { return g[e].link->nccl_class == LinkClass::nvlink; };
+
+  double nvlink_bw = std::numeric_limits<double>::infinity();
+  bool nvlink_ring = gpus_per_node > 1 && box_.fabric != IntraFabric::pcie;
+  for (Vertex m : members) {
+    double bw = 0;
+    for (auto [e, end] = boost::out_edges(m, g); e != end; ++e) {
+      Vertex peer = boost::target(*e, g);
+      if (is_nvlink(*e) && (g[peer].kind == DeviceKind::nvswitch || is_member(peer))) bw += g[*e].bw_GBps;
+    }
+    nvlink_bw = std::min(nvlink_bw, bw);
+  }
+  if (nvlink_ring) {
+    // The members must form one NVLink-connected group.
+    for (std::size_t i = 1; i < members.size() && nvlink_ring; ++i)
+      nvlink_ring = !route(g, members[0], members[i], [&](const EdgeDesc& e, Vertex v) {
+                       return is_nvlink(e) && (g[v].kind == DeviceKind::nvswitch || is_member(v));
+                     }).empty();
+  }
+  if (gpus_per_node == 1) {
+    intra.link = box_.fabric == IntraFabric::pcie ? LinkClass::pcie : LinkClass::nvlink;
+    intra.bw_GBps = box_.fabric == IntraFabric::pcie ? link_or_throw(box_.pcie, box_.name).effective_GBps : nvlink_bw;
+    intra.kind = box_.fabric == IntraFabric::pcie ? box_.pcie : box_.nvlink;
+  } else if (nvlink_ring) {
+    intra.link = LinkClass::nvlink;
+    intra.bw_GBps = nvlink_bw;
+    intra.kind = box_.nvlink;
+  } else {
+    std::map<std::pair<Vertex, Vertex>, int> load;  // directed edge -> ring transfers on it
+    auto not_nvlink = [&](const EdgeDesc& e, Vertex) { return !is_nvlink(e); };
+    auto add_path = [&](Vertex a, Vertex b) {
+      auto path = route(g, a, b, not_nvlink);
+      if (path.empty()) throw std::invalid_argument("box " + box_.name + ": GPUs are not connected");
+      Vertex at = a;
+      for (const auto& e : path) {
+        Vertex next = boost::source(e, g) == at ? boost::target(e, g) : boost::source(e, g);
+        ++load[{at, next}];
+        at = next;
+      }
+    };
+    int local_cpus = box_.cpus;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      Vertex a = members[i], b = members[(i + 1) % members.size()];
+      if (box_.p2p) {
+        add_path(a, b);
+      } else {
+        // Without peer-to-peer the data is staged in host memory of the sender's CPU.
+        auto to_cpu = route(g, a, cpu_vertices_[0], not_nvlink);
+        Vertex cpu = cpu_vertices_[0];
+        for (int c = 0; c < local_cpus; ++c) {
+          auto p = route(g, a, cpu_vertices_[c], not_nvlink);
+          if (p.size() < to_cpu.size()) to_cpu = p, cpu = cpu_vertices_[c];
+        }
+        add_path(a, cpu);
+        add_path(cpu, b);
+      }
+    }
+    double bw = std::numeric_limits<double>::infinity();
+    double latency = 0;
+    for (const auto& [dir, count] : load) {
+      auto [e, ok] = boost::edge(dir.first, dir.second, g);
+      assert(ok);
+      bw = std::min(bw, g[e].bw_GBps / count);
+      latency = std::max(latency, g[e].latency_us);
+    }
+    intra.link = LinkClass::pcie;
+    intra.bw_GBps = bw;
+    intra.latency_us = latency;
+    intra.kind = box_.pcie + (box_.p2p ? "" : " (via host memory)");
+  }
+  f.intra = intra;
+  const LinkSpec* nvlink = box_.nvlink.empty() ? nullptr : find_link(box_.nvlink);
+  f.nvls = box_.fabric == IntraFabric::nvswitch && gpus_per_node > 1 && nvlink && nvlink->nvls;
+
+  if (nodes > 1) {
+    // Inter level: every NIC of a box carries one ring channel across the boundary, so a
+    // node's bandwidth into the ring is its NICs' summed effective rate (the multi-node
+    // rule of thumb busbw ~ min(intra busbw, NICs x NIC rate), nccl-tests #309), and
+    // nothing else: on a rail-optimised fat-tree NCCL keeps each ring channel on its own
+    // rail, so spine oversubscription does not slow rings.
+    const NetworkSpec& net = *cluster_.network;
+    const LinkSpec& nic = link_or_throw(net.nic, cluster_.name);
+    FabricLevel inter;
+    inter.ranks = nodes;
+    inter.link = LinkClass::network;
+    inter.bw_GBps = net.nics_per_node * nic.effective_GBps;
+    inter.latency_us = nic.latency_us;
+    inter.kind = std::to_string(net.nics_per_node) + "x " + nic.name;
+    inter.channels = net.nics_per_node;
+    f.inter = inter;
+  }
+  return f;
+}
+
+}  // namespace stepcast

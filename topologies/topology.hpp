@@ -1,0 +1,140 @@
+/// \file
+/// Boxes (one server: GPUs, NVLink/NVSwitch, PCIe switches, CPUs, NICs) and clusters (N
+/// boxes on a network) as data, built into one Boost.Graph graph, and the per-level view
+/// the collective model needs (ranks, bottleneck bandwidth, hops, link class) derived
+/// from that graph. The graph is the one representation of the hardware.
+#pragma once
+
+#include "model/collective.hpp"
+#include "topologies/gpu.hpp"
+#include "topologies/link.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stepcast {
+
+class JsonObject;
+
+/// How the GPUs of a box talk to each other.
+enum class IntraFabric {
+  nvswitch,     ///< every GPU has links into a switch plane (DGX-2, DGX A100, DGX H100, HGX)
+  nvlink_mesh,  ///< direct GPU-GPU NVLink edges (DGX-1 hybrid cube-mesh, NVLink bridges)
+  pcie,         ///< PCIe only
+};
+std::string_view name(IntraFabric);
+
+/// One server, as data (topologies/catalog/boxes.json).
+struct BoxSpec {
+  std::string name;          ///< "dgx-a100"
+  std::string display_name;
+  std::string gpu;           ///< GPU catalog key
+  int gpus = 0;
+  IntraFabric fabric = IntraFabric::pcie;
+  std::string nvlink;        ///< link kind of NVLink edges (nvswitch / nvlink_mesh)
+  int nvswitches = 0;        ///< switch chips (nvswitch)
+  int links_per_gpu = 0;     ///< NVLink links from each GPU into the switch plane (nvswitch)
+  /// Direct NVLink edges (nvlink_mesh): {gpu a, gpu b, number of links}.
+  std::vector<std::array<int, 3>> nvlink_edges;
+  std::string pcie;          ///< link kind of GPU/NIC PCIe connections
+  int pcie_switches = 0;     ///< 0: GPUs hang off CPU root ports directly
+  int cpus = 1;
+  std::string cpu_link;      ///< link kind between CPU sockets (UPI/xGMI), "" with one CPU
+  bool p2p = true;           ///< GPU peer-to-peer over PCIe allowed (false: via host memory)
+  std::string nic;           ///< default NIC link kind ("" = none)
+  int nics = 0;              ///< NICs per box
+  std::string source;
+};
+
+BoxSpec parse_box(JsonObject& obj);
+const std::vector<BoxSpec>& box_catalog();
+const BoxSpec* find_box(const std::string& name);
+
+/// How boxes are joined.
+enum class NetworkTopology {
+  single_switch,   ///< every NIC on one non-blocking switch
+  rail_fat_tree,   ///< NIC i of every box on leaf (rail) switch i, leaves joined by spines
+};
+std::string_view name(NetworkTopology);
+
+struct NetworkSpec {
+  std::string nic;           ///< link kind of each NIC and its switch port
+  int nics_per_node = 1;
+  NetworkTopology topology = NetworkTopology::single_switch;
+  /// Leaf-to-spine oversubscription (rail_fat_tree): 1 = non-blocking.
+  double oversubscription = 1.0;
+};
+
+/// N boxes on a network (topologies/catalog/clusters.json, or a scenario's hardware).
+struct ClusterSpec {
+  std::string name;
+  std::string box;                     ///< box catalog key
+  int nodes = 1;
+  std::optional<NetworkSpec> network;  ///< required when nodes > 1
+  std::string source;
+};
+
+ClusterSpec parse_cluster(JsonObject& obj);
+const std::vector<ClusterSpec>& cluster_catalog();
+const ClusterSpec* find_cluster(const std::string& name);
+
+/// Vertices of the hardware graph.
+enum class DeviceKind { gpu, nvswitch, pcie_switch, cpu, nic, network_switch };
+std::string_view name(DeviceKind);
+
+struct Device {
+  DeviceKind kind = DeviceKind::gpu;
+  int node = -1;   ///< box index, -1 for network switches
+  int index = 0;   ///< index within the box (or switch number)
+};
+
+/// A full-duplex connection: `bw_GBps` in each direction.
+struct Connection {
+  const LinkSpec* link = nullptr;
+  int lanes = 1;            ///< parallel links bundled in this edge (e.g. 2 NVLinks)
+  double bw_GBps = 0;       ///< effective bandwidth per direction = lanes x link effective
+  double latency_us = 0;    ///< the link kind's added latency
+};
+
+using HardwareGraph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, Device, Connection>;
+
+/// The built hardware of a cluster.
+class Topology {
+ public:
+  /// Builds the graph; throws InputError-free std::invalid_argument on inconsistent specs
+  /// (unknown GPU or link kinds, multi-node without a network).
+  static Topology build(const ClusterSpec& cluster);
+
+  const HardwareGraph& graph() const { return graph_; }
+  const BoxSpec& box() const { return box_; }
+  const GpuSpec& gpu() const { return *gpu_; }
+  const ClusterSpec& cluster() const { return cluster_; }
+  int nodes() const { return cluster_.nodes; }
+  int gpus_per_node() const { return box_.gpus; }
+
+  /// What a collective over the first `gpus_per_node` GPUs of each of the first `nodes`
+  /// boxes sees: the intra level from ring routes through the box's graph (the slowest
+  /// rank's bandwidth into the ring, NVLink where the GPUs are NVLink-connected, else the
+  /// PCIe/host path with every shared edge's load counted), the inter level from the NICs
+  /// (their summed effective rate per box, capped by the network's spine share).
+  CommFabric fabric(int nodes, int gpus_per_node) const;
+
+  /// A GPU vertex.
+  HardwareGraph::vertex_descriptor gpu_vertex(int node, int index) const;
+
+ private:
+  Topology() = default;
+  ClusterSpec cluster_;
+  BoxSpec box_;
+  const GpuSpec* gpu_ = nullptr;
+  HardwareGraph graph_;
+  std::vector<HardwareGraph::vertex_descriptor> gpu_vertices_;  ///< node * gpus + index
+  std::vector<HardwareGraph::vertex_descriptor> cpu_vertices_;  ///< node * cpus + index
+};
+
+}  // namespace stepcast
