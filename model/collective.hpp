@@ -32,7 +32,10 @@ struct FabricLevel {
   /// Extra latency per hop beyond NCCL's hardware rows, µs (e.g. a TCP socket stack).
   double latency_us = 0;
   std::string kind;               ///< link kind name for reports, e.g. "nvlink3", "eth-1g"
-  int channels = 0;               ///< rings NCCL would build (0: derive from bw)
+  /// Channels NCCL would build (0: derive). Intra: rings inside the node (derived as
+  /// round(bw_GBps / 20), 2..32). Inter: NICs per node, used as NVLSTree heads (derived as
+  /// one per GPU when 0).
+  int channels = 0;
 };
 
 struct CommFabric {
@@ -65,6 +68,8 @@ const std::vector<AlgorithmInfo>& collective_algorithms();
 /// Time of one collective of `bytes` (the nccl-tests S: whole output buffer for all-gather,
 /// whole input buffer for reduce-scatter) on `fabric`. `algorithm` is a registered name or
 /// "auto" (NCCL's choice: the fastest eligible algorithm and protocol). One rank costs 0.
+/// time = per-call launch overhead (fitted per GPU generation) + NCCL-style latency +
+/// bytes / algbw; see collective.cpp for each formula and its source line.
 /// Throws std::invalid_argument for an unknown algorithm or one that cannot run (e.g. "nvls"
 /// without NVLS hardware, "tree" for all-gather).
 CollectiveCost collective_cost(Collective c, double bytes, const CommFabric& fabric,

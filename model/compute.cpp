@@ -76,10 +76,11 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   }
 
   const StepFlops flops = training_flops(spec, seq_len, tokens, opts);
-  // Whatever the refined count has beyond the GEMMs (attention scores), at the efficiency
-  // of one attention call (per sequence and head) of that size.
+  // Whatever the refined count has beyond the GEMMs (attention scores and their product
+  // with V) runs as one batched call per layer (bmm over sequences and heads, or one fused
+  // attention kernel), at the efficiency of a GEMM of that size.
   const double attn_fwd = std::max(0.0, flops.forward - gemm_flops_fwd);
-  const double attn_call = attn_fwd / std::max(1.0, static_cast<double>(micro_batch * spec.heads * spec.layers));
+  const double attn_call = attn_fwd / static_cast<double>(spec.layers);
   const double attn_fwd_s = attn_fwd > 0 ? attn_fwd / (peak * gemm_efficiency(device.gemm, attn_call)) : 0;
 
   // Memory-bound work: activations written and read once in forward, twice in backward.

@@ -37,7 +37,8 @@ struct StepFlops {
   /// collect_results.py; PaLM, Chowdhery et al. 2022, App. B, for the attention term):
   /// (6·N + 12·L·h·s) per token with N = parameter_count(spec), i.e. ALL parameters,
   /// embeddings and a learned position table included; no recompute, no causal halving,
-  /// training as if nothing is frozen (adapters not counted). See training_flops().
+  /// Under LoRA the frozen weights get no weight gradients: (4·N + 6·P_a + 12·L·h·s).
+  /// See training_flops().
   double model = 0;
   /// Hardware FLOPs (what the GPU actually executes): forward + backward + recompute.
   double hardware() const { return forward + backward + recompute; }

@@ -67,7 +67,8 @@ Prediction predict(const Scenario& s) {
   p.hardware = nodes > 1 ? fmt::format("{} x {} ({})", nodes, topo.box().name, fabric.inter->kind)
                          : topo.box().name;
   p.fabric = fabric;
-  p.assumptions = s.notes;
+  if (!s.strategy.bucket_given)
+    p.assumptions.push_back("gradient bucket 25 MB (PyTorch DDP bucket_cap_mb default; set strategy.bucket_mb)");
 
   // --- Compute ---------------------------------------------------------------------------
   const Dtype dtype = gemm_dtype(tr.precision);

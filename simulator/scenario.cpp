@@ -69,7 +69,7 @@ TrainingSpec parse_training(JsonObject& obj, const TransformerSpec& model) {
   return t;
 }
 
-StrategySpec parse_strategy_spec(JsonObject& top, std::vector<std::string>& notes) {
+StrategySpec parse_strategy_spec(JsonObject& top) {
   StrategySpec s;
   const nlohmann::json& raw = top.raw("strategy");
   if (raw.is_string()) {
@@ -82,8 +82,7 @@ StrategySpec parse_strategy_spec(JsonObject& top, std::vector<std::string>& note
     if (!raw.is_object()) throw top.error("strategy", "expected a strategy name or an object with \"name\"");
     JsonObject obj(raw, top.file(), top.path_of("strategy"));
     s.kind = parse_name(obj, "name", parse_strategy);
-    if (auto mb = obj.optional_positive("bucket_mb")) s.bucket_bytes = *mb * 1e6;
-    else notes.push_back("gradient bucket 25 MB (PyTorch DDP bucket_cap_mb default)");
+    if (auto mb = obj.optional_positive("bucket_mb")) s.bucket_bytes = *mb * 1e6, s.bucket_given = true;
     if (auto p = obj.optional_integer("prefetch_layers", 0)) s.prefetch_layers = static_cast<int>(*p);
     if (auto a = obj.optional_string("algorithm")) {
       bool known = *a == "auto";
@@ -94,7 +93,6 @@ StrategySpec parse_strategy_spec(JsonObject& top, std::vector<std::string>& note
     obj.finish();
     return s;
   }
-  notes.push_back("gradient bucket 25 MB (PyTorch DDP bucket_cap_mb default)");
   return s;
 }
 
@@ -170,7 +168,7 @@ Scenario parse_root(const JsonDoc& doc) {
     JsonObject t = top.object("training");
     s.training = parse_training(t, s.model);
   }
-  s.strategy = parse_strategy_spec(top, s.notes);
+  s.strategy = parse_strategy_spec(top);
   {
     JsonObject h = top.object("hardware");
     s.hardware = parse_hardware(h);

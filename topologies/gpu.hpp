@@ -19,7 +19,9 @@ struct GpuSpec {
   std::string display_name;   ///< "NVIDIA A100-SXM4-80GB"
   GpuArch arch = GpuArch::ampere;
   std::map<Dtype, double> peak_tflops;  ///< dense peak per dtype, TFLOP/s (1e12 FLOP/s); absent = unsupported
-  double memory_bytes = 0;     ///< HBM/GDDR capacity, bytes (GB = 1e9 B as datasheets state; GiB noted)
+  /// HBM/GDDR capacity, bytes. The JSON gives "memory_GiB": NVIDIA's on-board "80GB" is
+  /// binary (an A100-SXM4-80GB shows 81920 MiB in nvidia-smi), so 80 -> 80 x 2^30 B.
+  double memory_bytes = 0;
   double memory_bw_GBps = 0;   ///< memory bandwidth, GB/s
   int nvlink_gen = 0;          ///< 0 when the GPU has no NVLink
   int nvlink_links = 0;        ///< NVLink links per GPU
@@ -35,6 +37,10 @@ struct GpuSpec {
 };
 
 /// Reads one catalog entry or an inline GPU in a scenario; strict (unknown keys are errors).
+/// Keys: name, display_name, arch, peak_tflops {fp32 required; tf32/fp16/bf16/fp8 where the
+/// architecture has that tensor-core path}, memory_GiB, memory_bw_GBps, nvlink_gen,
+/// nvlink_links, nvlink_GBps_per_link (all three 0 or all > 0), pcie_gen, pcie_lanes,
+/// optional tdp_w, source.
 GpuSpec parse_gpu(JsonObject& obj);
 
 /// The GPU catalog, loaded once from topologies/catalog/gpus.json under data_dir().

@@ -30,6 +30,9 @@ struct LinkSpec {
   std::string source;
 };
 
+/// Reads one link kind; strict. Keys (all required): name, class (nvlink/pcie/network),
+/// line_rate_GBps, effective_GBps (<= line rate), latency_us, nvls (true only with class
+/// nvlink), source.
 LinkSpec parse_link(JsonObject& obj);
 
 /// The link catalog, loaded once from topologies/catalog/links.json under data_dir().

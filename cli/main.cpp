@@ -1,0 +1,388 @@
+/// \file
+/// The `stepcast` command: argument parsing (CLI11), dispatch to the library, and exit
+/// codes. Reports are built by report_text.cpp / report_json.cpp; this file only writes
+/// them. Exit codes: 0 success, 2 bad input (an unreadable or invalid scenario or catalog,
+/// a bad command line), 1 internal error (anything else). Every error is one line on stderr:
+/// `stepcast: error: <message>`.
+
+#include "cli/report.hpp"
+
+#include "model/input.hpp"
+#include "model/types.hpp"
+#include "simulator/predict.hpp"
+#include "simulator/scenario.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#ifndef STEPCAST_VERSION
+#define STEPCAST_VERSION "unknown"
+#endif
+
+namespace {
+
+using namespace stepcast;
+
+/// Bad input found outside the JSON readers (a --gpus count the hardware cannot take, a
+/// value the library rejected with std::invalid_argument while reading user input).
+class UserError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+constexpr int kExitOk = 0;
+constexpr int kExitInternal = 1;
+constexpr int kExitBadInput = 2;
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
+void error(std::string_view message) { fmt::print(stderr, "stepcast: error: {}\n", message); }
+
+void write(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+// ---------------------------------------------------------------------------------------
+// help text
+
+/// Words of `text` wrapped at `width` columns, continuation lines indented by `indent`.
+std::string wrap(const std::string& text, std::size_t first_column, std::size_t indent,
+                 std::size_t width = 90) {
+  std::string out;
+  std::size_t column = first_column;
+  bool line_has_word = false;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find(' ', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view word(text.data() + pos, end - pos);
+    if (line_has_word && column + 1 + word.size() > width) {
+      out += "\n" + std::string(indent, ' ');
+      column = indent;
+      line_has_word = false;
+    }
+    if (line_has_word) {
+      out += ' ';
+      ++column;
+    }
+    out += word;
+    column += word.size();
+    line_has_word = true;
+    pos = end + 1;
+  }
+  return out;
+}
+
+/// One "  key  description" line of the scenario help, the description wrapped.
+std::string field(std::string_view key, const std::string& description) {
+  constexpr std::size_t kKey = 24;
+  std::string line = "  " + std::string(key);
+  line += std::string(line.size() < kKey + 2 ? kKey + 2 - line.size() : 1, ' ');
+  return line + wrap(description, line.size(), kKey + 2) + "\n";
+}
+
+/// What a scenario file holds; shown by every command's --help.
+std::string scenario_help() {
+  std::string out =
+      "Scenario file (JSON; ready-made ones in scenarios/seeds/, the full schema in "
+      "README.md):\n";
+  out += field("name, description", "what the run is");
+  out += field("model",
+               "catalog name or alias (see `stepcast catalog models`) or an inline shape "
+               "{layers, hidden, heads, ...}");
+  out += field("training", "precision (" + join(precision_names(), ", ") +
+                               "), optimizer, micro_batch, grad_accum, seq_len, recompute (" +
+                               join(recompute_names(), ", ") +
+                               "), flash_attention, optional lora {rank, targets: [q, k, v, o, "
+                               "gate, up, down]}");
+  out += field("strategy", "name (" + join(strategy_names(), ", ") +
+                               "), optional bucket_mb, prefetch_layers, algorithm (see "
+                               "`stepcast catalog algorithms`)");
+  out += field("hardware",
+               "{\"cluster\": NAME} or {\"box\": NAME, \"nodes\": N, \"network\": {...}} "
+               "(see `stepcast catalog clusters` and `boxes`)");
+  out += field("gpus", "total GPUs used (optional; default: all of the hardware)");
+  out += field("dataset", "{\"tokens\": N} or {\"samples\": N} per epoch");
+  out += field("price_per_gpu_hour_usd", "optional; gives the cost per epoch");
+  out += field("measured", "optional measured figures, compared with the prediction");
+  out += field("notes", "optional list of the author's choices");
+  out +=
+      "Every value is checked: unknown keys, wrong types, out-of-range numbers and unknown\n"
+      "names are errors that name the file and the JSON path (e.g. /training/micro_batch).\n";
+  return out;
+}
+
+std::string exit_code_help() {
+  return "Exit codes:\n"
+         "  0  success\n"
+         "  1  internal error (a bug in stepcast; please report it with the scenario)\n"
+         "  2  bad input: a scenario or catalog file that cannot be read or is invalid (the\n"
+         "     message names the file and the JSON path), or a bad command line\n";
+}
+
+constexpr const char* kSeed = "scenarios/seeds/SCENARIO.json";
+
+/// An "Examples:" block, the comments aligned.
+std::string examples(const std::vector<std::pair<std::string, std::string>>& lines) {
+  std::size_t width = 0;
+  for (const auto& [command, what] : lines) width = std::max(width, command.size());
+  std::string out = "Examples:\n";
+  for (const auto& [command, what] : lines)
+    out += fmt::format("  {:<{}}  # {}\n", command, width, what);
+  return out;
+}
+
+std::string predict_examples() {
+  return examples({{fmt::format("stepcast predict {}", kSeed), "text report"},
+                   {fmt::format("stepcast predict {} --gpus 16 --json", kSeed),
+                    "on 16 GPUs, one JSON object"}});
+}
+
+std::string scale_examples() {
+  return examples({{fmt::format("stepcast scale {} --gpus 1,8,16,32", kSeed), "scaling table"},
+                   {fmt::format("stepcast scale {} --gpus 8,16,32,64 --json", kSeed),
+                    "the same as JSON"}});
+}
+
+std::string catalog_examples() {
+  return examples({{"stepcast catalog", "every catalog"},
+                   {"stepcast catalog gpus", "GPUs with peaks, memory, NVLink and sources"},
+                   {"stepcast catalog --json", "every catalog as one JSON object"}});
+}
+
+/// The footer of a command's --help: details, examples, the scenario file, exit codes.
+std::string footer(const std::string& details, const std::string& example_block,
+                   bool with_scenario) {
+  std::string out;
+  if (!details.empty()) out += details + "\n";
+  out += example_block;
+  if (with_scenario) out += "\n" + scenario_help();
+  out += "\n" + exit_code_help();
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// commands
+
+Scenario load(const std::string& path) {
+  try {
+    return load_scenario(path);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw UserError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+Scenario on_gpus(const Scenario& s, int gpus) {
+  try {
+    return with_gpus(s, gpus);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw UserError(fmt::format("{}: --gpus {}: {}", s.file, gpus, e.what()));
+  }
+}
+
+struct PredictArgs {
+  std::string scenario;
+  int gpus = 0;  ///< 0: as the scenario says
+  bool json = false;
+};
+
+int run_predict(const PredictArgs& args) {
+  Scenario s = load(args.scenario);
+  if (args.gpus > 0) s = on_gpus(s, args.gpus);
+  const Prediction p = predict(s);
+  write(args.json ? cli::predict_json(s, p) : cli::predict_text(s, p));
+  return kExitOk;
+}
+
+struct ScaleArgs {
+  std::string scenario;
+  std::vector<int> gpus;
+  bool json = false;
+};
+
+int run_scale(const ScaleArgs& args) {
+  const Scenario base = load(args.scenario);
+  // Check every count before spending time on predictions.
+  std::vector<Scenario> scenarios;
+  scenarios.reserve(args.gpus.size());
+  for (int n : args.gpus) scenarios.push_back(on_gpus(base, n));
+
+  const bool progress = isatty(fileno(stderr)) != 0;
+  std::vector<Prediction> predictions;
+  predictions.reserve(scenarios.size());
+  for (std::size_t i = 0; i < scenarios.size(); ++i) {
+    if (progress) fmt::print(stderr, "[{}/{}] {} GPUs\n", i + 1, scenarios.size(), args.gpus[i]);
+    predictions.push_back(predict(scenarios[i]));
+  }
+  const auto rows = cli::scale_rows(predictions);
+  write(args.json ? cli::scale_json(base, rows) : cli::scale_text(base, rows));
+  return kExitOk;
+}
+
+struct CatalogArgs {
+  std::string section;  ///< "" = all
+  bool json = false;
+};
+
+int run_catalog(const CatalogArgs& args) {
+  std::vector<cli::CatalogSection> sections;
+  if (args.section.empty()) {
+    for (const std::string& n : cli::catalog_section_names())
+      sections.push_back(cli::parse_catalog_section(n));
+  } else {
+    try {
+      sections.push_back(cli::parse_catalog_section(args.section));
+    } catch (const std::invalid_argument& e) {
+      throw UserError(e.what());
+    }
+  }
+  write(args.json ? cli::catalog_json(sections) : cli::catalog_text(sections));
+  return kExitOk;
+}
+
+/// A GPU count on the command line: a whole number >= 1 (CLI11's PositiveNumber would
+/// also accept 0.5 and print a 300-digit upper bound).
+CLI::Validator gpu_count() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        long long value = 0;
+        std::size_t used = 0;
+        try {
+          value = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || text.empty() || value < 1 || value > (1LL << 24))
+          return "expected a GPU count (a whole number >= 1), got \"" + text + "\"";
+        return {};
+      },
+      "COUNT", "gpu_count");
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"stepcast: a performance model of data-parallel GPU training", "stepcast"};
+  app.set_version_flag("--version", std::string("stepcast ") + STEPCAST_VERSION,
+                       "Print the version and exit");
+  app.require_subcommand(1);
+  app.footer(footer(
+      "stepcast predicts the step time, throughput, MFU, time and cost per epoch, and memory\n"
+      "per GPU of transformer training with DDP, ZeRO or FSDP on a given cluster, from an\n"
+      "analytic model of compute and of NCCL collectives over the hardware graph.\n"
+      "Run `stepcast <command> --help` for each command.\n",
+      examples({{fmt::format("stepcast predict {}", kSeed), "text report of one scenario"},
+                {fmt::format("stepcast predict {} --gpus 16 --json", kSeed),
+                 "on 16 GPUs, as JSON"},
+                {fmt::format("stepcast scale {} --gpus 1,8,16,32", kSeed), "scaling table"},
+                {"stepcast catalog gpus", "GPUs with peaks and sources"},
+                {"stepcast catalog --json", "every catalog as JSON"}}),
+      true));
+  app.get_formatter()->column_width(30);
+
+  PredictArgs pa;
+  CLI::App* predict_cmd =
+      app.add_subcommand("predict", "Predict step time, throughput, epoch time and memory");
+  predict_cmd->add_option("SCENARIO", pa.scenario, "Scenario file (JSON)")->required();
+  predict_cmd->add_option("--gpus", pa.gpus,
+                          "Total GPUs to predict on instead of the scenario's\n"
+                          "(whole nodes above one box)")
+      ->check(gpu_count());
+  predict_cmd->add_flag("--json", pa.json, "Print one JSON object instead of the text report");
+  predict_cmd->footer(footer(
+      "The report: step time and its parts (forward, backward, recompute, optimizer, exposed\n"
+      "and hidden communication) with the perfect-overlap and no-overlap bounds; tokens/s,\n"
+      "samples/s, MFU and HFU with the peak used; steps, time and cost per epoch; memory per\n"
+      "GPU term by term with the verdict (FITS / TIGHT / OUT OF MEMORY); each collective with\n"
+      "its size, algorithm, time and bus bandwidth; the fabric; the assumptions; and measured\n"
+      "vs predicted with the error when the scenario has measured figures.\n",
+      predict_examples(), true));
+
+  ScaleArgs sa;
+  CLI::App* scale_cmd =
+      app.add_subcommand("scale", "Predict one scenario on several GPU counts");
+  scale_cmd->add_option("SCENARIO", sa.scenario, "Scenario file (JSON)")->required();
+  scale_cmd->add_option("--gpus", sa.gpus, "Comma-separated GPU counts, e.g. 1,8,16,32")
+      ->required()
+      ->delimiter(',')
+      ->check(gpu_count());
+  scale_cmd->add_flag("--json", sa.json,
+                      "Print {\"scenario\": ..., \"rows\": [...]} instead of the table");
+  scale_cmd->footer(footer(
+      "One row per GPU count (the micro-batch per GPU stays fixed, so the global batch grows):\n"
+      "GPUs, nodes, step time, tokens/s, time per epoch, speedup and scaling efficiency against\n"
+      "the first count, memory per GPU and whether it fits. Counts above one box must fill\n"
+      "whole nodes. Progress goes to stderr when it is a terminal.\n",
+      scale_examples(), true));
+
+  CatalogArgs ca;
+  CLI::App* catalog_cmd =
+      app.add_subcommand("catalog", "List models, GPUs, boxes, clusters, links, algorithms");
+  catalog_cmd
+      ->add_option("SECTION", ca.section,
+                   "One of: " + join(cli::catalog_section_names(), ", ") + "\n(default: all)")
+      ->check(CLI::IsMember(cli::catalog_section_names()));
+  catalog_cmd->add_flag("--json", ca.json, "Print one JSON object keyed by section");
+  catalog_cmd->footer(footer(
+      "The names a scenario can use, with their key figures and sources: models (parameters\n"
+      "counted from the shape, layers, hidden, heads/kv), GPUs (bf16 peak, memory, bandwidth,\n"
+      "NVLink), boxes, clusters, links (line rate, effective rate, latency) and collective\n"
+      "algorithms.\n",
+      catalog_examples(), true));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+      return app.exit(e);  // --help, --version: printed to stdout, exit 0
+    error(e.what());
+    fmt::print(stderr, "Run `stepcast --help` (or `stepcast <command> --help`) for usage.\n");
+    return kExitBadInput;
+  }
+
+  if (predict_cmd->parsed()) return run_predict(pa);
+  if (scale_cmd->parsed()) return run_scale(sa);
+  if (catalog_cmd->parsed()) return run_catalog(ca);
+  error("no command given");
+  return kExitBadInput;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const stepcast::InputError& e) {
+    error(e.what());
+    return kExitBadInput;
+  } catch (const UserError& e) {
+    error(e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    error(fmt::format("internal error: {}", e.what()));
+    return kExitInternal;
+  } catch (...) {
+    error("internal error: unknown exception");
+    return kExitInternal;
+  }
+}

@@ -1,0 +1,93 @@
+/// \file
+/// Reports of the `stepcast` command: pure functions from the library's results (a
+/// Prediction with its Scenario, the rows of a scaling sweep, the catalogs) to text. The
+/// library never prints; main.cpp writes what these functions return. Text reports are in
+/// report_text.cpp, JSON reports in report_json.cpp (the only translation unit of the
+/// command that includes nlohmann/json).
+#pragma once
+
+#include "model/memory.hpp"
+#include "simulator/predict.hpp"
+#include "simulator/scenario.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stepcast::cli {
+
+/// One row of `stepcast scale`: the scenario predicted on one GPU count.
+struct ScaleRow {
+  int gpus = 1;
+  int nodes = 1;
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double time_per_epoch_s = 0;      ///< 0 when the scenario has no dataset size
+  double speedup = 1;               ///< tokens/s relative to the first row (x)
+  double scaling_efficiency = 1;    ///< speedup / (gpus / first row's gpus), as a fraction
+  double memory_per_gpu_bytes = 0;
+  MemoryVerdict verdict = MemoryVerdict::fits;
+  bool fits() const { return verdict != MemoryVerdict::oom; }
+};
+
+/// Rows for predictions made on increasing GPU counts of one scenario; speedup and scaling
+/// efficiency are relative to the first prediction (throughput ratio, so they hold for a
+/// fixed per-GPU batch, i.e. weak scaling of the global batch, as stepcast::with_gpus does).
+inline std::vector<ScaleRow> scale_rows(const std::vector<Prediction>& predictions) {
+  std::vector<ScaleRow> rows;
+  rows.reserve(predictions.size());
+  for (const Prediction& p : predictions) {
+    ScaleRow r;
+    r.gpus = p.gpus;
+    r.nodes = p.nodes;
+    r.step_time_s = p.step_time_s;
+    r.tokens_per_s = p.tokens_per_s;
+    r.time_per_epoch_s = p.time_per_epoch_s;
+    r.memory_per_gpu_bytes = p.memory.total_bytes;
+    r.verdict = p.memory.verdict;
+    if (!rows.empty() && rows.front().tokens_per_s > 0 && rows.front().gpus > 0) {
+      r.speedup = r.tokens_per_s / rows.front().tokens_per_s;
+      const double ideal = static_cast<double>(r.gpus) / rows.front().gpus;
+      r.scaling_efficiency = ideal > 0 ? r.speedup / ideal : 0;
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+/// Sections of `stepcast catalog`, in the order they are listed.
+enum class CatalogSection { models, gpus, boxes, clusters, links, algorithms };
+std::string_view name(CatalogSection);
+/// Every section name, in order (for the command line's choices).
+std::vector<std::string> catalog_section_names();
+/// Throws std::invalid_argument naming the valid sections.
+CatalogSection parse_catalog_section(std::string_view);
+
+// ---- text (report_text.cpp) ----
+
+/// The human-readable report of one prediction: header, step-time table and bounds,
+/// throughput, epoch, memory per GPU with the verdict, collectives, fabric, assumptions
+/// and, when the scenario carries measured figures, measured vs predicted.
+std::string predict_text(const Scenario& scenario, const Prediction& prediction);
+
+/// The table of a scaling sweep.
+std::string scale_text(const Scenario& scenario, const std::vector<ScaleRow>& rows);
+
+/// The catalog sections listed with their key figures and sources.
+std::string catalog_text(const std::vector<CatalogSection>& sections);
+
+// ---- JSON (report_json.cpp) ----
+
+/// One JSON object with every field of the prediction (and the scenario's measured
+/// figures compared with it); top-level keys include gpus, nodes, strategy, step_time_s,
+/// time_per_epoch_s, tokens_per_s_per_gpu, mfu, memory_per_gpu_bytes and fits.
+std::string predict_json(const Scenario& scenario, const Prediction& prediction);
+
+/// {"scenario": name, "rows": [{gpus, nodes, step_time_s, tokens_per_s, time_per_epoch_s,
+/// speedup, scaling_efficiency, memory_per_gpu_bytes, fits}, ...]}.
+std::string scale_json(const Scenario& scenario, const std::vector<ScaleRow>& rows);
+
+/// {"<section>": [entries...], ...} for the requested sections.
+std::string catalog_json(const std::vector<CatalogSection>& sections);
+
+}  // namespace stepcast::cli

@@ -1,0 +1,295 @@
+/// \file
+/// JSON reports. The one translation unit of the command that includes nlohmann/json.
+/// Units are in the key names (_s, _bytes, _GBps, _usd); fractions (mfu, hfu, shares,
+/// efficiencies) are in [0, 1]. Non-finite numbers are written as null.
+
+#include "cli/report.hpp"
+
+#include "model/collective.hpp"
+#include "model/transformer.hpp"
+#include "topologies/gpu.hpp"
+#include "topologies/link.hpp"
+#include "topologies/topology.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace stepcast::cli {
+
+namespace {
+
+/// Keys in the order written (scenario first), not sorted.
+using json = nlohmann::ordered_json;
+
+/// Numbers as JSON, non-finite as null (nlohmann would write null anyway; explicit here).
+json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json opt(const std::optional<double>& v) { return v ? num(*v) : json(nullptr); }
+json str(std::string_view s) { return json(std::string(s)); }
+
+json fabric_level(const FabricLevel& l) {
+  return {{"ranks", l.ranks},       {"link_class", str(name(l.link))},
+          {"kind", l.kind},         {"bw_GBps", num(l.bw_GBps)},
+          {"latency_us", num(l.latency_us)}, {"channels", l.channels}};
+}
+
+json comparison(const std::optional<double>& measured, double predicted) {
+  if (!measured) return nullptr;
+  json j = {{"measured", num(*measured)}, {"predicted", num(predicted)}};
+  j["error"] = *measured != 0 ? num((predicted - *measured) / *measured) : json(nullptr);
+  return j;
+}
+
+std::string dump(const json& j) {
+  // Replace invalid UTF-8 rather than throw: catalog sources and notes are free text.
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+std::string predict_json(const Scenario& sc, const Prediction& p) {
+  json j;
+  j["scenario"] = p.scenario.empty() ? sc.name : p.scenario;
+  j["description"] = sc.description;
+  j["file"] = sc.file;
+  j["model"] = {{"name", sc.model.name},
+                {"parameters", parameter_count(sc.model)},
+                {"layers", sc.model.layers},
+                {"hidden", sc.model.hidden},
+                {"heads", sc.model.heads},
+                {"kv_heads", sc.model.kv_heads}};
+  j["gpus"] = p.gpus;
+  j["nodes"] = p.nodes;
+  j["gpus_per_node"] = p.gpus_per_node;
+  j["strategy"] = str(name(p.strategy));
+  j["gpu"] = p.gpu;
+  j["hardware"] = p.hardware;
+
+  const TrainingSpec& tr = sc.training;
+  json training = {{"precision", str(name(tr.precision))},
+                   {"optimizer", str(name(tr.optimizer))},
+                   {"micro_batch", tr.micro_batch},
+                   {"grad_accum", tr.grad_accum},
+                   {"seq_len", tr.seq_len},
+                   {"recompute", str(name(tr.recompute))},
+                   {"flash_attention", tr.flash_attention},
+                   {"lora", nullptr}};
+  if (tr.lora) training["lora"] = {{"rank", tr.lora->rank}, {"targets", tr.lora->targets}};
+  j["training"] = training;
+  j["global_batch_samples"] = num(p.global_batch_samples);
+  j["tokens_per_step"] = num(p.tokens_per_step);
+
+  j["step_time_s"] = num(p.step_time_s);
+  j["parts"] = {{"forward_s", num(p.forward_s)},
+                {"backward_s", num(p.backward_s)},
+                {"recompute_s", num(p.recompute_s)},
+                {"optimizer_s", num(p.optimizer_s)},
+                {"compute_s", num(p.compute_s)},
+                {"comm_total_s", num(p.comm_total_s)},
+                {"comm_exposed_s", num(p.comm_exposed_s)},
+                {"comm_hidden_s", num(p.comm_hidden_s)}};
+  j["bounds"] = {{"perfect_overlap_s", num(p.step_perfect_overlap_s)},
+                 {"no_overlap_s", num(p.step_no_overlap_s)}};
+
+  j["tokens_per_s"] = num(p.tokens_per_s);
+  j["tokens_per_s_per_gpu"] = num(p.tokens_per_s_per_gpu);
+  j["samples_per_s"] = num(p.samples_per_s);
+  j["model_flops_per_step"] = num(p.model_flops_per_step);
+  j["hardware_flops_per_step"] = num(p.hardware_flops_per_step);
+  j["mfu"] = num(p.mfu);
+  j["hfu"] = num(p.hfu);
+  j["peak_tflops"] = num(p.peak_tflops);
+  j["peak_dtype"] = str(name(gemm_dtype(tr.precision)));
+
+  j["steps_per_epoch"] = num(p.steps_per_epoch);
+  j["time_per_epoch_s"] = num(p.time_per_epoch_s);
+  j["cost_per_epoch_usd"] = opt(p.cost_per_epoch_usd);
+  j["price_per_gpu_hour_usd"] = opt(sc.price_per_gpu_hour_usd);
+  j["dataset"] = {{"tokens", opt(sc.dataset.tokens)}, {"samples", opt(sc.dataset.samples)}};
+
+  const MemoryBreakdown& m = p.memory;
+  j["memory_per_gpu_bytes"] = num(m.total_bytes);
+  j["fits"] = m.verdict != MemoryVerdict::oom;
+  json terms = json::array();
+  for (const MemoryTerm& t : m.terms)
+    terms.push_back({{"name", t.name}, {"bytes", num(t.bytes)}, {"note", t.note}});
+  j["memory"] = {{"terms", terms},
+                 {"total_bytes", num(m.total_bytes)},
+                 {"capacity_bytes", num(m.capacity_bytes)},
+                 {"verdict", str(name(m.verdict))},
+                 {"largest", m.largest}};
+
+  json collectives = json::array();
+  for (const CollectiveUse& c : p.collectives)
+    collectives.push_back({{"purpose", c.purpose},
+                           {"op", str(name(c.collective))},
+                           {"level", c.level},
+                           {"bytes", num(c.bytes)},
+                           {"calls_per_step", c.calls_per_step},
+                           {"algorithm", c.cost.algorithm},
+                           {"protocol", c.cost.protocol},
+                           {"time_per_call_s", num(c.cost.time_s)},
+                           {"algbw_GBps", num(c.cost.algbw_GBps)},
+                           {"busbw_GBps", num(c.cost.busbw_GBps)},
+                           {"total_s", num(c.total_s())}});
+  j["collectives"] = collectives;
+
+  j["fabric"] = {{"arch", str(name(p.fabric.arch))},
+                 {"nvls", p.fabric.nvls},
+                 {"intra", fabric_level(p.fabric.intra)},
+                 {"inter", p.fabric.inter ? fabric_level(*p.fabric.inter) : json(nullptr)}};
+  j["assumptions"] = p.assumptions;
+  j["notes"] = sc.notes;
+
+  if (sc.measured) {
+    const MeasuredFigures& mf = *sc.measured;
+    j["measured"] = {{"source", mf.source},
+                     {"time_per_epoch_s", comparison(mf.time_per_epoch_s, p.time_per_epoch_s)},
+                     {"step_time_s", comparison(mf.step_time_s, p.step_time_s)},
+                     {"tokens_per_s_per_gpu",
+                      comparison(mf.tokens_per_s_per_gpu, p.tokens_per_s_per_gpu)}};
+  } else {
+    j["measured"] = nullptr;
+  }
+  return dump(j);
+}
+
+std::string scale_json(const Scenario& sc, const std::vector<ScaleRow>& rows) {
+  json out = {{"scenario", sc.name}, {"rows", json::array()}};
+  for (const ScaleRow& r : rows)
+    out["rows"].push_back({{"gpus", r.gpus},
+                           {"nodes", r.nodes},
+                           {"step_time_s", num(r.step_time_s)},
+                           {"tokens_per_s", num(r.tokens_per_s)},
+                           {"time_per_epoch_s", num(r.time_per_epoch_s)},
+                           {"speedup", num(r.speedup)},
+                           {"scaling_efficiency", num(r.scaling_efficiency)},
+                           {"memory_per_gpu_bytes", num(r.memory_per_gpu_bytes)},
+                           {"verdict", str(name(r.verdict))},
+                           {"fits", r.fits()}});
+  return dump(out);
+}
+
+namespace {
+
+json models_json() {
+  json a = json::array();
+  for (const TransformerSpec& m : model_catalog())
+    a.push_back({{"name", m.name},
+                 {"aliases", m.aliases},
+                 {"parameters", parameter_count(m)},
+                 {"published_parameters",
+                  m.published_params ? json(*m.published_params) : json(nullptr)},
+                 {"layers", m.layers},
+                 {"hidden", m.hidden},
+                 {"heads", m.heads},
+                 {"kv_heads", m.kv_heads},
+                 {"ffn_hidden", m.ffn_hidden},
+                 {"vocab", m.vocab},
+                 {"seq_len", m.seq_len},
+                 {"source", m.source}});
+  return a;
+}
+
+json gpus_json() {
+  json a = json::array();
+  for (const GpuSpec& g : gpu_catalog()) {
+    json peaks = json::object();
+    for (const auto& [dtype, tflops] : g.peak_tflops) peaks[std::string(name(dtype))] = num(tflops);
+    a.push_back({{"name", g.name},
+                 {"display_name", g.display_name},
+                 {"arch", str(name(g.arch))},
+                 {"peak_tflops", peaks},
+                 {"memory_bytes", num(g.memory_bytes)},
+                 {"memory_bw_GBps", num(g.memory_bw_GBps)},
+                 {"nvlink_gen", g.nvlink_gen},
+                 {"nvlink_links", g.nvlink_links},
+                 {"nvlink_GBps_per_link", num(g.nvlink_GBps_per_link)},
+                 {"pcie_gen", g.pcie_gen},
+                 {"pcie_lanes", g.pcie_lanes},
+                 {"tdp_w", num(g.tdp_w)},
+                 {"source", g.source}});
+  }
+  return a;
+}
+
+json boxes_json() {
+  json a = json::array();
+  for (const BoxSpec& b : box_catalog())
+    a.push_back({{"name", b.name},
+                 {"display_name", b.display_name},
+                 {"gpu", b.gpu},
+                 {"gpus", b.gpus},
+                 {"fabric", str(name(b.fabric))},
+                 {"nvlink", b.nvlink},
+                 {"nvswitches", b.nvswitches},
+                 {"links_per_gpu", b.links_per_gpu},
+                 {"pcie", b.pcie},
+                 {"pcie_switches", b.pcie_switches},
+                 {"cpus", b.cpus},
+                 {"p2p", b.p2p},
+                 {"nic", b.nic},
+                 {"nics", b.nics},
+                 {"source", b.source}});
+  return a;
+}
+
+json clusters_json() {
+  json a = json::array();
+  for (const ClusterSpec& c : cluster_catalog()) {
+    const BoxSpec* box = find_box(c.box);
+    json network = nullptr;
+    if (c.network)
+      network = {{"nic", c.network->nic},
+                 {"nics_per_node", c.network->nics_per_node},
+                 {"topology", str(name(c.network->topology))},
+                 {"oversubscription", num(c.network->oversubscription)}};
+    a.push_back({{"name", c.name},
+                 {"box", c.box},
+                 {"nodes", c.nodes},
+                 {"gpus", box ? json(static_cast<long long>(box->gpus) * c.nodes) : json(nullptr)},
+                 {"network", network},
+                 {"source", c.source}});
+  }
+  return a;
+}
+
+json links_json() {
+  json a = json::array();
+  for (const LinkSpec& l : link_catalog())
+    a.push_back({{"name", l.name},
+                 {"nccl_class", str(name(l.nccl_class))},
+                 {"line_rate_GBps", num(l.line_rate_GBps)},
+                 {"effective_GBps", num(l.effective_GBps)},
+                 {"latency_us", num(l.latency_us)},
+                 {"nvls", l.nvls},
+                 {"source", l.source}});
+  return a;
+}
+
+json algorithms_json() {
+  json a = json::array();
+  for (const AlgorithmInfo& info : collective_algorithms())
+    a.push_back({{"name", info.name}, {"description", info.description}});
+  return a;
+}
+
+}  // namespace
+
+std::string catalog_json(const std::vector<CatalogSection>& sections) {
+  json out = json::object();
+  for (CatalogSection s : sections) {
+    const std::string key(name(s));
+    switch (s) {
+      case CatalogSection::models: out[key] = models_json(); break;
+      case CatalogSection::gpus: out[key] = gpus_json(); break;
+      case CatalogSection::boxes: out[key] = boxes_json(); break;
+      case CatalogSection::clusters: out[key] = clusters_json(); break;
+      case CatalogSection::links: out[key] = links_json(); break;
+      case CatalogSection::algorithms: out[key] = algorithms_json(); break;
+    }
+  }
+  return dump(out);
+}
+
+}  // namespace stepcast::cli

@@ -1,0 +1,567 @@
+/// \file
+/// Text reports: fixed-width tables with the unit of every column in its header.
+
+#include "cli/report.hpp"
+
+#include "model/collective.hpp"
+#include "model/transformer.hpp"
+#include "topologies/gpu.hpp"
+#include "topologies/link.hpp"
+#include "topologies/topology.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace stepcast::cli {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// Display width of a UTF-8 string (code points; every glyph used here is one column).
+std::size_t display_width(std::string_view s) {
+  std::size_t n = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+std::string pad(std::string_view s, std::size_t width, bool right) {
+  const std::size_t w = display_width(s);
+  std::string fill(width > w ? width - w : 0, ' ');
+  return right ? fill + std::string(s) : std::string(s) + fill;
+}
+
+/// A fixed-width table: left-aligned text columns, right-aligned number columns, and a
+/// rule under the header and wherever `rule()` was called.
+class Table {
+ public:
+  struct Column {
+    std::string header;
+    bool right = false;  ///< numbers are right-aligned
+  };
+  explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+
+  void add(std::vector<std::string> cells) {
+    cells.resize(columns_.size());
+    rows_.push_back(std::move(cells));
+  }
+  void rule() { rows_.emplace_back(); }
+
+  std::string render(std::string_view indent = "  ") const {
+    std::vector<std::size_t> widths(columns_.size());
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+      widths[c] = display_width(columns_[c].header);
+      for (const auto& row : rows_)
+        if (!row.empty()) widths[c] = std::max(widths[c], display_width(row[c]));
+    }
+    std::size_t total = 0;
+    for (std::size_t w : widths) total += w;
+    total += 2 * (widths.empty() ? 0 : widths.size() - 1);
+    // A free-text last column (sources, notes) is underlined to 100 columns at most.
+    std::size_t rule_width = total;
+    if (!columns_.empty() && !columns_.back().right) {
+      const std::size_t head = total - widths.back() + display_width(columns_.back().header);
+      rule_width = std::min(total, std::max<std::size_t>(head, 100));
+    }
+    const std::string rule_line = std::string(indent) + std::string(rule_width, '-') + "\n";
+
+    auto line = [&](const std::vector<std::string>& cells, bool header) {
+      std::string out(indent);
+      for (std::size_t c = 0; c < columns_.size(); ++c) {
+        const bool last = c + 1 == columns_.size();
+        // The last left-aligned column is not padded (no trailing blanks).
+        if (last && !columns_[c].right) out += cells[c];
+        else out += pad(cells[c], widths[c], header ? columns_[c].right : columns_[c].right);
+        if (!last) out += "  ";
+      }
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+      return out + "\n";
+    };
+
+    std::vector<std::string> head;
+    for (const auto& col : columns_) head.push_back(col.header);
+    std::string out = line(head, true) + rule_line;
+    for (const auto& row : rows_) out += row.empty() ? rule_line : line(row, false);
+    return out;
+  }
+
+ private:
+  std::vector<Column> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+/// "1 node", "2 nodes".
+std::string plural(long long n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
+/// 1234567.8 -> "1,234,568".
+std::string grouped(double value) {
+  if (!std::isfinite(value)) return "n/a";
+  const bool negative = value < 0;
+  std::string digits = fmt::format("{:.0f}", std::fabs(value));
+  std::string out;
+  const std::size_t n = digits.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0 && (n - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return negative ? "-" + out : out;
+}
+
+/// Seconds with enough digits for both millisecond and minute-long steps.
+std::string seconds(double s) {
+  if (!std::isfinite(s)) return "n/a";
+  if (s >= 100) return fmt::format("{:.1f}", s);
+  if (s >= 1) return fmt::format("{:.3f}", s);
+  return fmt::format("{:.4f}", s);
+}
+
+std::string percent(double fraction) {
+  if (!std::isfinite(fraction)) return "n/a";
+  return fmt::format("{:.1f}", 100.0 * fraction);
+}
+
+std::string gib(double bytes) { return fmt::format("{:.2f}", bytes / kGiB); }
+
+std::string fixed(double v, int digits) {
+  if (!std::isfinite(v)) return "n/a";
+  return fmt::format("{:.{}f}", v, digits);
+}
+
+/// Parameter count as "1.56 B" / "124.4 M".
+std::string params(double n) {
+  if (n >= 1e9) return fmt::format("{:.2f} B", n / 1e9);
+  if (n >= 1e6) return fmt::format("{:.1f} M", n / 1e6);
+  return grouped(n);
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
+/// Free text (catalog sources) cut to `width` columns for tables; JSON has it in full.
+std::string shorten(const std::string& text, std::size_t width = 60) {
+  if (display_width(text) <= width) return text;
+  std::string out;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c & 0xC0) != 0x80 && ++n > width - 3) break;
+    out += text[i];
+  }
+  return out + "...";
+}
+
+std::string section(std::string_view title) { return fmt::format("\n{}\n", title); }
+
+std::string fabric_line(std::string_view label, const FabricLevel& level) {
+  return fmt::format("  {}: {} ranks, link {} ({}), {:.1f} GB/s per direction, +{:.1f} µs/hop{}\n",
+                     label, level.ranks, level.kind.empty() ? "?" : level.kind, name(level.link),
+                     level.bw_GBps, level.latency_us,
+                     level.channels > 0 ? ", " + plural(level.channels, "channel") : "");
+}
+
+/// Measured vs predicted: error = (predicted - measured) / measured.
+void measured_row(Table& t, std::string_view what, const std::optional<double>& measured,
+                  double predicted, int digits) {
+  if (!measured) return;
+  const double err = *measured != 0 ? (predicted - *measured) / *measured : NAN;
+  t.add({std::string(what), fixed(*measured, digits), fixed(predicted, digits),
+         std::isfinite(err) ? fmt::format("{:+.1f}", 100 * err) : "n/a"});
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// catalog sections
+
+std::string_view name(CatalogSection s) {
+  switch (s) {
+    case CatalogSection::models: return "models";
+    case CatalogSection::gpus: return "gpus";
+    case CatalogSection::boxes: return "boxes";
+    case CatalogSection::clusters: return "clusters";
+    case CatalogSection::links: return "links";
+    case CatalogSection::algorithms: return "algorithms";
+  }
+  return "?";
+}
+
+std::vector<std::string> catalog_section_names() {
+  return {"models", "gpus", "boxes", "clusters", "links", "algorithms"};
+}
+
+CatalogSection parse_catalog_section(std::string_view text) {
+  for (auto s : {CatalogSection::models, CatalogSection::gpus, CatalogSection::boxes,
+                 CatalogSection::clusters, CatalogSection::links, CatalogSection::algorithms})
+    if (name(s) == text) return s;
+  throw std::invalid_argument(fmt::format("unknown catalog section \"{}\" (valid: {})", text,
+                                          join(catalog_section_names(), ", ")));
+}
+
+// ---------------------------------------------------------------------------------------
+// predict
+
+std::string predict_text(const Scenario& sc, const Prediction& p) {
+  std::string out;
+
+  // Header.
+  out += fmt::format("Scenario {}{}\n", p.scenario.empty() ? sc.name : p.scenario,
+                     sc.file.empty() ? "" : fmt::format(" ({})", sc.file));
+  if (!sc.description.empty()) out += fmt::format("  {}\n", sc.description);
+  out += fmt::format("  model {} ({} params) | GPUs {} = {} x {} GPUs/node | GPU {}\n",
+                     sc.model.name, params(static_cast<double>(parameter_count(sc.model))), p.gpus,
+                     plural(p.nodes, "node"), p.gpus_per_node, p.gpu);
+  out += fmt::format("  strategy {} | hardware {}\n", name(p.strategy), p.hardware);
+  const TrainingSpec& tr = sc.training;
+  out += fmt::format(
+      "  training {} with {} | micro-batch {} x grad-accum {} x {} GPUs = {} samples/step of {} "
+      "tokens = {} tokens/step | recompute {} | flash attention {}{}\n",
+      name(tr.precision), name(tr.optimizer), tr.micro_batch, tr.grad_accum, p.gpus,
+      grouped(p.global_batch_samples), tr.seq_len, grouped(p.tokens_per_step), name(tr.recompute),
+      tr.flash_attention ? "on" : "off",
+      tr.lora ? fmt::format(" | LoRA rank {} on {}", tr.lora->rank, join(tr.lora->targets, ","))
+              : "");
+
+  // Step time.
+  out += section("Step time");
+  {
+    Table t({{"part", false}, {"time (s)", true}, {"share (%)", true}, {"note", false}});
+    const double step = p.step_time_s;
+    auto share = [&](double s) { return step > 0 ? percent(s / step) : std::string("n/a"); };
+    t.add({"forward", seconds(p.forward_s), share(p.forward_s), ""});
+    t.add({"backward", seconds(p.backward_s), share(p.backward_s), ""});
+    t.add({"recompute", seconds(p.recompute_s), share(p.recompute_s), ""});
+    t.add({"optimizer", seconds(p.optimizer_s), share(p.optimizer_s), ""});
+    t.add({"communication exposed", seconds(p.comm_exposed_s), share(p.comm_exposed_s),
+           "not hidden behind compute"});
+    t.add({"communication hidden", seconds(p.comm_hidden_s), "-",
+           "overlapped with compute; not in the total"});
+    t.rule();
+    t.add({"step total", seconds(step), step > 0 ? "100.0" : "n/a", "point estimate"});
+    out += t.render();
+  }
+  out += fmt::format("  bounds: {} s with perfect overlap, {} s with no overlap "
+                     "(compute {} s + communication {} s)\n",
+                     seconds(p.step_perfect_overlap_s), seconds(p.step_no_overlap_s),
+                     seconds(p.compute_s), seconds(p.comm_total_s));
+
+  // Throughput.
+  out += section("Throughput");
+  {
+    Table t({{"figure", false}, {"value", true}, {"unit", false}});
+    t.add({"tokens/s", grouped(p.tokens_per_s), "tokens/s"});
+    t.add({"tokens/s/GPU", grouped(p.tokens_per_s_per_gpu), "tokens/s per GPU"});
+    t.add({"samples/s", fixed(p.samples_per_s, 2), "samples/s"});
+    t.add({"MFU", percent(p.mfu), "%"});
+    t.add({"HFU", percent(p.hfu), "% (with recompute)"});
+    out += t.render();
+    out += fmt::format("  peak used: {:.1f} TFLOP/s per GPU, dense {} ({}); model {:.3g} FLOP/step, "
+                       "hardware {:.3g} FLOP/step\n",
+                       p.peak_tflops, name(gemm_dtype(tr.precision)), p.gpu,
+                       p.model_flops_per_step, p.hardware_flops_per_step);
+  }
+
+  // Epoch.
+  out += section("Epoch");
+  if (p.time_per_epoch_s > 0 && std::isfinite(p.time_per_epoch_s)) {
+    std::string size;
+    if (sc.dataset.tokens) size = fmt::format("{} tokens", grouped(*sc.dataset.tokens));
+    else if (sc.dataset.samples) size = fmt::format("{} samples", grouped(*sc.dataset.samples));
+    out += fmt::format("  steps per epoch: {}{}\n", grouped(std::ceil(p.steps_per_epoch)),
+                       size.empty() ? "" : fmt::format(" ({})", size));
+    out += fmt::format("  time per epoch: {:.2f} h ({:.1f} min)\n", p.time_per_epoch_s / 3600,
+                       p.time_per_epoch_s / 60);
+    if (p.cost_per_epoch_usd && sc.price_per_gpu_hour_usd)
+      out += fmt::format("  cost per epoch: {:.2f} USD ({} GPUs x {:.2f} USD/GPU-hour)\n",
+                         *p.cost_per_epoch_usd, p.gpus, *sc.price_per_gpu_hour_usd);
+    else if (p.cost_per_epoch_usd)
+      out += fmt::format("  cost per epoch: {:.2f} USD\n", *p.cost_per_epoch_usd);
+    else
+      out += "  cost per epoch: not priced (add price_per_gpu_hour_usd to the scenario)\n";
+  } else {
+    out += "  no dataset size in the scenario (add \"dataset\": {\"tokens\": ...} or "
+           "{\"samples\": ...})\n";
+  }
+
+  // Memory.
+  out += section("Memory per GPU");
+  {
+    const MemoryBreakdown& m = p.memory;
+    Table t({{"term", false}, {"GiB", true}, {"note", false}});
+    for (const MemoryTerm& term : m.terms) t.add({term.name, gib(term.bytes), term.note});
+    t.rule();
+    t.add({"total", gib(m.total_bytes),
+           m.capacity_bytes > 0 ? fmt::format("{:.1f}% of capacity", 100 * m.total_bytes /
+                                                                           m.capacity_bytes)
+                                : ""});
+    t.add({"capacity", gib(m.capacity_bytes), p.gpu});
+    out += t.render();
+    std::string verdict;
+    switch (m.verdict) {
+      case MemoryVerdict::fits: verdict = "FITS"; break;
+      case MemoryVerdict::tight:
+        verdict = fmt::format("TIGHT (above {:.0f}% of capacity)", 100 * kTightFraction);
+        break;
+      case MemoryVerdict::oom: verdict = "OUT OF MEMORY"; break;
+    }
+    out += fmt::format("  verdict: {}{}\n", verdict,
+                       m.largest.empty() ? ""
+                                         : fmt::format("; largest terms: {}", join(m.largest, ", ")));
+  }
+
+  // Collectives.
+  out += section("Collectives");
+  if (p.collectives.empty()) {
+    out += "  none (one GPU, or nothing to synchronise)\n";
+  } else {
+    Table t({{"purpose", false},
+             {"op", false},
+             {"level", false},
+             {"size (MB)", true},
+             {"calls/step", true},
+             {"algorithm", false},
+             {"time/call (ms)", true},
+             {"busbw (GB/s)", true},
+             {"total (s)", true}});
+    for (const CollectiveUse& c : p.collectives)
+      t.add({c.purpose, std::string(name(c.collective)), c.level, fixed(c.bytes / 1e6, 2),
+             std::to_string(c.calls_per_step),
+             c.cost.protocol.empty() ? c.cost.algorithm
+                                     : fmt::format("{}/{}", c.cost.algorithm, c.cost.protocol),
+             fixed(c.cost.time_s * 1e3, 3), fixed(c.cost.busbw_GBps, 1), seconds(c.total_s())});
+    out += t.render();
+    out += fmt::format("  all collectives as if serial: {} s per step\n", seconds(p.comm_total_s));
+  }
+
+  // Fabric.
+  out += section("Fabric");
+  out += fmt::format("  arch {}{}\n", name(p.fabric.arch),
+                     p.fabric.nvls ? ", NVLink SHARP (NVLS) available" : "");
+  out += fabric_line("intra", p.fabric.intra);
+  if (p.fabric.inter) out += fabric_line("inter", *p.fabric.inter);
+  else out += "  inter: none (one node)\n";
+
+  // Assumptions and notes.
+  out += section("Assumptions");
+  if (p.assumptions.empty()) out += "  (none stated)\n";
+  for (const std::string& a : p.assumptions) out += fmt::format("  - {}\n", a);
+  // The scenario's notes, unless the prediction already lists them among its assumptions.
+  std::vector<std::string> notes;
+  for (const std::string& n : sc.notes)
+    if (std::find(p.assumptions.begin(), p.assumptions.end(), n) == p.assumptions.end())
+      notes.push_back(n);
+  if (!notes.empty()) {
+    out += section("Scenario notes");
+    for (const std::string& n : notes) out += fmt::format("  - {}\n", n);
+  }
+
+  // Measured vs predicted.
+  if (sc.measured) {
+    const MeasuredFigures& m = *sc.measured;
+    out += section("Measured vs predicted");
+    Table t({{"figure", false}, {"measured", true}, {"predicted", true}, {"error (%)", true}});
+    measured_row(t, "time per epoch (s)", m.time_per_epoch_s, p.time_per_epoch_s, 0);
+    measured_row(t, "step time (s)", m.step_time_s, p.step_time_s, 4);
+    measured_row(t, "tokens/s/GPU (tokens/s)", m.tokens_per_s_per_gpu, p.tokens_per_s_per_gpu, 0);
+    out += t.render();
+    out += "  error = (predicted - measured) / measured\n";
+    if (!m.source.empty()) out += fmt::format("  source: {}\n", m.source);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// scale
+
+std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
+  std::string out = fmt::format("Scaling {}{} ({}, {})\n", sc.name,
+                                sc.file.empty() ? "" : fmt::format(" [{}]", sc.file),
+                                sc.model.name, name(sc.strategy.kind));
+  Table t({{"GPUs", true},
+           {"nodes", true},
+           {"step time (s)", true},
+           {"tokens/s", true},
+           {"time per epoch (h)", true},
+           {"speedup (x)", true},
+           {"scaling efficiency (%)", true},
+           {"memory/GPU (GiB)", true},
+           {"fits", false}});
+  for (const ScaleRow& r : rows) {
+    std::string fits;
+    switch (r.verdict) {
+      case MemoryVerdict::fits: fits = "yes"; break;
+      case MemoryVerdict::tight: fits = "tight"; break;
+      case MemoryVerdict::oom: fits = "NO (OOM)"; break;
+    }
+    t.add({std::to_string(r.gpus), std::to_string(r.nodes), seconds(r.step_time_s),
+           grouped(r.tokens_per_s),
+           r.time_per_epoch_s > 0 ? fixed(r.time_per_epoch_s / 3600, 2) : "-",
+           fixed(r.speedup, 2), percent(r.scaling_efficiency), gib(r.memory_per_gpu_bytes), fits});
+  }
+  out += t.render();
+  if (!rows.empty())
+    out += fmt::format("  speedup = tokens/s over the {}-GPU row; efficiency = speedup / GPU "
+                       "ratio; micro-batch per GPU fixed (global batch grows with GPUs)\n",
+                       rows.front().gpus);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// catalog
+
+namespace {
+
+std::string models_text() {
+  Table t({{"model", false},
+           {"params (B)", true},
+           {"layers", true},
+           {"hidden", true},
+           {"heads/kv", true},
+           {"ffn", true},
+           {"vocab", true},
+           {"seq (tokens)", true},
+           {"source", false}});
+  for (const TransformerSpec& m : model_catalog())
+    t.add({m.name, fixed(static_cast<double>(parameter_count(m)) / 1e9, 3),
+           std::to_string(m.layers), std::to_string(m.hidden),
+           fmt::format("{}/{}", m.heads, m.kv_heads), std::to_string(m.ffn_hidden),
+           std::to_string(m.vocab), std::to_string(m.seq_len), shorten(m.source)});
+  return t.render();
+}
+
+std::string gpus_text() {
+  Table t({{"gpu", false},
+           {"arch", false},
+           {"bf16 peak (TFLOP/s)", true},
+           {"fp16 peak (TFLOP/s)", true},
+           {"memory (GiB)", true},
+           {"bandwidth (GB/s)", true},
+           {"NVLink (gen x links x GB/s)", false},
+           {"source", false}});
+  for (const GpuSpec& g : gpu_catalog())
+    t.add({g.name, std::string(name(g.arch)),
+           g.supports(Dtype::bf16) ? fixed(g.peak(Dtype::bf16), 1) : "-",
+           g.supports(Dtype::fp16) ? fixed(g.peak(Dtype::fp16), 1) : "-",
+           fixed(g.memory_bytes / kGiB, 0), fixed(g.memory_bw_GBps, 0),
+           g.nvlink_gen > 0 ? fmt::format("{} x {} x {:g}", g.nvlink_gen, g.nvlink_links,
+                                          g.nvlink_GBps_per_link)
+                            : "-",
+           shorten(g.source)});
+  return t.render();
+}
+
+std::string boxes_text() {
+  Table t({{"box", false},
+           {"GPU", false},
+           {"GPUs (count)", true},
+           {"intra fabric", false},
+           {"PCIe", false},
+           {"NICs (count x kind)", false},
+           {"source", false}});
+  for (const BoxSpec& b : box_catalog()) {
+    std::string fabric(name(b.fabric));
+    if (!b.nvlink.empty()) fabric += " " + b.nvlink;
+    if (b.nvswitches > 0) fabric += fmt::format(" ({} switches)", b.nvswitches);
+    t.add({b.name, b.gpu, std::to_string(b.gpus), fabric, b.pcie.empty() ? "-" : b.pcie,
+           b.nics > 0 ? fmt::format("{} x {}", b.nics, b.nic) : "-", shorten(b.source)});
+  }
+  return t.render();
+}
+
+std::string clusters_text() {
+  Table t({{"cluster", false},
+           {"box", false},
+           {"nodes (count)", true},
+           {"GPUs (count)", true},
+           {"network", false},
+           {"source", false}});
+  for (const ClusterSpec& c : cluster_catalog()) {
+    const BoxSpec* box = find_box(c.box);
+    std::string network = "-";
+    if (c.network) {
+      network = fmt::format("{} x {} per node, {}", c.network->nics_per_node, c.network->nic,
+                            name(c.network->topology));
+      if (c.network->oversubscription != 1.0)
+        network += fmt::format(", {:g}:1 oversubscribed", c.network->oversubscription);
+    }
+    t.add({c.name, c.box, std::to_string(c.nodes),
+           box ? std::to_string(static_cast<long long>(box->gpus) * c.nodes) : "?", network,
+           shorten(c.source)});
+  }
+  return t.render();
+}
+
+std::string links_text() {
+  Table t({{"link", false},
+           {"class", false},
+           {"line rate (GB/s)", true},
+           {"effective (GB/s)", true},
+           {"efficiency (%)", true},
+           {"latency (µs)", true},
+           {"source", false}});
+  for (const LinkSpec& l : link_catalog())
+    t.add({l.name + (l.nvls ? " (NVLS)" : ""), std::string(name(l.nccl_class)),
+           fixed(l.line_rate_GBps, 2), fixed(l.effective_GBps, 2),
+           l.line_rate_GBps > 0 ? percent(l.effective_GBps / l.line_rate_GBps) : "-",
+           fixed(l.latency_us, 1), shorten(l.source)});
+  return t.render();
+}
+
+std::string algorithms_text() {
+  Table t({{"algorithm", false}, {"description", false}});
+  t.add({"auto", "NCCL's choice: the fastest eligible algorithm and protocol"});
+  for (const AlgorithmInfo& a : collective_algorithms()) t.add({a.name, a.description});
+  return t.render();
+}
+
+}  // namespace
+
+std::string catalog_text(const std::vector<CatalogSection>& sections) {
+  std::string out;
+  if (std::any_of(sections.begin(), sections.end(),
+                  [](CatalogSection s) { return s != CatalogSection::algorithms; }))
+    out += "Sources are shortened here; `stepcast catalog --json` has them in full.\n";
+  for (CatalogSection s : sections) {
+    if (!out.empty()) out += "\n";
+    switch (s) {
+      case CatalogSection::models:
+        out += "Models (model/catalog/models.json; params counted from the shape)\n";
+        out += models_text();
+        break;
+      case CatalogSection::gpus:
+        out += "GPUs (topologies/catalog/gpus.json; dense tensor-core peaks)\n";
+        out += gpus_text();
+        break;
+      case CatalogSection::boxes:
+        out += "Boxes (topologies/catalog/boxes.json)\n";
+        out += boxes_text();
+        break;
+      case CatalogSection::clusters:
+        out += "Clusters (topologies/catalog/clusters.json)\n";
+        out += clusters_text();
+        break;
+      case CatalogSection::links:
+        out += "Links (topologies/catalog/links.json; rates per direction)\n";
+        out += links_text();
+        break;
+      case CatalogSection::algorithms:
+        out += "Collective algorithms (strategy.algorithm in a scenario)\n";
+        out += algorithms_text();
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace stepcast::cli

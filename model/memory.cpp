@@ -1,0 +1,400 @@
+// Memory per GPU: model states (ZeRO paper / DeepSpeed estimators), activations (Korthikanti
+// et al. 2022, generalised to GQA and gated MLPs), logits, communication buffers, CUDA
+// context and allocator overhead. Every term is a pure function of its inputs.
+#include "model/memory.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <stdexcept>
+
+namespace stepcast {
+
+namespace {
+
+constexpr std::array<std::string_view, 3> kOptimizerNames{"adam", "adam_deepspeed", "sgd"};
+constexpr std::array<std::string_view, 3> kVerdictNames{"fits", "tight", "oom"};
+
+bool is_fsdp(Strategy s) {
+  return s == Strategy::fsdp_full_shard || s == Strategy::fsdp_shard_grad_op ||
+         s == Strategy::fsdp_hybrid_shard || s == Strategy::fsdp_no_shard;
+}
+
+bool is_mixed(Precision p) { return p != Precision::fp32; }
+
+/// The strategy that actually runs: FSDP with a shard group of one GPU falls back to
+/// NO_SHARD (PyTorch FSDP warns "switching to use NO_SHARD instead of ... since the world
+/// size is 1"); everything else runs as asked.
+Strategy effective_strategy(Strategy s, std::int64_t shard_n) {
+  if (is_fsdp(s) && shard_n == 1) return Strategy::fsdp_no_shard;
+  return s;
+}
+
+/// True when the DeepSpeed estimator accounting applies: adam_deepspeed under a mixed
+/// precision (with fp32 training the fp32 gradient *is* the working gradient, so the kind
+/// degenerates to plain Adam).
+bool deepspeed_accounting(const MemoryInputs& in) {
+  return in.optimizer == OptimizerKind::adam_deepspeed_18 && is_mixed(in.precision);
+}
+
+// ---------------------------------------------------------------------------------------
+// Model-state terms. P = stored params, T = trainable params, n = shard degree,
+// w = working_bytes(precision) (2 mixed, 4 fp32).
+// ---------------------------------------------------------------------------------------
+
+/// Weights: w·P bytes, divided by n only where parameters stay sharded at the memory peak
+/// (ZeRO-3, FSDP FULL_SHARD, HYBRID_SHARD over the node). DDP, ZeRO-1/2, NO_SHARD hold the
+/// full working copy; FSDP SHARD_GRAD_OP gathers once for forward and keeps the unsharded
+/// parameters through backward, so its peak holds full weights too. LoRA: the frozen base
+/// is stored (and sharded) like any weight. Under FSDP mixed precision the at-rest shard is
+/// fp32 and doubles as the master copy, counted in the optimizer's 4 B. Source: ZeRO paper
+/// (Rajbhandari et al. 2020) Sec. 3.1/5; PyTorch FSDP ShardingStrategy docs.
+double weights_bytes(const ParamCounts& c, Strategy s, Precision p, std::int64_t n) {
+  const double w = working_bytes(p);
+  return w * c.stored / (shards_parameters(s) ? static_cast<double>(n) : 1.0);
+}
+
+/// Gradients, only for trainable parameters (LoRA: adapters only).
+///  * adam / sgd: w·T, divided by n where gradients are sharded (ZeRO-2+, FSDP but NO_SHARD).
+///    ZeRO paper Sec. 5: DDP 2Ψ, P_os 2Ψ, P_os+g 2Ψ/N, P_os+g+p 2Ψ/N.
+///  * adam_deepspeed (mixed): DeepSpeed keeps an fp32 gradient partition (4T/n) beside the
+///    16-bit gradients; ZeRO-1/2 (stage_1_and_2.py) also keep the full 16-bit gradients (2T),
+///    so ZeRO-1/2 = 2T + 4T/n and DDP/NO_SHARD = 2T + 4T (the n = 1 limit); ZeRO-3 and FSDP
+///    reduce-scatter each unit's 16-bit gradient at once, leaving 4T/n (the 16-bit gradient
+///    of the unit in flight is in gathered_params / comm_buffers). With 2 B weights and 12 B
+///    optimizer this reproduces DeepSpeed estimate_zero2_model_states_mem_needs:
+///    4P + 16P/N, and estimate_zero3_model_states_mem_needs: 18P/N + 4·largest_layer.
+double gradients_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& in,
+                       std::int64_t n) {
+  const double dn = static_cast<double>(n);
+  if (deepspeed_accounting(in)) {
+    const bool full16 = s == Strategy::ddp || s == Strategy::fsdp_no_shard ||
+                        s == Strategy::zero1 || s == Strategy::zero2;
+    return (full16 ? 2.0 * c.trainable : 0.0) + 4.0 * c.trainable / dn;
+  }
+  const double w = working_bytes(in.precision);
+  return w * c.trainable / (shards_gradients(s) ? dn : 1.0);
+}
+
+/// Optimizer bytes per trainable parameter K: Adam mixed 12 (fp32 master + m + v; ZeRO
+/// paper Sec. 3.1, K = 12), Adam fp32 8 (m, v; the weight is the master); SGD-momentum mixed
+/// 8 (master + momentum), fp32 4 (momentum). adam_deepspeed has Adam's K.
+double optimizer_bytes_per_param(OptimizerKind k, Precision p) {
+  const bool mixed = is_mixed(p);
+  switch (k) {
+    case OptimizerKind::adam_mixed_16:
+    case OptimizerKind::adam_deepspeed_18: return mixed ? 12.0 : 8.0;
+    case OptimizerKind::sgd_momentum: return mixed ? 8.0 : 4.0;
+  }
+  return 12.0;
+}
+
+/// Optimizer states: K·T, divided by n where optimizer states are sharded (ZeRO-1+, FSDP but
+/// NO_SHARD). Source: ZeRO paper Sec. 5 (P_os: KΨ/N).
+double optimizer_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& in,
+                       std::int64_t n) {
+  const double k = optimizer_bytes_per_param(in.optimizer, in.precision);
+  return k * c.trainable / (shards_optimizer(s) ? static_cast<double>(n) : 1.0);
+}
+
+/// Parameters gathered for use when parameters are sharded at rest (ZeRO-3, FSDP FULL_SHARD,
+/// HYBRID_SHARD):
+///  * adam / sgd: w·(prefetch_layers + 1)·per_layer: the block being computed plus the
+///    blocks prefetched ahead of it (FSDP's forward/backward prefetch; DeepSpeed's
+///    stage3_prefetch_bucket_size), each a full transformer block — the usual wrap unit.
+///    Zero when n = 1: nothing to gather (FSDP runs as NO_SHARD), so the sharded model states
+///    equal the unsharded ones (ZeRO paper: 16Ψ/N at N = 1 is DDP's 16Ψ).
+///  * adam_deepspeed on ZeRO-3: 4·largest_layer, DeepSpeed's estimator term (2 B gathered
+///    16-bit parameters + 2 B their 16-bit gradients for the single largest module, where
+///    "module" is an nn.Module's own parameters — usually the embedding table), at every N
+///    as the estimator writes it. It models one module live at a time, ignoring prefetch and
+///    stage3_max_live_parameters; ours models whole blocks and prefetch, without the
+///    embedding (the non-block root unit) — so for big-vocabulary models the two differ in
+///    both directions: DeepSpeed's is larger when V·h > (prefetch+1)·block/2.
+/// Source: DeepSpeed estimate_zero3_model_states_mem_needs; PyTorch FSDP docs
+/// (forward_prefetch, backward_prefetch).
+double gathered_params_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& in,
+                             std::int64_t n) {
+  if (!shards_parameters(s)) return 0.0;
+  if (deepspeed_accounting(in) && s == Strategy::zero3) return 4.0 * c.largest_module;
+  if (n == 1) return 0.0;
+  const double w = working_bytes(in.precision);
+  return w * static_cast<double>(in.prefetch_layers + 1) * c.per_layer;
+}
+
+// ---------------------------------------------------------------------------------------
+// Activations. s = seq, b = micro-batch, h = hidden, a = heads, d = kv_heads·head_dim,
+// f = ffn_hidden, w = bytes per activation element (2 in Korthikanti), masks 1 B/element.
+// ---------------------------------------------------------------------------------------
+
+/// Bytes stored per token by one layer, excluding the attention-score terms. Korthikanti
+/// et al. 2022 (arXiv 2205.05198) Sec. 4.1 count, per token, with w = 2:
+///   attention 11h: LN output h·w (QKV input), Q h·w and K h·w (for QKᵀ), V h·w (for the
+///     score·V product), context h·w (output-projection input), dropout mask h;
+///   MLP 19h: input h·w, GeLU input 4h·w, GeLU output 4h·w, dropout mask h;
+///   norms 4h: the two LayerNorm inputs 2·h·w.
+/// Generalised term by term:
+///   attention: (3h + 2d)·w + h   — K and V have width d = kv_heads·head_dim (GQA/MQA);
+///   MLP plain: (h + 2f)·w + h    — activation input and output have width f;
+///   MLP gated: (h + 4f)·w + h    — eager SwiGLU/GeGLU stores gate g (for act'), act(g) and
+///                                  up u (for the product), and the product (down input);
+///                                  a parallel block shares the MLP input with attention;
+///   norms: 2h·w (h·w for a parallel block's one shared norm).
+/// With d = h, f = 4h, w = 2, sequential: 11h + 19h + 4h = 34h (Korthikanti's 34·s·b·h).
+/// Dropout masks are kept as Korthikanti counts them (1 B each, 2h per token) even for
+/// models trained without dropout: a deliberate 2/34 over-count.
+double layer_bytes_per_token(const TransformerSpec& spec, double w) {
+  const double h = static_cast<double>(spec.hidden);
+  const double d = static_cast<double>(spec.kv_dim());
+  const double f = static_cast<double>(spec.ffn_hidden);
+  const double attention = (3.0 * h + 2.0 * d) * w + h;
+  const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
+  const double mlp = (mlp_input + (spec.gated_mlp ? 4.0 : 2.0) * f) * w + h;
+  const double norms = (spec.parallel_attn_mlp ? 1.0 : 2.0) * h * w;
+  return attention + mlp + norms;
+}
+
+/// Attention-score bytes of one layer. Materialised scores (Korthikanti Sec. 4.1): softmax
+/// output a·s²·b·w, dropout mask a·s²·b, dropout output a·s²·b·w: with w = 2, 5·a·s²·b.
+/// Flash attention (Dao et al. 2022; FlashAttention-2, Dao 2023, Alg. 1) keeps only the
+/// fp32 logsumexp per row and head: 4·a·s·b. Selective recompute (Korthikanti Sec. 5)
+/// recomputes the core attention and stores neither.
+double score_bytes(const TransformerSpec& spec, double b, double s, Recompute r, bool flash,
+                   double w) {
+  if (r == Recompute::selective) return 0.0;
+  const double a = static_cast<double>(spec.heads);
+  if (flash) return 4.0 * a * s * b;
+  return (2.0 * w + 1.0) * a * s * s * b;
+}
+
+/// One layer's activation bytes at element width w (see activation_bytes_per_layer).
+/// Full recompute (Korthikanti Sec. 4.2 / 5): only the layer input, s·b·h·w.
+double layer_activation_bytes(const TransformerSpec& spec, double b, double s, Recompute r,
+                              bool flash, double w) {
+  if (r == Recompute::full) return s * b * static_cast<double>(spec.hidden) * w;
+  return s * b * layer_bytes_per_token(spec, w) + score_bytes(spec, b, s, r, flash, w);
+}
+
+/// Activations outside the blocks (Korthikanti Sec. 4.1, end): embedding dropout mask
+/// s·b·h (1 B), final-norm input s·b·h·w, output-projection input s·b·h·w.
+double outer_activation_bytes(const TransformerSpec& spec, double b, double s, double w) {
+  return s * b * static_cast<double>(spec.hidden) * (1.0 + 2.0 * w);
+}
+
+/// All activations of the model: L·(per layer) + outside-block terms, plus under full
+/// recompute one layer's full activations (the layer being recomputed in backward).
+double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
+  const double b = static_cast<double>(in.micro_batch);
+  const double s = static_cast<double>(in.seq_len);
+  const double w = working_bytes(in.precision);
+  const double layers = static_cast<double>(spec.layers);
+  double bytes = layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, w);
+  if (in.recompute == Recompute::full)
+    bytes += layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, w);
+  return bytes + outer_activation_bytes(spec, b, s, w);
+}
+
+/// Logits: b·s·V·(w + 4): the LM head's w-byte output plus the fp32 copy the cross-entropy
+/// upcasts to and saves (softmax / log-softmax output) for backward; both are alive at the
+/// cast. Korthikanti Sec. 4.1 counts the fp32 cross-entropy as 4·s·b·V; we add the w-byte
+/// head output (HF causal-LM heads compute `logits.float()` from it).
+double logits_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
+  const double w = working_bytes(in.precision);
+  return static_cast<double>(in.micro_batch) * static_cast<double>(in.seq_len) *
+         static_cast<double>(spec.vocab) * (w + 4.0);
+}
+
+/// Communication buffers not already in another term:
+///  * DDP: with gradient_as_bucket_view = false (PyTorch's default) the flat buckets are a
+///    second copy of all trainable gradients, w·T; with true, 0 (PyTorch DDP docs: the
+///    option saves "the total gradients size").
+///  * FSDP NO_SHARD: 0 (the flat gradient is all-reduced in place).
+///  * ZeRO-1/2: 2·bucket_bytes, the reduce bucket and the all-gather bucket (DeepSpeed
+///    reduce_bucket_size, allgather_bucket_size; the caller passes bytes).
+///  * ZeRO-3: bucket_bytes, the reduce bucket; parameter all-gathers are gathered_params.
+///  * FSDP SHARD_GRAD_OP/FULL_SHARD/HYBRID_SHARD: one block's unsharded gradient before its
+///    reduce-scatter, w·per_layer_trainable (FSDP reduce-scatters per wrapped unit).
+double comm_buffer_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& in) {
+  const double w = working_bytes(in.precision);
+  switch (s) {
+    case Strategy::ddp: return in.gradient_as_bucket_view ? 0.0 : w * c.trainable;
+    case Strategy::fsdp_no_shard: return 0.0;
+    case Strategy::zero1:
+    case Strategy::zero2: return 2.0 * in.bucket_bytes;
+    case Strategy::zero3: return in.bucket_bytes;
+    case Strategy::fsdp_shard_grad_op:
+    case Strategy::fsdp_full_shard:
+    case Strategy::fsdp_hybrid_shard: return w * c.per_layer_trainable;
+  }
+  return 0.0;
+}
+
+void require(bool ok, const char* what) {
+  if (!ok) throw std::invalid_argument(std::string("memory_per_gpu: ") + what);
+}
+
+std::string shard_note(bool sharded, std::int64_t n) {
+  return sharded && n > 1 ? fmt::format("sharded 1/{}", n) : std::string("replicated");
+}
+
+}  // namespace
+
+std::string_view name(OptimizerKind k) { return kOptimizerNames[static_cast<int>(k)]; }
+
+OptimizerKind parse_optimizer(std::string_view text) {
+  for (std::size_t i = 0; i < kOptimizerNames.size(); ++i)
+    if (kOptimizerNames[i] == text) return static_cast<OptimizerKind>(i);
+  std::string msg = "unknown optimizer \"" + std::string(text) + "\"; expected one of ";
+  for (std::size_t i = 0; i < kOptimizerNames.size(); ++i)
+    msg += (i ? ", \"" : "\"") + std::string(kOptimizerNames[i]) + "\"";
+  throw std::invalid_argument(msg);
+}
+
+std::vector<std::string> optimizer_names() {
+  return {kOptimizerNames.begin(), kOptimizerNames.end()};
+}
+
+std::string_view name(MemoryVerdict v) { return kVerdictNames[static_cast<int>(v)]; }
+
+std::int64_t largest_module_params(const TransformerSpec& spec) {
+  const std::int64_t h = spec.hidden, v = spec.vocab, f = spec.ffn_hidden, d = spec.kv_dim();
+  const std::int64_t bias = spec.linear_bias ? 1 : 0;
+  const std::array<std::int64_t, 10> modules{
+      v * h,                                            // token embedding
+      spec.positional == Positional::learned ? spec.max_positions * h : 0,
+      spec.type_vocab * h,                              // BERT token types
+      spec.tied_embeddings ? 0 : v * h,                 // untied LM head
+      h * h + bias * h,                                 // q (and o)
+      d * h + bias * d,                                 // k, v
+      f * h + bias * f,                                 // up (gate)
+      h * f + bias * h,                                 // down
+      spec.pooler ? h * h + h : 0,                      // pooler
+      0,
+  };
+  return *std::max_element(modules.begin(), modules.end());
+}
+
+ParamCounts param_counts(const TransformerSpec& spec, const LoraSpec* lora) {
+  assert(spec.layers > 0);
+  const ParameterBreakdown bd = parameter_breakdown(spec);
+  const double layers = static_cast<double>(spec.layers);
+  ParamCounts c;
+  c.stored = static_cast<double>(bd.total());
+  c.per_layer = static_cast<double>(bd.per_layer);
+  c.largest_module = static_cast<double>(largest_module_params(spec));
+  if (lora != nullptr) {
+    const double adapters = static_cast<double>(lora_parameter_count(spec, *lora));
+    c.stored += adapters;
+    c.per_layer += adapters / layers;
+    c.trainable = adapters;
+    c.per_layer_trainable = adapters / layers;
+  } else {
+    c.trainable = c.stored;
+    c.per_layer_trainable = c.per_layer;
+  }
+  return c;
+}
+
+std::int64_t shard_degree(Strategy strategy, std::int64_t gpus, std::int64_t gpus_per_node) {
+  assert(gpus >= 1 && gpus_per_node >= 1);
+  switch (strategy) {
+    case Strategy::ddp:
+    case Strategy::fsdp_no_shard: return 1;
+    case Strategy::fsdp_hybrid_shard: return std::min(gpus, gpus_per_node);
+    default: return gpus;
+  }
+}
+
+ModelStateBytes model_state_bytes(const ParamCounts& c, const MemoryInputs& in) {
+  const std::int64_t n = shard_degree(in.strategy, in.gpus, in.gpus_per_node);
+  const Strategy s = effective_strategy(in.strategy, n);
+  ModelStateBytes m;
+  m.weights = weights_bytes(c, s, in.precision, n);
+  m.gradients = gradients_bytes(c, s, in, n);
+  m.optimizer = optimizer_bytes(c, s, in, n);
+  m.gathered_params = gathered_params_bytes(c, s, in, n);
+  return m;
+}
+
+MemoryVerdict memory_verdict(double total_bytes, double capacity_bytes) {
+  if (!(capacity_bytes > 0)) throw std::invalid_argument("memory capacity must be > 0 bytes");
+  if (total_bytes > capacity_bytes) return MemoryVerdict::oom;
+  if (total_bytes > kTightFraction * capacity_bytes) return MemoryVerdict::tight;
+  return MemoryVerdict::fits;
+}
+
+double activation_bytes_per_layer(const TransformerSpec& spec, std::int64_t micro_batch,
+                                  std::int64_t seq_len, Recompute recompute,
+                                  bool flash_attention) {
+  return layer_activation_bytes(spec, static_cast<double>(micro_batch),
+                                static_cast<double>(seq_len), recompute, flash_attention, 2.0);
+}
+
+MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
+  require(in.model != nullptr, "no model");
+  require(in.micro_batch >= 1, "micro_batch must be >= 1");
+  require(in.seq_len >= 1, "seq_len must be >= 1");
+  require(in.gpus >= 1, "gpus must be >= 1");
+  require(in.gpus_per_node >= 1, "gpus_per_node must be >= 1");
+  require(in.prefetch_layers >= 0, "prefetch_layers must be >= 0");
+  require(in.bucket_bytes >= 0, "bucket_bytes must be >= 0");
+  require(in.cuda_context_bytes >= 0, "cuda_context_bytes must be >= 0");
+  require(in.allocator_fragmentation >= 0, "allocator_fragmentation must be >= 0");
+  require(in.capacity_bytes > 0, "capacity_bytes must be > 0");
+  const TransformerSpec& spec = *in.model;
+
+  const ParamCounts c = param_counts(spec, in.lora);
+  const std::int64_t n = shard_degree(in.strategy, in.gpus, in.gpus_per_node);
+  const Strategy s = effective_strategy(in.strategy, n);
+  const ModelStateBytes m = model_state_bytes(c, in);
+  const int w = working_bytes(in.precision);
+  const bool ds = deepspeed_accounting(in);
+
+  MemoryBreakdown out;
+  out.capacity_bytes = in.capacity_bytes;
+  auto add = [&](const char* term, double bytes, std::string note) {
+    assert(bytes >= 0);
+    out.terms.push_back({term, bytes, std::move(note)});
+  };
+  add("weights", m.weights,
+      fmt::format("{}-bit working copy of {:.4g} params, {}{}", 8 * w, c.stored,
+                  shard_note(shards_parameters(s), n),
+                  s == Strategy::fsdp_shard_grad_op ? " (SHARD_GRAD_OP keeps them gathered)" : ""));
+  add("gradients", m.gradients,
+      fmt::format("{} for {:.4g} trainable params, {}",
+                  ds ? "16-bit + fp32 partition (DeepSpeed)" : fmt::format("{}-bit", 8 * w),
+                  c.trainable, shard_note(shards_gradients(s), n)));
+  add("optimizer", m.optimizer,
+      fmt::format("{} B/param ({}), {}", optimizer_bytes_per_param(in.optimizer, in.precision),
+                  name(in.optimizer), shard_note(shards_optimizer(s), n)));
+  add("gathered_params", m.gathered_params,
+      m.gathered_params == 0 ? std::string("none")
+      : ds && s == Strategy::zero3
+          ? std::string("4 x largest module (DeepSpeed estimator)")
+          : fmt::format("{} gathered block(s)", in.prefetch_layers + 1));
+  add("activations", activations_bytes(spec, in),
+      fmt::format("Korthikanti per layer x {} layers, recompute {}, flash {}", spec.layers,
+                  name(in.recompute), in.flash_attention ? "on" : "off"));
+  add("logits", logits_bytes(spec, in), fmt::format("b*s*V*({} + 4 fp32 loss)", w));
+  add("comm_buffers", comm_buffer_bytes(c, s, in), fmt::format("{} buffers", name(s)));
+  double allocated = 0;
+  for (const MemoryTerm& t : out.terms) allocated += t.bytes;
+  add("cuda_context", in.cuda_context_bytes, "caller-supplied");
+  add("fragmentation", in.allocator_fragmentation * allocated,
+      fmt::format("{:.0f}% of allocated bytes", 100.0 * in.allocator_fragmentation));
+
+  for (const MemoryTerm& t : out.terms) out.total_bytes += t.bytes;
+  out.verdict = memory_verdict(out.total_bytes, in.capacity_bytes);
+
+  std::vector<const MemoryTerm*> order;
+  for (const MemoryTerm& t : out.terms)
+    if (t.bytes > 0) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const MemoryTerm* a, const MemoryTerm* b) { return a->bytes > b->bytes; });
+  for (std::size_t i = 0; i < order.size() && i < 3; ++i) out.largest.push_back(order[i]->name);
+  return out;
+}
+
+}  // namespace stepcast

@@ -1,0 +1,413 @@
+// Tests of model/memory: the DeepSpeed estimators, the ZeRO paper's 7.5B example,
+// Korthikanti's activation count, and ordering properties between strategies.
+#include "model/memory.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace stepcast {
+namespace {
+
+// GPT-2 XL (Radford et al. 2019; HF gpt2-xl config): 48 layers, h 1600, 25 heads, ffn 4h,
+// V 50257, 1024 learned positions, tied embeddings, LayerNorm, biases.
+TransformerSpec gpt2_xl() {
+  TransformerSpec s;
+  s.name = "gpt2-xl-test";
+  s.kind = ModelKind::decoder;
+  s.layers = 48;
+  s.hidden = 1600;
+  s.heads = 25;
+  s.kv_heads = 25;
+  s.ffn_hidden = 6400;
+  s.gated_mlp = false;
+  s.vocab = 50257;
+  s.seq_len = 1024;
+  s.max_positions = 1024;
+  s.tied_embeddings = true;
+  s.positional = Positional::learned;
+  s.norm = Norm::layernorm;
+  s.linear_bias = true;
+  s.parallel_attn_mlp = false;
+  s.published_params = 1557611200;
+  s.source = "test";
+  return s;
+}
+
+// Llama-2-7B shape (Touvron et al. 2023): 32 layers, h 4096, 32 heads (MHA), SwiGLU ffn 11008,
+// V 32000, RoPE, RMSNorm, untied head, no biases.
+TransformerSpec llama2_7b() {
+  TransformerSpec s;
+  s.name = "llama-2-7b-test";
+  s.kind = ModelKind::decoder;
+  s.layers = 32;
+  s.hidden = 4096;
+  s.heads = 32;
+  s.kv_heads = 32;
+  s.ffn_hidden = 11008;
+  s.gated_mlp = true;
+  s.vocab = 32000;
+  s.seq_len = 4096;
+  s.max_positions = 0;
+  s.tied_embeddings = false;
+  s.positional = Positional::rope;
+  s.norm = Norm::rmsnorm;
+  s.linear_bias = false;
+  s.parallel_attn_mlp = false;
+  s.published_params = 6738415616;
+  s.source = "test";
+  return s;
+}
+
+MemoryInputs base_inputs(const TransformerSpec& spec, Strategy strategy, std::int64_t gpus) {
+  MemoryInputs in;
+  in.model = &spec;
+  in.micro_batch = 1;
+  in.seq_len = 1024;
+  in.precision = Precision::bf16_mixed;
+  in.optimizer = OptimizerKind::adam_mixed_16;
+  in.recompute = Recompute::none;
+  in.flash_attention = true;
+  in.strategy = strategy;
+  in.gpus = gpus;
+  in.gpus_per_node = 8;
+  in.capacity_bytes = 80e9;
+  in.cuda_context_bytes = 0.5e9;
+  return in;
+}
+
+double model_states(const MemoryInputs& in) {
+  return model_state_bytes(param_counts(*in.model, in.lora), in).total();
+}
+
+double total(const MemoryInputs& in) { return memory_per_gpu(in).total_bytes; }
+
+double term(const MemoryBreakdown& b, const std::string& name) {
+  for (const MemoryTerm& t : b.terms)
+    if (t.name == name) return t.bytes;
+  FAIL("no term " << name);
+  return 0;
+}
+
+const std::int64_t kGpuCounts[] = {1, 2, 4, 8, 16, 64, 512};
+
+}  // namespace
+
+TEST_CASE("test fixtures have the published parameter counts") {
+  // GPT-2 XL: 48·30,740,800 (block) + 80,411,200 (wte) + 1,638,400 (wpe) + 3,200 (ln_f).
+  CHECK(parameter_count(gpt2_xl()) == 1557611200);
+  CHECK(parameter_count(llama2_7b()) == 6738415616);
+  // DeepSpeed's largest_layer_params for GPT-2 XL is the wte embedding, 50257·1600.
+  CHECK(largest_module_params(gpt2_xl()) == 80411200);
+  // Llama-2-7B: embedding and untied head are both 32000·4096.
+  CHECK(largest_module_params(llama2_7b()) == 131072000);
+}
+
+TEST_CASE("DeepSpeed ZeRO-2 estimator: model states = 4P + 16P/N (adam_deepspeed)") {
+  // estimate_zero2_model_states_mem_needs, no offload: gpu_mem = 4·P + 16·P/N
+  // (2 B fp16 params + 2 B fp16 grads, full; 4 B fp32 grads + 12 B Adam states, sharded).
+  const TransformerSpec spec = gpt2_xl();
+  const double p = static_cast<double>(parameter_count(spec));
+  for (std::int64_t n : kGpuCounts) {
+    MemoryInputs in = base_inputs(spec, Strategy::zero2, n);
+    in.optimizer = OptimizerKind::adam_deepspeed_18;
+    CAPTURE(n);
+    CHECK(model_states(in) == doctest::Approx(4 * p + 16 * p / n).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("DeepSpeed ZeRO-3 estimator: model states = 18P/N + 4·largest_layer (adam_deepspeed)") {
+  // estimate_zero3_model_states_mem_needs, no offload:
+  // gpu_mem = 4·largest_layer_params + 18·P/N; for GPT-2 XL largest_layer = wte = 80,411,200.
+  const TransformerSpec spec = gpt2_xl();
+  const double p = static_cast<double>(parameter_count(spec));
+  const double largest = 80411200.0;
+  for (std::int64_t n : kGpuCounts) {
+    MemoryInputs in = base_inputs(spec, Strategy::zero3, n);
+    in.optimizer = OptimizerKind::adam_deepspeed_18;
+    CAPTURE(n);
+    CHECK(model_states(in) == doctest::Approx(18 * p / n + 4 * largest).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("ZeRO paper Fig. 1: 7.5B params on 64 GPUs, K = 12") {
+  // Ψ = 7.5e9, N = 64, 2 + 2 + K bytes/param:
+  //   DDP          (2 + 2 + K)Ψ          = 120 GB
+  //   P_os          (2 + 2)Ψ + KΨ/N      = 31.4 GB
+  //   P_os+g        2Ψ + (2 + K)Ψ/N      = 16.6 GB
+  //   P_os+g+p      (2 + 2 + K)Ψ/N       = 1.9 GB
+  // The paper's figure counts weights + gradients + optimizer only (no gathered working set).
+  ParamCounts c;
+  c.stored = c.trainable = 7.5e9;
+  const TransformerSpec spec = gpt2_xl();  // unused by model_state_bytes
+  auto states = [&](Strategy s) {
+    MemoryInputs in = base_inputs(spec, s, 64);
+    const ModelStateBytes m = model_state_bytes(c, in);
+    return m.weights + m.gradients + m.optimizer;
+  };
+  auto gb1 = [](double bytes) { return std::round(bytes / 1e8) / 10.0; };  // GB, 1 decimal
+  CHECK(states(Strategy::ddp) == doctest::Approx(120e9));
+  CHECK(states(Strategy::zero1) == doctest::Approx(4 * 7.5e9 + 12 * 7.5e9 / 64));
+  CHECK(states(Strategy::zero2) == doctest::Approx(2 * 7.5e9 + 14 * 7.5e9 / 64));
+  CHECK(states(Strategy::zero3) == doctest::Approx(16 * 7.5e9 / 64));
+  CHECK(gb1(states(Strategy::ddp)) == doctest::Approx(120.0));
+  CHECK(gb1(states(Strategy::zero1)) == doctest::Approx(31.4));
+  CHECK(gb1(states(Strategy::zero2)) == doctest::Approx(16.6));
+  CHECK(gb1(states(Strategy::zero3)) == doctest::Approx(1.9));
+}
+
+TEST_CASE("Korthikanti: activations per layer = s·b·h·(34 + 5·a·s/h) for ffn = 4h, MHA") {
+  // Korthikanti et al. 2022, Sec. 4.1: attention 11sbh + 5as²b, MLP 19sbh, norms 4sbh.
+  const TransformerSpec gpt3 = [] {
+    TransformerSpec s = gpt2_xl();
+    s.layers = 96, s.hidden = 12288, s.heads = 96, s.kv_heads = 96, s.ffn_hidden = 4 * 12288;
+    return s;
+  }();
+  for (const TransformerSpec& spec : {gpt2_xl(), gpt3}) {
+    const double h = static_cast<double>(spec.hidden), a = static_cast<double>(spec.heads);
+    for (std::int64_t b : {1, 4}) {
+      for (std::int64_t s : {512, 2048}) {
+        const double sbh = static_cast<double>(s * b) * h;
+        CAPTURE(spec.hidden);
+        CAPTURE(b);
+        CAPTURE(s);
+        CHECK(activation_bytes_per_layer(spec, b, s, Recompute::none, false) ==
+              doctest::Approx(sbh * (34 + 5 * a * s / h)));
+        // Flash attention: no score matrix, an fp32 logsumexp per row and head (4·a·s·b).
+        CHECK(activation_bytes_per_layer(spec, b, s, Recompute::none, true) ==
+              doctest::Approx(34 * sbh + 4 * a * s * b));
+        // Selective recompute (Korthikanti Sec. 5): 34·s·b·h.
+        CHECK(activation_bytes_per_layer(spec, b, s, Recompute::selective, false) ==
+              doctest::Approx(34 * sbh));
+        // Full recompute: the 2·s·b·h layer input only.
+        CHECK(activation_bytes_per_layer(spec, b, s, Recompute::full, false) ==
+              doctest::Approx(2 * sbh));
+      }
+    }
+  }
+}
+
+TEST_CASE("generalised activations: GQA width d and SwiGLU width f replace h and 4h") {
+  // Per token (bytes, 16-bit): attention 7h + 4d, gated MLP 3h + 8f, norms 4h.
+  // Llama-2-70B shape: h 8192, a 64, kv 8 (d = 1024), f 28672.
+  TransformerSpec spec = llama2_7b();
+  spec.hidden = 8192, spec.heads = 64, spec.kv_heads = 8, spec.ffn_hidden = 28672;
+  const double h = 8192, d = 1024, f = 28672;
+  const std::int64_t b = 2, s = 4096;
+  CHECK(activation_bytes_per_layer(spec, b, s, Recompute::selective, true) ==
+        doctest::Approx(s * b * (14 * h + 4 * d + 8 * f)));
+  // Plain MLP, parallel block (one shared norm, MLP input shared with attention):
+  // attention 7h + 4d, MLP 1h + 4f (mask + activation in/out), norm 2h.
+  spec.gated_mlp = false;
+  spec.parallel_attn_mlp = true;
+  CHECK(activation_bytes_per_layer(spec, b, s, Recompute::selective, true) ==
+        doctest::Approx(s * b * (10 * h + 4 * d + 4 * f)));
+}
+
+TEST_CASE("ZeRO stage k+1 never needs more memory than stage k") {
+  // ZeRO paper Sec. 5: each stage shards one more state, never adds one.
+  for (const TransformerSpec& spec : {gpt2_xl(), llama2_7b()}) {
+    for (OptimizerKind opt : {OptimizerKind::adam_mixed_16, OptimizerKind::adam_deepspeed_18,
+                              OptimizerKind::sgd_momentum}) {
+      for (std::int64_t n : kGpuCounts) {
+        CAPTURE(spec.name);
+        CAPTURE(name(opt));
+        CAPTURE(n);
+        auto in = [&](Strategy s) {
+          MemoryInputs x = base_inputs(spec, s, n);
+          x.optimizer = opt;
+          return x;
+        };
+        CHECK(model_states(in(Strategy::zero1)) <= model_states(in(Strategy::ddp)));
+        CHECK(model_states(in(Strategy::zero2)) <= model_states(in(Strategy::zero1)));
+        CHECK(model_states(in(Strategy::zero3)) <= model_states(in(Strategy::zero2)));
+        CHECK(total(in(Strategy::zero1)) <= total(in(Strategy::ddp)));
+        CHECK(total(in(Strategy::zero2)) <= total(in(Strategy::zero1)));
+        CHECK(total(in(Strategy::zero3)) <= total(in(Strategy::zero2)));
+      }
+    }
+  }
+}
+
+TEST_CASE("FSDP: FULL_SHARD <= SHARD_GRAD_OP <= NO_SHARD") {
+  for (const TransformerSpec& spec : {gpt2_xl(), llama2_7b()}) {
+    for (std::int64_t n : kGpuCounts) {
+      CAPTURE(spec.name);
+      CAPTURE(n);
+      const double full = total(base_inputs(spec, Strategy::fsdp_full_shard, n));
+      const double sgo = total(base_inputs(spec, Strategy::fsdp_shard_grad_op, n));
+      const double none = total(base_inputs(spec, Strategy::fsdp_no_shard, n));
+      CHECK(full <= sgo);
+      CHECK(sgo <= none);
+    }
+  }
+}
+
+TEST_CASE("more GPUs never need more memory per GPU under a sharded strategy") {
+  const TransformerSpec spec = llama2_7b();
+  for (Strategy s : {Strategy::zero1, Strategy::zero2, Strategy::zero3, Strategy::fsdp_full_shard,
+                     Strategy::fsdp_shard_grad_op, Strategy::fsdp_hybrid_shard}) {
+    for (OptimizerKind opt : {OptimizerKind::adam_mixed_16, OptimizerKind::adam_deepspeed_18}) {
+      double previous = 0;
+      for (std::int64_t n = 1; n <= 1024; n *= 2) {
+        MemoryInputs in = base_inputs(spec, s, n);
+        in.optimizer = opt;
+        const double t = total(in);
+        CAPTURE(name(s));
+        CAPTURE(n);
+        if (n > 1) CHECK(t <= previous);
+        previous = t;
+      }
+    }
+  }
+}
+
+TEST_CASE("on one GPU the sharded strategies hold the unsharded model states") {
+  // ZeRO paper: the 1/N terms at N = 1 are the DDP terms (16Ψ); FSDP falls back to NO_SHARD.
+  // adam_deepspeed ZeRO-3 is excluded: the estimator adds 4·largest_layer even at N = 1.
+  const TransformerSpec spec = gpt2_xl();
+  for (OptimizerKind opt : {OptimizerKind::adam_mixed_16, OptimizerKind::sgd_momentum,
+                            OptimizerKind::adam_deepspeed_18}) {
+    MemoryInputs ddp = base_inputs(spec, Strategy::ddp, 1);
+    ddp.optimizer = opt;
+    const double unsharded = model_states(ddp);
+    for (Strategy s : {Strategy::zero1, Strategy::zero2, Strategy::zero3,
+                       Strategy::fsdp_full_shard, Strategy::fsdp_shard_grad_op,
+                       Strategy::fsdp_hybrid_shard, Strategy::fsdp_no_shard}) {
+      if (opt == OptimizerKind::adam_deepspeed_18 && s == Strategy::zero3) continue;
+      MemoryInputs in = base_inputs(spec, s, 1);
+      in.optimizer = opt;
+      CAPTURE(name(s));
+      CAPTURE(name(opt));
+      CHECK(model_states(in) == doctest::Approx(unsharded).epsilon(1e-12));
+    }
+  }
+  // And the DDP figure itself is 16 B/param for Adam mixed (ZeRO paper, K = 12).
+  CHECK(model_states(base_inputs(spec, Strategy::ddp, 1)) ==
+        doctest::Approx(16.0 * 1557611200.0));
+}
+
+TEST_CASE("SHARD_GRAD_OP holds full weights at the peak, FULL_SHARD a 1/N shard plus gathered blocks") {
+  const TransformerSpec spec = llama2_7b();
+  const ParamCounts c = param_counts(spec, nullptr);
+  const MemoryInputs sgo = base_inputs(spec, Strategy::fsdp_shard_grad_op, 8);
+  const MemoryInputs full = base_inputs(spec, Strategy::fsdp_full_shard, 8);
+  CHECK(model_state_bytes(c, sgo).weights == doctest::Approx(2 * c.stored));
+  CHECK(model_state_bytes(c, sgo).gathered_params == 0);
+  CHECK(model_state_bytes(c, full).weights == doctest::Approx(2 * c.stored / 8));
+  // (prefetch_layers + 1) blocks of 16-bit parameters: 2 · 2 · per_layer.
+  CHECK(model_state_bytes(c, full).gathered_params == doctest::Approx(2 * 2 * c.per_layer));
+  // HYBRID_SHARD shards over the 8 GPUs of a node, whatever the world size.
+  MemoryInputs hybrid = base_inputs(spec, Strategy::fsdp_hybrid_shard, 64);
+  CHECK(model_state_bytes(c, hybrid).total() ==
+        doctest::Approx(model_state_bytes(c, base_inputs(spec, Strategy::fsdp_full_shard, 8)).total()));
+}
+
+TEST_CASE("recompute and flash attention never increase activations") {
+  for (const TransformerSpec& spec : {gpt2_xl(), llama2_7b()}) {
+    MemoryInputs in = base_inputs(spec, Strategy::ddp, 8);
+    in.micro_batch = 4;
+    in.flash_attention = false;
+    auto act = [&](Recompute r, bool flash) {
+      MemoryInputs x = in;
+      x.recompute = r;
+      x.flash_attention = flash;
+      return term(memory_per_gpu(x), "activations");
+    };
+    CHECK(act(Recompute::full, false) < act(Recompute::none, false));
+    CHECK(act(Recompute::full, true) < act(Recompute::none, true));
+    CHECK(act(Recompute::full, false) < act(Recompute::selective, false));
+    CHECK(act(Recompute::selective, false) < act(Recompute::none, false));
+    CHECK(act(Recompute::none, true) < act(Recompute::none, false));
+  }
+}
+
+TEST_CASE("verdict: tight when total > 0.9·capacity, oom when total > capacity") {
+  CHECK(memory_verdict(72e9, 80e9) == MemoryVerdict::fits);  // exactly 90%: fits
+  CHECK(memory_verdict(72e9 + 1, 80e9) == MemoryVerdict::tight);
+  CHECK(memory_verdict(80e9, 80e9) == MemoryVerdict::tight);  // exactly full: tight
+  CHECK(memory_verdict(80e9 + 1, 80e9) == MemoryVerdict::oom);
+  CHECK_THROWS_AS(memory_verdict(1, 0), std::invalid_argument);
+  // Through memory_per_gpu: capacity placed at the total itself, then just below it.
+  const TransformerSpec spec = gpt2_xl();
+  MemoryInputs in = base_inputs(spec, Strategy::zero3, 8);
+  const MemoryBreakdown b = memory_per_gpu(in);
+  in.capacity_bytes = b.total_bytes;
+  CHECK(memory_per_gpu(in).verdict == MemoryVerdict::tight);
+  in.capacity_bytes = b.total_bytes * 0.999;
+  CHECK(memory_per_gpu(in).verdict == MemoryVerdict::oom);
+  in.capacity_bytes = b.total_bytes * 2;
+  CHECK(memory_per_gpu(in).verdict == MemoryVerdict::fits);
+}
+
+TEST_CASE("LoRA needs less memory than full fine-tuning") {
+  const TransformerSpec spec = llama2_7b();
+  LoraSpec lora;
+  lora.rank = 16;
+  lora.targets = {"q", "v"};
+  for (Strategy s : {Strategy::ddp, Strategy::zero2, Strategy::zero3, Strategy::fsdp_full_shard}) {
+    MemoryInputs full = base_inputs(spec, s, 8);
+    MemoryInputs adapted = full;
+    adapted.lora = &lora;
+    CAPTURE(name(s));
+    const MemoryBreakdown bf = memory_per_gpu(full), bl = memory_per_gpu(adapted);
+    CHECK(bl.total_bytes < bf.total_bytes);
+    // Frozen base weights are still stored: weights grow by the adapters only.
+    CHECK(term(bl, "weights") >= term(bf, "weights"));
+    // Gradients and optimizer cover only the adapters: 16 B/param in total for adam.
+    const double adapters = static_cast<double>(lora_parameter_count(spec, lora));
+    const std::int64_t n = shard_degree(s, 8, 8);
+    CHECK(term(bl, "optimizer") == doctest::Approx(12 * adapters / (shards_optimizer(s) ? n : 1)));
+  }
+}
+
+TEST_CASE("memory_per_gpu: fixed term order, total is the sum, largest terms named") {
+  const TransformerSpec spec = llama2_7b();
+  MemoryInputs in = base_inputs(spec, Strategy::ddp, 8);
+  const MemoryBreakdown b = memory_per_gpu(in);
+  const char* order[] = {"weights",      "gradients",    "optimizer",   "gathered_params",
+                         "activations", "logits",       "comm_buffers", "cuda_context",
+                         "fragmentation"};
+  REQUIRE(b.terms.size() == 9);
+  double sum = 0;
+  for (std::size_t i = 0; i < b.terms.size(); ++i) {
+    CHECK(b.terms[i].name == order[i]);
+    sum += b.terms[i].bytes;
+  }
+  CHECK(b.total_bytes == doctest::Approx(sum));
+  // DDP Adam on 6.74B params: optimizer 12P, then weights 2P = gradients 2P = bucket copy 2P.
+  REQUIRE(b.largest.size() == 3);
+  CHECK(b.largest[0] == "optimizer");
+  CHECK(b.verdict == MemoryVerdict::oom);
+  // Fragmentation is the named fraction of everything but the CUDA context.
+  CHECK(term(b, "fragmentation") ==
+        doctest::Approx(kAllocatorFragmentation * (sum - term(b, "fragmentation") - 0.5e9)));
+  // gradient_as_bucket_view removes DDP's second gradient copy.
+  in.gradient_as_bucket_view = true;
+  CHECK(term(memory_per_gpu(in), "comm_buffers") == 0);
+}
+
+TEST_CASE("memory_per_gpu rejects impossible inputs") {
+  const TransformerSpec spec = gpt2_xl();
+  MemoryInputs in = base_inputs(spec, Strategy::ddp, 1);
+  in.model = nullptr;
+  CHECK_THROWS_AS(memory_per_gpu(in), std::invalid_argument);
+  in = base_inputs(spec, Strategy::ddp, 1);
+  in.capacity_bytes = 0;
+  CHECK_THROWS_AS(memory_per_gpu(in), std::invalid_argument);
+  in = base_inputs(spec, Strategy::ddp, 0);
+  CHECK_THROWS_AS(memory_per_gpu(in), std::invalid_argument);
+}
+
+TEST_CASE("optimizer and verdict names round-trip") {
+  for (const std::string& n : optimizer_names()) CHECK(name(parse_optimizer(n)) == n);
+  CHECK(optimizer_names() == std::vector<std::string>{"adam", "adam_deepspeed", "sgd"});
+  CHECK(parse_optimizer("adam") == OptimizerKind::adam_mixed_16);
+  CHECK_THROWS_AS(parse_optimizer("adamw"), std::invalid_argument);
+  CHECK(name(MemoryVerdict::fits) == "fits");
+  CHECK(name(MemoryVerdict::tight) == "tight");
+  CHECK(name(MemoryVerdict::oom) == "oom");
+}
+
+}  // namespace stepcast

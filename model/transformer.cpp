@@ -1,0 +1,215 @@
+/// \file
+/// Transformer shapes: strict JSON parsing, parameter counts and the model catalog.
+#include "model/transformer.hpp"
+
+#include "model/input.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cctype>
+#include <map>
+
+namespace stepcast {
+
+namespace {
+
+const std::vector<std::string> kPositionalNames = {"learned", "rope", "alibi"};
+const std::vector<std::string> kNormNames = {"layernorm", "rmsnorm"};
+const std::vector<std::string> kKindNames = {"decoder", "encoder"};
+
+Positional positional_from(const std::string& s) {
+  if (s == "learned") return Positional::learned;
+  if (s == "alibi") return Positional::alibi;
+  assert(s == "rope");
+  return Positional::rope;
+}
+
+Norm norm_from(const std::string& s) {
+  if (s == "rmsnorm") return Norm::rmsnorm;
+  assert(s == "layernorm");
+  return Norm::layernorm;
+}
+
+/// Parameters of one norm over `hidden` features: LayerNorm has a weight and a bias (2h),
+/// RMSNorm only a weight (h) (Zhang & Sennrich 2019, arXiv 1910.07467).
+std::int64_t norm_params(Norm norm, std::int64_t hidden) {
+  return norm == Norm::layernorm ? 2 * hidden : hidden;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+}  // namespace
+
+std::string_view name(Positional p) {
+  switch (p) {
+    case Positional::learned: return "learned";
+    case Positional::rope: return "rope";
+    case Positional::alibi: return "alibi";
+  }
+  assert(false && "unknown Positional");
+  return "";
+}
+
+std::string_view name(Norm n) {
+  switch (n) {
+    case Norm::layernorm: return "layernorm";
+    case Norm::rmsnorm: return "rmsnorm";
+  }
+  assert(false && "unknown Norm");
+  return "";
+}
+
+/// Reads a TransformerSpec from `obj` and then rejects any key it did not read.
+///
+/// Required keys: `name` (string), `source` (string: the config or paper the dimensions come
+/// from), `layers`, `hidden`, `heads`, `ffn_hidden`, `vocab`, `seq_len` (integers >= 1),
+/// `positional` ("learned" | "rope" | "alibi"), `norm` ("layernorm" | "rmsnorm"),
+/// `gated_mlp`, `tied_embeddings`, `linear_bias` (booleans), and `max_positions`
+/// (integer >= 1) exactly when `positional` is "learned" (it is rejected otherwise).
+///
+/// Optional keys and their defaults (the defaults of TransformerSpec):
+///   - `kv_heads`: defaults to `heads` (multi-head attention) when ABSENT; it must divide
+///     `heads`.
+///   - `aliases` (array of strings): none; `kind` ("decoder" | "encoder"): "decoder";
+///   - `embedding_norm`, `qkv_bias`, `parallel_attn_mlp`, `pooler`: false;
+///     `type_vocab` (integer >= 0): 0;
+///   - `published_params` (integer >= 1): none;
+///   - `notes` (string): free documentation, read and discarded.
+/// Checks: `heads` divides `hidden` (the head width is hidden / heads).
+TransformerSpec parse_transformer(JsonObject& obj) {
+  TransformerSpec spec;
+  spec.name = obj.string("name");
+  if (spec.name.empty()) throw obj.error("name", "expected a non-empty model name");
+  spec.source = obj.string("source");
+  if (spec.source.empty()) throw obj.error("source", "expected the source of the dimensions");
+  if (auto aliases = obj.optional_array("aliases"))
+    for (std::size_t i = 0; i < aliases->size(); ++i) spec.aliases.push_back(aliases->string(i));
+  if (auto kind = obj.optional_choice("kind", kKindNames))
+    spec.kind = *kind == "encoder" ? ModelKind::encoder : ModelKind::decoder;
+
+  spec.layers = obj.integer("layers");
+  spec.hidden = obj.integer("hidden");
+  spec.heads = obj.integer("heads");
+  if (spec.hidden % spec.heads != 0)
+    throw obj.error("heads", "expected a divisor of hidden (" + std::to_string(spec.hidden) +
+                                 "), got " + std::to_string(spec.heads));
+  spec.kv_heads = obj.optional_integer("kv_heads").value_or(spec.heads);
+  if (spec.kv_heads > spec.heads || spec.heads % spec.kv_heads != 0)
+    throw obj.error("kv_heads", "expected a divisor of heads (" + std::to_string(spec.heads) +
+                                    "), got " + std::to_string(spec.kv_heads));
+  spec.ffn_hidden = obj.integer("ffn_hidden");
+  spec.gated_mlp = obj.boolean("gated_mlp");
+  spec.vocab = obj.integer("vocab");
+  spec.seq_len = obj.integer("seq_len");
+
+  spec.positional = positional_from(obj.choice("positional", kPositionalNames));
+  if (spec.positional == Positional::learned) {
+    spec.max_positions = obj.integer("max_positions");
+  } else if (obj.has("max_positions")) {
+    throw obj.error("max_positions", "only allowed with \"positional\": \"learned\"");
+  }
+  spec.tied_embeddings = obj.boolean("tied_embeddings");
+  spec.norm = norm_from(obj.choice("norm", kNormNames));
+  spec.embedding_norm = obj.optional_boolean("embedding_norm").value_or(false);
+  spec.linear_bias = obj.boolean("linear_bias");
+  spec.qkv_bias = obj.optional_boolean("qkv_bias").value_or(false);
+  spec.parallel_attn_mlp = obj.optional_boolean("parallel_attn_mlp").value_or(false);
+  spec.type_vocab = obj.optional_integer("type_vocab", 0).value_or(0);
+  spec.pooler = obj.optional_boolean("pooler").value_or(false);
+  spec.published_params = obj.optional_integer("published_params");
+  obj.optional_string("notes");
+  obj.finish();
+  return spec;
+}
+
+/// Parameter count by part, from the shape alone (elements):
+///   - embedding  = V·h + type_vocab·h
+///   - positional = max_positions·h for a learned table, else 0 (RoPE/ALiBi have none)
+///   - attention  = L·[h·q + 2·h·kv + q·h + biases], q = heads·head_dim, kv = kv_heads·head_dim;
+///                  biases = q + 2·kv + h with linear_bias, q + 2·kv with qkv_bias only
+///   - mlp        = L·[(3 if gated else 2)·h·f + biases], biases = (2f + h gated, f + h not)
+///   - norms      = L·(1 if parallel_attn_mlp else 2)·n + n (final norm, decoders only)
+///                  + n (embedding_norm), n = 2h for LayerNorm, h for RMSNorm
+///   - lm_head    = V·h when untied, else 0
+///   - other      = h·h + h for a BERT pooler
+/// Checked exactly against GPT-2 124439808 (HF gpt2), Llama-2-7B 6738415616 (HF), BLOOM
+/// 176247271424 (model card) and llm-foundry's MPT table (see transformer_test.cpp).
+ParameterBreakdown parameter_breakdown(const TransformerSpec& spec) {
+  assert(spec.layers >= 1 && spec.hidden >= 1 && spec.heads >= 1 && spec.kv_heads >= 1);
+  const std::int64_t h = spec.hidden;
+  const std::int64_t q = spec.head_dim() * spec.heads;
+  const std::int64_t kv = spec.kv_dim();
+  const std::int64_t f = spec.ffn_hidden;
+  const std::int64_t n = norm_params(spec.norm, h);
+
+  std::int64_t attn = 2 * h * q + 2 * h * kv;
+  if (spec.linear_bias) attn += q + 2 * kv + h;
+  else if (spec.qkv_bias) attn += q + 2 * kv;
+
+  std::int64_t mlp = (spec.gated_mlp ? 3 : 2) * h * f;
+  if (spec.linear_bias) mlp += spec.gated_mlp ? 2 * f + h : f + h;
+
+  const std::int64_t layer_norms = (spec.parallel_attn_mlp ? 1 : 2) * n;
+
+  ParameterBreakdown b;
+  b.embedding = spec.vocab * h + spec.type_vocab * h;
+  b.positional = spec.positional == Positional::learned ? spec.max_positions * h : 0;
+  b.attention = spec.layers * attn;
+  b.mlp = spec.layers * mlp;
+  b.norms = spec.layers * layer_norms + (spec.kind == ModelKind::decoder ? n : 0) +
+            (spec.embedding_norm ? n : 0);
+  b.lm_head = spec.tied_embeddings ? 0 : spec.vocab * h;
+  b.other = spec.pooler ? h * h + h : 0;
+  b.per_layer = attn + mlp + layer_norms;
+  return b;
+}
+
+std::int64_t parameter_count(const TransformerSpec& spec) {
+  return parameter_breakdown(spec).total();
+}
+
+/// Loads data_dir()/model/catalog/models.json, {"models": [entry, ...]}, each entry read by
+/// parse_transformer. Names and aliases must be unique (case-insensitively) across entries.
+static std::vector<TransformerSpec> load_catalog() {
+  const JsonDoc doc = JsonDoc::load(data_dir() / "model" / "catalog" / "models.json");
+  JsonObject root(doc.root(), doc.file(), "");
+  JsonArray models = root.array("models");
+  root.finish();
+  std::vector<TransformerSpec> out;
+  std::map<std::string, std::string> owner;  // lower-cased name or alias -> entry name
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    JsonObject entry = models.object(i);
+    TransformerSpec spec = parse_transformer(entry);
+    std::vector<std::string> names = spec.aliases;
+    names.insert(names.begin(), spec.name);
+    for (const auto& n : names) {
+      auto [it, inserted] = owner.emplace(lower(n), spec.name);
+      if (!inserted && it->second != spec.name)
+        throw models.error(i, "name or alias \"" + n + "\" is already used by \"" + it->second +
+                                  "\"");
+    }
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
+const std::vector<TransformerSpec>& model_catalog() {
+  static const std::vector<TransformerSpec> catalog = load_catalog();
+  return catalog;
+}
+
+const TransformerSpec* find_model(const std::string& name) {
+  const std::string key = lower(name);
+  for (const auto& spec : model_catalog()) {
+    if (lower(spec.name) == key) return &spec;
+    for (const auto& alias : spec.aliases)
+      if (lower(alias) == key) return &spec;
+  }
+  return nullptr;
+}
+
+}  // namespace stepcast

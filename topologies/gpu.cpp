@@ -1,0 +1,142 @@
+/// \file
+/// The GPU catalog: strict parsing of one GPU description and the catalog file
+/// topologies/catalog/gpus.json, loaded once.
+#include "topologies/gpu.hpp"
+
+#include "model/input.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace stepcast {
+
+namespace {
+
+/// Bytes in one GiB; NVIDIA's on-board memory sizes ("80GB") are binary (see parse_gpu).
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+/// Tensor-core paths each generation has (datasheets and architecture whitepapers):
+/// TF32 and BF16 arrived with Ampere, FP8 with Ada and Hopper.
+bool arch_has(GpuArch arch, Dtype d) {
+  switch (d) {
+    case Dtype::fp32:
+    case Dtype::fp16:
+      return true;
+    case Dtype::tf32:
+    case Dtype::bf16:
+      return arch != GpuArch::volta && arch != GpuArch::turing;
+    case Dtype::fp8:
+      return arch == GpuArch::ada || arch == GpuArch::hopper || arch == GpuArch::blackwell;
+  }
+  return false;
+}
+
+/// Reads "peak_tflops": {"fp32": ..., "bf16": ...}; keys are dtype names.
+std::map<Dtype, double> parse_peaks(JsonObject& peaks, GpuArch arch) {
+  std::map<Dtype, double> out;
+  for (const std::string& key : peaks.keys()) {
+    Dtype d = Dtype::fp32;
+    try {
+      d = parse_dtype(key);
+    } catch (const std::invalid_argument& e) {
+      throw peaks.error(key, e.what());
+    }
+    if (!arch_has(arch, d))
+      throw peaks.error(key, "a " + std::string(name(arch)) + " GPU has no " +
+                                 std::string(name(d)) + " tensor-core path; remove this key");
+    out[d] = peaks.positive(key);
+  }
+  if (!out.count(Dtype::fp32))
+    throw peaks.error("fp32", "missing; expected the non-tensor FP32 peak in TFLOP/s");
+  peaks.finish();
+  return out;
+}
+
+}  // namespace
+
+double GpuSpec::peak(Dtype d) const {
+  auto it = peak_tflops.find(d);
+  if (it == peak_tflops.end())
+    throw std::invalid_argument("GPU \"" + name + "\" has no " + std::string(stepcast::name(d)) +
+                                " peak (no such tensor-core path)");
+  return it->second;
+}
+
+GpuSpec parse_gpu(JsonObject& obj) {
+  GpuSpec g;
+  g.name = obj.string("name");
+  if (g.name.empty()) throw obj.error("name", "expected a non-empty catalog name");
+  g.display_name = obj.string("display_name");
+  std::string arch = obj.string("arch");
+  try {
+    g.arch = parse_gpu_arch(arch);
+  } catch (const std::invalid_argument& e) {
+    throw obj.error("arch", e.what());
+  }
+  JsonObject peaks = obj.object("peak_tflops");
+  g.peak_tflops = parse_peaks(peaks, g.arch);
+
+  // Datasheet "GB" for HBM and GDDR is binary: an A100-SXM4-80GB reports 81920 MiB in
+  // nvidia-smi, and CUDA sees 85,056,798,720 B (> 80e9) after its own reservations.
+  g.memory_bytes = obj.positive("memory_GiB") * kBytesPerGiB;
+  g.memory_bw_GBps = obj.positive("memory_bw_GBps");
+
+  g.nvlink_gen = static_cast<int>(obj.integer("nvlink_gen", 0));
+  g.nvlink_links = static_cast<int>(obj.integer("nvlink_links", 0));
+  g.nvlink_GBps_per_link = obj.non_negative("nvlink_GBps_per_link");
+  const bool any_nvlink = g.nvlink_gen > 0 || g.nvlink_links > 0 || g.nvlink_GBps_per_link > 0;
+  const bool all_nvlink = g.nvlink_gen > 0 && g.nvlink_links > 0 && g.nvlink_GBps_per_link > 0;
+  if (any_nvlink && !all_nvlink)
+    throw obj.error("nvlink_gen",
+                    "nvlink_gen, nvlink_links and nvlink_GBps_per_link must be all 0 (no NVLink) "
+                    "or all > 0");
+  if (g.nvlink_gen > 5) throw obj.error("nvlink_gen", "expected an NVLink generation 0..5");
+
+  g.pcie_gen = static_cast<int>(obj.integer("pcie_gen", 1));
+  if (g.pcie_gen > 6) throw obj.error("pcie_gen", "expected a PCIe generation 1..6");
+  g.pcie_lanes = static_cast<int>(obj.integer("pcie_lanes", 1));
+  if (g.pcie_lanes > 16) throw obj.error("pcie_lanes", "expected 1..16 lanes");
+  g.tdp_w = obj.optional_positive("tdp_w").value_or(0.0);
+  g.source = obj.string("source");
+  if (g.source.empty()) throw obj.error("source", "expected the datasheet(s) the numbers come from");
+  obj.finish();
+  return g;
+}
+
+const std::vector<GpuSpec>& gpu_catalog() {
+  static const std::vector<GpuSpec> catalog = [] {
+    JsonDoc doc = JsonDoc::load(data_dir() / "topologies" / "catalog" / "gpus.json");
+    JsonObject root(doc.root(), doc.file(), "");
+    JsonArray gpus = root.array("gpus");
+    root.finish();
+    std::vector<GpuSpec> out;
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      JsonObject entry = gpus.object(i);
+      GpuSpec g = parse_gpu(entry);
+      for (const GpuSpec& seen : out)
+        if (lower(seen.name) == lower(g.name))
+          throw entry.error("name", "duplicate GPU name \"" + g.name + "\"");
+      out.push_back(std::move(g));
+    }
+    return out;
+  }();
+  return catalog;
+}
+
+const GpuSpec* find_gpu(const std::string& name) {
+  const std::string key = lower(name);
+  for (const GpuSpec& g : gpu_catalog())
+    if (lower(g.name) == key) return &g;
+  return nullptr;
+}
+
+}  // namespace stepcast

@@ -1,0 +1,117 @@
+// Rules of the hardware graph and of the per-level view derived from it.
+#include "topologies/topology.hpp"
+
+#include "model/input.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace stepcast;
+
+namespace {
+
+ClusterSpec one_box(const std::string& box) {
+  ClusterSpec c;
+  c.name = box;
+  c.box = box;
+  c.nodes = 1;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("every catalog box and cluster builds into a graph with one vertex per GPU") {
+  for (const BoxSpec& b : box_catalog()) {
+    CAPTURE(b.name);
+    Topology t = Topology::build(one_box(b.name));
+    int gpus = 0;
+    for (auto [v, end] = boost::vertices(t.graph()); v != end; ++v) gpus += t.graph()[*v].kind == DeviceKind::gpu;
+    CHECK(gpus == b.gpus);
+    CHECK_FALSE(b.source.empty());
+  }
+  for (const ClusterSpec& c : cluster_catalog()) {
+    CAPTURE(c.name);
+    ClusterSpec small = c;
+    small.nodes = std::min(c.nodes, 4);  // the rules do not depend on the node count
+    Topology t = Topology::build(small);
+    CHECK(t.fabric(small.nodes, t.gpus_per_node()).ranks() == small.nodes * t.gpus_per_node());
+  }
+}
+
+TEST_CASE("an NVSwitch box gives each GPU all its NVLinks: DGX A100 12 x 20 GB/s, DGX H100 18 x 20.6 GB/s") {
+  // NCCL's per-link rates (topo.h SM80 20, SM90 20.6) times the links per GPU.
+  CHECK(Topology::build(one_box("dgx-a100")).fabric(1, 8).intra.bw_GBps == doctest::Approx(240.0));
+  CommFabric h100 = Topology::build(one_box("dgx-h100")).fabric(1, 8);
+  CHECK(h100.intra.bw_GBps == doctest::Approx(18 * 20.6));
+  CHECK(h100.intra.link == LinkClass::nvlink);
+  CHECK(h100.nvls);
+  CHECK_FALSE(Topology::build(one_box("dgx-a100")).fabric(1, 8).nvls);
+}
+
+TEST_CASE("the DGX-1 cube-mesh counts only the NVLinks that lead to the GPUs taking part") {
+  Topology t = Topology::build(one_box("dgx-1-v100"));
+  // All 8: every GPU has 6 links at 20 GB/s into the group.
+  CHECK(t.fabric(1, 8).intra.bw_GBps == doctest::Approx(120.0));
+  // GPUs 0 and 1 share one link: 20 GB/s.
+  CHECK(t.fabric(1, 2).intra.bw_GBps == doctest::Approx(20.0));
+  // The quad 0-3: GPU 0 reaches 1 (1 link), 2 (1), 3 (2) = 4 links; GPU 1: 0 (1), 2 (2), 3 (1) = 4.
+  CHECK(t.fabric(1, 4).intra.bw_GBps == doctest::Approx(80.0));
+}
+
+TEST_CASE("without peer-to-peer the PCIe ring goes through host memory and the CPU link limits it") {
+  // 8x RTX 4090 on the root ports of two EPYC sockets (4 each), ring 0..7: the hops 3->4 and
+  // 7->0 each cross the xGMI link once per direction; NCCL's AMD inter-socket rate is 16 GB/s,
+  // below the 24 GB/s of each GPU's gen4 x16 port.
+  CommFabric f = Topology::build(one_box("rtx4090-pcie-8x")).fabric(1, 8);
+  CHECK(f.intra.link == LinkClass::pcie);
+  CHECK(f.intra.bw_GBps == doctest::Approx(16.0));
+  // Four GPUs on one socket stay off the CPU link: each GPU port carries one send and one
+  // receive, 24 GB/s each way.
+  CHECK(Topology::build(one_box("rtx4090-pcie-8x")).fabric(1, 4).intra.bw_GBps == doctest::Approx(24.0));
+}
+
+TEST_CASE("two GPUs on an NVLink bridge use it; without the bridge they use PCIe") {
+  CHECK(Topology::build(one_box("titan-rtx-2x-nvlink")).fabric(1, 2).intra.link == LinkClass::nvlink);
+  CHECK(Topology::build(one_box("titan-rtx-2x-nvlink")).fabric(1, 2).intra.bw_GBps == doctest::Approx(40.0));
+  CHECK(Topology::build(one_box("titan-rtx-2x-pcie")).fabric(1, 2).intra.link == LinkClass::pcie);
+}
+
+TEST_CASE("the inter-node level is the sum of a node's NICs") {
+  const ClusterSpec* slow = find_cluster("2x-dgx1-1gbe");
+  REQUIRE(slow);
+  CommFabric f = Topology::build(*slow).fabric(2, 8);
+  REQUIRE(f.inter);
+  CHECK(f.inter->ranks == 2);
+  CHECK(f.inter->link == LinkClass::network);
+  CHECK(f.inter->bw_GBps == doctest::Approx(find_link("eth-1g")->effective_GBps));
+  CHECK(f.inter->bw_GBps < 0.125);  // below 1 Gb/s line rate
+
+  const ClusterSpec* p4d = find_cluster("aws-p4d-4");
+  REQUIRE(p4d);
+  CHECK(Topology::build(*p4d).fabric(4, 8).inter->bw_GBps == doctest::Approx(4 * find_link("efa-100g")->effective_GBps));
+}
+
+TEST_CASE("more GPUs than the box or nodes than the cluster is rejected") {
+  Topology t = Topology::build(one_box("dgx-a100"));
+  CHECK_THROWS_AS(t.fabric(1, 9), std::invalid_argument);
+  CHECK_THROWS_AS(t.fabric(2, 8), std::invalid_argument);
+  CHECK_THROWS_AS(t.fabric(1, 0), std::invalid_argument);
+}
+
+TEST_CASE("a box with an unknown link kind names the JSON path") {
+  JsonDoc doc = JsonDoc::parse(R"({"name": "x", "display_name": "x", "gpu": "a100-sxm4-80gb", "gpus": 2,
+    "fabric": "pcie", "pcie": "pcie9-x16", "pcie_switches": 0, "cpus": 1, "p2p": true, "source": "test"})",
+                               "box.json");
+  JsonObject o(doc.root(), doc.file(), "");
+  try {
+    parse_box(o);
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("box.json: /pcie") != std::string::npos);
+  }
+}
+
+TEST_CASE("a multi-node cluster without a network is rejected") {
+  JsonDoc doc = JsonDoc::parse(R"({"name": "c", "box": "dgx-a100", "nodes": 2, "source": "t"})", "c.json");
+  JsonObject o(doc.root(), doc.file(), "");
+  CHECK_THROWS_AS(parse_cluster(o), InputError);
+}
