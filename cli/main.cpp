@@ -113,13 +113,14 @@ std::string scenario_help() {
                                join(recompute_names(), ", ") +
                                "), flash_attention, optional lora {rank, targets: [q, k, v, o, "
                                "gate, up, down]}");
-  out += field("strategy", "name (" + join(strategy_names(), ", ") +
-                               "), optional bucket_mb, prefetch_layers, algorithm (see "
-                               "`stepcast catalog algorithms`)");
+  out += field("strategy", "a name (" + join(strategy_names(), ", ") +
+                               ") or {name, optional bucket_mb, prefetch_layers, algorithm "
+                               "(see `stepcast catalog algorithms`)}");
   out += field("hardware",
-               "{\"cluster\": NAME} or {\"box\": NAME, \"nodes\": N, \"network\": {...}} "
-               "(see `stepcast catalog clusters` and `boxes`)");
-  out += field("gpus", "total GPUs used (optional; default: all of the hardware)");
+               "{\"cluster\": NAME, \"gpus\": N} or {\"box\": NAME, \"nodes\": N, "
+               "\"gpus\": N, \"network\": {nic, nics_per_node, topology} (when nodes > 1)}; "
+               "gpus is the total used, whole nodes above one box (see `stepcast catalog "
+               "clusters`, `boxes`, `links`)");
   out += field("dataset", "{\"tokens\": N} or {\"samples\": N} per epoch");
   out += field("price_per_gpu_hour_usd", "optional; gives the cost per epoch");
   out += field("measured", "optional measured figures, compared with the prediction");
@@ -138,7 +139,9 @@ std::string exit_code_help() {
          "     message names the file and the JSON path), or a bad command line\n";
 }
 
-constexpr const char* kSeed = "scenarios/seeds/SCENARIO.json";
+/// Seed scenarios the examples use (the tests predict every seed, so these stay valid).
+constexpr const char* kSeed = "scenarios/seeds/gpt2-xl-ddp-8xa100.json";
+constexpr const char* kMultiNodeSeed = "scenarios/seeds/rule-of-thumb-10b-4x8a100-400g.json";
 
 /// An "Examples:" block, the comments aligned.
 std::string examples(const std::vector<std::pair<std::string, std::string>>& lines) {
@@ -157,9 +160,9 @@ std::string predict_examples() {
 }
 
 std::string scale_examples() {
-  return examples({{fmt::format("stepcast scale {} --gpus 1,8,16,32", kSeed), "scaling table"},
-                   {fmt::format("stepcast scale {} --gpus 8,16,32,64 --json", kSeed),
-                    "the same as JSON"}});
+  return examples(
+      {{fmt::format("stepcast scale {} --gpus 1,8,16,32", kMultiNodeSeed), "scaling table"},
+       {fmt::format("stepcast scale {} --gpus 1,2,4,8 --json", kSeed), "one box, as JSON"}});
 }
 
 std::string catalog_examples() {
@@ -294,7 +297,8 @@ int run(int argc, char** argv) {
       examples({{fmt::format("stepcast predict {}", kSeed), "text report of one scenario"},
                 {fmt::format("stepcast predict {} --gpus 16 --json", kSeed),
                  "on 16 GPUs, as JSON"},
-                {fmt::format("stepcast scale {} --gpus 1,8,16,32", kSeed), "scaling table"},
+                {fmt::format("stepcast scale {} --gpus 1,8,16,32", kMultiNodeSeed),
+                 "scaling table"},
                 {"stepcast catalog gpus", "GPUs with peaks and sources"},
                 {"stepcast catalog --json", "every catalog as JSON"}}),
       true));

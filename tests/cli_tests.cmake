@@ -1,0 +1,122 @@
+# Command-line tests: run the real `stepcast` binary through tests/run_cli_case.sh and check
+# its exit status, its stderr (the file name and JSON path of every input error) and, where
+# it prints JSON, that the JSON parses and has the required keys. Included from
+# tests/CMakeLists.txt. Bad scenarios live in tests/data/bad/ (each valid but for one
+# defect, named by its file name and its "description"); tests/data/good/minimal.json is
+# the valid scenario they were made from.
+
+set(STEPCAST_CLI_DRIVER ${CMAKE_CURRENT_LIST_DIR}/run_cli_case.sh)
+set(STEPCAST_CLI_BAD ${CMAKE_CURRENT_LIST_DIR}/data/bad)
+set(STEPCAST_CLI_GOOD ${CMAKE_CURRENT_LIST_DIR}/data/good/minimal.json)
+
+# stepcast_cli_case(<name> [RC <status>] [STDERR <fragment>...] [STDOUT <fragment>...]
+#                   [JSON] [JSON_KEYS <key>...] ARGS <stepcast arguments>...)
+function(stepcast_cli_case name)
+  cmake_parse_arguments(ARG "JSON" "RC" "STDERR;STDOUT;JSON_KEYS;ARGS" ${ARGN})
+  set(checks)
+  if(DEFINED ARG_RC)
+    list(APPEND checks --rc ${ARG_RC})
+  endif()
+  foreach(fragment IN LISTS ARG_STDERR)
+    list(APPEND checks --stderr ${fragment})
+  endforeach()
+  foreach(fragment IN LISTS ARG_STDOUT)
+    list(APPEND checks --stdout ${fragment})
+  endforeach()
+  if(ARG_JSON)
+    list(APPEND checks --json)
+  endif()
+  if(ARG_JSON_KEYS)
+    string(REPLACE ";" "," keys "${ARG_JSON_KEYS}")
+    list(APPEND checks --json-keys ${keys})
+  endif()
+  add_test(NAME cli.${name}
+           COMMAND bash ${STEPCAST_CLI_DRIVER} ${checks} -- $<TARGET_FILE:stepcast> ${ARG_ARGS}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(cli.${name} PROPERTIES LABELS cli TIMEOUT 120)
+endfunction()
+
+# ---- help, version, catalog ----
+stepcast_cli_case(help STDOUT "Usage: stepcast" "Exit codes:" "Examples:" "scenarios/seeds/"
+                  ARGS --help)
+foreach(command predict scale catalog)
+  stepcast_cli_case(help_${command} STDOUT "Usage: stepcast ${command}" "Exit codes:"
+                    "stepcast ${command}" "Scenario file" ARGS ${command} --help)
+endforeach()
+stepcast_cli_case(version STDOUT "stepcast ${PROJECT_VERSION}" ARGS --version)
+stepcast_cli_case(catalog_text STDOUT "bf16 peak (TFLOP/s)" "latency (µs)" ARGS catalog)
+stepcast_cli_case(catalog_json JSON_KEYS models gpus boxes clusters links algorithms
+                  ARGS catalog --json)
+stepcast_cli_case(catalog_gpus_json JSON_KEYS gpus ARGS catalog gpus --json)
+
+# ---- predict and scale on a valid scenario ----
+set(STEPCAST_CLI_PREDICT_KEYS gpus nodes strategy step_time_s time_per_epoch_s
+    tokens_per_s_per_gpu mfu memory_per_gpu_bytes fits)
+stepcast_cli_case(predict_minimal_text
+                  STDOUT "Step time" "Throughput" "Epoch" "Memory per GPU" "Collectives" "Fabric"
+                         "Assumptions"
+                  ARGS predict ${STEPCAST_CLI_GOOD})
+stepcast_cli_case(predict_minimal_json JSON_KEYS ${STEPCAST_CLI_PREDICT_KEYS}
+                  ARGS predict ${STEPCAST_CLI_GOOD} --json)
+stepcast_cli_case(predict_minimal_gpus_4 JSON_KEYS ${STEPCAST_CLI_PREDICT_KEYS}
+                  STDOUT "\"gpus\": 4"
+                  ARGS predict ${STEPCAST_CLI_GOOD} --gpus 4 --json)
+stepcast_cli_case(scale_minimal_text STDOUT "scaling efficiency (%)"
+                  ARGS scale ${STEPCAST_CLI_GOOD} --gpus 1,2,4,8)
+stepcast_cli_case(scale_minimal_json JSON_KEYS scenario rows
+                  ARGS scale ${STEPCAST_CLI_GOOD} --gpus 1,8 --json)
+
+# Every seed scenario predicts (exit 0) as text and as JSON with the required keys.
+file(GLOB STEPCAST_CLI_SEEDS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scenarios/seeds/*.json)
+foreach(seed IN LISTS STEPCAST_CLI_SEEDS)
+  get_filename_component(seed_name ${seed} NAME_WE)
+  stepcast_cli_case(seed_${seed_name}_json JSON_KEYS ${STEPCAST_CLI_PREDICT_KEYS}
+                    ARGS predict ${seed} --json)
+  stepcast_cli_case(seed_${seed_name}_text STDOUT "Step time" ARGS predict ${seed})
+endforeach()
+
+# ---- bad input: exit 2, the file and the JSON path named, no crash ----
+stepcast_cli_case(bad_malformed RC 2 STDERR "malformed.json" "malformed JSON"
+                  ARGS predict ${STEPCAST_CLI_BAD}/malformed.json)
+stepcast_cli_case(bad_unknown_key RC 2 STDERR "unknown_key.json" "/colour"
+                  ARGS predict ${STEPCAST_CLI_BAD}/unknown_key.json)
+stepcast_cli_case(bad_micro_batch_type RC 2 STDERR "micro_batch_type.json" "/training/micro_batch"
+                  ARGS predict ${STEPCAST_CLI_BAD}/micro_batch_type.json)
+stepcast_cli_case(bad_micro_batch_negative RC 2
+                  STDERR "micro_batch_negative.json" "/training/micro_batch"
+                  ARGS predict ${STEPCAST_CLI_BAD}/micro_batch_negative.json)
+stepcast_cli_case(bad_seq_len_zero RC 2 STDERR "seq_len_zero.json" "/training/seq_len"
+                  ARGS predict ${STEPCAST_CLI_BAD}/seq_len_zero.json)
+stepcast_cli_case(bad_unknown_model RC 2 STDERR "unknown_model.json" "/model" "gpt-9000"
+                  ARGS predict ${STEPCAST_CLI_BAD}/unknown_model.json)
+stepcast_cli_case(bad_unknown_box RC 2 STDERR "unknown_box.json" "/hardware/box" "dgx-z9000"
+                  ARGS predict ${STEPCAST_CLI_BAD}/unknown_box.json)
+stepcast_cli_case(bad_unknown_cluster RC 2
+                  STDERR "unknown_cluster.json" "/hardware/cluster" "moon-base-1"
+                  ARGS predict ${STEPCAST_CLI_BAD}/unknown_cluster.json)
+stepcast_cli_case(bad_gpus_not_divisible RC 2 STDERR "gpus_not_divisible.json" "/hardware/gpus"
+                  ARGS predict ${STEPCAST_CLI_BAD}/gpus_not_divisible.json)
+stepcast_cli_case(bad_gpus_option_not_divisible RC 2 STDERR "minimal.json" "--gpus 12"
+                  ARGS predict ${STEPCAST_CLI_GOOD} --gpus 12)
+stepcast_cli_case(bad_scale_not_divisible RC 2 STDERR "minimal.json" "--gpus 12"
+                  ARGS scale ${STEPCAST_CLI_GOOD} --gpus 8,12)
+stepcast_cli_case(bad_unknown_strategy RC 2 STDERR "unknown_strategy.json" "/strategy/name" "zero4"
+                  ARGS predict ${STEPCAST_CLI_BAD}/unknown_strategy.json)
+stepcast_cli_case(bad_lora_unknown_target RC 2
+                  STDERR "lora_unknown_target.json" "/training/lora/targets/1" "qkv"
+                  ARGS predict ${STEPCAST_CLI_BAD}/lora_unknown_target.json)
+stepcast_cli_case(bad_missing_file RC 2 STDERR "does_not_exist.json"
+                  ARGS predict ${STEPCAST_CLI_BAD}/does_not_exist.json)
+stepcast_cli_case(bad_missing_file_json RC 2 STDERR "does_not_exist.json"
+                  ARGS predict ${STEPCAST_CLI_BAD}/does_not_exist.json --json)
+
+# ---- bad command lines: exit 2 ----
+stepcast_cli_case(usage_no_command RC 2 STDERR "subcommand" ARGS)
+stepcast_cli_case(usage_predict_no_scenario RC 2 STDERR "SCENARIO" ARGS predict)
+stepcast_cli_case(usage_unknown_option RC 2 STDERR "--frobnicate"
+                  ARGS predict ${STEPCAST_CLI_GOOD} --frobnicate)
+stepcast_cli_case(usage_gpus_zero RC 2 STDERR "--gpus" ARGS predict ${STEPCAST_CLI_GOOD} --gpus 0)
+stepcast_cli_case(usage_scale_bad_list RC 2 STDERR "--gpus"
+                  ARGS scale ${STEPCAST_CLI_GOOD} --gpus 1,x)
+stepcast_cli_case(usage_scale_no_gpus RC 2 STDERR "--gpus" ARGS scale ${STEPCAST_CLI_GOOD})
+stepcast_cli_case(usage_catalog_unknown_section RC 2 STDERR "bogus" ARGS catalog bogus)
