@@ -143,20 +143,17 @@ std::string exit_code_help() {
 constexpr const char* kSeed = "scenarios/seeds/gpt2-xl-ddp-8xa100.json";
 constexpr const char* kMultiNodeSeed = "scenarios/seeds/rule-of-thumb-10b-4x8a100-400g.json";
 
-/// An "Examples:" block, the comments aligned.
+/// An "Examples:" block: each command line under a comment saying what it does.
 std::string examples(const std::vector<std::pair<std::string, std::string>>& lines) {
-  std::size_t width = 0;
-  for (const auto& [command, what] : lines) width = std::max(width, command.size());
   std::string out = "Examples:\n";
-  for (const auto& [command, what] : lines)
-    out += fmt::format("  {:<{}}  # {}\n", command, width, what);
+  for (const auto& [command, what] : lines) out += fmt::format("  # {}\n  {}\n", what, command);
   return out;
 }
 
 std::string predict_examples() {
   return examples({{fmt::format("stepcast predict {}", kSeed), "text report"},
-                   {fmt::format("stepcast predict {} --gpus 16 --json", kSeed),
-                    "on 16 GPUs, one JSON object"}});
+                   {fmt::format("stepcast predict {} --gpus 4 --json", kSeed),
+                    "the same scenario on 4 of its 8 GPUs, as one JSON object"}});
 }
 
 std::string scale_examples() {
@@ -295,8 +292,8 @@ int run(int argc, char** argv) {
       "analytic model of compute and of NCCL collectives over the hardware graph.\n"
       "Run `stepcast <command> --help` for each command.\n",
       examples({{fmt::format("stepcast predict {}", kSeed), "text report of one scenario"},
-                {fmt::format("stepcast predict {} --gpus 16 --json", kSeed),
-                 "on 16 GPUs, as JSON"},
+                {fmt::format("stepcast predict {} --gpus 4 --json", kSeed),
+                 "on 4 of its 8 GPUs, as JSON"},
                 {fmt::format("stepcast scale {} --gpus 1,8,16,32", kMultiNodeSeed),
                  "scaling table"},
                 {"stepcast catalog gpus", "GPUs with peaks and sources"},

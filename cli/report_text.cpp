@@ -224,14 +224,17 @@ std::string predict_text(const Scenario& sc, const Prediction& p) {
                      plural(p.nodes, "node"), p.gpus_per_node, p.gpu);
   out += fmt::format("  strategy {} | hardware {}\n", name(p.strategy), p.hardware);
   const TrainingSpec& tr = sc.training;
+  out += fmt::format("  training {} with {} | recompute {} | flash attention {}{}\n",
+                     name(tr.precision), name(tr.optimizer), name(tr.recompute),
+                     tr.flash_attention ? "on" : "off",
+                     tr.lora ? fmt::format(" | LoRA rank {} on {}", tr.lora->rank,
+                                           join(tr.lora->targets, ","))
+                             : "");
   out += fmt::format(
-      "  training {} with {} | micro-batch {} x grad-accum {} x {} GPUs = {} samples/step of {} "
-      "tokens = {} tokens/step | recompute {} | flash attention {}{}\n",
-      name(tr.precision), name(tr.optimizer), tr.micro_batch, tr.grad_accum, p.gpus,
-      grouped(p.global_batch_samples), tr.seq_len, grouped(p.tokens_per_step), name(tr.recompute),
-      tr.flash_attention ? "on" : "off",
-      tr.lora ? fmt::format(" | LoRA rank {} on {}", tr.lora->rank, join(tr.lora->targets, ","))
-              : "");
+      "  batch: micro-batch {} x grad-accum {} x {} GPUs = {} samples/step x {} tokens = {} "
+      "tokens/step\n",
+      tr.micro_batch, tr.grad_accum, p.gpus, grouped(p.global_batch_samples), tr.seq_len,
+      grouped(p.tokens_per_step));
 
   // Step time.
   out += section("Step time");

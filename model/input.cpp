@@ -40,8 +40,7 @@ std::string join_names(const std::vector<std::string>& names) {
 }  // namespace
 
 InputError::InputError(std::string file, std::string json_path, const std::string& what_expected)
-    : std::runtime_error(file + ": " + (json_path.empty() ? std::string("/") : json_path) + ": " +
-                         what_expected),
+    : std::runtime_error(file + ": " + (json_path.empty() ? std::string() : json_path + ": ") + what_expected),
       file_(std::move(file)),
       json_path_(std::move(json_path)) {}
 

@@ -120,3 +120,9 @@ stepcast_cli_case(usage_scale_bad_list RC 2 STDERR "--gpus"
                   ARGS scale ${STEPCAST_CLI_GOOD} --gpus 1,x)
 stepcast_cli_case(usage_scale_no_gpus RC 2 STDERR "--gpus" ARGS scale ${STEPCAST_CLI_GOOD})
 stepcast_cli_case(usage_catalog_unknown_section RC 2 STDERR "bogus" ARGS catalog bogus)
+
+# ---- every example command line shown by --help runs (exit 0) ----
+add_test(NAME cli.help_examples_run
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_cli_examples.sh $<TARGET_FILE:stepcast>
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.help_examples_run PROPERTIES LABELS cli TIMEOUT 300)

@@ -1,0 +1,104 @@
+// End-to-end rules of a prediction: bounds, limiting cases, monotonicity, bad input.
+#include "simulator/predict.hpp"
+
+#include "model/input.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace stepcast;
+
+namespace {
+
+std::string scenario(const std::string& strategy, const std::string& hardware, const std::string& extra = "") {
+  return R"({"name": "t", "description": "test", "model": "gpt2-xl",
+    "training": {"precision": "bf16_mixed", "optimizer": "adam", "micro_batch": 4, "grad_accum": 2,
+                 "seq_len": 1024, "recompute": "none", "flash_attention": true)" +
+         extra + R"(},
+    "strategy": ")" + strategy + R"(", "hardware": )" + hardware + R"(, "dataset": {"tokens": 1e9}})";
+}
+
+const std::string kTwoNodes100g =
+    R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "eth-100g", "nics_per_node": 1, "topology": "single_switch"}, "gpus": 16})";
+const std::string kTwoNodes1g =
+    R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "eth-1g", "nics_per_node": 1, "topology": "single_switch"}, "gpus": 16})";
+
+}  // namespace
+
+TEST_CASE("the point estimate lies between the perfect-overlap and no-overlap bounds for every strategy") {
+  for (const std::string& st : strategy_names()) {
+    CAPTURE(st);
+    Prediction p = predict(parse_scenario(scenario(st, kTwoNodes100g), "t.json"));
+    CHECK(p.step_perfect_overlap_s <= p.step_time_s * (1 + 1e-12));
+    CHECK(p.step_time_s <= p.step_no_overlap_s * (1 + 1e-12));
+    CHECK(p.step_time_s >= p.compute_s * (1 - 1e-12));
+    CHECK(p.mfu > 0);
+    CHECK(p.mfu < 1);
+  }
+}
+
+TEST_CASE("one GPU has no communication, so every bound equals compute") {
+  Prediction p = predict(parse_scenario(scenario("zero3", R"({"box": "dgx-a100", "nodes": 1, "gpus": 1})"), "t.json"));
+  CHECK(p.collectives.empty());
+  CHECK(p.comm_total_s == 0);
+  CHECK(p.step_time_s == doctest::Approx(p.compute_s));
+  CHECK(p.step_no_overlap_s == doctest::Approx(p.step_perfect_overlap_s));
+}
+
+TEST_CASE("more inter-node bandwidth is never slower") {
+  for (const std::string& st : strategy_names()) {
+    CAPTURE(st);
+    Prediction slow = predict(parse_scenario(scenario(st, kTwoNodes1g), "t.json"));
+    Prediction fast = predict(parse_scenario(scenario(st, kTwoNodes100g), "t.json"));
+    CHECK(fast.step_time_s <= slow.step_time_s);
+  }
+}
+
+TEST_CASE("ZeRO-3 moves 1.5x the bytes of DDP: two parameter all-gathers and one reduce-scatter") {
+  // Per micro-step: AG(P) forward + AG(P) backward + RS(P), against DDP's AR(P) = RS + AG.
+  Prediction z3 = predict(parse_scenario(scenario("zero3", kTwoNodes100g), "t.json"));
+  double gathered = 0, reduced = 0;
+  for (const auto& c : z3.collectives) {
+    if (c.collective == Collective::all_gather) gathered += c.bytes * c.calls_per_step;
+    if (c.collective == Collective::reduce_scatter) reduced += c.bytes * c.calls_per_step;
+  }
+  CHECK(gathered == doctest::Approx(2 * reduced));
+}
+
+TEST_CASE("epoch time is steps x step time with a partial last step counted whole") {
+  Prediction p = predict(parse_scenario(scenario("ddp", kTwoNodes100g), "t.json"));
+  // 1e9 tokens / 1024 = 976,562.5 samples; 4 x 2 x 16 = 128 per step -> 7,630 steps (ceil).
+  CHECK(p.steps_per_epoch == doctest::Approx(7630));
+  CHECK(p.time_per_epoch_s == doctest::Approx(7630 * p.step_time_s));
+}
+
+TEST_CASE("a precision the GPU cannot run is bad input at /training/precision") {
+  const std::string v100 = R"({"box": "dgx-1-v100", "nodes": 1, "gpus": 8})";
+  try {
+    parse_scenario(scenario("ddp", v100), "v.json");
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "/training/precision");
+  }
+}
+
+TEST_CASE("NVLS on a box without NVLink SHARP is bad input at /strategy/algorithm") {
+  std::string s = scenario("ddp", R"({"box": "dgx-a100", "nodes": 1, "gpus": 8})");
+  s.replace(s.find(R"("strategy": "ddp")"), 17, R"("strategy": {"name": "ddp", "algorithm": "nvls"})");
+  CHECK_THROWS_AS(parse_scenario(s, "n.json"), InputError);
+}
+
+TEST_CASE("GPU counts above one node must fill whole nodes") {
+  const std::string twelve =
+      R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 12})";
+  try {
+    parse_scenario(scenario("ddp", twelve), "g.json");
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "/hardware/gpus");
+  }
+  Scenario s = parse_scenario(scenario("ddp", kTwoNodes100g), "t.json");
+  CHECK_THROWS_AS(with_gpus(s, 12), std::invalid_argument);
+  CHECK(with_gpus(s, 32).hardware.nodes == 4);
+}
