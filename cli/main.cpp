@@ -32,6 +32,7 @@
 namespace {
 
 using namespace stepcast;
+using cli::join;
 
 /// Bad input found outside the JSON readers (a --gpus count the hardware cannot take, a
 /// value the library rejected with std::invalid_argument while reading user input).
@@ -43,15 +44,6 @@ class UserError : public std::runtime_error {
 constexpr int kExitOk = 0;
 constexpr int kExitInternal = 1;
 constexpr int kExitBadInput = 2;
-
-std::string join(const std::vector<std::string>& items, std::string_view sep) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i) out += sep;
-    out += items[i];
-  }
-  return out;
-}
 
 void error(std::string_view message) { fmt::print(stderr, "stepcast: error: {}\n", message); }
 

@@ -90,4 +90,7 @@ std::string scale_json(const Scenario& scenario, const std::vector<ScaleRow>& ro
 /// {"<section>": [entries...], ...} for the requested sections.
 std::string catalog_json(const std::vector<CatalogSection>& sections);
 
+/// The items separated by `sep` ("a, b, c").
+std::string join(const std::vector<std::string>& items, std::string_view sep);
+
 }  // namespace stepcast::cli

@@ -140,15 +140,6 @@ std::string params(double n) {
   return grouped(n);
 }
 
-std::string join(const std::vector<std::string>& items, std::string_view sep) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i) out += sep;
-    out += items[i];
-  }
-  return out;
-}
-
 /// Free text (catalog sources) cut to `width` columns for tables; JSON has it in full.
 std::string shorten(const std::string& text, std::size_t width = 60) {
   if (display_width(text) <= width) return text;
@@ -563,6 +554,15 @@ std::string catalog_text(const std::vector<CatalogSection>& sections) {
         out += algorithms_text();
         break;
     }
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += sep;
+    out += items[i];
   }
   return out;
 }

@@ -21,6 +21,8 @@ GemmEfficiency default_gemm_efficiency(GpuArch arch, Dtype dtype) {
       break;
     case GpuArch::turing:
     case GpuArch::ada:
+      // Guess: no published cuBLAS fraction found for GeForce/Ada parts; set a little below
+      // the data-centre parts. To be replaced by a calibrate/ fit.
       e.max_fraction = 0.70;
       e.half_flops = 1e9;
       break;
@@ -36,12 +38,15 @@ GemmEfficiency default_gemm_efficiency(GpuArch arch, Dtype dtype) {
       e.half_flops = 4e9;
       break;
     case GpuArch::blackwell:
+      // Guess: Hopper's fraction, slightly lower for a larger tile wave; no measurement yet.
       e.max_fraction = 0.70;
       e.half_flops = 8e9;
       break;
   }
-  if (dtype == Dtype::fp32) e.max_fraction = 0.85;  // CUDA-core SGEMM sits close to peak
-  if (dtype == Dtype::fp8) e.max_fraction *= 0.85;  // fp8 GEMMs reach a lower fraction
+  // Guesses until calibrate/ measures them: CUDA-core SGEMM sits close to its (low) peak;
+  // fp8 GEMMs reach a lower fraction of their doubled peak than bf16 does.
+  if (dtype == Dtype::fp32) e.max_fraction = 0.85;
+  if (dtype == Dtype::fp8) e.max_fraction *= 0.85;
   e.source = "default for " + std::string(name(arch)) + "/" + std::string(name(dtype)) +
              " (model/compute.cpp; replace with a calibrate/ fit)";
   return e;
