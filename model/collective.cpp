@@ -390,36 +390,63 @@ bool protocol_allowed(Algo a, Proto p, const CommFabric& f) {
   return true;
 }
 
-/// Time of (a, p) for a single-phase algorithm (ring, tree, nvls), seconds.
-/// time = launch overhead + latency + S / algbw. Source: tuning.cc L630-655.
-double phase_time_s(Algo a, Proto p, Collective c, double bytes, const CommFabric& f) {
+/// One single-phase algorithm's latency, bandwidth and link loads (see CollectivePhase).
+struct PhaseParts {
+  double latency_us = 0;  ///< launch overhead + NCCL latency
+  double alg_GBps = 0;
+  double intra_load = 0;  ///< bytes on one GPU's ring link per byte of S
+  double inter_load = 0;  ///< bytes through one node's NICs per byte of S (all rails)
+};
+
+/// Latency, algbw and loads of (a, p) for a single-phase algorithm (ring, tree, nvls).
+/// Loads count the bytes each level carries per byte of S, so that level bandwidth / load
+/// >= algbw: ring 2(n-1)/n (all-reduce) or (n-1)/n on both levels (nccl-tests busbw);
+/// tree 2 inside the node (a chain carries S up and S down) and k(N) across nodes
+/// (tree_inter_load); NVLS (ppn+1)/ppn for all-reduce (multicast shard + reduced shard), 1
+/// for all-gather/reduce-scatter, k(N) across nodes. Source: byte counting, as for busbw.
+PhaseParts phase_parts(Algo a, Proto p, Collective c, double bytes, const CommFabric& f) {
   const int nodes = f.nodes();
   const int ppn = f.intra.ranks;
   const double e = nodes > 1 ? f.inter->bw_GBps : 0.0;
   // With one GPU per node the intra level carries nothing: the NICs are the only limit.
   const double intra = ppn > 1 ? f.intra.bw_GBps : std::numeric_limits<double>::infinity();
   const int channels = channels_for(ppn > 1 ? f.intra : *f.inter);
-  double alg = 0;
+  PhaseParts out;
   double lat = 0;
   switch (a) {
     case Algo::ring: {
       const double b0 = nodes > 1 ? std::min(intra, e) : intra;
-      alg = ring_bus_bw_GBps(p, b0, channels, f.arch, nodes) /
-            bus_bandwidth_factor(c, f.ranks());
+      const double factor = bus_bandwidth_factor(c, f.ranks());
+      out.alg_GBps = ring_bus_bw_GBps(p, b0, channels, f.arch, nodes) / factor;
       lat = ring_latency_us(c, p, f, bytes, channels);
+      out.intra_load = ppn > 1 ? factor : 0.0;
+      out.inter_load = nodes > 1 ? factor : 0.0;
       break;
     }
     case Algo::tree:
-      alg = tree_alg_bw_GBps(p, intra, e, nodes, channels, f.arch);
+      out.alg_GBps = tree_alg_bw_GBps(p, intra, e, nodes, channels, f.arch);
       lat = tree_latency_us(p, f);
+      out.intra_load = ppn > 1 ? 2.0 : 0.0;
+      out.inter_load = nodes > 1 ? tree_inter_load(nodes) : 0.0;
       break;
     case Algo::nvls:
-      alg = nvls_alg_bw_GBps(c, f);
+      out.alg_GBps = nvls_alg_bw_GBps(c, f);
       lat = nvls_latency_us(f);
+      out.intra_load = c == Collective::all_reduce ? (ppn + 1.0) / ppn : 1.0;
+      out.inter_load = nodes > 1 ? tree_inter_load(nodes) : 0.0;
       break;
     case Algo::hierarchical: break;
   }
-  return (launch_overhead_us(f.arch) + lat) * 1e-6 + bytes / (alg * 1e9);
+  out.latency_us = launch_overhead_us(f.arch) + lat;
+  out.inter_load *= f.nic_sharing;
+  return out;
+}
+
+/// Time of (a, p) for a single-phase algorithm (ring, tree, nvls), seconds.
+/// time = launch overhead + latency + S / algbw. Source: tuning.cc L630-655.
+double phase_time_s(Algo a, Proto p, Collective c, double bytes, const CommFabric& f) {
+  const PhaseParts parts = phase_parts(a, p, c, bytes, f);
+  return parts.latency_us * 1e-6 + bytes / (parts.alg_GBps * 1e9);
 }
 
 /// Fastest protocol of a single-phase algorithm, or of every eligible one for "auto".
@@ -465,6 +492,7 @@ CommFabric rails(const CommFabric& f) {
   g.intra.kind = f.intra.kind;
   g.inter = *f.inter;
   g.inter->bw_GBps = f.inter->bw_GBps / f.intra.ranks;
+  g.nic_sharing = f.nic_sharing * f.intra.ranks;
   return g;
 }
 
@@ -520,6 +548,10 @@ void validate(const CommFabric& f) {
 
 }  // namespace
 
+int nccl_channels(const CommFabric& f) {
+  return channels_for(f.intra.ranks > 1 || !f.inter ? f.intra : *f.inter);
+}
+
 std::string_view name(Collective c) { return kCollectiveNames[static_cast<std::size_t>(c)]; }
 
 Collective parse_collective(std::string_view s) {
@@ -569,45 +601,123 @@ const std::vector<AlgorithmInfo>& collective_algorithms() {
   return infos;
 }
 
-CollectiveCost collective_cost(Collective c, double bytes, const CommFabric& fabric,
-                               const std::string& algorithm) {
+namespace {
+
+/// Checks the inputs and picks the algorithm and protocol: NCCL's choice for "auto", else
+/// the named algorithm at its fastest protocol. Requires ranks > 1 and bytes > 0.
+Candidate choose(Collective c, double bytes, const CommFabric& fabric, const std::string& algorithm) {
+  if (algorithm == "auto") return best_auto(c, bytes, fabric);
+  const auto it = std::find(kAlgoNames.begin(), kAlgoNames.end(), algorithm);
+  const Algo algo = static_cast<Algo>(it - kAlgoNames.begin());
+  if (const std::string why = ineligible_reason(algo, c, fabric); !why.empty())
+    throw std::invalid_argument("collective algorithm \"" + algorithm + "\" cannot run " +
+                                std::string(name(c)) + ": " + why);
+  return algo == Algo::hierarchical ? hierarchical(c, bytes, fabric)
+                                    : best_single(c, bytes, fabric, {algo});
+}
+
+void check_inputs(double bytes, const CommFabric& fabric, const std::string& algorithm) {
   if (!(bytes >= 0) || !std::isfinite(bytes))
     throw std::invalid_argument("collective bytes must be a finite number >= 0");
   validate(fabric);
-
-  bool is_auto = algorithm == "auto";
-  Algo algo = Algo::ring;
-  if (!is_auto) {
-    const auto it = std::find(kAlgoNames.begin(), kAlgoNames.end(), algorithm);
-    if (it == kAlgoNames.end()) {
-      std::string msg = "unknown collective algorithm \"" + algorithm + "\"; valid: \"auto\"";
-      for (auto n : kAlgoNames) msg += ", \"" + std::string(n) + "\"";
-      throw std::invalid_argument(msg);
-    }
-    algo = static_cast<Algo>(it - kAlgoNames.begin());
+  if (algorithm != "auto" && std::find(kAlgoNames.begin(), kAlgoNames.end(), algorithm) == kAlgoNames.end()) {
+    std::string msg = "unknown collective algorithm \"" + algorithm + "\"; valid: \"auto\"";
+    for (auto n : kAlgoNames) msg += ", \"" + std::string(n) + "\"";
+    throw std::invalid_argument(msg);
   }
+}
 
+CollectivePhase make_phase(Collective c, double bytes, const CommFabric& f, Algo a, Proto p,
+                           std::string level) {
+  const PhaseParts parts = phase_parts(a, p, c, bytes, f);
+  CollectivePhase ph;
+  ph.collective = c;
+  ph.level = std::move(level);
+  ph.bytes = bytes;
+  ph.latency_s = parts.latency_us * 1e-6;
+  ph.algbw_GBps = parts.alg_GBps;
+  ph.intra_load = parts.intra_load;
+  ph.inter_load = parts.inter_load;
+  ph.algorithm = std::string(kAlgoNames[static_cast<std::size_t>(a)]);
+  ph.protocol = std::string(kProtoNames[idx(p)]);
+  return ph;
+}
+
+}  // namespace
+
+CollectiveCost collective_cost(Collective c, double bytes, const CommFabric& fabric,
+                               const std::string& algorithm) {
+  check_inputs(bytes, fabric, algorithm);
   CollectiveCost out;
-  out.algorithm = is_auto ? "ring" : algorithm;
+  out.algorithm = algorithm == "auto" ? "ring" : algorithm;
   out.protocol = "Simple";
   if (fabric.ranks() <= 1 || bytes == 0) return out;  // nothing moves
 
-  Candidate best;
-  if (is_auto) {
-    best = best_auto(c, bytes, fabric);
-  } else {
-    if (const std::string why = ineligible_reason(algo, c, fabric); !why.empty())
-      throw std::invalid_argument("collective algorithm \"" + algorithm + "\" cannot run " +
-                                  std::string(name(c)) + ": " + why);
-    best = algo == Algo::hierarchical ? hierarchical(c, bytes, fabric)
-                                      : best_single(c, bytes, fabric, {algo});
-  }
+  const Candidate best = choose(c, bytes, fabric, algorithm);
   out.time_s = best.time_s;
   out.algorithm = std::string(kAlgoNames[static_cast<std::size_t>(best.algo)]);
   out.protocol = std::string(kProtoNames[idx(best.proto)]);
   out.algbw_GBps = bytes / best.time_s / 1e9;
   out.busbw_GBps = out.algbw_GBps * bus_bandwidth_factor(c, fabric.ranks());
   return out;
+}
+
+std::vector<CollectivePhase> collective_phases(Collective c, double bytes, const CommFabric& fabric,
+                                               const std::string& algorithm) {
+  check_inputs(bytes, fabric, algorithm);
+  std::vector<CollectivePhase> out;
+  if (fabric.ranks() <= 1 || bytes == 0) return out;
+  const Candidate best = choose(c, bytes, fabric, algorithm);
+  if (best.algo != Algo::hierarchical) {
+    out.push_back(make_phase(c, bytes, fabric, best.algo, best.proto, "all"));
+    return out;
+  }
+  // The phases of hierarchical(), in the same order and with the same choices.
+  const CommFabric in = intra_only(fabric);
+  const CommFabric across = rails(fabric);
+  const double shard = bytes / fabric.intra.ranks;
+  auto phase = [&](Collective pc, double b, const CommFabric& g, const char* level) {
+    if (g.ranks() <= 1) return;
+    const Candidate k = best_auto(pc, b, g);
+    out.push_back(make_phase(pc, b, g, k.algo, k.proto, level));
+  };
+  switch (c) {
+    case Collective::all_reduce:
+      phase(Collective::reduce_scatter, bytes, in, "intra-node");
+      phase(Collective::all_reduce, shard, across, "inter-node");
+      phase(Collective::all_gather, bytes, in, "intra-node");
+      break;
+    case Collective::all_gather:
+      phase(Collective::all_gather, shard, across, "inter-node");
+      phase(Collective::all_gather, bytes, in, "intra-node");
+      break;
+    case Collective::reduce_scatter:
+      phase(Collective::reduce_scatter, bytes, in, "intra-node");
+      phase(Collective::reduce_scatter, shard, across, "inter-node");
+      break;
+    case Collective::broadcast: break;
+  }
+  return out;
+}
+
+CommFabric restrict_fabric(const CommFabric& f, std::string_view level) {
+  if (level == "all") return f;
+  if (level == "intra-node") {
+    CommFabric g = f;
+    g.inter.reset();
+    return g;
+  }
+  if (level == "inter-node") {
+    if (!f.inter) throw std::invalid_argument("inter-node collective on a one-node fabric");
+    CommFabric g = f;
+    g.inter->bw_GBps = f.inter->bw_GBps / f.intra.ranks;
+    g.nic_sharing = f.nic_sharing * f.intra.ranks;
+    g.intra.ranks = 1;
+    g.nvls = false;
+    return g;
+  }
+  throw std::invalid_argument("unknown fabric level \"" + std::string(level) +
+                              "\"; valid: \"all\", \"intra-node\", \"inter-node\"");
 }
 
 }  // namespace stepcast

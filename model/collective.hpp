@@ -43,9 +43,16 @@ struct CommFabric {
   FabricLevel intra;                  ///< ranks = GPUs per node taking part
   std::optional<FabricLevel> inter;   ///< ranks = nodes; absent on one node
   bool nvls = false;                  ///< NVLink SHARP in the node's NVSwitches
+  /// Identical collectives that share the node's NICs at once (one per GPU of the node, as
+  /// in the rails of a hierarchical collective); inter.bw_GBps is already divided by it.
+  int nic_sharing = 1;
   int ranks() const { return intra.ranks * (inter ? inter->ranks : 1); }
   int nodes() const { return inter ? inter->ranks : 1; }
 };
+
+/// Channels NCCL runs a collective on over this fabric (the intra level's, or the NICs'
+/// with one GPU per node); each channel is one CUDA block on its own SM.
+int nccl_channels(const CommFabric& fabric);
 
 /// nccl-tests' bus-bandwidth factor: 2(n-1)/n, (n-1)/n, (n-1)/n, 1.
 double bus_bandwidth_factor(Collective c, int ranks);
@@ -74,5 +81,33 @@ const std::vector<AlgorithmInfo>& collective_algorithms();
 /// without NVLS hardware, "tree" for all-gather).
 CollectiveCost collective_cost(Collective c, double bytes, const CommFabric& fabric,
                                const std::string& algorithm = "auto");
+
+/// The fabric seen by a collective over one level: "all" (every GPU), "intra-node" (the
+/// GPUs of one node) or "inter-node" (one GPU per node; the node's GPUs run one such
+/// collective each at once, so each sees 1/ppn of the node's NICs).
+CommFabric restrict_fabric(const CommFabric& f, std::string_view level);
+
+/// One phase of a collective as the simulator plays it: a fixed latency, then S bytes at up
+/// to `algbw_GBps`, loading the links as follows. A single-phase algorithm (ring, tree,
+/// nvls) is one phase; hierarchical is its intra and inter phases in order.
+/// Invariant: latency_s + bytes / algbw equals the phase's time in collective_cost, and
+/// level bandwidth / load >= algbw on each level, so alone the phase runs at algbw.
+struct CollectivePhase {
+  Collective collective = Collective::all_reduce;
+  std::string level;        ///< "all", "intra-node", "inter-node"
+  double bytes = 0;         ///< S of this phase (nccl-tests convention)
+  double latency_s = 0;     ///< launch overhead + NCCL latency
+  double algbw_GBps = 0;    ///< rate alone, S per second / 1e9
+  double intra_load = 0;    ///< bytes one GPU sends on its intra-node ring link per byte of S
+  double inter_load = 0;    ///< bytes through one node's NICs (all rails) per byte of S
+  std::string algorithm;    ///< "ring", "tree", "nvls"
+  std::string protocol;     ///< "LL", "LL128", "Simple"
+  double time_s() const { return latency_s + (bytes > 0 ? bytes / (algbw_GBps * 1e9) : 0.0); }
+};
+
+/// The phases of one collective (empty when one rank or zero bytes); same choice of
+/// algorithm and protocol as collective_cost, whose time_s equals the sum of the phases'.
+std::vector<CollectivePhase> collective_phases(Collective c, double bytes, const CommFabric& fabric,
+                                               const std::string& algorithm = "auto");
 
 }  // namespace stepcast

@@ -72,11 +72,13 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
 
   // GEMM time at each GEMM's own efficiency, forward only; backward GEMMs have the same
   // shapes transposed (2x the work, or 1x when the weights are frozen: no weight grads).
-  double gemm_fwd_s = 0, gemm_flops_fwd = 0;
+  double gemm_fwd_s = 0, gemm_flops_fwd = 0, head_fwd_s = 0;
   for (const GemmShape& g : layer_gemms(spec, micro_batch * seq_len)) {
     const double f = 2.0 * g.m * g.n * g.k;
     const double calls = g.name == "lm_head" ? 1.0 : static_cast<double>(g.count_per_layer * spec.layers);
-    gemm_fwd_s += calls * f / (peak * gemm_efficiency(device.gemm, f));
+    const double s = calls * f / (peak * gemm_efficiency(device.gemm, f));
+    gemm_fwd_s += s;
+    if (g.name == "lm_head") head_fwd_s = s;
     gemm_flops_fwd += calls * f;
   }
 
@@ -99,6 +101,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   const double bwd_ratio = flops.forward > 0 ? flops.backward / flops.forward : 2.0;
   t.backward_s = bwd_ratio * (gemm_fwd_s + attn_fwd_s) + 2.0 * mem_fwd_s;
   t.recompute_s = flops.forward > 0 ? flops.recompute / flops.forward * t.forward_s : 0;
+  t.head_forward_s = head_fwd_s;
+  t.head_backward_s = bwd_ratio * head_fwd_s;
   return t;
 }
 

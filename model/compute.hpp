@@ -46,6 +46,10 @@ struct MicroStepTimes {
   double forward_s = 0;
   double backward_s = 0;
   double recompute_s = 0;
+  /// The LM-head GEMM's share of forward_s and backward_s (the rest is spread evenly over
+  /// the layers), for simulators that play the step layer by layer.
+  double head_forward_s = 0;
+  double head_backward_s = 0;
 };
 
 /// Forward/backward/recompute time of one micro-batch (`micro_batch` sequences of `seq_len`).

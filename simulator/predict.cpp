@@ -2,10 +2,12 @@
 
 #include "model/compute.hpp"
 #include "model/flops.hpp"
-#include "model/step.hpp"
+#include "simulator/bounds.hpp"
+#include "simulator/lowering.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 
@@ -20,31 +22,17 @@ namespace {
 /// A default until calibrate/ measures it.
 constexpr double kCudaContextBytes = 1.0 * 1024 * 1024 * 1024;
 
-enum class Phase { forward_each, backward_each, last_backward, after_step };
+/// DeepSpeed's reduce_bucket_size and allgather_bucket_size defaults, elements
+/// (deepspeed/runtime/zero/config.py, ZeRO docs "reduce_bucket_size: default 5e8").
+constexpr double kDeepSpeedBucketElements = 5e8;
 
-/// The fabric seen by a collective restricted to one level.
-CommFabric restrict_to(const CommFabric& f, const std::string& level) {
-  if (level == "intra-node") {
-    CommFabric g = f;
-    g.inter.reset();
-    return g;
-  }
-  if (level == "inter-node") {
-    // One GPU per node talks to its peers on the other nodes, while the node's other GPUs
-    // do the same: each gets 1/ppn of the node's NICs.
-    assert(f.inter);
-    CommFabric g = f;
-    g.inter->bw_GBps = f.inter->bw_GBps / f.intra.ranks;
-    g.intra.ranks = 1;
-    g.nvls = false;
-    return g;
-  }
-  return f;
-}
+/// PyTorch DDP's first bucket: torch.distributed._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB
+/// (torch/nn/parallel/distributed.py), so the first all-reduce starts early.
+constexpr double kFirstBucketBytes = 1024.0 * 1024.0;
 
 }  // namespace
 
-Prediction predict(const Scenario& s) {
+Prediction predict(const Scenario& s, const PredictOptions& options) {
   Prediction p;
   const TransformerSpec& model = s.model;
   const TrainingSpec& tr = s.training;
@@ -67,8 +55,6 @@ Prediction predict(const Scenario& s) {
   p.hardware = nodes > 1 ? fmt::format("{} x {} ({})", nodes, topo.box().name, fabric.inter->kind)
                          : topo.box().name;
   p.fabric = fabric;
-  if (!s.strategy.bucket_given)
-    p.assumptions.push_back("gradient bucket 25 MB (PyTorch DDP bucket_cap_mb default; set strategy.bucket_mb)");
 
   // --- Compute ---------------------------------------------------------------------------
   const Dtype dtype = gemm_dtype(tr.precision);
@@ -107,102 +93,135 @@ Prediction predict(const Scenario& s) {
                                                              tr.optimizer == OptimizerKind::sgd_momentum),
                                    device);
 
-  // --- Communication ---------------------------------------------------------------------
-  StepWork work;
-  work.micro_steps = static_cast<int>(tr.grad_accum);
-  work.forward_s = micro.forward_s;
-  work.backward_s = micro.backward_s + micro.recompute_s;
-  work.optimizer_s = p.optimizer_s;
-
+  // --- The step, lowered and simulated ---------------------------------------------------
   const double wb = working_bytes(tr.precision);
-  const double param_bytes = params * wb;
-  const double grad_bytes = trainable * wb;
-  const double layers = static_cast<double>(model.layers);
-
-  auto add = [&](const std::string& purpose, Collective c, const std::string& level, double bytes, int calls,
-                 Phase phase) -> double {
-    CollectiveUse use;
-    use.purpose = purpose;
-    use.collective = c;
-    use.level = level;
-    use.bytes = bytes;
-    use.calls_per_step = calls;
-    use.cost = collective_cost(c, bytes, restrict_to(fabric, level), s.strategy.algorithm);
-    const double per_phase = use.cost.time_s * calls;
-    switch (phase) {
-      case Phase::forward_each: work.comm_forward_s += per_phase / m; break;
-      case Phase::backward_each: work.comm_backward_s += per_phase / m; break;
-      case Phase::last_backward: work.comm_last_backward_s += per_phase; break;
-      case Phase::after_step: work.comm_after_step_s += per_phase; break;
-    }
-    p.collectives.push_back(use);
-    return use.cost.time_s;
-  };
-
-  const int buckets = static_cast<int>(std::max(1.0, std::ceil(grad_bytes / s.strategy.bucket_bytes)));
-  const int units = static_cast<int>(layers);
-  const int micro_calls = static_cast<int>(tr.grad_accum);
-  if (gpus > 1) {
-    switch (st) {
-      case Strategy::ddp: {
-        // Bucketed all-reduce during the last micro-step's backward (no_sync before it);
-        // the last bucket can only start after the last gradient exists.
-        double one = add("gradient all-reduce (bucketed)", Collective::all_reduce, "all", grad_bytes / buckets, buckets,
-                         Phase::last_backward);
-        work.comm_unhideable_s += one;
-        break;
-      }
-      case Strategy::fsdp_no_shard: {
-        double one = add("gradient all-reduce (per FSDP unit)", Collective::all_reduce, "all", grad_bytes / units, units,
-                         Phase::last_backward);
-        work.comm_unhideable_s += one;
-        break;
-      }
-      case Strategy::zero1:
-      case Strategy::zero2: {
-        const bool every = st == Strategy::zero2;  // ZeRO-2 reduces each micro-step into its shard
-        double rs = add("gradient reduce-scatter (bucketed)", Collective::reduce_scatter, "all", grad_bytes / buckets,
-                        buckets * (every ? micro_calls : 1), every ? Phase::backward_each : Phase::last_backward);
-        work.comm_unhideable_s += rs * (every ? m : 1);
-        // DeepSpeed gathers the updated parameters inside step(), after the optimizer.
-        const double before = work.comm_after_step_s;
-        add("parameter all-gather (after step)", Collective::all_gather, "all", trainable * wb / buckets, buckets,
-            Phase::after_step);
-        work.comm_serialized_s += work.comm_after_step_s - before;
-        break;
-      }
-      case Strategy::zero3:
-      case Strategy::fsdp_full_shard:
-      case Strategy::fsdp_shard_grad_op:
-      case Strategy::fsdp_hybrid_shard: {
-        const std::string level = st == Strategy::fsdp_hybrid_shard ? (ppn > 1 ? "intra-node" : "none") : "all";
-        if (level != "none") {
-          const double ag = add("parameter all-gather (forward)", Collective::all_gather, level, param_bytes / units,
-                                units * micro_calls, Phase::forward_each);
-          if (st != Strategy::fsdp_shard_grad_op)
-            add("parameter all-gather (backward)", Collective::all_gather, level, param_bytes / units,
-                units * micro_calls, Phase::backward_each);
-          const double rs = add("gradient reduce-scatter", Collective::reduce_scatter, level, grad_bytes / units,
-                                units * micro_calls, Phase::backward_each);
-          work.comm_unhideable_s += m * (ag + rs);
-        }
-        if (st == Strategy::fsdp_hybrid_shard && nodes > 1) {
-          const double ar = add("gradient all-reduce across nodes (shard)", Collective::all_reduce, "inter-node",
-                                grad_bytes / ppn / units, units, Phase::last_backward);
-          work.comm_unhideable_s += ar;
-        }
-        break;
-      }
-    }
+  const ParameterBreakdown pb = parameter_breakdown(model);
+  const double layer_params = static_cast<double>(pb.per_layer);
+  const double root_params = params - layer_params * static_cast<double>(model.layers);
+  sim::StepPlan plan;
+  plan.strategy = st;
+  plan.micro_steps = static_cast<int>(tr.grad_accum);
+  plan.layers = static_cast<int>(model.layers);
+  plan.micro = micro;
+  plan.optimizer_s = p.optimizer_s;
+  plan.layer_param_bytes = layer_params * wb;
+  plan.root_param_bytes = root_params * wb;
+  plan.head_param_bytes = static_cast<double>(pb.lm_head) * wb;
+  if (tr.lora) {
+    plan.layer_grad_bytes = trainable * wb / static_cast<double>(model.layers);  // adapters only
+  } else {
+    plan.layer_grad_bytes = plan.layer_param_bytes;
+    plan.root_grad_bytes = plan.root_param_bytes;
+    plan.head_grad_bytes = plan.head_param_bytes;
   }
+  const bool zero12 = st == Strategy::zero1 || st == Strategy::zero2;
+  const double grad_bytes = trainable * wb;
+  if (s.strategy.bucket_given) {
+    plan.bucket_bytes = s.strategy.bucket_bytes;
+  } else if (zero12) {
+    plan.bucket_bytes = kDeepSpeedBucketElements * wb;
+    p.assumptions.push_back("reduce/all-gather bucket 5e8 elements (DeepSpeed reduce_bucket_size and "
+                            "allgather_bucket_size defaults; set strategy.bucket_mb)");
+  } else if (st == Strategy::ddp) {
+    p.assumptions.push_back("gradient bucket 25 MB, the first 1 MiB (PyTorch DDP bucket_cap_mb and "
+                            "_DEFAULT_FIRST_BUCKET_BYTES defaults; set strategy.bucket_mb)");
+  }
+  plan.first_bucket_bytes = st == Strategy::ddp ? std::min(kFirstBucketBytes, plan.bucket_bytes) : plan.bucket_bytes;
+  plan.prefetch_layers = s.strategy.prefetch_layers;
+  plan.gpus = gpus;
+  plan.nodes = nodes;
+  plan.gpus_per_node = ppn;
+  plan.fabric = fabric;
+  plan.algorithm = s.strategy.algorithm;
+  plan.comm_on_compute_stream = options.comm_on_compute_stream;
+  const int channels = gpus > 1 ? nccl_channels(fabric) : 0;
+  plan.comm_slowdown = std::min(0.5, static_cast<double>(channels) / gpu.sm_count);
+  p.comm_slowdown = plan.comm_slowdown;
+  if (gpus > 1)
+    p.assumptions.push_back(fmt::format("compute runs {:.0f}% slower while a collective runs: {} NCCL channels "
+                                        "of {} SMs (one CUDA block per channel)",
+                                        100 * plan.comm_slowdown, channels, gpu.sm_count));
+  // --- Memory ------------------------------------------------------------------------------
+  MemoryInputs mem;
+  mem.model = &model;
+  mem.micro_batch = tr.micro_batch;
+  mem.seq_len = tr.seq_len;
+  mem.precision = tr.precision;
+  mem.optimizer = tr.optimizer;
+  mem.recompute = tr.recompute;
+  mem.flash_attention = tr.flash_attention;
+  mem.lora = tr.lora ? &*tr.lora : nullptr;
+  mem.strategy = st;
+  mem.gpus = gpus;
+  mem.gpus_per_node = ppn;
+  mem.bucket_bytes = zero12 ? std::min(plan.bucket_bytes, grad_bytes) : plan.bucket_bytes;
+  mem.prefetch_layers = s.strategy.prefetch_layers;
+  mem.capacity_bytes = gpu.memory_bytes;
+  mem.cuda_context_bytes = kCudaContextBytes;
+  p.memory = memory_per_gpu(mem);
+  p.assumptions.push_back("CUDA context, cuBLAS workspace and NCCL buffers: 1.0 GiB per GPU (default)");
+  auto term = [&](const char* name) {
+    for (const MemoryTerm& t : p.memory.terms)
+      if (t.name == name) return t.bytes;
+    return 0.0;
+  };
+  plan.activation_bytes_per_layer = term("activations") / static_cast<double>(model.layers);
+  plan.logits_bytes = term("logits");
+  plan.static_memory_bytes = p.memory.total_bytes - term("activations") - term("logits") - term("gathered_params") -
+                             term("fragmentation");
 
-  const StepTime t = step_time(work);
-  p.step_time_s = t.estimate_s;
-  p.step_no_overlap_s = t.no_overlap_s;
-  p.step_perfect_overlap_s = t.perfect_overlap_s;
-  p.comm_total_s = t.comm_total_s;
-  p.comm_exposed_s = t.comm_exposed_s;
-  p.comm_hidden_s = std::max(0.0, t.comm_total_s - t.comm_exposed_s);
+  auto sim_run = std::make_shared<StepSimulation>();
+  sim_run->graph = sim::lower_step(plan);
+  sim::SimOptions so;
+  so.record_timelines = options.record_timelines;
+  so.free_communication = options.free_communication;
+  sim_run->result = sim::simulate(sim_run->graph, so);
+  const sim::StepGraph& graph = sim_run->graph;
+  const sim::SimResult& r = sim_run->result;
+  const sim::StepBounds bounds = sim::closed_form_bounds(graph);
+
+  p.step_time_s = r.step_s();
+  p.step_no_overlap_s = bounds.no_overlap_s;
+  p.step_perfect_overlap_s = bounds.perfect_overlap_s;
+  p.comm_total_s = bounds.comm_total_s;
+  p.comm_busy_s = sim::to_seconds(r.comm_busy_ns);
+  p.comm_hidden_s = sim::to_seconds(r.overlap_ns);
+  p.comm_exposed_s = r.comm_exposed_s();
+  p.overlap_ratio = r.overlap_ratio();
+  p.compute_busy_s = sim::to_seconds(r.compute_busy_ns);
+  p.simulated_peak_memory_bytes = r.peak_memory_bytes.empty() ? 0.0 : r.peak_memory_bytes[0];
+  p.simulation_events = r.events;
+  p.simulation_tasks = static_cast<int>(graph.tasks.size());
+  for (int t : r.critical_path)
+    p.critical_path.push_back({graph.tasks[t].name, graph.tasks[t].category, sim::to_seconds(r.tasks[t].start),
+                               sim::to_seconds(r.tasks[t].end)});
+  for (std::size_t i = 0; i < graph.streams.size(); ++i)
+    p.streams.push_back({graph.streams[i].name, sim::to_seconds(r.streams[i].busy_ns)});
+  for (std::size_t i = 0; i < graph.links.size(); ++i)
+    p.links.push_back({graph.links[i].name, graph.links[i].capacity_GBps, sim::to_seconds(r.links[i].busy_ns),
+                       r.links[i].bytes});
+
+  // One row per kind of collective and size, as the reports list them.
+  for (const sim::CollectiveOp& op : graph.ops) {
+    if (op.phases.empty()) continue;
+    auto it = std::find_if(p.collectives.begin(), p.collectives.end(), [&](const CollectiveUse& u) {
+      return u.purpose == op.purpose && u.level == op.level && u.bytes == op.bytes;
+    });
+    if (it != p.collectives.end()) {
+      ++it->calls_per_step;
+      continue;
+    }
+    CollectiveUse use;
+    use.purpose = op.purpose;
+    use.collective = op.collective;
+    use.level = op.level;
+    use.bytes = op.bytes;
+    use.calls_per_step = 1;
+    use.cost = collective_cost(op.collective, op.bytes, restrict_fabric(fabric, op.level), s.strategy.algorithm);
+    p.collectives.push_back(use);
+  }
+  if (options.keep_simulation) p.simulation = std::move(sim_run);
+
   p.compute_s = p.forward_s + p.backward_s + p.recompute_s + p.optimizer_s;
 
   // --- Throughput and FLOPs --------------------------------------------------------------
@@ -223,25 +242,6 @@ Prediction predict(const Scenario& s) {
   p.time_per_epoch_s = p.steps_per_epoch * p.step_time_s;
   if (s.price_per_gpu_hour_usd) p.cost_per_epoch_usd = *s.price_per_gpu_hour_usd * gpus * p.time_per_epoch_s / 3600.0;
 
-  // --- Memory ------------------------------------------------------------------------------
-  MemoryInputs mem;
-  mem.model = &model;
-  mem.micro_batch = tr.micro_batch;
-  mem.seq_len = tr.seq_len;
-  mem.precision = tr.precision;
-  mem.optimizer = tr.optimizer;
-  mem.recompute = tr.recompute;
-  mem.flash_attention = tr.flash_attention;
-  mem.lora = tr.lora ? &*tr.lora : nullptr;
-  mem.strategy = st;
-  mem.gpus = gpus;
-  mem.gpus_per_node = ppn;
-  mem.bucket_bytes = s.strategy.bucket_bytes;
-  mem.prefetch_layers = s.strategy.prefetch_layers;
-  mem.capacity_bytes = gpu.memory_bytes;
-  mem.cuda_context_bytes = kCudaContextBytes;
-  p.memory = memory_per_gpu(mem);
-  p.assumptions.push_back("CUDA context, cuBLAS workspace and NCCL buffers: 1.0 GiB per GPU (default)");
   return p;
 }
 

@@ -1,14 +1,17 @@
 /// \file
 /// What stepcast predicts for a scenario: the step time and its parts, throughput, MFU/HFU,
-/// time and cost per epoch, and memory per GPU with the verdict. The estimator is the
-/// closed-form model (no-overlap and perfect-overlap bounds plus a point estimate between
-/// them); the discrete-event simulator replaces the point estimate when it lands.
+/// time and cost per epoch, and memory per GPU with the verdict. The step time comes from
+/// the discrete-event simulation of the lowered step (simulation.hpp); the closed-form
+/// bounds (bounds.hpp) are kept beside it as a cross-check.
 #pragma once
 
 #include "model/collective.hpp"
 #include "model/memory.hpp"
 #include "simulator/scenario.hpp"
+#include "simulator/simulation.hpp"
+#include "simulator/step_graph.hpp"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +27,39 @@ struct CollectiveUse {
   int calls_per_step = 0;    ///< how many such calls per optimizer step
   CollectiveCost cost;       ///< of one call
   double total_s() const { return cost.time_s * calls_per_step; }
+};
+
+/// One task on the critical path of the simulated step.
+struct PathStep {
+  std::string task;
+  std::string category;   ///< "forward", "all_gather", ...
+  double start_s = 0;
+  double end_s = 0;
+};
+
+struct StreamUse {
+  std::string name;       ///< "compute", "nccl all-gather", ...
+  double busy_s = 0;
+};
+
+struct LinkUse {
+  std::string name;
+  double capacity_GBps = 0;
+  double busy_s = 0;      ///< time with any traffic
+  double bytes = 0;       ///< carried by the representative class, load-weighted
+};
+
+/// The lowered step and its simulation, for traces.
+struct StepSimulation {
+  sim::StepGraph graph;
+  sim::SimResult result;
+};
+
+struct PredictOptions {
+  bool keep_simulation = false;       ///< fill Prediction::simulation
+  bool record_timelines = false;      ///< link and memory timelines (for traces)
+  bool comm_on_compute_stream = false;  ///< limiting case: nothing overlaps
+  bool free_communication = false;      ///< limiting case: collectives take no time
 };
 
 struct Prediction {
@@ -44,12 +80,23 @@ struct Prediction {
   double recompute_s = 0;
   double optimizer_s = 0;
   double compute_s = 0;        ///< forward + backward + recompute + optimizer
-  double comm_total_s = 0;     ///< all collectives, as if serial
-  double comm_exposed_s = 0;   ///< the part not hidden behind compute
-  double comm_hidden_s = 0;
-  double step_time_s = 0;      ///< point estimate
+  double comm_total_s = 0;     ///< all collectives, each as if alone, summed
+  double comm_busy_s = 0;      ///< simulated: time any collective of a GPU ran
+  double comm_exposed_s = 0;   ///< simulated: the part not hidden behind compute
+  double comm_hidden_s = 0;    ///< simulated: the part that ran while compute ran
+  double overlap_ratio = 1;    ///< comm_hidden / comm_busy
+  double compute_busy_s = 0;   ///< simulated compute-stream time (slowed while NCCL runs)
+  double comm_slowdown = 0;    ///< compute throughput lost while a collective runs
+  double step_time_s = 0;      ///< simulated step time
   double step_no_overlap_s = 0;       ///< upper bound: nothing overlaps
-  double step_perfect_overlap_s = 0;  ///< lower bound: every overlappable byte hidden
+  double step_perfect_overlap_s = 0;  ///< lower bound (bounds.hpp)
+  std::vector<PathStep> critical_path;
+  std::vector<StreamUse> streams;
+  std::vector<LinkUse> links;
+  double simulated_peak_memory_bytes = 0;  ///< static + peak of the memory events
+  std::uint64_t simulation_events = 0;
+  int simulation_tasks = 0;
+  std::shared_ptr<const StepSimulation> simulation;  ///< when PredictOptions::keep_simulation
 
   double tokens_per_s = 0;
   double tokens_per_s_per_gpu = 0;
@@ -70,6 +117,6 @@ struct Prediction {
   std::vector<std::string> assumptions;  ///< defaults and choices the prediction rests on
 };
 
-Prediction predict(const Scenario& scenario);
+Prediction predict(const Scenario& scenario, const PredictOptions& options = {});
 
 }  // namespace stepcast

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -82,6 +84,10 @@ GpuSpec parse_gpu(JsonObject& obj) {
   } catch (const std::invalid_argument& e) {
     throw obj.error("arch", e.what());
   }
+  const std::int64_t sm_count = obj.integer("sm_count", 1);
+  if (sm_count > std::numeric_limits<int>::max())
+    throw obj.error("sm_count", "expected a streaming-multiprocessor count that fits an int");
+  g.sm_count = static_cast<int>(sm_count);
   JsonObject peaks = obj.object("peak_tflops");
   g.peak_tflops = parse_peaks(peaks, g.arch);
 

@@ -35,7 +35,7 @@ GpuSpec parse_inline(const std::string& text) {
 /// A valid inline GPU body (an A100-like part) into which tests splice one change.
 std::string inline_gpu(const std::string& extra = "", const std::string& peaks =
                            R"("fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312)") {
-  return R"({"name": "my-gpu", "display_name": "My GPU", "arch": "ampere",
+  return R"({"name": "my-gpu", "display_name": "My GPU", "arch": "ampere", "sm_count": 108,
              "peak_tflops": {)" + peaks + R"(},
              "memory_GiB": 40, "memory_bw_GBps": 1555,
              "nvlink_gen": 3, "nvlink_links": 12, "nvlink_GBps_per_link": 25,
@@ -213,6 +213,45 @@ TEST_CASE("missing required field and missing fp32 peak are InputErrors") {
   no_source.replace(no_source.find(R"(, "source": "test")"), 18, "");
   CHECK_THROWS_AS(parse_inline(no_source), InputError);
   CHECK_THROWS_AS(parse_inline(inline_gpu("", R"("bf16": 312)")), InputError);
+}
+
+TEST_CASE("sm_count: every catalog GPU has one, known values match the whitepapers, and it is required") {
+  for (const GpuSpec& g : gpu_catalog()) {
+    CAPTURE(g.name);
+    CHECK(g.sm_count >= 1);
+  }
+  // A100 whitepaper Table 1: 108 SMs; Hopper whitepaper: H100 SXM5 132, H100 PCIe 114;
+  // Volta whitepaper Table 1: V100 80; Ada whitepaper Appendix A: RTX 4090 128.
+  CHECK(gpu("a100-sxm4-40gb").sm_count == 108);
+  CHECK(gpu("a100-sxm4-80gb").sm_count == 108);
+  CHECK(gpu("h100-sxm5-80gb").sm_count == 132);
+  CHECK(gpu("h100-pcie-80gb").sm_count == 114);
+  CHECK(gpu("v100-sxm2-16gb").sm_count == 80);
+  CHECK(gpu("rtx-4090-24gb").sm_count == 128);
+  CHECK(parse_inline(inline_gpu()).sm_count == 108);
+
+  std::string missing = inline_gpu();
+  missing.replace(missing.find(R"(, "sm_count": 108)"), 17, "");
+  try {
+    parse_inline(missing);
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "/gpu/sm_count");
+    CHECK(std::string(e.what()).find("sm_count") != std::string::npos);
+  }
+
+  for (const char* bad : {R"("sm_count": 0)", R"("sm_count": -4)", R"("sm_count": 108.5)",
+                          R"("sm_count": "108")", R"("sm_count": 3000000000)"}) {
+    CAPTURE(bad);
+    std::string body = inline_gpu();
+    body.replace(body.find(R"("sm_count": 108)"), 15, bad);
+    try {
+      parse_inline(body);
+      FAIL("expected InputError");
+    } catch (const InputError& e) {
+      CHECK(e.json_path() == "/gpu/sm_count");
+    }
+  }
 }
 
 TEST_CASE("NVLink fields must be all zero or all positive") {

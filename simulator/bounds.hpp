@@ -1,0 +1,26 @@
+/// \file
+/// Closed-form bounds on a lowered step, the cross-check of the simulation: whatever the
+/// schedule, the step takes no longer than doing everything one after the other, and no
+/// less than the compute plus the communication that cannot overlap it, nor less than the
+/// busiest link's bytes over its capacity plus the optimizer step (no collective runs
+/// during it).
+#pragma once
+
+#include "simulator/step_graph.hpp"
+
+namespace stepcast::sim {
+
+struct StepBounds {
+  double compute_s = 0;        ///< Σ compute tasks of the representative rank, full speed
+  double optimizer_s = 0;      ///< the optimizer tasks among them
+  double comm_total_s = 0;     ///< Σ collectives, each as if alone (latency + S / algbw)
+  double unhideable_s = 0;     ///< Σ StepGraph::unhideable_ops, each as if alone
+  double network_floor_s = 0;  ///< max over links of Σ bytes x load / capacity
+  double no_overlap_s = 0;     ///< compute + comm_total
+  /// min(no_overlap, max(compute + unhideable, network_floor + optimizer))
+  double perfect_overlap_s = 0;
+};
+
+StepBounds closed_form_bounds(const StepGraph& graph);
+
+}  // namespace stepcast::sim

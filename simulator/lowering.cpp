@@ -1,0 +1,254 @@
+#include "simulator/lowering.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace stepcast::sim {
+
+std::vector<double> bucket_sizes(double total_bytes, double first_bytes, double cap_bytes) {
+  assert(first_bytes > 0 && cap_bytes > 0);
+  std::vector<double> out;
+  double left = total_bytes;
+  double cap = first_bytes;
+  while (left > 0) {
+    const double take = std::min(left, cap);
+    out.push_back(take);
+    left -= take;
+    cap = cap_bytes;
+    if (left <= total_bytes * 1e-12) break;  // rounding crumbs
+  }
+  return out;
+}
+
+namespace {
+
+/// A gradient (or parameter) chunk that becomes ready when `task` ends.
+struct Chunk {
+  int task = -1;
+  double bytes = 0;
+};
+
+class Lowering {
+ public:
+  explicit Lowering(const StepPlan& p) : p_(p) {}
+
+  StepGraph run() {
+    RankClass rc;
+    rc.name = "all ranks";
+    rc.ranks = p_.gpus;
+    rc.nodes = p_.nodes;
+    rc.comm_slowdown = p_.comm_slowdown;
+    rc.static_memory_bytes = p_.static_memory_bytes;
+    g_.classes.push_back(rc);
+    if (p_.gpus_per_node > 1)
+      g_.classes[0].intra_resource =
+          g_.add_link(fmt::format("intra-node ring per GPU ({})", p_.fabric.intra.kind), p_.fabric.intra.bw_GBps);
+    if (p_.nodes > 1 && p_.fabric.inter)
+      g_.classes[0].nic_resource =
+          g_.add_link(fmt::format("NICs per node ({})", p_.fabric.inter->kind), p_.fabric.inter->bw_GBps);
+
+    compute_ = g_.add_stream("compute", StreamKind::compute, 0);
+    if (p_.comm_on_compute_stream) {
+      gather_ = reduce_ = compute_;
+    } else {
+      gather_ = g_.add_stream(sharded_params() ? "nccl all-gather" : "nccl", StreamKind::communication, 0);
+      reduce_ = sharded_params() || zero12() ? g_.add_stream("nccl reduce", StreamKind::communication, 0) : gather_;
+    }
+
+    const double L = p_.layers;
+    fwd_s_ = std::max(0.0, p_.micro.forward_s - p_.micro.head_forward_s) / L;
+    bwd_s_ = std::max(0.0, p_.micro.backward_s - p_.micro.head_backward_s) / L;
+    rec_s_ = p_.micro.recompute_s / L;
+
+    std::vector<int> grads_done;  // the last reduction of each stream before the optimizer
+    for (int k = 0; k < p_.micro_steps; ++k) micro_step(k, k + 1 == p_.micro_steps);
+    if (last_reduce_ >= 0) grads_done.push_back(last_reduce_);
+    const int opt = g_.add_compute(compute_, "optimizer step", "optimizer", p_.optimizer_s, 0, grads_done);
+    if (zero12() && p_.gpus > 1) {
+      // DeepSpeed gathers the updated parameter partitions inside step(), bucket by bucket.
+      const auto sizes = bucket_sizes(p_.layers * p_.layer_grad_bytes + p_.root_grad_bytes, p_.bucket_bytes,
+                                      p_.bucket_bytes);
+      for (std::size_t b = 0; b < sizes.size(); ++b) {
+        const int t = collective(gather_, fmt::format("all-gather params bucket {}", b), "parameter all-gather (after step)",
+                                 Collective::all_gather, sizes[b], "all", {opt});
+        g_.unhideable_ops.push_back(g_.tasks[t].op);
+      }
+    }
+    return std::move(g_);
+  }
+
+ private:
+  bool sharded_params() const {
+    return p_.strategy == Strategy::zero3 || p_.strategy == Strategy::fsdp_full_shard ||
+           p_.strategy == Strategy::fsdp_shard_grad_op || p_.strategy == Strategy::fsdp_hybrid_shard;
+  }
+  bool zero12() const { return p_.strategy == Strategy::zero1 || p_.strategy == Strategy::zero2; }
+  const char* shard_level() const { return p_.strategy == Strategy::fsdp_hybrid_shard ? "intra-node" : "all"; }
+  int shard_ranks() const { return p_.strategy == Strategy::fsdp_hybrid_shard ? p_.gpus_per_node : p_.gpus; }
+  /// Bytes a gathered unit adds on top of the shard already held.
+  double gathered(double bytes) const { return bytes * (1.0 - 1.0 / shard_ranks()); }
+
+  int collective(int stream, std::string name, std::string purpose, Collective c, double bytes,
+                 const char* level, std::vector<int> deps, double alloc = 0, double free = 0) {
+    const CommFabric f = restrict_fabric(p_.fabric, level);
+    std::vector<CollectivePhase> phases;
+    if (f.ranks() > 1 && bytes > 0) phases = collective_phases(c, bytes, f, p_.algorithm);
+    const auto ids = g_.add_collective(std::move(name), std::move(purpose), level, c, bytes, std::move(phases),
+                                       {{stream, std::move(deps)}});
+    g_.tasks[ids[0]].alloc_bytes = alloc;
+    g_.tasks[ids[0]].free_bytes = free;
+    return ids[0];
+  }
+
+  int compute(std::string name, std::string category, double s, std::vector<int> deps = {}, double alloc = 0,
+              double free = 0) {
+    const int t = g_.add_compute(compute_, std::move(name), std::move(category), s, 0, std::move(deps));
+    g_.tasks[t].alloc_bytes = alloc;
+    g_.tasks[t].free_bytes = free;
+    return t;
+  }
+
+  void micro_step(int k, bool last) {
+    if (sharded_params() && p_.gpus > 1) {
+      sharded_micro_step(k, last);
+      return;
+    }
+    // Replicated parameters (DDP, NO_SHARD, ZeRO-1/2; or FSDP/ZeRO-3 on one GPU).
+    const std::string mk = p_.micro_steps > 1 ? fmt::format(" m{}", k) : "";
+    std::vector<int> fwd(p_.layers + 1);
+    for (int i = 1; i <= p_.layers; ++i)
+      fwd[i] = compute(fmt::format("fwd L{}{}", i, mk), "forward", fwd_s_, {}, p_.activation_bytes_per_layer);
+    compute("fwd head" + mk, "head", p_.micro.head_forward_s, {}, p_.logits_bytes);
+    std::vector<Chunk> chunks;
+    const int head_bwd = compute("bwd head" + mk, "head", p_.micro.head_backward_s, {}, 0, p_.logits_bytes);
+    chunks.push_back({head_bwd, p_.head_grad_bytes});
+    for (int i = p_.layers; i >= 1; --i) {
+      if (rec_s_ > 0) compute(fmt::format("recompute L{}{}", i, mk), "recompute", rec_s_);
+      const int b = compute(fmt::format("bwd L{}{}", i, mk), "backward", bwd_s_, {}, 0, p_.activation_bytes_per_layer);
+      chunks.push_back({b, p_.layer_grad_bytes});
+    }
+    chunks.back().bytes += p_.root_grad_bytes - p_.head_grad_bytes;  // embeddings: ready last
+    if (p_.gpus == 1) return;
+
+    const Strategy st = p_.strategy;
+    if (st == Strategy::ddp && last) {
+      reduce_buckets(chunks, Collective::all_reduce, "gradient all-reduce (bucketed)", p_.first_bucket_bytes, mk, true);
+    } else if (st == Strategy::fsdp_no_shard && last) {
+      for (std::size_t c = 0; c < chunks.size(); ++c) {
+        if (chunks[c].bytes <= 0) continue;
+        last_reduce_ = collective(reduce_, fmt::format("all-reduce unit {}{}", c, mk), "gradient all-reduce (per FSDP unit)",
+                                  Collective::all_reduce, chunks[c].bytes, "all", {chunks[c].task});
+      }
+      if (last_reduce_ >= 0) g_.unhideable_ops.push_back(g_.tasks[last_reduce_].op);
+    } else if ((st == Strategy::zero2) || (st == Strategy::zero1 && last)) {
+      reduce_buckets(chunks, Collective::reduce_scatter, "gradient reduce-scatter (bucketed)", p_.bucket_bytes, mk,
+                     last);
+    }
+  }
+
+  /// Fills buckets in ready order; each bucket is reduced when its last gradient exists.
+  void reduce_buckets(const std::vector<Chunk>& chunks, Collective c, const std::string& purpose, double first_cap,
+                      const std::string& mk, bool mark_last_unhideable) {
+    double cap = first_cap, fill = 0;
+    int n = 0, ready = -1;
+    auto launch = [&] {
+      last_reduce_ = collective(reduce_, fmt::format("{} bucket {}{}", name(c), n++, mk), purpose, c, fill, "all", {ready});
+      fill = 0;
+      cap = p_.bucket_bytes;
+    };
+    for (const Chunk& ch : chunks) {
+      double left = ch.bytes;
+      ready = ch.task;
+      while (left > 0) {
+        const double take = std::min(left, cap - fill);
+        fill += take;
+        left -= take;
+        if (fill >= cap * (1 - 1e-12)) launch();
+        if (left <= ch.bytes * 1e-12) break;
+      }
+    }
+    if (fill > 0) launch();
+    if (mark_last_unhideable && last_reduce_ >= 0) g_.unhideable_ops.push_back(g_.tasks[last_reduce_].op);
+  }
+
+  void sharded_micro_step(int k, bool last) {
+    const std::string mk = p_.micro_steps > 1 ? fmt::format(" m{}", k) : "";
+    const char* level = shard_level();
+    const bool keep_for_backward = p_.strategy == Strategy::fsdp_shard_grad_op;
+    const bool hybrid_across = p_.strategy == Strategy::fsdp_hybrid_shard && p_.nodes > 1;
+    const int L = p_.layers;
+    const int pf = std::max(0, p_.prefetch_layers);
+    const double unit = gathered(p_.layer_param_bytes);
+
+    // Forward: the root unit, then each layer gathered up to `pf` layers ahead of use.
+    const int ag_root = collective(gather_, "all-gather root" + mk, "parameter all-gather (forward)",
+                                   Collective::all_gather, p_.root_param_bytes, level, {}, gathered(p_.root_param_bytes));
+    std::vector<int> fwd(L + 1, -1), agf(L + 1, -1);
+    for (int i = 1; i <= L; ++i) {
+      std::vector<int> deps;
+      if (i - 1 - pf >= 1) deps.push_back(fwd[i - 1 - pf]);
+      agf[i] = collective(gather_, fmt::format("all-gather L{} (fwd){}", i, mk), "parameter all-gather (forward)",
+                          Collective::all_gather, p_.layer_param_bytes, level, deps, unit);
+      std::vector<int> fdeps = {agf[i]};
+      if (i == 1) fdeps.push_back(ag_root);
+      fwd[i] = compute(fmt::format("fwd L{}{}", i, mk), "forward", fwd_s_, fdeps, p_.activation_bytes_per_layer,
+                       keep_for_backward ? 0.0 : unit);
+    }
+    if (k == 0) {
+      g_.unhideable_ops.push_back(g_.tasks[ag_root].op);
+      g_.unhideable_ops.push_back(g_.tasks[agf[1]].op);
+    }
+    compute("fwd head" + mk, "head", p_.micro.head_forward_s, {ag_root}, p_.logits_bytes);
+
+    // Backward: layers last to first, each gathered again (FULL_SHARD, ZeRO-3) up to `pf`
+    // layers ahead, its gradients reduce-scattered on the reduction stream.
+    compute("bwd head" + mk, "head", p_.micro.head_backward_s, {}, 0, p_.logits_bytes);
+    std::vector<int> bwd(L + 2, -1);
+    for (int i = L; i >= 1; --i) {
+      std::vector<int> bdeps;
+      if (!keep_for_backward) {
+        std::vector<int> deps;
+        if (i + 1 + pf <= L) deps.push_back(bwd[i + 1 + pf]);
+        bdeps.push_back(collective(gather_, fmt::format("all-gather L{} (bwd){}", i, mk),
+                                   "parameter all-gather (backward)", Collective::all_gather, p_.layer_param_bytes,
+                                   level, deps, unit));
+      }
+      if (rec_s_ > 0) compute(fmt::format("recompute L{}{}", i, mk), "recompute", rec_s_, bdeps);
+      bwd[i] = compute(fmt::format("bwd L{}{}", i, mk), "backward", bwd_s_, bdeps, p_.layer_grad_bytes,
+                       p_.activation_bytes_per_layer + unit);
+      reduce_unit(fmt::format("L{}{}", i, mk), p_.layer_grad_bytes, bwd[i], level, hybrid_across);
+    }
+    // The root unit's gradients (embeddings, LM head) are complete after the last layer.
+    reduce_unit("root" + mk, p_.root_grad_bytes, bwd[1], level, hybrid_across);
+    g_.tasks[bwd[1]].free_bytes += gathered(p_.root_param_bytes);
+    if (last && last_reduce_ >= 0) g_.unhideable_ops.push_back(g_.tasks[last_reduce_].op);
+  }
+
+  void reduce_unit(const std::string& what, double grad_bytes, int after, const char* level, bool across) {
+    if (grad_bytes <= 0) return;
+    const double shard = grad_bytes / shard_ranks();
+    last_reduce_ = collective(reduce_, "reduce-scatter " + what, "gradient reduce-scatter", Collective::reduce_scatter,
+                              grad_bytes, level, {after}, 0, grad_bytes - shard);
+    if (across)
+      last_reduce_ = collective(reduce_, "all-reduce across nodes " + what, "gradient all-reduce across nodes (shard)",
+                                Collective::all_reduce, shard, "inter-node", {last_reduce_});
+  }
+
+  const StepPlan& p_;
+  StepGraph g_;
+  int compute_ = -1, gather_ = -1, reduce_ = -1;
+  double fwd_s_ = 0, bwd_s_ = 0, rec_s_ = 0;
+  int last_reduce_ = -1;
+};
+
+}  // namespace
+
+StepGraph lower_step(const StepPlan& plan) {
+  assert(plan.layers >= 1 && plan.micro_steps >= 1 && plan.gpus >= 1);
+  return Lowering(plan).run();
+}
+
+}  // namespace stepcast::sim

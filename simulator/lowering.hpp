@@ -1,0 +1,76 @@
+/// \file
+/// Lowering: one optimizer step of a data-parallel strategy as a StepGraph. The plan holds
+/// plain numbers (compute times from model/compute, byte counts, the fabric) so the lowering
+/// itself is pure and testable with hand-made plans.
+///
+/// Per strategy (the order each framework issues its work in):
+///  - DDP: gradients bucketed in the order they become ready (LM head, layers last to first,
+///    embeddings), the first bucket capped at 1 MiB and the others at bucket_bytes
+///    (torch/nn/parallel/distributed.py: _DEFAULT_FIRST_BUCKET_BYTES, bucket_cap_mb = 25);
+///    each bucket all-reduced on the NCCL stream when its last gradient exists, during the
+///    last micro-step only (no_sync before it); optimizer after the last bucket.
+///  - FSDP NO_SHARD: each unit's gradients all-reduced after its backward.
+///  - ZeRO-1/2 (DeepSpeed stage_1_and_2, overlap_comm): buckets reduce-scattered on the
+///    reduction stream during backward (ZeRO-2 every micro-step, ZeRO-1 the last), sharded
+///    optimizer step, then the updated parameters all-gathered in buckets.
+///  - ZeRO-3 / FSDP FULL_SHARD: per unit (each layer; a root unit with the embeddings, final
+///    norm and LM head) an all-gather before forward and again before backward, issued up to
+///    prefetch_layers units ahead, parameters freed after use, each unit's gradients
+///    reduce-scattered on a second NCCL stream after its backward. SHARD_GRAD_OP keeps the
+///    forward's parameters for backward; HYBRID_SHARD gathers and reduces inside the node
+///    and all-reduces each unit's gradient shard across nodes.
+///  - Gradient accumulation: micro-steps in sequence; recompute: a recompute task before
+///    each layer's backward; LoRA: frozen weights still gathered, adapter gradients reduced.
+#pragma once
+
+#include "model/collective.hpp"
+#include "model/compute.hpp"
+#include "model/types.hpp"
+#include "simulator/step_graph.hpp"
+
+#include <string>
+#include <vector>
+
+namespace stepcast::sim {
+
+struct StepPlan {
+  Strategy strategy = Strategy::ddp;
+  int micro_steps = 1;
+  int layers = 1;
+  MicroStepTimes micro;              ///< one micro-step on one GPU at full speed
+  double layer_flops_forward = 0;    ///< for reports
+  double optimizer_s = 0;            ///< local optimizer step
+
+  double layer_param_bytes = 0;      ///< one layer's weights, working dtype
+  double root_param_bytes = 0;       ///< embeddings, final norm, untied LM head
+  double head_param_bytes = 0;       ///< untied LM head only (its gradient is ready first)
+  double layer_grad_bytes = 0;       ///< trainable gradient bytes per layer
+  double root_grad_bytes = 0;        ///< trainable gradient bytes of the root unit
+  double head_grad_bytes = 0;        ///< trainable gradient bytes of the untied LM head
+
+  double bucket_bytes = 25e6;
+  double first_bucket_bytes = 1024.0 * 1024.0;
+  int prefetch_layers = 1;
+
+  int gpus = 1;
+  int nodes = 1;
+  int gpus_per_node = 1;
+  CommFabric fabric;
+  std::string algorithm = "auto";
+
+  double activation_bytes_per_layer = 0;  ///< kept from forward to backward, per micro-step
+  double logits_bytes = 0;
+  double static_memory_bytes = 0;    ///< held all step (weights shard, grads, optimizer, ...)
+  double comm_slowdown = 0;          ///< RankClass::comm_slowdown
+
+  /// Limiting case: every collective on the compute stream (nothing overlaps).
+  bool comm_on_compute_stream = false;
+};
+
+StepGraph lower_step(const StepPlan& plan);
+
+/// Sizes of the buckets `total_bytes` fills when the first holds up to `first_bytes` and
+/// the others up to `cap_bytes` (all full but the last).
+std::vector<double> bucket_sizes(double total_bytes, double first_bytes, double cap_bytes);
+
+}  // namespace stepcast::sim

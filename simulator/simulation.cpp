@@ -1,0 +1,279 @@
+#include "simulator/simulation.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <stdexcept>
+#include <string>
+
+namespace stepcast::sim {
+
+namespace {
+
+// Event tags: kind in the top 4 bits, an id in the next 28, a version in the low 32.
+enum : std::uint64_t { kComputeEnd = 1, kPhaseStart = 2, kOpFinish = 3 };
+
+std::uint64_t tag(std::uint64_t kind, std::uint64_t id, std::uint64_t version = 0) {
+  return kind << 60 | id << 32 | (version & 0xffffffffu);
+}
+
+class Executor final : public Component, public Network::Listener {
+ public:
+  Executor(const StepGraph& g, const SimOptions& o) : g_(g), opt_(o), net_(o.record_timelines) {
+    for (const LinkResource& l : g_.links) net_.add_resource(l.name, l.capacity_GBps * 1e9);
+    const std::size_t n = g_.tasks.size();
+    pending_.assign(n, 0);
+    succ_.assign(n, {});
+    enabler_.assign(n, -1);
+    state_.assign(n, State::waiting);
+    remaining_s_.assign(n, 0.0);
+    speed_.assign(n, 1.0);
+    since_.assign(n, 0);
+    version_.assign(n, 0);
+    queue_.assign(g_.streams.size(), {});
+    head_.assign(g_.streams.size(), 0);
+    for (std::size_t t = 0; t < n; ++t) {
+      const Task& task = g_.tasks[t];
+      assert(task.stream >= 0 && task.stream < static_cast<int>(g_.streams.size()));
+      queue_[task.stream].push_back(static_cast<int>(t));
+      for (int d : task.deps) {
+        assert(d >= 0 && d < static_cast<int>(n) && d != static_cast<int>(t));
+        ++pending_[t];
+        succ_[d].push_back(static_cast<int>(t));
+      }
+    }
+    arrived_.assign(g_.ops.size(), 0);
+    phase_.assign(g_.ops.size(), 0);
+    op_start_.assign(g_.ops.size(), 0);
+    op_enabler_.assign(g_.ops.size(), -1);
+    comm_active_.assign(g_.classes.size(), 0);
+    memory_.resize(g_.classes.size());
+    res_.peak_memory_bytes.resize(g_.classes.size());
+    for (std::size_t c = 0; c < g_.classes.size(); ++c) {
+      memory_[c] = g_.classes[c].static_memory_bytes;
+      res_.peak_memory_bytes[c] = memory_[c];
+    }
+    res_.tasks.resize(n);
+    res_.streams.resize(g_.streams.size());
+    if (opt_.record_timelines) res_.memory_timeline.push_back({0, memory_.empty() ? 0.0 : memory_[0]});
+  }
+
+  SimResult run() {
+    for (std::size_t s = 0; s < g_.streams.size(); ++s) try_start(static_cast<int>(s));
+    engine_.run();
+    for (std::size_t t = 0; t < g_.tasks.size(); ++t)
+      if (state_[t] != State::done)
+        throw std::logic_error("simulation stuck: task \"" + g_.tasks[t].name +
+                               "\" never ran (a dependency cycle or a collective member missing)");
+    account(engine_.now());
+    res_.links = net_.resources();
+    res_.events = engine_.events_fired() ;
+    int last = -1;
+    for (std::size_t t = 0; t < g_.tasks.size(); ++t) {
+      res_.step_ns = std::max(res_.step_ns, res_.tasks[t].end);
+      if (last < 0 || res_.tasks[t].end >= res_.tasks[last].end) last = static_cast<int>(t);
+    }
+    for (int t = last; t >= 0; t = res_.tasks[t].enabler) res_.critical_path.push_back(t);
+    std::reverse(res_.critical_path.begin(), res_.critical_path.end());
+    return std::move(res_);
+  }
+
+  void fire(Engine& e, std::uint64_t tg) override {
+    const std::uint64_t kind = tg >> 60;
+    const int id = static_cast<int>((tg >> 32) & 0x0fffffffu);
+    switch (kind) {
+      case kComputeEnd:
+        if (static_cast<std::uint32_t>(tg) == version_[id] && state_[id] == State::running) finish_task(id);
+        break;
+      case kPhaseStart: start_flow(e, id); break;
+      case kOpFinish: finish_op(id); break;
+      default: assert(false);
+    }
+  }
+
+  void flow_done(Engine& e, std::uint64_t cookie) override {
+    const int op = static_cast<int>(cookie);
+    ++phase_[op];
+    next_phase(e, op);
+  }
+
+ private:
+  enum class State : char { waiting, arrived, running, done };
+
+  int class_of(int task) const { return g_.streams[g_.tasks[task].stream].rank_class; }
+
+  /// Accumulates the representative rank's busy/overlap time up to `now`.
+  void account(Time now) {
+    const Time dt = now - last_account_;
+    if (dt > 0) {
+      if (rep_compute_ > 0) res_.compute_busy_ns += dt;
+      if (rep_comm_ > 0) res_.comm_busy_ns += dt;
+      if (rep_compute_ > 0 && rep_comm_ > 0) res_.overlap_ns += dt;
+    }
+    last_account_ = now;
+  }
+
+  void change_memory(int cls, double delta) {
+    if (delta == 0) return;
+    memory_[cls] += delta;
+    res_.peak_memory_bytes[cls] = std::max(res_.peak_memory_bytes[cls], memory_[cls]);
+    if (cls == 0 && opt_.record_timelines) {
+      auto& tl = res_.memory_timeline;
+      if (!tl.empty() && tl.back().at == engine_.now()) tl.back().bytes = memory_[0];
+      else tl.push_back({engine_.now(), memory_[0]});
+    }
+  }
+
+  double compute_speed(int cls) const {
+    const RankClass& rc = g_.classes[cls];
+    return rc.compute_speed * (comm_active_[cls] > 0 ? 1.0 - rc.comm_slowdown : 1.0);
+  }
+
+  void schedule_compute_end(int t) {
+    ++version_[t];
+    engine_.schedule(engine_.now() + to_ns(remaining_s_[t] / speed_[t]), this, tag(kComputeEnd, t, version_[t]));
+  }
+
+  /// A class's collective count changed: running compute tasks of that class change speed.
+  void set_comm_active(int cls, int delta) {
+    const bool before = comm_active_[cls] > 0;
+    comm_active_[cls] += delta;
+    if ((comm_active_[cls] > 0) == before || g_.classes[cls].comm_slowdown == 0) return;
+    for (std::size_t s = 0; s < g_.streams.size(); ++s) {
+      if (g_.streams[s].rank_class != cls || g_.streams[s].kind != StreamKind::compute) continue;
+      if (head_[s] >= queue_[s].size()) continue;
+      const int t = queue_[s][head_[s]];
+      if (state_[t] != State::running) continue;
+      remaining_s_[t] -= to_seconds(engine_.now() - since_[t]) * speed_[t];
+      remaining_s_[t] = std::max(0.0, remaining_s_[t]);
+      since_[t] = engine_.now();
+      speed_[t] = compute_speed(cls);
+      schedule_compute_end(t);
+    }
+  }
+
+  void try_start(int s) {
+    if (head_[s] >= queue_[s].size()) return;
+    const int t = queue_[s][head_[s]];
+    if (state_[t] != State::waiting || pending_[t] > 0) return;
+    const Task& task = g_.tasks[t];
+    if (task.kind == TaskKind::compute) {
+      account(engine_.now());
+      state_[t] = State::running;
+      res_.tasks[t].start = engine_.now();
+      res_.tasks[t].enabler = enabler_[t];
+      change_memory(class_of(t), task.alloc_bytes);
+      if (class_of(t) == 0) ++rep_compute_;
+      remaining_s_[t] = task.work_s;
+      since_[t] = engine_.now();
+      speed_[t] = compute_speed(class_of(t));
+      schedule_compute_end(t);
+      return;
+    }
+    state_[t] = State::arrived;
+    const int op = task.op;
+    op_enabler_[op] = enabler_[t];  // the last member to arrive decides
+    if (++arrived_[op] == static_cast<int>(g_.ops[op].members.size())) start_op(op);
+  }
+
+  void start_op(int op) {
+    account(engine_.now());
+    op_start_[op] = engine_.now();
+    for (int m : g_.ops[op].members) {
+      state_[m] = State::running;
+      res_.tasks[m].start = engine_.now();
+      res_.tasks[m].enabler = op_enabler_[op];
+      change_memory(class_of(m), g_.tasks[m].alloc_bytes);
+      if (class_of(m) == 0) ++rep_comm_;
+      set_comm_active(class_of(m), +1);
+    }
+    phase_[op] = 0;
+    next_phase(engine_, op);
+  }
+
+  void next_phase(Engine& e, int op) {
+    const CollectiveOp& o = g_.ops[op];
+    if (opt_.free_communication || phase_[op] >= static_cast<int>(o.phases.size())) {
+      e.schedule(e.now(), this, tag(kOpFinish, op));
+      return;
+    }
+    e.schedule(e.now() + to_ns(o.phases[phase_[op]].latency_s), this, tag(kPhaseStart, op));
+  }
+
+  void start_flow(Engine& e, int op) {
+    const CollectiveOp& o = g_.ops[op];
+    const CollectivePhase& ph = o.phases[phase_[op]];
+    std::vector<ResourceUse> uses;
+    for (int m : o.members) {
+      const RankClass& rc = g_.classes[class_of(m)];
+      if (rc.intra_resource >= 0 && ph.intra_load > 0) uses.push_back({rc.intra_resource, ph.intra_load});
+      if (rc.nic_resource >= 0 && ph.inter_load > 0) uses.push_back({rc.nic_resource, ph.inter_load});
+    }
+    net_.start(e, ph.bytes, ph.algbw_GBps * 1e9, std::move(uses), this, static_cast<std::uint64_t>(op));
+  }
+
+  void finish_op(int op) {
+    account(engine_.now());
+    for (int m : g_.ops[op].members) {
+      if (class_of(m) == 0) --rep_comm_;
+      set_comm_active(class_of(m), -1);
+    }
+    for (int m : g_.ops[op].members) end_task(m);
+  }
+
+  void finish_task(int t) {
+    account(engine_.now());
+    if (class_of(t) == 0) --rep_compute_;
+    end_task(t);
+  }
+
+  void end_task(int t) {
+    state_[t] = State::done;
+    res_.tasks[t].end = engine_.now();
+    const int s = g_.tasks[t].stream;
+    res_.streams[s].busy_ns += res_.tasks[t].end - res_.tasks[t].start;
+    change_memory(class_of(t), -g_.tasks[t].free_bytes);
+    ++head_[s];
+    if (head_[s] < queue_[s].size()) enabler_[queue_[s][head_[s]]] = t;
+    for (int n : succ_[t]) {
+      --pending_[n];
+      enabler_[n] = t;
+      if (pending_[n] == 0) try_start(g_.tasks[n].stream);
+    }
+    try_start(s);
+  }
+
+  const StepGraph& g_;
+  SimOptions opt_;
+  Engine engine_;
+  Network net_;
+  SimResult res_;
+
+  std::vector<int> pending_;
+  std::vector<std::vector<int>> succ_;
+  std::vector<int> enabler_;
+  std::vector<State> state_;
+  std::vector<double> remaining_s_;  ///< compute work left at full speed, seconds
+  std::vector<double> speed_;
+  std::vector<Time> since_;
+  std::vector<std::uint32_t> version_;
+  std::vector<std::vector<int>> queue_;
+  std::vector<std::size_t> head_;
+  std::vector<int> arrived_;
+  std::vector<int> phase_;
+  std::vector<Time> op_start_;
+  std::vector<int> op_enabler_;
+  std::vector<int> comm_active_;
+  std::vector<double> memory_;
+  int rep_compute_ = 0;
+  int rep_comm_ = 0;
+  Time last_account_ = 0;
+};
+
+}  // namespace
+
+SimResult simulate(const StepGraph& graph, const SimOptions& options) {
+  Executor ex(graph, options);
+  return ex.run();
+}
+
+}  // namespace stepcast::sim

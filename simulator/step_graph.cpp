@@ -1,0 +1,64 @@
+#include "simulator/step_graph.hpp"
+
+#include <cassert>
+
+namespace stepcast::sim {
+
+int StepGraph::add_stream(std::string name, StreamKind kind, int rank_class) {
+  assert(rank_class >= 0 && rank_class < static_cast<int>(classes.size()));
+  streams.push_back(Stream{std::move(name), kind, rank_class});
+  return static_cast<int>(streams.size()) - 1;
+}
+
+int StepGraph::add_link(std::string name, double capacity_GBps) {
+  assert(capacity_GBps > 0);
+  links.push_back(LinkResource{std::move(name), capacity_GBps});
+  return static_cast<int>(links.size()) - 1;
+}
+
+int StepGraph::add_compute(int stream, std::string name, std::string category, double work_s, double flops,
+                           std::vector<int> deps) {
+  assert(stream >= 0 && stream < static_cast<int>(streams.size()) && work_s >= 0);
+  Task t;
+  t.name = std::move(name);
+  t.category = std::move(category);
+  t.kind = TaskKind::compute;
+  t.stream = stream;
+  t.work_s = work_s;
+  t.flops = flops;
+  t.deps = std::move(deps);
+  tasks.push_back(std::move(t));
+  return static_cast<int>(tasks.size()) - 1;
+}
+
+std::vector<int> StepGraph::add_collective(std::string name, std::string purpose, std::string level,
+                                           Collective c, double bytes,
+                                           std::vector<CollectivePhase> phases,
+                                           const std::vector<std::pair<int, std::vector<int>>>& members) {
+  assert(!members.empty());
+  CollectiveOp op;
+  op.name = name;
+  op.purpose = std::move(purpose);
+  op.level = std::move(level);
+  op.collective = c;
+  op.bytes = bytes;
+  op.phases = std::move(phases);
+  const int op_id = static_cast<int>(ops.size());
+  std::vector<int> ids;
+  for (const auto& [stream, deps] : members) {
+    Task t;
+    t.name = name;
+    t.category = std::string(stepcast::name(c));
+    t.kind = TaskKind::collective;
+    t.stream = stream;
+    t.op = op_id;
+    t.deps = deps;
+    tasks.push_back(std::move(t));
+    ids.push_back(static_cast<int>(tasks.size()) - 1);
+  }
+  op.members = ids;
+  ops.push_back(std::move(op));
+  return ids;
+}
+
+}  // namespace stepcast::sim
