@@ -275,3 +275,49 @@ TEST_CASE("hierarchical: intra reduce-scatter, rail all-reduce on S/ppn, intra a
   CHECK(collective_cost(Collective::all_gather, S, f, "hierarchical").time_s > 0);
   CHECK(collective_cost(Collective::reduce_scatter, S, f, "hierarchical").time_s > 0);
 }
+
+TEST_CASE("the phases of a collective add up to its cost, and alone each runs at its algbw") {
+  const std::vector<CommFabric> fabrics = {dgx_a100(), dgx_h100(), h100_ndr(2), h100_ndr(16), p4d_efa(4), pcie4(4),
+                                           cluster(dgx_a100(), 2, 0.117)};
+  for (const CommFabric& f : fabrics) {
+    for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter}) {
+      for (const std::string algo : {"auto", "ring", "tree", "nvls", "hierarchical"}) {
+        for (double bytes : {8.0, 65536.0, 25e6, 4e9}) {
+          CollectiveCost cost;
+          try {
+            cost = collective_cost(c, bytes, f, algo);
+          } catch (const std::invalid_argument&) {
+            CHECK_THROWS_AS(collective_phases(c, bytes, f, algo), std::invalid_argument);
+            continue;
+          }
+          const auto phases = collective_phases(c, bytes, f, algo);
+          double sum = 0;
+          for (const CollectivePhase& ph : phases) {
+            sum += ph.time_s();
+            // Level bandwidth / load never binds below algbw: alone, the phase is unhindered.
+            if (ph.intra_load > 0) CHECK(f.intra.bw_GBps / ph.intra_load >= ph.algbw_GBps * (1 - 1e-12));
+            if (ph.inter_load > 0) CHECK(f.inter->bw_GBps / ph.inter_load >= ph.algbw_GBps * (1 - 1e-12));
+          }
+          CAPTURE(name(c));
+          CAPTURE(algo);
+          CAPTURE(bytes);
+          CHECK(sum == doctest::Approx(cost.time_s).epsilon(1e-12));
+          CHECK(phases.size() == (algo == "hierarchical" || cost.algorithm == "hierarchical" ? 2u + (c == Collective::all_reduce) : 1u));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("an inter-node collective per GPU shares the node's NICs: its load counts all rails") {
+  const CommFabric f = h100_ndr(4);
+  const CommFabric rails = restrict_fabric(f, "inter-node");
+  CHECK(rails.intra.ranks == 1);
+  CHECK(rails.nic_sharing == 8);
+  CHECK(rails.inter->bw_GBps == doctest::Approx(376.0 / 8));
+  const auto phases = collective_phases(Collective::all_reduce, 1e9, rails, "ring");
+  REQUIRE(phases.size() == 1);
+  // Ring all-reduce over 4 nodes: 2(n-1)/n = 1.5 per rail, 8 rails through the node's NICs.
+  CHECK(phases[0].inter_load == doctest::Approx(1.5 * 8));
+  CHECK_THROWS_AS(restrict_fabric(f, "sideways"), std::invalid_argument);
+}

@@ -1,30 +1,51 @@
 #include "simulator/bounds.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace stepcast::sim {
 
 StepBounds closed_form_bounds(const StepGraph& g) {
   StepBounds b;
+  // The slowest class sets the pace: every collective waits for all of them.
+  std::vector<double> compute(g.classes.size(), 0.0), optimizer(g.classes.size(), 0.0);
   for (const Task& t : g.tasks) {
-    if (t.kind != TaskKind::compute || g.streams[t.stream].rank_class != 0) continue;
-    const double s = t.work_s / g.classes[0].compute_speed;
-    b.compute_s += s;
-    if (t.category == "optimizer") b.optimizer_s += s;
+    if (t.kind != TaskKind::compute) continue;
+    const int c = g.streams[t.stream].rank_class;
+    const double s = t.work_s / g.classes[c].compute_speed;
+    compute[c] += s;
+    if (t.category == "optimizer") optimizer[c] += s;
   }
-  std::vector<double> link_s(g.links.size(), 0.0);
-  const RankClass& rc = g.classes[0];
-  for (const CollectiveOp& op : g.ops) {
-    for (const CollectivePhase& ph : op.phases) {
-      b.comm_total_s += ph.time_s();
-      if (rc.intra_resource >= 0)
-        link_s[rc.intra_resource] += ph.bytes * ph.intra_load / (g.links[rc.intra_resource].capacity_GBps * 1e9);
-      if (rc.nic_resource >= 0)
-        link_s[rc.nic_resource] += ph.bytes * ph.inter_load / (g.links[rc.nic_resource].capacity_GBps * 1e9);
+  for (std::size_t c = 0; c < g.classes.size(); ++c) {
+    if (compute[c] >= b.compute_s) {
+      b.compute_s = compute[c];
+      b.optimizer_s = optimizer[c];
     }
   }
-  for (int op : g.unhideable_ops)
-    for (const CollectivePhase& ph : g.ops[op].phases) b.unhideable_s += ph.time_s();
+
+  std::vector<double> link_s(g.links.size(), 0.0);
+  auto capacity_Bps = [&](int link) { return g.links[link].capacity_GBps * 1e9; };
+  for (const CollectiveOp& op : g.ops) {
+    for (const CollectivePhase& ph : op.phases) {
+      // Alone, a phase runs at its algbw unless a member's link is slower than modelled.
+      double rate_Bps = ph.algbw_GBps * 1e9;
+      for (int m : op.members) {
+        const RankClass& rc = g.classes[g.streams[g.tasks[m].stream].rank_class];
+        if (rc.intra_resource >= 0 && ph.intra_load > 0) {
+          rate_Bps = std::min(rate_Bps, capacity_Bps(rc.intra_resource) / ph.intra_load);
+          link_s[rc.intra_resource] += ph.bytes * ph.intra_load / capacity_Bps(rc.intra_resource);
+        }
+        if (rc.nic_resource >= 0 && ph.inter_load > 0) {
+          rate_Bps = std::min(rate_Bps, capacity_Bps(rc.nic_resource) / ph.inter_load);
+          link_s[rc.nic_resource] += ph.bytes * ph.inter_load / capacity_Bps(rc.nic_resource);
+        }
+      }
+      const double alone_s = ph.latency_s + (ph.bytes > 0 ? ph.bytes / rate_Bps : 0.0);
+      b.comm_total_s += alone_s;
+      if (std::find(g.unhideable_ops.begin(), g.unhideable_ops.end(), &op - g.ops.data()) != g.unhideable_ops.end())
+        b.unhideable_s += alone_s;
+    }
+  }
   for (double s : link_s) b.network_floor_s = std::max(b.network_floor_s, s);
   b.no_overlap_s = b.compute_s + b.comm_total_s;
   b.perfect_overlap_s =

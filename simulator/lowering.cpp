@@ -36,43 +36,55 @@ class Lowering {
   explicit Lowering(const StepPlan& p) : p_(p) {}
 
   StepGraph run() {
-    RankClass rc;
-    rc.name = "all ranks";
-    rc.ranks = p_.gpus;
-    rc.nodes = p_.nodes;
-    rc.comm_slowdown = p_.comm_slowdown;
-    rc.static_memory_bytes = p_.static_memory_bytes;
-    g_.classes.push_back(rc);
-    if (p_.gpus_per_node > 1)
-      g_.classes[0].intra_resource =
-          g_.add_link(fmt::format("intra-node ring per GPU ({})", p_.fabric.intra.kind), p_.fabric.intra.bw_GBps);
-    if (p_.nodes > 1 && p_.fabric.inter)
-      g_.classes[0].nic_resource =
-          g_.add_link(fmt::format("NICs per node ({})", p_.fabric.inter->kind), p_.fabric.inter->bw_GBps);
-
-    compute_ = g_.add_stream("compute", StreamKind::compute, 0);
-    if (p_.comm_on_compute_stream) {
-      gather_ = reduce_ = compute_;
-    } else {
-      gather_ = g_.add_stream(sharded_params() ? "nccl all-gather" : "nccl", StreamKind::communication, 0);
-      reduce_ = sharded_params() || zero12() ? g_.add_stream("nccl reduce", StreamKind::communication, 0) : gather_;
+    std::vector<RankGroup> groups = p_.groups;
+    if (groups.empty()) groups.push_back(RankGroup{"all ranks", p_.gpus, p_.nodes, 1.0, 1.0});
+    for (const RankGroup& grp : groups) {
+      RankClass rc;
+      rc.name = grp.name;
+      rc.ranks = grp.ranks;
+      rc.nodes = grp.nodes;
+      rc.compute_speed = grp.compute_speed;
+      rc.comm_slowdown = p_.comm_slowdown;
+      rc.static_memory_bytes = p_.static_memory_bytes;
+      const int c = static_cast<int>(g_.classes.size());
+      g_.classes.push_back(rc);
+      const std::string who = groups.size() > 1 ? " [" + grp.name + "]" : "";
+      if (p_.gpus_per_node > 1)
+        g_.classes[c].intra_resource = g_.add_link(
+            fmt::format("intra-node ring per GPU ({}){}", p_.fabric.intra.kind, who),
+            p_.fabric.intra.bw_GBps * grp.link_speed);
+      if (p_.nodes > 1 && p_.fabric.inter)
+        g_.classes[c].nic_resource = g_.add_link(fmt::format("NICs per node ({}){}", p_.fabric.inter->kind, who),
+                                                 p_.fabric.inter->bw_GBps * grp.link_speed);
+      const int cs = g_.add_stream("compute", StreamKind::compute, c);
+      compute_.push_back(cs);
+      if (p_.comm_on_compute_stream) {
+        gather_.push_back(cs);
+        reduce_.push_back(cs);
+      } else {
+        const int gs = g_.add_stream(sharded_params() ? "nccl all-gather" : "nccl", StreamKind::communication, c);
+        gather_.push_back(gs);
+        reduce_.push_back(sharded_params() || zero12() ? g_.add_stream("nccl reduce", StreamKind::communication, c)
+                                                       : gs);
+      }
     }
+    classes_ = static_cast<int>(g_.classes.size());
 
     const double L = p_.layers;
     fwd_s_ = std::max(0.0, p_.micro.forward_s - p_.micro.head_forward_s) / L;
     bwd_s_ = std::max(0.0, p_.micro.backward_s - p_.micro.head_backward_s) / L;
     rec_s_ = p_.micro.recompute_s / L;
 
-    std::vector<int> grads_done;  // the last reduction of each stream before the optimizer
+    std::vector<int> grads_done;  // the last reduction before the optimizer
     for (int k = 0; k < p_.micro_steps; ++k) micro_step(k, k + 1 == p_.micro_steps);
     if (last_reduce_ >= 0) grads_done.push_back(last_reduce_);
-    const int opt = g_.add_compute(compute_, "optimizer step", "optimizer", p_.optimizer_s, 0, grads_done);
+    const int opt = compute("optimizer step", "optimizer", p_.optimizer_s, grads_done);
     if (zero12() && p_.gpus > 1) {
       // DeepSpeed gathers the updated parameter partitions inside step(), bucket by bucket.
       const auto sizes = bucket_sizes(p_.layers * p_.layer_grad_bytes + p_.root_grad_bytes, p_.bucket_bytes,
                                       p_.bucket_bytes);
       for (std::size_t b = 0; b < sizes.size(); ++b) {
-        const int t = collective(gather_, fmt::format("all-gather params bucket {}", b), "parameter all-gather (after step)",
+        const int t = collective(Lane::gather, fmt::format("all-gather params bucket {}", b), "parameter all-gather (after step)",
                                  Collective::all_gather, sizes[b], "all", {opt});
         g_.unhideable_ops.push_back(g_.tasks[t].op);
       }
@@ -91,24 +103,47 @@ class Lowering {
   /// Bytes a gathered unit adds on top of the shard already held.
   double gathered(double bytes) const { return bytes * (1.0 - 1.0 / shard_ranks()); }
 
-  int collective(int stream, std::string name, std::string purpose, Collective c, double bytes,
-                 const char* level, std::vector<int> deps, double alloc = 0, double free = 0) {
+  enum class Lane { gather, reduce };
+
+  /// A collective across every rank class; `deps` are class-0 task ids (the tasks of class
+  /// c are added right after, so class c's copy of task t is t + c). Returns class 0's id.
+  int collective(Lane lane, std::string name, std::string purpose, Collective c, double bytes,
+                 const char* level, const std::vector<int>& deps, double alloc = 0, double free = 0) {
     const CommFabric f = restrict_fabric(p_.fabric, level);
     std::vector<CollectivePhase> phases;
     if (f.ranks() > 1 && bytes > 0) phases = collective_phases(c, bytes, f, p_.algorithm);
-    const auto ids = g_.add_collective(std::move(name), std::move(purpose), level, c, bytes, std::move(phases),
-                                       {{stream, std::move(deps)}});
-    g_.tasks[ids[0]].alloc_bytes = alloc;
-    g_.tasks[ids[0]].free_bytes = free;
+    std::vector<std::pair<int, std::vector<int>>> members;
+    for (int k = 0; k < classes_; ++k)
+      members.push_back({lane == Lane::gather ? gather_[k] : reduce_[k], shifted(deps, k)});
+    const auto ids = g_.add_collective(std::move(name), std::move(purpose), level, c, bytes, std::move(phases), members);
+    for (int id : ids) {
+      g_.tasks[id].alloc_bytes = alloc;
+      g_.tasks[id].free_bytes = free;
+    }
     return ids[0];
   }
 
-  int compute(std::string name, std::string category, double s, std::vector<int> deps = {}, double alloc = 0,
-              double free = 0) {
-    const int t = g_.add_compute(compute_, std::move(name), std::move(category), s, 0, std::move(deps));
-    g_.tasks[t].alloc_bytes = alloc;
-    g_.tasks[t].free_bytes = free;
-    return t;
+  /// A compute task on every rank class; returns class 0's id (class c's is that + c).
+  int compute(const std::string& name, const std::string& category, double s, const std::vector<int>& deps = {},
+              double alloc = 0, double free = 0) {
+    int first = -1;
+    for (int k = 0; k < classes_; ++k) {
+      const int t = g_.add_compute(compute_[k], name, category, s, 0, shifted(deps, k));
+      g_.tasks[t].alloc_bytes = alloc;
+      g_.tasks[t].free_bytes = free;
+      if (k == 0) first = t;
+    }
+    return first;
+  }
+
+  static std::vector<int> shifted(const std::vector<int>& deps, int k) {
+    std::vector<int> out(deps);
+    for (int& d : out) d += k;
+    return out;
+  }
+
+  void add_free(int task, double bytes) {
+    for (int k = 0; k < classes_; ++k) g_.tasks[task + k].free_bytes += bytes;
   }
 
   void micro_step(int k, bool last) {
@@ -139,7 +174,7 @@ class Lowering {
     } else if (st == Strategy::fsdp_no_shard && last) {
       for (std::size_t c = 0; c < chunks.size(); ++c) {
         if (chunks[c].bytes <= 0) continue;
-        last_reduce_ = collective(reduce_, fmt::format("all-reduce unit {}{}", c, mk), "gradient all-reduce (per FSDP unit)",
+        last_reduce_ = collective(Lane::reduce, fmt::format("all-reduce unit {}{}", c, mk), "gradient all-reduce (per FSDP unit)",
                                   Collective::all_reduce, chunks[c].bytes, "all", {chunks[c].task});
       }
       if (last_reduce_ >= 0) g_.unhideable_ops.push_back(g_.tasks[last_reduce_].op);
@@ -155,7 +190,7 @@ class Lowering {
     double cap = first_cap, fill = 0;
     int n = 0, ready = -1;
     auto launch = [&] {
-      last_reduce_ = collective(reduce_, fmt::format("{} bucket {}{}", name(c), n++, mk), purpose, c, fill, "all", {ready});
+      last_reduce_ = collective(Lane::reduce, fmt::format("{} bucket {}{}", name(c), n++, mk), purpose, c, fill, "all", {ready});
       fill = 0;
       cap = p_.bucket_bytes;
     };
@@ -181,16 +216,19 @@ class Lowering {
     const bool hybrid_across = p_.strategy == Strategy::fsdp_hybrid_shard && p_.nodes > 1;
     const int L = p_.layers;
     const int pf = std::max(0, p_.prefetch_layers);
-    const double unit = gathered(p_.layer_param_bytes);
+    // SHARD_GRAD_OP's parameters stay gathered from forward to backward, so the memory
+    // model counts them whole among the static weights: nothing extra to allocate.
+    const double unit = keep_for_backward ? 0.0 : gathered(p_.layer_param_bytes);
 
     // Forward: the root unit, then each layer gathered up to `pf` layers ahead of use.
-    const int ag_root = collective(gather_, "all-gather root" + mk, "parameter all-gather (forward)",
-                                   Collective::all_gather, p_.root_param_bytes, level, {}, gathered(p_.root_param_bytes));
+    const int ag_root = collective(Lane::gather, "all-gather root" + mk, "parameter all-gather (forward)",
+                                   Collective::all_gather, p_.root_param_bytes, level, {},
+                                   keep_for_backward ? 0.0 : gathered(p_.root_param_bytes));
     std::vector<int> fwd(L + 1, -1), agf(L + 1, -1);
     for (int i = 1; i <= L; ++i) {
       std::vector<int> deps;
       if (i - 1 - pf >= 1) deps.push_back(fwd[i - 1 - pf]);
-      agf[i] = collective(gather_, fmt::format("all-gather L{} (fwd){}", i, mk), "parameter all-gather (forward)",
+      agf[i] = collective(Lane::gather, fmt::format("all-gather L{} (fwd){}", i, mk), "parameter all-gather (forward)",
                           Collective::all_gather, p_.layer_param_bytes, level, deps, unit);
       std::vector<int> fdeps = {agf[i]};
       if (i == 1) fdeps.push_back(ag_root);
@@ -212,7 +250,7 @@ class Lowering {
       if (!keep_for_backward) {
         std::vector<int> deps;
         if (i + 1 + pf <= L) deps.push_back(bwd[i + 1 + pf]);
-        bdeps.push_back(collective(gather_, fmt::format("all-gather L{} (bwd){}", i, mk),
+        bdeps.push_back(collective(Lane::gather, fmt::format("all-gather L{} (bwd){}", i, mk),
                                    "parameter all-gather (backward)", Collective::all_gather, p_.layer_param_bytes,
                                    level, deps, unit));
       }
@@ -223,23 +261,24 @@ class Lowering {
     }
     // The root unit's gradients (embeddings, LM head) are complete after the last layer.
     reduce_unit("root" + mk, p_.root_grad_bytes, bwd[1], level, hybrid_across);
-    g_.tasks[bwd[1]].free_bytes += gathered(p_.root_param_bytes);
+    if (!keep_for_backward) add_free(bwd[1], gathered(p_.root_param_bytes));
     if (last && last_reduce_ >= 0) g_.unhideable_ops.push_back(g_.tasks[last_reduce_].op);
   }
 
   void reduce_unit(const std::string& what, double grad_bytes, int after, const char* level, bool across) {
     if (grad_bytes <= 0) return;
     const double shard = grad_bytes / shard_ranks();
-    last_reduce_ = collective(reduce_, "reduce-scatter " + what, "gradient reduce-scatter", Collective::reduce_scatter,
+    last_reduce_ = collective(Lane::reduce, "reduce-scatter " + what, "gradient reduce-scatter", Collective::reduce_scatter,
                               grad_bytes, level, {after}, 0, grad_bytes - shard);
     if (across)
-      last_reduce_ = collective(reduce_, "all-reduce across nodes " + what, "gradient all-reduce across nodes (shard)",
+      last_reduce_ = collective(Lane::reduce, "all-reduce across nodes " + what, "gradient all-reduce across nodes (shard)",
                                 Collective::all_reduce, shard, "inter-node", {last_reduce_});
   }
 
   const StepPlan& p_;
   StepGraph g_;
-  int compute_ = -1, gather_ = -1, reduce_ = -1;
+  std::vector<int> compute_, gather_, reduce_;  ///< streams per class
+  int classes_ = 1;
   double fwd_s_ = 0, bwd_s_ = 0, rec_s_ = 0;
   int last_reduce_ = -1;
 };

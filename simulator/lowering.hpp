@@ -33,6 +33,15 @@
 
 namespace stepcast::sim {
 
+/// Ranks that behave alike: simulated once, as one RankClass.
+struct RankGroup {
+  std::string name;
+  int ranks = 1;
+  int nodes = 1;
+  double compute_speed = 1.0;  ///< relative to the modelled GPU (a straggler: < 1)
+  double link_speed = 1.0;     ///< relative to the modelled links (a degraded NIC: < 1)
+};
+
 struct StepPlan {
   Strategy strategy = Strategy::ddp;
   int micro_steps = 1;
@@ -62,6 +71,10 @@ struct StepPlan {
   double logits_bytes = 0;
   double static_memory_bytes = 0;    ///< held all step (weights shard, grads, optimizer, ...)
   double comm_slowdown = 0;          ///< RankClass::comm_slowdown
+
+  /// Rank classes; empty: all ranks alike (one class). The first is the representative
+  /// rank of the reports; list the most numerous first.
+  std::vector<RankGroup> groups;
 
   /// Limiting case: every collective on the compute stream (nothing overlaps).
   bool comm_on_compute_stream = false;

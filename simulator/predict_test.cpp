@@ -26,7 +26,7 @@ const std::string kTwoNodes1g =
 
 }  // namespace
 
-TEST_CASE("the point estimate lies between the perfect-overlap and no-overlap bounds for every strategy") {
+TEST_CASE("the simulated step lies between the perfect-overlap and no-overlap bounds for every strategy") {
   for (const std::string& st : strategy_names()) {
     CAPTURE(st);
     Prediction p = predict(parse_scenario(scenario(st, kTwoNodes100g), "t.json"));
@@ -105,4 +105,42 @@ TEST_CASE("GPU counts above one node must fill whole nodes") {
   Scenario s = parse_scenario(scenario("ddp", kTwoNodes100g), "t.json");
   CHECK_THROWS_AS(with_gpus(s, 12), std::invalid_argument);
   CHECK(with_gpus(s, 32).hardware.nodes == 4);
+}
+
+TEST_CASE("limiting case: with free communication the simulated step is compute alone") {
+  PredictOptions o;
+  o.free_communication = true;
+  for (const std::string& st : strategy_names()) {
+    CAPTURE(st);
+    const Prediction p = predict(parse_scenario(scenario(st, kTwoNodes1g), "t.json"), o);
+    CHECK(p.step_time_s == doctest::Approx(p.compute_s).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("limiting case: with every collective on the compute stream the step is the no-overlap bound") {
+  PredictOptions o;
+  o.comm_on_compute_stream = true;
+  for (const std::string& st : strategy_names()) {
+    CAPTURE(st);
+    const Prediction p = predict(parse_scenario(scenario(st, kTwoNodes100g), "t.json"), o);
+    CHECK(p.step_time_s == doctest::Approx(p.step_no_overlap_s).epsilon(1e-6));
+    CHECK(p.comm_hidden_s == 0);
+  }
+}
+
+TEST_CASE("the simulated peak memory agrees with the memory model within 10%") {
+  // The model adds every term at its peak; the simulation adds the static terms and the
+  // live allocations at each instant. Fragmentation is the model's alone. On a fast
+  // network: over a slow one, unsharded gradients queue behind slow reductions in the
+  // simulation (as in FSDP), which the model does not count.
+  const std::string two_nodes_ib =
+      R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 16})";
+  for (const std::string& st : strategy_names()) {
+    CAPTURE(st);
+    const Prediction p = predict(parse_scenario(scenario(st, two_nodes_ib), "t.json"));
+    double fragmentation = 0;
+    for (const auto& t : p.memory.terms)
+      if (t.name == "fragmentation") fragmentation = t.bytes;
+    CHECK(p.simulated_peak_memory_bytes == doctest::Approx(p.memory.total_bytes - fragmentation).epsilon(0.10));
+  }
 }

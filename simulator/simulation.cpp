@@ -142,7 +142,7 @@ class Executor final : public Component, public Network::Listener {
       if (g_.streams[s].rank_class != cls || g_.streams[s].kind != StreamKind::compute) continue;
       if (head_[s] >= queue_[s].size()) continue;
       const int t = queue_[s][head_[s]];
-      if (state_[t] != State::running) continue;
+      if (state_[t] != State::running || g_.tasks[t].kind != TaskKind::compute) continue;
       remaining_s_[t] -= to_seconds(engine_.now() - since_[t]) * speed_[t];
       remaining_s_[t] = std::max(0.0, remaining_s_[t]);
       since_[t] = engine_.now();
