@@ -134,6 +134,17 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
   plan.fabric = fabric;
   plan.algorithm = s.strategy.algorithm;
   plan.comm_on_compute_stream = options.comm_on_compute_stream;
+  if (!s.hardware.stragglers.empty()) {
+    int typical = nodes;
+    for (const StragglerSpec& st : s.hardware.stragglers) typical -= st.nodes;
+    plan.groups.push_back(sim::RankGroup{"typical nodes", typical * ppn, typical, 1.0, 1.0});
+    for (const StragglerSpec& st : s.hardware.stragglers) {
+      plan.groups.push_back(sim::RankGroup{st.name, st.nodes * ppn, st.nodes, st.compute_speed, st.link_speed});
+      p.assumptions.push_back(fmt::format("{}: {} node(s) at {:.0f}% compute and {:.0f}% link speed, simulated as "
+                                          "their own rank class",
+                                          st.name, st.nodes, 100 * st.compute_speed, 100 * st.link_speed));
+    }
+  }
   const int channels = gpus > 1 ? nccl_channels(fabric) : 0;
   plan.comm_slowdown = std::min(0.5, static_cast<double>(channels) / gpu.sm_count);
   p.comm_slowdown = plan.comm_slowdown;

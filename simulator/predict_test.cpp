@@ -144,3 +144,29 @@ TEST_CASE("the simulated peak memory agrees with the memory model within 10%") {
     CHECK(p.simulated_peak_memory_bytes == doctest::Approx(p.memory.total_bytes - fragmentation).epsilon(0.10));
   }
 }
+
+TEST_CASE("a straggler node is simulated as its own class and slows every step it takes part in") {
+  const std::string base =
+      R"({"box": "dgx-a100", "nodes": 4, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 32)";
+  const Prediction alike = predict(parse_scenario(scenario("ddp", base + "}"), "t.json"));
+  const Prediction slow_gpu = predict(parse_scenario(
+      scenario("ddp", base + R"(, "stragglers": [{"name": "throttled", "nodes": 1, "compute_speed": 0.8, "link_speed": 1}]})"),
+      "t.json"));
+  const Prediction slow_nic = predict(parse_scenario(
+      scenario("ddp", base + R"(, "stragglers": [{"name": "bad NIC", "nodes": 1, "compute_speed": 1, "link_speed": 0.1}]})"),
+      "t.json"));
+  // Every collective waits for the throttled node: the step is paced by its compute.
+  CHECK(slow_gpu.step_time_s > alike.step_time_s * 1.2);
+  CHECK(slow_nic.step_time_s > alike.step_time_s);
+  CHECK(slow_gpu.links.size() == 2 * alike.links.size());  // each class has its own links
+  CHECK(slow_gpu.step_time_s <= slow_gpu.step_no_overlap_s * (1 + 1e-9));
+  CHECK(slow_gpu.step_time_s >= slow_gpu.step_perfect_overlap_s * (1 - 1e-9));
+  CHECK_THROWS_AS(
+      with_gpus(parse_scenario(scenario("ddp", base + R"(, "stragglers": [{"name": "x", "nodes": 1, "compute_speed": 0.5, "link_speed": 1}]})"),
+                               "t.json"),
+                8),
+      std::invalid_argument);
+  CHECK_THROWS_AS(parse_scenario(scenario("ddp", base + R"(, "stragglers": [{"name": "x", "nodes": 4, "compute_speed": 0.5, "link_speed": 1}]})"),
+                                 "t.json"),
+                  InputError);
+}

@@ -138,6 +138,25 @@ HardwareChoice parse_hardware(JsonObject& obj) {
                                 ") when using more than one node, got " + std::to_string(gpus));
   h.nodes = gpus > box.gpus ? static_cast<int>(gpus / box.gpus) : 1;
   h.gpus_per_node = gpus > box.gpus ? box.gpus : static_cast<int>(gpus);
+  if (auto list = obj.optional_array("stragglers")) {
+    int straggling = 0;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      JsonObject o = list->object(i);
+      StragglerSpec st;
+      st.name = o.string("name");
+      st.nodes = static_cast<int>(o.integer("nodes", 1));
+      st.compute_speed = o.positive("compute_speed");
+      st.link_speed = o.positive("link_speed");
+      if (st.compute_speed > 10) throw o.error("compute_speed", "expected a speed ratio in (0, 10]");
+      if (st.link_speed > 10) throw o.error("link_speed", "expected a speed ratio in (0, 10]");
+      o.finish();
+      straggling += st.nodes;
+      if (straggling >= h.nodes)
+        throw o.error("nodes", "expected the straggler groups to cover fewer than the " + std::to_string(h.nodes) +
+                                   " nodes in use (the rest are the typical ranks)");
+      h.stragglers.push_back(st);
+    }
+  }
   obj.finish();
   return h;
 }
@@ -210,6 +229,12 @@ Scenario with_gpus(const Scenario& s, int gpus) {
   if (gpus < 1) throw std::invalid_argument("GPU count must be >= 1, got " + std::to_string(gpus));
   const BoxSpec& box = *find_box(s.hardware.cluster.box);
   Scenario out = s;
+  int straggling = 0;
+  for (const StragglerSpec& st : s.hardware.stragglers) straggling += st.nodes;
+  if (straggling > 0 && gpus <= straggling * box.gpus)
+    throw std::invalid_argument(std::to_string(gpus) + " GPUs fill at most " + std::to_string((gpus + box.gpus - 1) / box.gpus) +
+                                " node(s), but the scenario's straggler groups cover " + std::to_string(straggling) +
+                                "; more nodes are needed for the typical ranks");
   if (gpus <= box.gpus) {
     out.hardware.nodes = 1;
     out.hardware.gpus_per_node = gpus;

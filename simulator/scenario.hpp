@@ -37,10 +37,20 @@ struct StrategySpec {
   std::string algorithm = "auto";    ///< collective algorithm (a registered name or "auto")
 };
 
+/// Whole nodes that differ from the rest: slower GPUs (thermal throttling, an older part)
+/// or slower links (a degraded NIC or NVLink). Simulated as their own rank class.
+struct StragglerSpec {
+  std::string name;                  ///< "throttled node"
+  int nodes = 1;                     ///< how many nodes behave like this
+  double compute_speed = 1.0;        ///< relative to the catalog GPU, (0, 10]
+  double link_speed = 1.0;           ///< relative to the catalog links, (0, 10]
+};
+
 struct HardwareChoice {
   ClusterSpec cluster;               ///< box + nodes + network
   int nodes = 1;                     ///< nodes used
   int gpus_per_node = 1;             ///< GPUs used in each node
+  std::vector<StragglerSpec> stragglers;  ///< nodes that differ (the others are alike)
   int gpus() const { return nodes * gpus_per_node; }
 };
 
