@@ -2,8 +2,8 @@
 /// The `stepcast` command: argument parsing (CLI11), dispatch to the library, and exit
 /// codes. Reports are built by report_text.cpp / report_json.cpp; this file only writes
 /// them. Exit codes: 0 success, 2 bad input (an unreadable or invalid scenario or catalog,
-/// a bad command line), 1 internal error (anything else). Every error is one line on stderr:
-/// `stepcast: error: <message>`.
+/// a bad command line, a --trace file that cannot be written), 1 internal error (anything
+/// else). Every error is one line on stderr: `stepcast: error: <message>`.
 
 #include "cli/report.hpp"
 
@@ -11,6 +11,7 @@
 #include "model/types.hpp"
 #include "simulator/predict.hpp"
 #include "simulator/scenario.hpp"
+#include "simulator/trace.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -18,7 +19,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -50,6 +53,19 @@ void error(std::string_view message) { fmt::print(stderr, "stepcast: error: {}\n
 void write(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
+}
+
+/// Writes `text` to the file at `path` (created or replaced); a path that cannot be
+/// written is bad input, named with the reason.
+void write_file(const std::string& path, const std::string& text, std::string_view what) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw UserError(fmt::format("cannot write the {} {}: {}", what, path, std::strerror(errno)));
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const int write_errno = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!written || !closed)
+    throw UserError(fmt::format("cannot write the {} {}: {}", what, path,
+                                std::strerror(written ? errno : write_errno)));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -128,7 +144,8 @@ std::string exit_code_help() {
          "  0  success\n"
          "  1  internal error (a bug in stepcast; please report it with the scenario)\n"
          "  2  bad input: a scenario or catalog file that cannot be read or is invalid (the\n"
-         "     message names the file and the JSON path), or a bad command line\n";
+         "     message names the file and the JSON path), a bad command line, or a --trace\n"
+         "     file that cannot be written (the message names it)\n";
 }
 
 /// Seed scenarios the examples use (the tests predict every seed, so these stay valid).
@@ -145,7 +162,9 @@ std::string examples(const std::vector<std::pair<std::string, std::string>>& lin
 std::string predict_examples() {
   return examples({{fmt::format("stepcast predict {}", kSeed), "text report"},
                    {fmt::format("stepcast predict {} --gpus 4 --json", kSeed),
-                    "the same scenario on 4 of its 8 GPUs, as one JSON object"}});
+                    "the same scenario on 4 of its 8 GPUs, as one JSON object"},
+                   {fmt::format("stepcast predict {} --trace /tmp/gpt2-xl-step.json", kSeed),
+                    "also write the simulated step's timeline; open it in https://ui.perfetto.dev"}});
 }
 
 std::string scale_examples() {
@@ -198,13 +217,24 @@ struct PredictArgs {
   std::string scenario;
   int gpus = 0;  ///< 0: as the scenario says
   bool json = false;
+  std::string trace;  ///< Chrome trace file to write; empty: none
 };
 
 int run_predict(const PredictArgs& args) {
   Scenario s = load(args.scenario);
   if (args.gpus > 0) s = on_gpus(s, args.gpus);
-  const Prediction p = predict(s);
-  write(args.json ? cli::predict_json(s, p) : cli::predict_text(s, p));
+  PredictOptions options;
+  options.keep_simulation = options.record_timelines = !args.trace.empty();
+  const Prediction p = predict(s, options);
+  if (!args.trace.empty()) {
+    if (!p.simulation) throw std::logic_error("predict kept no simulation for the trace");
+    const std::string title = fmt::format("{} on {} GPUs ({})", p.scenario.empty() ? s.name : p.scenario,
+                                          p.gpus, name(p.strategy));
+    write_file(args.trace,
+               sim::chrome_trace_json(p.simulation->graph, p.simulation->result, title),
+               "trace file");
+  }
+  write(args.json ? cli::predict_json(s, p, args.trace) : cli::predict_text(s, p, args.trace));
   return kExitOk;
 }
 
@@ -302,13 +332,30 @@ int run(int argc, char** argv) {
                           "(whole nodes above one box)")
       ->check(gpu_count());
   predict_cmd->add_flag("--json", pa.json, "Print one JSON object instead of the text report");
+  predict_cmd->add_option("--trace", pa.trace,
+                          "Also write the simulated step as a Chrome trace (JSON)\n"
+                          "to FILE; open it in https://ui.perfetto.dev")
+      ->option_text("FILE")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return text.empty() ? "expected a file name for the trace, got an empty one" : "";
+          },
+          "FILE", "trace_file"));
   predict_cmd->footer(footer(
-      "The report: step time and its parts (forward, backward, recompute, optimizer, exposed\n"
-      "and hidden communication) with the perfect-overlap and no-overlap bounds; tokens/s,\n"
-      "samples/s, MFU and HFU with the peak used; steps, time and cost per epoch; memory per\n"
-      "GPU term by term with the verdict (FITS / TIGHT / OUT OF MEMORY); each collective with\n"
-      "its size, algorithm, time and bus bandwidth; the fabric; the assumptions; and measured\n"
-      "vs predicted with the error when the scenario has measured figures.\n",
+      "The report: the simulated step time and its parts (forward, backward, recompute,\n"
+      "optimizer, compute slowed by NCCL, exposed and hidden communication, idle) with the\n"
+      "closed-form perfect-overlap and no-overlap bounds; the simulation: compute and\n"
+      "communication busy time, overlap ratio, time per stream and per link, the critical\n"
+      "path by category with its longest tasks, peak memory; tokens/s, samples/s, MFU and\n"
+      "HFU with the peak used; steps, time and cost per epoch; memory per GPU term by term\n"
+      "with the verdict (FITS / TIGHT / OUT OF MEMORY); each collective with its size,\n"
+      "algorithm, time and bus bandwidth; the fabric; the assumptions; and measured vs\n"
+      "predicted with the error when the scenario has measured figures.\n"
+      "\n"
+      "--trace FILE writes the simulated step in the Trace Event Format (Perfetto,\n"
+      "chrome://tracing): one process per rank class, one thread per stream (compute,\n"
+      "NCCL streams) with every kernel and collective as a slice, link utilization (%) and\n"
+      "memory (GiB) as counters. A FILE that cannot be written is an error (exit 2).\n",
       predict_examples(), true));
 
   ScaleArgs sa;

@@ -20,7 +20,8 @@ namespace stepcast::cli {
 struct ScaleRow {
   int gpus = 1;
   int nodes = 1;
-  double step_time_s = 0;
+  double step_time_s = 0;           ///< simulated
+  double comm_exposed_s = 0;        ///< simulated communication not hidden behind compute
   double tokens_per_s = 0;
   double time_per_epoch_s = 0;      ///< 0 when the scenario has no dataset size
   double speedup = 1;               ///< tokens/s relative to the first row (x)
@@ -41,6 +42,7 @@ inline std::vector<ScaleRow> scale_rows(const std::vector<Prediction>& predictio
     r.gpus = p.gpus;
     r.nodes = p.nodes;
     r.step_time_s = p.step_time_s;
+    r.comm_exposed_s = p.comm_exposed_s;
     r.tokens_per_s = p.tokens_per_s;
     r.time_per_epoch_s = p.time_per_epoch_s;
     r.memory_per_gpu_bytes = p.memory.total_bytes;
@@ -65,10 +67,13 @@ CatalogSection parse_catalog_section(std::string_view);
 
 // ---- text (report_text.cpp) ----
 
-/// The human-readable report of one prediction: header, step-time table and bounds,
-/// throughput, epoch, memory per GPU with the verdict, collectives, fabric, assumptions
-/// and, when the scenario carries measured figures, measured vs predicted.
-std::string predict_text(const Scenario& scenario, const Prediction& prediction);
+/// The human-readable report of one prediction: header, simulated step-time table and the
+/// closed-form bounds, the simulation (busy times, overlap, streams, links, critical path,
+/// peak memory), throughput, epoch, memory per GPU with the verdict, collectives, fabric,
+/// assumptions and, when the scenario carries measured figures, measured vs predicted.
+/// `trace_file`: where the step's trace was written, named in the report ("" for none).
+std::string predict_text(const Scenario& scenario, const Prediction& prediction,
+                         const std::string& trace_file = "");
 
 /// The table of a scaling sweep.
 std::string scale_text(const Scenario& scenario, const std::vector<ScaleRow>& rows);
@@ -80,11 +85,14 @@ std::string catalog_text(const std::vector<CatalogSection>& sections);
 
 /// One JSON object with every field of the prediction (and the scenario's measured
 /// figures compared with it); top-level keys include gpus, nodes, strategy, step_time_s,
-/// time_per_epoch_s, tokens_per_s_per_gpu, mfu, memory_per_gpu_bytes and fits.
-std::string predict_json(const Scenario& scenario, const Prediction& prediction);
+/// time_per_epoch_s, tokens_per_s_per_gpu, mfu, memory_per_gpu_bytes, fits, simulation
+/// (busy times, overlap, streams, links, critical path, peak memory) and trace_file (the
+/// trace written, or null).
+std::string predict_json(const Scenario& scenario, const Prediction& prediction,
+                         const std::string& trace_file = "");
 
-/// {"scenario": name, "rows": [{gpus, nodes, step_time_s, tokens_per_s, time_per_epoch_s,
-/// speedup, scaling_efficiency, memory_per_gpu_bytes, fits}, ...]}.
+/// {"scenario": name, "rows": [{gpus, nodes, step_time_s, comm_exposed_s, tokens_per_s,
+/// time_per_epoch_s, speedup, scaling_efficiency, memory_per_gpu_bytes, fits}, ...]}.
 std::string scale_json(const Scenario& scenario, const std::vector<ScaleRow>& rows);
 
 /// {"<section>": [entries...], ...} for the requested sections.

@@ -47,7 +47,7 @@ std::string dump(const json& j) {
 
 }  // namespace
 
-std::string predict_json(const Scenario& sc, const Prediction& p) {
+std::string predict_json(const Scenario& sc, const Prediction& p, const std::string& trace_file) {
   json j;
   j["scenario"] = p.scenario.empty() ? sc.name : p.scenario;
   j["description"] = sc.description;
@@ -90,6 +90,44 @@ std::string predict_json(const Scenario& sc, const Prediction& p) {
                 {"comm_hidden_s", num(p.comm_hidden_s)}};
   j["bounds"] = {{"perfect_overlap_s", num(p.step_perfect_overlap_s)},
                  {"no_overlap_s", num(p.step_no_overlap_s)}};
+
+  // The discrete-event simulation of the step (the representative GPU: rank class 0).
+  const double step = p.step_time_s;
+  auto fraction = [&](double s) { return step > 0 ? num(s / step) : json(nullptr); };
+  json streams = json::array();
+  for (const StreamUse& su : p.streams)
+    streams.push_back({{"name", su.name}, {"busy_s", num(su.busy_s)}, {"busy_fraction", fraction(su.busy_s)}});
+  json links = json::array();
+  for (const LinkUse& l : p.links)
+    links.push_back({{"name", l.name},
+                     {"capacity_GBps", num(l.capacity_GBps)},
+                     {"busy_s", num(l.busy_s)},
+                     {"busy_fraction", fraction(l.busy_s)},
+                     {"mean_load_fraction", num(l.bytes / (l.capacity_GBps * 1e9 * p.step_time_s))},
+                     {"bytes", num(l.bytes)}});
+  json path = json::array();
+  json by_category = json::object();
+  for (const PathStep& ps : p.critical_path) {
+    path.push_back({{"task", ps.task}, {"category", ps.category}, {"start_s", num(ps.start_s)},
+                    {"end_s", num(ps.end_s)}});
+    const double before = by_category.contains(ps.category) ? by_category[ps.category].get<double>() : 0.0;
+    by_category[ps.category] = before + (ps.end_s - ps.start_s);
+  }
+  j["simulation"] = {{"tasks", p.simulation_tasks},
+                     {"events", p.simulation_events},
+                     {"step_time_s", num(step)},
+                     {"compute_busy_s", num(p.compute_busy_s)},
+                     {"comm_busy_s", num(p.comm_busy_s)},
+                     {"comm_hidden_s", num(p.comm_hidden_s)},
+                     {"comm_exposed_s", num(p.comm_exposed_s)},
+                     {"overlap_ratio", num(p.overlap_ratio)},
+                     {"comm_slowdown", num(p.comm_slowdown)},
+                     {"peak_memory_bytes", num(p.simulated_peak_memory_bytes)},
+                     {"streams", streams},
+                     {"links", links},
+                     {"critical_path_by_category_s", by_category},
+                     {"critical_path", path}};
+  j["trace_file"] = trace_file.empty() ? json(nullptr) : json(trace_file);
 
   j["tokens_per_s"] = num(p.tokens_per_s);
   j["tokens_per_s_per_gpu"] = num(p.tokens_per_s_per_gpu);
@@ -160,6 +198,7 @@ std::string scale_json(const Scenario& sc, const std::vector<ScaleRow>& rows) {
     out["rows"].push_back({{"gpus", r.gpus},
                            {"nodes", r.nodes},
                            {"step_time_s", num(r.step_time_s)},
+                           {"comm_exposed_s", num(r.comm_exposed_s)},
                            {"tokens_per_s", num(r.tokens_per_s)},
                            {"time_per_epoch_s", num(r.time_per_epoch_s)},
                            {"speedup", num(r.speedup)},

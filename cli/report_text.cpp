@@ -203,7 +203,7 @@ CatalogSection parse_catalog_section(std::string_view text) {
 // ---------------------------------------------------------------------------------------
 // predict
 
-std::string predict_text(const Scenario& sc, const Prediction& p) {
+std::string predict_text(const Scenario& sc, const Prediction& p, const std::string& trace_file) {
   std::string out;
 
   // Header.
@@ -226,29 +226,115 @@ std::string predict_text(const Scenario& sc, const Prediction& p) {
       "tokens/step\n",
       tr.micro_batch, tr.grad_accum, p.gpus, grouped(p.global_batch_samples), tr.seq_len,
       grouped(p.tokens_per_step));
+  if (!trace_file.empty())
+    out += fmt::format("  trace: {} (open in https://ui.perfetto.dev or chrome://tracing)\n", trace_file);
 
   // Step time.
-  out += section("Step time");
+  out += section("Step time (simulated)");
+  const double step = p.step_time_s;
+  auto share = [&](double s) { return step > 0 ? percent(s / step) : std::string("n/a"); };
   {
+    // The representative GPU's step = compute busy + exposed communication + idle, and
+    // compute busy = the compute parts at full speed + the time NCCL's SMs cost them.
+    const double slowed_s = p.compute_busy_s - p.compute_s;
+    const double idle_s = step - p.compute_busy_s - p.comm_exposed_s;
     Table t({{"part", false}, {"time (s)", true}, {"share (%)", true}, {"note", false}});
-    const double step = p.step_time_s;
-    auto share = [&](double s) { return step > 0 ? percent(s / step) : std::string("n/a"); };
     t.add({"forward", seconds(p.forward_s), share(p.forward_s), ""});
     t.add({"backward", seconds(p.backward_s), share(p.backward_s), ""});
     t.add({"recompute", seconds(p.recompute_s), share(p.recompute_s), ""});
     t.add({"optimizer", seconds(p.optimizer_s), share(p.optimizer_s), ""});
+    t.add({"compute slowed by NCCL", seconds(slowed_s), share(slowed_s),
+           fmt::format("compute {:.1f}% slower while a collective runs", 100 * p.comm_slowdown)});
     t.add({"communication exposed", seconds(p.comm_exposed_s), share(p.comm_exposed_s),
            "not hidden behind compute"});
+    t.add({"idle", seconds(idle_s), share(idle_s), "neither compute nor communication running"});
     t.add({"communication hidden", seconds(p.comm_hidden_s), "-",
            "overlapped with compute; not in the total"});
     t.rule();
-    t.add({"step total", seconds(step), step > 0 ? "100.0" : "n/a", "point estimate"});
+    t.add({"step total", seconds(step), step > 0 ? "100.0" : "n/a",
+           fmt::format("simulated ({} tasks, {} events)", grouped(p.simulation_tasks),
+                       grouped(static_cast<double>(p.simulation_events)))});
     out += t.render();
   }
-  out += fmt::format("  bounds: {} s with perfect overlap, {} s with no overlap "
+  out += fmt::format("  closed-form bounds: {} s with perfect overlap, {} s with no overlap "
                      "(compute {} s + communication {} s)\n",
                      seconds(p.step_perfect_overlap_s), seconds(p.step_no_overlap_s),
                      seconds(p.compute_s), seconds(p.comm_total_s));
+
+  // Simulation.
+  out += section("Simulation (the representative GPU)");
+  {
+    Table t({{"figure", false}, {"value", true}, {"unit", false}});
+    t.add({"compute busy", seconds(p.compute_busy_s), "s (compute stream running)"});
+    t.add({"communication busy", seconds(p.comm_busy_s), "s (any collective running)"});
+    t.add({"communication hidden", seconds(p.comm_hidden_s), "s (while compute ran)"});
+    t.add({"communication exposed", seconds(p.comm_exposed_s), "s (while compute did not run)"});
+    t.add({"overlap ratio", percent(p.overlap_ratio), "% of communication busy time hidden"});
+    t.add({"compute slowdown while NCCL runs", percent(p.comm_slowdown),
+           "% of compute throughput"});
+    t.add({"peak memory (simulated)", gib(p.simulated_peak_memory_bytes),
+           p.memory.total_bytes > 0
+               ? fmt::format("GiB ({:.1f}% of the memory model's total, {} GiB)",
+                             100 * p.simulated_peak_memory_bytes / p.memory.total_bytes,
+                             gib(p.memory.total_bytes))
+               : std::string("GiB")});
+    out += t.render();
+  }
+  if (!p.streams.empty()) {
+    out += "\n";
+    Table t({{"stream", false}, {"busy (s)", true}, {"busy (% of step)", true}});
+    for (const StreamUse& su : p.streams) t.add({su.name, seconds(su.busy_s), share(su.busy_s)});
+    out += t.render();
+  }
+  if (!p.links.empty()) {
+    out += "\n";
+    Table t({{"link", false},
+             {"capacity (GB/s)", true},
+             {"busy (s)", true},
+             {"busy (% of step)", true},
+             {"mean load (% of capacity)", true},
+             {"carried (GB)", true}});
+    for (const LinkUse& l : p.links)
+      t.add({l.name, fixed(l.capacity_GBps, l.capacity_GBps >= 10 ? 1 : 3), seconds(l.busy_s), share(l.busy_s),
+             fixed(100.0 * l.bytes / (l.capacity_GBps * 1e9 * p.step_time_s), 1), fixed(l.bytes / 1e9, 2)});
+    out += t.render();
+  }
+
+  // Critical path: time on it per category, then its longest tasks.
+  if (!p.critical_path.empty()) {
+    out += section(fmt::format("Critical path ({} tasks from the step's start to its end)",
+                               grouped(static_cast<double>(p.critical_path.size()))));
+    std::vector<std::pair<std::string, double>> by_category;
+    for (const PathStep& ps : p.critical_path) {
+      auto it = std::find_if(by_category.begin(), by_category.end(),
+                             [&](const auto& c) { return c.first == ps.category; });
+      if (it == by_category.end()) by_category.emplace_back(ps.category, ps.end_s - ps.start_s);
+      else it->second += ps.end_s - ps.start_s;
+    }
+    std::stable_sort(by_category.begin(), by_category.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    Table t({{"category", false}, {"on the path (s)", true}, {"share of step (%)", true}});
+    for (const auto& [category, time_s] : by_category) t.add({category, seconds(time_s), share(time_s)});
+    out += t.render();
+
+    constexpr std::size_t kLongest = 5;
+    std::vector<const PathStep*> longest;
+    for (const PathStep& ps : p.critical_path) longest.push_back(&ps);
+    std::stable_sort(longest.begin(), longest.end(), [](const PathStep* a, const PathStep* b) {
+      return a->end_s - a->start_s > b->end_s - b->start_s;
+    });
+    if (longest.size() > kLongest) longest.resize(kLongest);
+    out += fmt::format("\n  the {} longest tasks on the path:\n", longest.size());
+    Table l({{"task", false},
+             {"category", false},
+             {"start (s)", true},
+             {"duration (s)", true},
+             {"share of step (%)", true}});
+    for (const PathStep* ps : longest)
+      l.add({ps->task, ps->category, seconds(ps->start_s), seconds(ps->end_s - ps->start_s),
+             share(ps->end_s - ps->start_s)});
+    out += l.render();
+  }
 
   // Throughput.
   out += section("Throughput");
@@ -385,6 +471,7 @@ std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
   Table t({{"GPUs", true},
            {"nodes", true},
            {"step time (s)", true},
+           {"comm exposed (s)", true},
            {"tokens/s", true},
            {"time per epoch (h)", true},
            {"speedup (x)", true},
@@ -399,14 +486,15 @@ std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
       case MemoryVerdict::oom: fits = "NO (OOM)"; break;
     }
     t.add({std::to_string(r.gpus), std::to_string(r.nodes), seconds(r.step_time_s),
-           grouped(r.tokens_per_s),
+           seconds(r.comm_exposed_s), grouped(r.tokens_per_s),
            r.time_per_epoch_s > 0 ? fixed(r.time_per_epoch_s / 3600, 2) : "-",
            fixed(r.speedup, 2), percent(r.scaling_efficiency), gib(r.memory_per_gpu_bytes), fits});
   }
   out += t.render();
   if (!rows.empty())
-    out += fmt::format("  speedup = tokens/s over the {}-GPU row; efficiency = speedup / GPU "
-                       "ratio; micro-batch per GPU fixed (global batch grows with GPUs)\n",
+    out += fmt::format("  step time simulated; comm exposed = communication not hidden behind "
+                       "compute\n  speedup = tokens/s over the {}-GPU row; efficiency = speedup / "
+                       "GPU ratio; micro-batch per GPU fixed (global batch grows with GPUs)\n",
                        rows.front().gpus);
   return out;
 }

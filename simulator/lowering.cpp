@@ -128,12 +128,20 @@ class Lowering {
               double alloc = 0, double free = 0) {
     int first = -1;
     for (int k = 0; k < classes_; ++k) {
-      const int t = g_.add_compute(compute_[k], name, category, s, 0, shifted(deps, k));
+      const int t = g_.add_compute(compute_[k], name, category, s, flops_of(name, category), shifted(deps, k));
       g_.tasks[t].alloc_bytes = alloc;
       g_.tasks[t].free_bytes = free;
       if (k == 0) first = t;
     }
     return first;
+  }
+
+  double flops_of(const std::string& name, const std::string& category) const {
+    if (category == "forward") return p_.layer_flops_forward;
+    if (category == "backward") return p_.layer_flops_backward;
+    if (category == "recompute") return p_.layer_flops_recompute;
+    if (category == "head") return name.rfind("fwd", 0) == 0 ? p_.head_flops_forward : p_.head_flops_backward;
+    return 0.0;
   }
 
   static std::vector<int> shifted(const std::vector<int>& deps, int k) {

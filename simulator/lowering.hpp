@@ -47,7 +47,12 @@ struct StepPlan {
   int micro_steps = 1;
   int layers = 1;
   MicroStepTimes micro;              ///< one micro-step on one GPU at full speed
-  double layer_flops_forward = 0;    ///< for reports
+  /// FLOPs of one micro-step, for reports: per layer and for the LM head.
+  double layer_flops_forward = 0;
+  double layer_flops_backward = 0;
+  double layer_flops_recompute = 0;
+  double head_flops_forward = 0;
+  double head_flops_backward = 0;
   double optimizer_s = 0;            ///< local optimizer step
 
   double layer_param_bytes = 0;      ///< one layer's weights, working dtype

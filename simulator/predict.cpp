@@ -104,6 +104,18 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
   plan.layers = static_cast<int>(model.layers);
   plan.micro = micro;
   plan.optimizer_s = p.optimizer_s;
+  {
+    const double tokens = static_cast<double>(tr.micro_batch * tr.seq_len);
+    const StepFlops mf = training_flops(model, tr.seq_len, tokens, opts);
+    const double head = 2.0 * tokens * static_cast<double>(model.hidden) * static_cast<double>(model.vocab);
+    const double bwd_ratio = mf.forward > 0 ? mf.backward / mf.forward : 2.0;
+    const double L = static_cast<double>(model.layers);
+    plan.head_flops_forward = head;
+    plan.head_flops_backward = bwd_ratio * head;
+    plan.layer_flops_forward = std::max(0.0, mf.forward - head) / L;
+    plan.layer_flops_backward = std::max(0.0, mf.backward - bwd_ratio * head) / L;
+    plan.layer_flops_recompute = mf.recompute / L;
+  }
   plan.layer_param_bytes = layer_params * wb;
   plan.root_param_bytes = root_params * wb;
   plan.head_param_bytes = static_cast<double>(pb.lm_head) * wb;
@@ -206,8 +218,11 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
   for (int t : r.critical_path)
     p.critical_path.push_back({graph.tasks[t].name, graph.tasks[t].category, sim::to_seconds(r.tasks[t].start),
                                sim::to_seconds(r.tasks[t].end)});
-  for (std::size_t i = 0; i < graph.streams.size(); ++i)
-    p.streams.push_back({graph.streams[i].name, sim::to_seconds(r.streams[i].busy_ns)});
+  for (std::size_t i = 0; i < graph.streams.size(); ++i) {
+    const std::string& cls = graph.classes[graph.streams[i].rank_class].name;
+    p.streams.push_back({graph.classes.size() > 1 ? cls + ": " + graph.streams[i].name : graph.streams[i].name,
+                         sim::to_seconds(r.streams[i].busy_ns)});
+  }
   for (std::size_t i = 0; i < graph.links.size(); ++i)
     p.links.push_back({graph.links[i].name, graph.links[i].capacity_GBps, sim::to_seconds(r.links[i].busy_ns),
                        r.links[i].bytes});

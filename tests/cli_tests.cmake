@@ -65,6 +65,38 @@ stepcast_cli_case(scale_minimal_text STDOUT "scaling efficiency (%)"
                   ARGS scale ${STEPCAST_CLI_GOOD} --gpus 1,2,4,8)
 stepcast_cli_case(scale_minimal_json JSON_KEYS scenario rows
                   ARGS scale ${STEPCAST_CLI_GOOD} --gpus 1,8 --json)
+stepcast_cli_case(predict_minimal_simulation_text
+                  STDOUT "Step time (simulated)" "closed-form bounds" "overlap ratio"
+                         "busy (% of step)" "capacity (GB/s)" "Critical path" "peak memory (simulated)"
+                  ARGS predict ${STEPCAST_CLI_GOOD})
+stepcast_cli_case(predict_minimal_simulation_json
+                  JSON_KEYS simulation trace_file
+                  STDOUT "\"critical_path\"" "\"streams\"" "\"links\"" "\"overlap_ratio\""
+                         "\"comm_exposed_s\""
+                  ARGS predict ${STEPCAST_CLI_GOOD} --json)
+
+# ---- --trace: a Chrome trace (JSON with traceEvents); an unwritable path is bad input ----
+# run_cli_case.sh --file-json checks the written file; @TMP@ is a fresh temporary directory.
+add_test(NAME cli.predict_trace
+         COMMAND bash ${STEPCAST_CLI_DRIVER} --stdout "trace: " --stdout "ui.perfetto.dev"
+                 --file-json @TMP@/step-trace.json --file-json-keys traceEvents,displayTimeUnit
+                 -- $<TARGET_FILE:stepcast> predict
+                 ${PROJECT_SOURCE_DIR}/scenarios/seeds/falcon7b-lora-zero3-16gpu-1gbe.json
+                 --trace @TMP@/step-trace.json
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.predict_trace PROPERTIES LABELS cli TIMEOUT 120)
+add_test(NAME cli.predict_trace_json
+         COMMAND bash ${STEPCAST_CLI_DRIVER} --json-keys simulation,trace_file
+                 --file-json @TMP@/trace.json --file-json-keys traceEvents
+                 -- $<TARGET_FILE:stepcast> predict ${STEPCAST_CLI_GOOD} --json
+                 --trace @TMP@/trace.json
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.predict_trace_json PROPERTIES LABELS cli TIMEOUT 120)
+stepcast_cli_case(bad_trace_unwritable RC 2
+                  STDERR "cannot write the trace file" "/nonexistent-dir/trace.json"
+                  ARGS predict ${STEPCAST_CLI_GOOD} --trace /nonexistent-dir/trace.json)
+stepcast_cli_case(usage_trace_empty RC 2 STDERR "--trace"
+                  ARGS predict ${STEPCAST_CLI_GOOD} --trace "")
 
 # Every seed scenario predicts (exit 0) as text and as JSON with the required keys.
 file(GLOB STEPCAST_CLI_SEEDS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scenarios/seeds/*.json)

@@ -2,7 +2,8 @@
 # Runs one command-line case of `stepcast` and checks what came out.
 #
 # usage: run_cli_case.sh [--rc N] [--stderr TEXT]... [--stdout TEXT]... [--json]
-#                        [--json-keys k1,k2,...] -- COMMAND [ARGS...]
+#                        [--json-keys k1,k2,...] [--file-json PATH [--file-json-keys L]]
+#                        -- COMMAND [ARGS...]
 #
 #   --rc N          expected exit status (default 0)
 #   --stderr TEXT   stderr must contain TEXT (fixed string; repeatable)
@@ -10,6 +11,13 @@
 #   --json          stdout must be one valid JSON document (checked with python3)
 #   --json-keys L   stdout must be a JSON object with every top-level key in the
 #                   comma-separated list L (implies --json)
+#   --file-json P   the command must have written P, one valid JSON document (a file the
+#                   command writes besides stdout, e.g. predict --trace P)
+#   --file-json-keys L
+#                   P must be a JSON object with every top-level key in L
+#
+# "@TMP@" in P and in the command's arguments stands for a fresh temporary directory,
+# removed afterwards.
 #
 # Whatever the expected status, a crash fails the case: a status above 125 (a signal, e.g.
 # abort), or "terminate called" / "Aborted" / "Segmentation fault" on stderr. An expected
@@ -21,6 +29,8 @@ stderr_fragments=()
 stdout_fragments=()
 want_json=0
 json_keys=""
+file_json=""
+file_json_keys=""
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,6 +39,8 @@ while [ $# -gt 0 ]; do
     --stdout) stdout_fragments+=("$2"); shift 2 ;;
     --json) want_json=1; shift ;;
     --json-keys) want_json=1; json_keys="$2"; shift 2 ;;
+    --file-json) file_json="$2"; shift 2 ;;
+    --file-json-keys) file_json_keys="$2"; shift 2 ;;
     --) shift; break ;;
     *) echo "run_cli_case.sh: unknown option $1" >&2; exit 99 ;;
   esac
@@ -40,6 +52,11 @@ fi
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/files"
+command_line=()
+for word in "$@"; do command_line+=("${word//@TMP@/$tmp/files}"); done
+file_json="${file_json//@TMP@/$tmp/files}"
+set -- "${command_line[@]}"
 
 "$@" >"$tmp/stdout" 2>"$tmp/stderr"
 rc=$?
@@ -91,6 +108,30 @@ if keys:
 EOF
   then
     fail "JSON check"
+  fi
+fi
+
+if [ -n "$file_json" ]; then
+  if [ ! -f "$file_json" ]; then
+    fail "the command wrote no file $file_json"
+  elif ! command -v python3 >/dev/null 2>&1; then
+    fail "python3 is needed to check the JSON file"
+  elif ! python3 -m json.tool "$file_json" >/dev/null; then
+    fail "$file_json is not valid JSON (python3 -m json.tool)"
+  elif ! python3 - "$file_json_keys" "$file_json" <<'EOF'
+import json, sys
+keys = [k for k in sys.argv[1].split(",") if k]
+with open(sys.argv[2]) as f:
+    doc = json.load(f)
+if keys:
+    if not isinstance(doc, dict):
+        sys.exit(f"{sys.argv[2]} is JSON but not an object")
+    missing = [k for k in keys if k not in doc]
+    if missing:
+        sys.exit(f"{sys.argv[2]} lacks top-level keys: " + ", ".join(missing))
+EOF
+  then
+    fail "JSON file check"
   fi
 fi
 
