@@ -158,3 +158,13 @@ add_test(NAME cli.help_examples_run
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_cli_examples.sh $<TARGET_FILE:stepcast>
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.help_examples_run PROPERTIES LABELS cli TIMEOUT 300)
+
+# ---- straggler nodes: their own rank class; bad groups are bad input ----
+stepcast_cli_case(straggler_runs RC 0 STDOUT "throttled node" "simulated as their own rank class"
+                  ARGS predict ${CMAKE_CURRENT_LIST_DIR}/data/good/straggler.json)
+stepcast_cli_case(bad_straggler_all_nodes RC 2 STDERR "straggler_all_nodes.json" "/hardware/stragglers/0/nodes"
+                  ARGS predict ${STEPCAST_CLI_BAD}/straggler_all_nodes.json)
+stepcast_cli_case(bad_straggler_speed_zero RC 2 STDERR "straggler_speed_zero.json" "/hardware/stragglers/0/compute_speed"
+                  ARGS predict ${STEPCAST_CLI_BAD}/straggler_speed_zero.json)
+stepcast_cli_case(bad_straggler_unknown_key RC 2 STDERR "straggler_unknown_key.json" "/hardware/stragglers/0/speed"
+                  ARGS predict ${STEPCAST_CLI_BAD}/straggler_unknown_key.json)
