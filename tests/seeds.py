@@ -78,7 +78,7 @@ def main():
         print(f"wrote {len(preds)} golden files to {GOLDEN}")
         return 0
     if mode == "readme":
-        print("| scenario | GPUs | strategy | reported | predicted epoch | error | step (s) [perfect overlap .. no overlap] | memory/GPU (GiB) |")
+        print("| scenario | GPUs | strategy | reported | predicted epoch | error | simulated step (s) [lower bound .. no overlap] | memory/GPU (GiB) |")
         print("|---|---:|---|---|---:|---:|---|---:|")
         for name, d in preds.items():
             m = (d.get("measured") or {}).get("time_per_epoch_s")
