@@ -195,6 +195,7 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
 
   auto sim_run = std::make_shared<StepSimulation>();
   sim_run->graph = sim::lower_step(plan);
+  sim_run->plan = plan;
   sim::SimOptions so;
   so.record_timelines = options.record_timelines;
   so.free_communication = options.free_communication;

@@ -7,6 +7,7 @@
 
 #include "model/collective.hpp"
 #include "model/memory.hpp"
+#include "simulator/lowering.hpp"
 #include "simulator/scenario.hpp"
 #include "simulator/simulation.hpp"
 #include "simulator/step_graph.hpp"
@@ -49,8 +50,9 @@ struct LinkUse {
   double bytes = 0;       ///< carried by the representative class, load-weighted
 };
 
-/// The lowered step and its simulation, for traces.
+/// The plan, the lowered step and its simulation, for traces and benchmarks.
 struct StepSimulation {
+  sim::StepPlan plan;
   sim::StepGraph graph;
   sim::SimResult result;
 };

@@ -30,6 +30,9 @@ class Executor final : public Component, public Network::Listener {
     since_.assign(n, 0);
     version_.assign(n, 0);
     queue_.assign(g_.streams.size(), {});
+    compute_streams_.assign(g_.classes.size(), {});
+    for (std::size_t s = 0; s < g_.streams.size(); ++s)
+      if (g_.streams[s].kind == StreamKind::compute) compute_streams_[g_.streams[s].rank_class].push_back(static_cast<int>(s));
     head_.assign(g_.streams.size(), 0);
     for (std::size_t t = 0; t < n; ++t) {
       const Task& task = g_.tasks[t];
@@ -138,8 +141,7 @@ class Executor final : public Component, public Network::Listener {
     const bool before = comm_active_[cls] > 0;
     comm_active_[cls] += delta;
     if ((comm_active_[cls] > 0) == before || g_.classes[cls].comm_slowdown == 0) return;
-    for (std::size_t s = 0; s < g_.streams.size(); ++s) {
-      if (g_.streams[s].rank_class != cls || g_.streams[s].kind != StreamKind::compute) continue;
+    for (int s : compute_streams_[cls]) {
       if (head_[s] >= queue_[s].size()) continue;
       const int t = queue_[s][head_[s]];
       if (state_[t] != State::running || g_.tasks[t].kind != TaskKind::compute) continue;
@@ -257,6 +259,7 @@ class Executor final : public Component, public Network::Listener {
   std::vector<Time> since_;
   std::vector<std::uint32_t> version_;
   std::vector<std::vector<int>> queue_;
+  std::vector<std::vector<int>> compute_streams_;  ///< per rank class
   std::vector<std::size_t> head_;
   std::vector<int> arrived_;
   std::vector<int> phase_;

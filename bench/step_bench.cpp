@@ -1,0 +1,322 @@
+/// \file
+/// stepcast_bench: how long stepcast takes to predict one training step, and how that cost
+/// grows with the number of rank classes. A plain timing harness (std::chrono, one thread):
+/// every figure is the median and the minimum over --repeat runs, after one warm-up run.
+///
+/// Per benchmark scenario (scenarios/bench/*.json) it times
+///  (a) predict(): topology build, compute and memory model, lowering, simulation, bounds
+///      and the report fields, i.e. everything `stepcast predict` does but reading the file;
+///  (b) lower_step() + simulate() alone, on the StepPlan predict() built (kept with
+///      PredictOptions::keep_simulation).
+/// The rank-class sweep lowers and simulates the 1,024-GPU plan split into 1..32 rank
+/// classes, each a slightly different compute speed so that no two behave alike.
+///
+/// Everything printed is deterministic except the times, the resident-set size and the target
+/// verdicts computed from them. Exit status 0 whether or not a target is met (it is not a test).
+#include "model/collective.hpp"
+#include "model/compute.hpp"
+#include "model/flops.hpp"
+#include "model/input.hpp"
+#include "model/memory.hpp"
+#include "model/transformer.hpp"
+#include "model/types.hpp"
+#include "simulator/lowering.hpp"
+#include "simulator/predict.hpp"
+#include "simulator/scenario.hpp"
+#include "simulator/simulation.hpp"
+#include "topologies/topology.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace stepcast;
+namespace fs = std::filesystem;
+
+struct CaseSpec {
+  const char* label;   ///< row label
+  const char* file;    ///< in the scenario folder
+};
+
+/// The benchmark scenarios, smallest first (the peak RSS column is the process's peak so far).
+constexpr CaseSpec kCases[] = {
+    {"GPT-2 XL DDP, 8x A100", "gpt2-xl-ddp-8xa100.json"},
+    {"Llama-3-70B FSDP, 1,024x H100", "llama3-70b-fsdp-1024xh100.json"},
+    {"Llama-3-70B FSDP, 16,384x H100", "llama3-70b-fsdp-16384xh100.json"},
+};
+constexpr int kSweepCase = 1;  ///< the 1,024-GPU case
+constexpr int kSweepClasses[] = {1, 2, 4, 8, 16, 32};
+
+/// Targets from the issue (one core).
+constexpr double kTarget1024Ms = 50;
+constexpr double kTarget16384Ms = 1000;
+constexpr double kTargetRssMiB = 1000.0 * 1000 * 1000 / (1024 * 1024);  // 1 GB
+
+/// `plan` split into `classes` rank classes of equal size, class k at compute speed
+/// 1 - k/1000 (so no two classes are alike). Ranks and nodes must divide evenly.
+sim::StepPlan with_classes(sim::StepPlan plan, int classes) {
+  plan.groups.clear();
+  for (int k = 0; k < classes; ++k) {
+    sim::RankGroup g;
+    g.name = fmt::format("class {}", k);
+    g.ranks = plan.gpus / classes;
+    g.nodes = std::max(1, plan.nodes / classes);
+    g.compute_speed = 1.0 - 0.001 * k;
+    plan.groups.push_back(g);
+  }
+  return plan;
+}
+
+struct Timing {
+  double median_ms = 0;
+  double min_ms = 0;
+};
+
+/// Runs `f` once to warm up, then `repeat` times; wall time of each run.
+Timing time_it(int repeat, const std::function<void()>& f) {
+  using clock = std::chrono::steady_clock;
+  f();
+  std::vector<double> ms;
+  ms.reserve(static_cast<std::size_t>(repeat));
+  for (int i = 0; i < repeat; ++i) {
+    const auto t0 = clock::now();
+    f();
+    const auto t1 = clock::now();
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  const std::size_t n = ms.size();
+  return {n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]), ms.front()};
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux: KiB
+}
+
+std::string cpu_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  return "unknown";
+}
+
+struct CaseResult {
+  std::string label;
+  std::string scenario;
+  int gpus = 0;
+  int classes = 0;
+  int tasks = 0;
+  std::uint64_t events = 0;
+  double step_time_s = 0;
+  Timing predict;
+  Timing sim;
+  double events_per_s = 0;  ///< events / median lower+simulate wall time
+  double peak_rss_mib = 0;
+};
+
+struct SweepRow {
+  int classes = 0;
+  int tasks = 0;
+  std::uint64_t events = 0;
+  Timing sim;
+  // From the minimum times (the least disturbed runs; medians move with other load).
+  double ms_per_class = 0;  ///< min / classes
+  double vs_previous = 0;   ///< min / the previous row's min (2 for linear growth)
+  double events_per_s = 0;
+};
+
+std::string grouped(std::uint64_t n) {
+  std::string s = std::to_string(n), out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+std::string verdict(bool met) { return met ? "met" : "MISSED"; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stepcast_bench: wall time and events per second to predict and simulate one training step"};
+  int repeat = 20;
+  bool json = false;
+  std::string scenario_dir = (data_dir() / "scenarios" / "bench").string();
+  app.add_option("--repeat", repeat, "timed runs per figure, after one warm-up run")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_flag("--json", json, "print one JSON object instead of tables");
+  app.add_option("--scenario-dir", scenario_dir, "folder with the benchmark scenarios")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  std::uint64_t sink = 0;  // keeps the timed work observable
+  std::vector<CaseResult> cases;
+  std::vector<SweepRow> sweep;
+  sim::StepPlan sweep_plan;
+  try {
+    for (const CaseSpec& spec : kCases) {
+      const Scenario s = load_scenario(fs::path(scenario_dir) / spec.file);
+      PredictOptions keep;
+      keep.keep_simulation = true;
+      const Prediction p = predict(s, keep);
+      const sim::StepPlan plan = p.simulation->plan;
+      const sim::StepGraph& graph = p.simulation->graph;
+      CaseResult c;
+      c.label = spec.label;
+      c.scenario = s.name;
+      c.gpus = p.gpus;
+      c.classes = static_cast<int>(graph.classes.size());
+      c.tasks = p.simulation_tasks;
+      c.events = p.simulation_events;
+      c.step_time_s = p.step_time_s;
+      c.predict = time_it(repeat, [&] { sink += predict(s).simulation_events; });
+      c.sim = time_it(repeat, [&] { sink += sim::simulate(sim::lower_step(plan)).events; });
+      c.events_per_s = static_cast<double>(c.events) / (c.sim.median_ms * 1e-3);
+      c.peak_rss_mib = peak_rss_mib();
+      cases.push_back(c);
+      if (&spec == &kCases[kSweepCase]) sweep_plan = plan;
+    }
+    for (int n : kSweepClasses) {
+      const sim::StepPlan plan = with_classes(sweep_plan, n);
+      const sim::StepGraph graph = sim::lower_step(plan);
+      const sim::SimResult r = sim::simulate(graph);
+      SweepRow row;
+      row.classes = static_cast<int>(graph.classes.size());
+      row.tasks = static_cast<int>(graph.tasks.size());
+      row.events = r.events;
+      row.sim = time_it(repeat, [&] { sink += sim::simulate(sim::lower_step(plan)).events; });
+      row.ms_per_class = row.sim.min_ms / row.classes;
+      row.vs_previous = sweep.empty() ? 0.0 : row.sim.min_ms / sweep.back().sim.min_ms;
+      row.events_per_s = static_cast<double>(row.events) / (row.sim.median_ms * 1e-3);
+      sweep.push_back(row);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "stepcast_bench: " << e.what() << "\n";
+    return 1;
+  }
+  if (sink == 0) std::cerr << "stepcast_bench: no events simulated\n";
+
+  const double rss = peak_rss_mib();
+  const double ms1024 = cases[1].predict.median_ms;
+  const double ms16k = cases[2].predict.median_ms;
+  // Growth, from minimum times: time per class at the most classes over that at one class
+  // (<= 1: no worse than linear, fixed costs included), and the time over the last two
+  // doublings of the class count (4: linear; 16 would be quadratic), allowed 10% for noise.
+  const double growth = sweep.back().ms_per_class / sweep.front().ms_per_class;
+  const SweepRow& quarter = sweep[sweep.size() - 3];
+  const double last_x4 = sweep.back().sim.min_ms / quarter.sim.min_ms;
+  const bool linear = growth <= 1.0 && last_x4 <= 4.4;
+
+  if (json) {
+    nlohmann::ordered_json j;
+    j["cpu"] = cpu_name();
+    j["repeat"] = repeat;
+    j["cases"] = nlohmann::json::array();
+    for (const CaseResult& c : cases) {
+      nlohmann::ordered_json o;
+      o["case"] = c.label;
+      o["scenario"] = c.scenario;
+      o["gpus"] = c.gpus;
+      o["rank_classes"] = c.classes;
+      o["tasks"] = c.tasks;
+      o["events"] = c.events;
+      o["step_time_s"] = c.step_time_s;
+      o["predict_median_ms"] = c.predict.median_ms;
+      o["predict_min_ms"] = c.predict.min_ms;
+      o["lower_simulate_median_ms"] = c.sim.median_ms;
+      o["lower_simulate_min_ms"] = c.sim.min_ms;
+      o["events_per_s"] = c.events_per_s;
+      o["peak_rss_mib"] = c.peak_rss_mib;
+      j["cases"].push_back(o);
+    }
+    nlohmann::ordered_json sw;
+    sw["case"] = cases[kSweepCase].label;
+    sw["rows"] = nlohmann::json::array();
+    for (const SweepRow& r : sweep) {
+      nlohmann::ordered_json o;
+      o["rank_classes"] = r.classes;
+      o["tasks"] = r.tasks;
+      o["events"] = r.events;
+      o["lower_simulate_median_ms"] = r.sim.median_ms;
+      o["lower_simulate_min_ms"] = r.sim.min_ms;
+      o["ms_per_class"] = r.ms_per_class;
+      if (r.vs_previous > 0) o["vs_previous"] = r.vs_previous;
+      o["events_per_s"] = r.events_per_s;
+      sw["rows"].push_back(o);
+    }
+    sw["per_class_growth"] = growth;
+    sw["last_x4_classes"] = {{"from", quarter.classes}, {"to", sweep.back().classes}, {"time_ratio", last_x4}};
+    j["rank_class_sweep"] = sw;
+    nlohmann::ordered_json t;
+    t["gpus_1024_under_50_ms"] = {{"median_ms", ms1024}, {"met", ms1024 < kTarget1024Ms}};
+    t["gpus_16384_under_1_s"] = {{"median_ms", ms16k}, {"met", ms16k < kTarget16384Ms}};
+    t["memory_under_1_gb"] = {{"peak_rss_mib", rss}, {"met", rss < kTargetRssMiB}};
+    t["linear_in_rank_classes"] = {{"per_class_growth", growth}, {"last_x4_time_ratio", last_x4}, {"met", linear}};
+    j["targets"] = t;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+
+  std::cout << fmt::format("stepcast_bench: one step, median and min of {} runs after one warm-up; CPU: {}\n\n",
+                           repeat, cpu_name());
+  std::cout << fmt::format("{:<31} {:>6} {:>7} {:>7} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>11} {:>9}\n", "", "",
+                           "rank", "", "", "predict()", "", "lower+sim", "", "", "peak RSS");
+  std::cout << fmt::format("{:<31} {:>6} {:>7} {:>7} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>11} {:>9}\n", "case",
+                           "GPUs", "classes", "tasks", "events", "med (ms)", "min (ms)", "med (ms)", "min (ms)",
+                           "events/s", "(MiB)");
+  for (const CaseResult& c : cases)
+    std::cout << fmt::format(
+        "{:<31} {:>6} {:>7} {:>7} {:>9} | {:>9.3f} {:>9.3f} | {:>9.3f} {:>9.3f} | {:>11} {:>9.1f}\n", c.label,
+        grouped(static_cast<std::uint64_t>(c.gpus)), c.classes, grouped(static_cast<std::uint64_t>(c.tasks)),
+        grouped(c.events), c.predict.median_ms, c.predict.min_ms, c.sim.median_ms, c.sim.min_ms,
+        grouped(static_cast<std::uint64_t>(std::llround(c.events_per_s))), c.peak_rss_mib);
+  std::cout << "events/s: simulated events over the median lower+sim time; peak RSS: the process's peak after "
+               "the case\n\n";
+
+  std::cout << fmt::format("Rank-class sweep: {}, lower_step() + simulate(), classes at compute speed 1 - k/1000\n",
+                           cases[kSweepCase].label);
+  std::cout << "(per class and x previous from the min times: the least disturbed runs)\n";
+  std::cout << fmt::format("{:>12} {:>7} {:>9} | {:>9} {:>9} | {:>14} {:>14} | {:>11}\n", "rank classes", "tasks",
+                           "events", "med (ms)", "min (ms)", "min/class (ms)", "x previous (x)", "events/s");
+  for (const SweepRow& r : sweep)
+    std::cout << fmt::format("{:>12} {:>7} {:>9} | {:>9.3f} {:>9.3f} | {:>14.3f} {:>14} | {:>11}\n", r.classes,
+                             grouped(static_cast<std::uint64_t>(r.tasks)), grouped(r.events), r.sim.median_ms,
+                             r.sim.min_ms, r.ms_per_class, r.vs_previous > 0 ? fmt::format("{:.2f}", r.vs_previous) : "",
+                             grouped(static_cast<std::uint64_t>(std::llround(r.events_per_s))));
+  std::cout << "\nTargets (one core):\n";
+  std::cout << fmt::format("  1,024 GPUs under {:.0f} ms:   predict() median {:.3f} ms: {}\n", kTarget1024Ms, ms1024,
+                           verdict(ms1024 < kTarget1024Ms));
+  std::cout << fmt::format("  16,384 GPUs under {:.0f} ms: predict() median {:.3f} ms: {}\n", kTarget16384Ms, ms16k,
+                           verdict(ms16k < kTarget16384Ms));
+  std::cout << fmt::format("  memory under 1 GB:         peak RSS {:.1f} MiB: {}\n", rss,
+                           verdict(rss < kTargetRssMiB));
+  std::cout << fmt::format(
+      "  linear in rank classes:    min time per class at {} classes / at 1 class = {:.2f} (<= 1); {} -> {} "
+      "classes: x{:.2f} time (4: linear, <= 4.4 allowed): {}\n",
+      sweep.back().classes, growth, quarter.classes, sweep.back().classes, last_x4, verdict(linear));
+  return 0;
+}
