@@ -473,28 +473,11 @@ Candidate best_auto(Collective c, double bytes, const CommFabric& f) {
 }
 
 /// The node's own GPUs as a one-node fabric.
-CommFabric intra_only(const CommFabric& f) {
-  CommFabric g;
-  g.arch = f.arch;
-  g.intra = f.intra;
-  g.nvls = f.nvls;
-  return g;
-}
+CommFabric intra_only(const CommFabric& f) { return restrict_fabric(f, "intra-node"); }
 
 /// The rails across nodes: ppn independent collectives of N ranks, one GPU per node, each
 /// with the node's NIC rate shared ppn ways.
-CommFabric rails(const CommFabric& f) {
-  CommFabric g;
-  g.arch = f.arch;
-  g.intra.ranks = 1;
-  g.intra.link = f.intra.link;
-  g.intra.bw_GBps = f.intra.bw_GBps;
-  g.intra.kind = f.intra.kind;
-  g.inter = *f.inter;
-  g.inter->bw_GBps = f.inter->bw_GBps / f.intra.ranks;
-  g.nic_sharing = f.nic_sharing * f.intra.ranks;
-  return g;
-}
+CommFabric rails(const CommFabric& f) { return restrict_fabric(f, "inter-node"); }
 
 /// Hierarchical (2-D) collective, the way HYBRID_SHARD / 2D all-reduce do it:
 /// all-reduce = intra reduce-scatter (S) + inter all-reduce over the rails (S / ppn)
@@ -703,8 +686,11 @@ std::vector<CollectivePhase> collective_phases(Collective c, double bytes, const
 CommFabric restrict_fabric(const CommFabric& f, std::string_view level) {
   if (level == "all") return f;
   if (level == "intra-node") {
-    CommFabric g = f;
-    g.inter.reset();
+    CommFabric g;  // field by field: copying and resetting `inter` trips GCC 12's -Wmaybe-uninitialized
+    g.arch = f.arch;
+    g.intra = f.intra;
+    g.nvls = f.nvls;
+    g.nic_sharing = f.nic_sharing;
     return g;
   }
   if (level == "inter-node") {
