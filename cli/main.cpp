@@ -12,6 +12,7 @@
 #include "simulator/predict.hpp"
 #include "simulator/scenario.hpp"
 #include "simulator/trace.hpp"
+#include "simulator/validation.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -23,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -263,6 +265,31 @@ int run_scale(const ScaleArgs& args) {
   return kExitOk;
 }
 
+struct ValidateArgs {
+  std::vector<std::string> inputs;
+  bool json = false;
+};
+
+int run_validate(const ValidateArgs& args) {
+  std::vector<MeasuredRun> runs;
+  for (const std::string& in : args.inputs) {
+    if (!std::filesystem::exists(in)) throw UserError("no such file or folder: " + in);
+    auto more = load_measured_runs(in);
+    runs.insert(runs.end(), more.begin(), more.end());
+  }
+  const bool progress = isatty(fileno(stderr)) != 0;
+  std::vector<ValidationRow> rows;
+  rows.reserve(runs.size());
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (progress && (i % 20 == 0 || i + 1 == runs.size()))
+      fmt::print(stderr, "\r[{}/{}] {}", i + 1, runs.size(), runs[i].id);
+    rows.push_back(validate_run(runs[i]));
+  }
+  if (progress) fmt::print(stderr, "\n");
+  write(args.json ? cli::validate_json(rows) : cli::validate_text(rows));
+  return kExitOk;
+}
+
 struct CatalogArgs {
   std::string section;  ///< "" = all
   bool json = false;
@@ -375,6 +402,27 @@ int run(int argc, char** argv) {
       "whole nodes. Progress goes to stderr when it is a terminal.\n",
       scale_examples(), true));
 
+  ValidateArgs va;
+  CLI::App* validate_cmd =
+      app.add_subcommand("validate", "Compare predictions with measured runs (runs.jsonl records)");
+  validate_cmd->add_option("RUNS", va.inputs, "Measured-run files (.jsonl) or folders of them")->required();
+  validate_cmd->add_flag("--json", va.json,
+                         "Print {\"runs\": [...], \"summary\": {...}} instead of the tables");
+  validate_cmd->footer(footer(
+      "Each record (one JSON object per line, the measured-run record format of README.md)\n"
+      "becomes a scenario where stepcast can represent it; the record's metric is predicted\n"
+      "with the record's definition (tokens/s/GPU, step time, TFLOP/s per GPU, MFU,\n"
+      "samples/s) and the signed error reported. Records stepcast cannot represent yet\n"
+      "(tensor or pipeline parallelism, CPU offload, unstated batch, wall-clock metrics that\n"
+      "need the data set) are listed as `skipped: <reason>`, never dropped. Records are split\n"
+      "for fitting and checking by a fixed rule on the id (FNV-1a, even: fit, odd: check);\n"
+      "the summaries give count, median, p90 and max |error| and ordering accuracy over pairs\n"
+      "of records from one source that differ in one knob. Low-trust records are shown but\n"
+      "kept out of the summaries.\n",
+      examples({{"stepcast validate ../shared/validation/runs.jsonl", "the published runs"},
+                {"stepcast validate runs/ --json", "every .jsonl in a folder, as JSON"}}),
+      true));
+
   CatalogArgs ca;
   CLI::App* catalog_cmd =
       app.add_subcommand("catalog", "List models, GPUs, boxes, clusters, links, algorithms");
@@ -403,6 +451,7 @@ int run(int argc, char** argv) {
   if (predict_cmd->parsed()) return run_predict(pa);
   if (scale_cmd->parsed()) return run_scale(sa);
   if (catalog_cmd->parsed()) return run_catalog(ca);
+  if (validate_cmd->parsed()) return run_validate(va);
   error("no command given");
   return kExitBadInput;
 }

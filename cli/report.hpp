@@ -9,6 +9,7 @@
 #include "model/memory.hpp"
 #include "simulator/predict.hpp"
 #include "simulator/scenario.hpp"
+#include "simulator/validation.hpp"
 
 #include <string>
 #include <string_view>
@@ -100,5 +101,14 @@ std::string catalog_json(const std::vector<CatalogSection>& sections);
 
 /// The items separated by `sep` ("a, b, c").
 std::string join(const std::vector<std::string>& items, std::string_view sep);
+
+/// `stepcast validate`: every record with its status, then the error summaries of the
+/// checking part, the fitting part and all records (low-trust records shown, not summarised).
+std::string validate_text(const std::vector<ValidationRow>& rows);
+/// {"runs": [{id, metric, measured, predicted, error_pct, status, split, source, trust,
+///  strategy, gpu, assumptions}], "summary": {count, skipped, median_abs_error_pct,
+///  p90_abs_error_pct, max_abs_error_pct, ordering_accuracy, ordering_pairs} (checking part),
+///  "summary_fit": {...}, "summary_all": {...}, "groups": [{group, ...}] (checking part)}
+std::string validate_json(const std::vector<ValidationRow>& rows);
 
 }  // namespace stepcast::cli

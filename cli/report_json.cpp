@@ -331,4 +331,48 @@ std::string catalog_json(const std::vector<CatalogSection>& sections) {
   return dump(out);
 }
 
+namespace {
+
+json summary_json(const ErrorSummary& s) {
+  return {{"count", s.count},
+          {"skipped", s.skipped},
+          {"median_abs_error_pct", s.median_abs_error_pct},
+          {"p90_abs_error_pct", s.p90_abs_error_pct},
+          {"max_abs_error_pct", s.max_abs_error_pct},
+          {"ordering_accuracy", s.ordering_accuracy},
+          {"ordering_pairs", s.ordering_pairs}};
+}
+
+}  // namespace
+
+std::string validate_json(const std::vector<ValidationRow>& rows) {
+  json runs = json::array();
+  for (const ValidationRow& r : rows)
+    runs.push_back({{"id", r.id},
+                    {"metric", r.metric},
+                    {"measured", r.measured},
+                    {"predicted", r.predicted ? json(*r.predicted) : json(nullptr)},
+                    {"error_pct", r.error_pct ? json(*r.error_pct) : json(nullptr)},
+                    {"status", r.status},
+                    {"split", r.split},
+                    {"source", r.source},
+                    {"trust", r.trust},
+                    {"strategy", r.strategy},
+                    {"gpu", r.gpu},
+                    {"assumptions", r.assumptions}});
+  const auto check = summarize(rows, "check");
+  json groups = json::array();
+  for (std::size_t i = 1; i < check.size(); ++i) {
+    json g = summary_json(check[i]);
+    g["group"] = check[i].group;
+    groups.push_back(g);
+  }
+  json out = {{"runs", runs},
+              {"summary", summary_json(check[0])},
+              {"summary_fit", summary_json(summarize(rows, "fit")[0])},
+              {"summary_all", summary_json(summarize(rows, "")[0])},
+              {"groups", groups}};
+  return out.dump(2) + "\n";
+}
+
 }  // namespace stepcast::cli

@@ -655,4 +655,42 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
   return out;
 }
 
+std::string validate_text(const std::vector<ValidationRow>& rows) {
+  std::string out = section("Measured runs against predictions");
+  Table t({{"id", false},
+           {"metric", false},
+           {"measured", true},
+           {"predicted", true},
+           {"error (%)", true},
+           {"part", false},
+           {"trust", false},
+           {"status", false}});
+  for (const ValidationRow& r : rows)
+    t.add({r.id, r.metric, fmt::format("{:.4g}", r.measured), r.predicted ? fmt::format("{:.4g}", *r.predicted) : "-",
+           r.error_pct ? fmt::format("{:+.1f}", *r.error_pct) : "-", r.split, r.trust, r.status});
+  out += t.render();
+  out += "  metric units: tokens_per_s_per_gpu tokens/s per GPU, step_time_s s, tflops_per_gpu TFLOP/s per GPU,\n"
+         "  samples_per_s_global samples/s, mfu fraction; error = 100 (predicted - measured) / measured\n";
+  auto table = [&](const std::string& title, const std::vector<ErrorSummary>& sums) {
+    out += section(title);
+    Table s({{"group", false},
+             {"runs", true},
+             {"skipped", true},
+             {"median |error| (%)", true},
+             {"p90 |error| (%)", true},
+             {"max |error| (%)", true},
+             {"ordering pairs", true},
+             {"ordering (%)", true}});
+    for (const ErrorSummary& e : sums)
+      s.add({e.group, std::to_string(e.count), std::to_string(e.skipped), fixed(e.median_abs_error_pct, 1),
+             fixed(e.p90_abs_error_pct, 1), fixed(e.max_abs_error_pct, 1), std::to_string(e.ordering_pairs),
+             fixed(100 * e.ordering_accuracy, 1)});
+    out += s.render();
+  };
+  table("Summary: checking part (low-trust records excluded)", summarize(rows, "check"));
+  table("Summary: fitting part", {summarize(rows, "fit")[0]});
+  table("Summary: all records", {summarize(rows, "")[0]});
+  return out;
+}
+
 }  // namespace stepcast::cli

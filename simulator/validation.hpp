@@ -1,0 +1,107 @@
+/// \file
+/// Validation against measured runs: reads measured-run records (the format of
+/// shared/validation/runs.jsonl, "measured-run record v1", documented in README.md), turns
+/// each into a scenario where stepcast can represent it, predicts the record's metric with
+/// the same definition, and summarises the errors. Anything stepcast cannot represent is
+/// skipped with its reason, never dropped.
+#pragma once
+
+#include "simulator/predict.hpp"
+#include "simulator/scenario.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stepcast {
+
+/// One measured-run record, the fields stepcast reads (nullable ones as optional).
+struct MeasuredRun {
+  std::string id;
+  std::string source;          ///< "repo · path", or the URL: groups records for ordering
+  std::string trust;           ///< "high", "medium", "low"
+  // model
+  std::string model_name;
+  std::string arch;
+  std::optional<std::int64_t> params, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len;
+  // hardware
+  std::string gpu;
+  std::optional<std::int64_t> gpus, gpus_per_node, nodes;
+  std::optional<std::string> intra_node;
+  bool multi_node_fabric_given = false;        ///< inter_node object present
+  std::optional<std::string> inter_fabric;
+  std::optional<double> inter_gbps_per_node;
+  // strategy
+  std::string data_parallel;
+  std::optional<std::int64_t> tp, pp;
+  std::optional<std::string> checkpointing, precision, offload, framework;
+  std::vector<std::string> extras;
+  // batch
+  std::optional<std::int64_t> micro_batch, grad_accum, global_batch;
+  // measured
+  std::string metric;
+  double value = 0;
+  std::string definition;
+  std::string file;            ///< where it was read from
+  int line = 0;
+};
+
+/// Reads every record of a .jsonl file, or of every .jsonl file in a folder. Throws
+/// InputError (file, line and JSON path) on malformed records or unknown keys.
+std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& path);
+MeasuredRun parse_measured_run(const std::string& json_line, const std::string& file, int line);
+
+/// A record as a scenario, or why it cannot be one.
+struct RunScenario {
+  std::optional<Scenario> scenario;
+  std::string skip_reason;                 ///< set when scenario is empty
+  std::vector<std::string> assumptions;    ///< what was inferred to build it
+};
+RunScenario scenario_for(const MeasuredRun& run);
+
+/// The prediction of a record's metric, with the record's definition.
+struct ValidationRow {
+  std::string id;
+  std::string source;
+  std::string trust;
+  std::string strategy;
+  std::string gpu;
+  std::string metric;
+  double measured = 0;
+  std::optional<double> predicted;
+  std::optional<double> error_pct;        ///< 100 (predicted - measured) / measured
+  std::string status;                      ///< "ok" or "skipped: <reason>"
+  std::string split;                       ///< "fit" or "check" (fixed rule on the id)
+  std::vector<std::string> assumptions;
+  // Knobs for ordering pairs.
+  std::int64_t gpus = 0;
+  double link_gbps = 0;
+  std::int64_t micro_batch = 0;
+  std::int64_t global_batch = 0;
+  std::string model;
+  std::int64_t seq_len = 0;
+  std::string precision;
+};
+
+/// The fitting/checking split: FNV-1a (32-bit) of the id, even -> "fit", odd -> "check".
+std::string split_of(const std::string& id);
+
+ValidationRow validate_run(const MeasuredRun& run);
+
+struct ErrorSummary {
+  std::string group;                       ///< "all", "source: ...", "strategy: ...", "gpu: ..."
+  int count = 0;                           ///< rows compared (ok, trusted)
+  int skipped = 0;
+  double median_abs_error_pct = 0;
+  double p90_abs_error_pct = 0;
+  double max_abs_error_pct = 0;
+  int ordering_pairs = 0;
+  double ordering_accuracy = 0;            ///< fraction of pairs in the right order (1 if none)
+};
+
+/// Summary of `rows` (low-trust rows shown but kept out), restricted to `split` ("fit",
+/// "check" or "" for all): overall, then per source, per strategy and per GPU.
+std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows, const std::string& split = "");
+
+}  // namespace stepcast
