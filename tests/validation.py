@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""The validation gate and the README accuracy table, from `stepcast validate --json`.
+
+    tests/validation.py STEPCAST RUNS check    # fails when the checking part got worse
+    tests/validation.py STEPCAST RUNS readme   # prints README's accuracy table
+
+`check` compares the checking part's summary with tests/validation_thresholds.json: the
+median and p90 |error| may not rise above, and the ordering accuracy not fall below, the
+committed values. Thresholds start where the model stands and may only tighten.
+Exit codes: 0 pass, 1 worse than a threshold, 77 the runs file is absent (ctest: skipped).
+"""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(stepcast, runs):
+    out = subprocess.run([stepcast, "validate", runs, "--json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"stepcast validate failed ({out.returncode}): {out.stderr}")
+    return json.loads(out.stdout)
+
+
+def check(d):
+    with open(os.path.join(HERE, "validation_thresholds.json")) as f:
+        t = json.load(f)
+    s = d["summary"]
+    failures = []
+    if s["median_abs_error_pct"] > t["median_abs_error_pct"]:
+        failures.append(f"median |error| {s['median_abs_error_pct']:.2f}% > {t['median_abs_error_pct']}%")
+    if s["p90_abs_error_pct"] > t["p90_abs_error_pct"]:
+        failures.append(f"p90 |error| {s['p90_abs_error_pct']:.2f}% > {t['p90_abs_error_pct']}%")
+    if s["ordering_accuracy"] < t["ordering_accuracy"]:
+        failures.append(f"ordering accuracy {s['ordering_accuracy']:.3f} < {t['ordering_accuracy']}")
+    if s["count"] < t["min_count"]:
+        failures.append(f"only {s['count']} checking records compared, expected at least {t['min_count']}")
+    print(f"checking part: {s['count']} runs, {s['skipped']} skipped, median |error| "
+          f"{s['median_abs_error_pct']:.1f}%, p90 {s['p90_abs_error_pct']:.1f}%, max {s['max_abs_error_pct']:.1f}%, "
+          f"ordering {100 * s['ordering_accuracy']:.1f}% of {s['ordering_pairs']} pairs")
+    for f in failures:
+        print("FAIL", f)
+    return 1 if failures else 0
+
+
+def readme(d):
+    print("| part / group | runs | skipped | median \\|error\\| (%) | p90 \\|error\\| (%) | max \\|error\\| (%) "
+          "| ordering (% of pairs) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+
+    def row(name, s):
+        print(f"| {name} | {s['count']} | {s['skipped']} | {s['median_abs_error_pct']:.1f} "
+              f"| {s['p90_abs_error_pct']:.1f} | {s['max_abs_error_pct']:.1f} "
+              f"| {100 * s['ordering_accuracy']:.1f} ({s['ordering_pairs']}) |")
+
+    row("**checking part**", d["summary"])
+    for g in d["groups"]:
+        if g["group"].startswith("source: ") and g["count"] > 0:
+            row("&nbsp;&nbsp;" + g["group"], g)
+    row("**fitting part**", d["summary_fit"])
+    row("**all records**", d["summary_all"])
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[3] not in ("check", "readme"):
+        sys.exit(__doc__)
+    stepcast, runs, mode = sys.argv[1:]
+    if not os.path.exists(runs):
+        print(f"{runs} is absent: nothing to validate")
+        sys.exit(77)
+    d = run(stepcast, runs)
+    sys.exit(check(d) if mode == "check" else readme(d))
+
+
+if __name__ == "__main__":
+    main()
