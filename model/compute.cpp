@@ -57,11 +57,40 @@ double gemm_efficiency(const GemmEfficiency& e, double gemm_flops) {
   return e.max_fraction * gemm_flops / (gemm_flops + e.half_flops);
 }
 
+double default_attention_efficiency(GpuArch arch) {
+  switch (arch) {
+    case GpuArch::ampere:
+      // FlashAttention-2 forward+backward on A100: 50-73% of peak forward, lower backward
+      // (Dao 2023, arXiv 2307.08691, Fig. 4-6, head dims 64-128); the middle of the range.
+      return 0.55;
+    case GpuArch::hopper:
+      // FlashAttention-2 on H100 SXM5: up to 335 TFLOP/s forward+backward of 989 (same
+      // paper, Fig. 7): it does not use Hopper's wgmma/TMA.
+      return 0.34;
+    case GpuArch::blackwell:
+      // Guess: the Hopper figure (FA2-class kernels); no measurement yet.
+      return 0.34;
+    case GpuArch::ada:
+      // Guess: a little below Ampere (FA2 runs on sm89 without changes).
+      return 0.5;
+    case GpuArch::volta:
+    case GpuArch::turing:
+      // Guess: FlashAttention-2 does not run on Volta/Turing; fused attention from xFormers
+      // or PyTorch SDPA's memory-efficient kernel reaches less.
+      return 0.35;
+  }
+  return 0.5;
+}
+
 double default_memory_efficiency(GpuArch arch) {
   // Large device-to-device copies reach ~80-90% of HBM datasheet bandwidth (e.g. A100
   // 1.3-1.4 of 1.56 TB/s, H100 ~2.6-3.0 of 3.35 TB/s in the CUDA bandwidthTest sample).
   return arch == GpuArch::hopper || arch == GpuArch::blackwell ? 0.85 : 0.82;
 }
+
+/// FlashAttention-2's backward does 5 matmuls to the forward's 2 (it recomputes the scores):
+/// Dao 2023, arXiv 2307.08691, Sec. 3.1-3.2.
+constexpr double kFlashBackwardRatio = 2.5;
 
 MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch,
                                 std::int64_t seq_len, Precision precision, const FlopsOptions& opts,
@@ -88,7 +117,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   // attention kernel), at the efficiency of a GEMM of that size.
   const double attn_fwd = std::max(0.0, flops.forward - gemm_flops_fwd);
   const double attn_call = attn_fwd / static_cast<double>(spec.layers);
-  const double attn_fwd_s = attn_fwd > 0 ? attn_fwd / (peak * gemm_efficiency(device.gemm, attn_call)) : 0;
+  const double attn_eff = flash_attention ? device.attention_efficiency : gemm_efficiency(device.gemm, attn_call);
+  const double attn_fwd_s = attn_fwd > 0 ? attn_fwd / (peak * attn_eff) : 0;
 
   // Memory-bound work: activations written and read once in forward, twice in backward.
   const double act_bytes =
@@ -99,7 +129,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   MicroStepTimes t;
   t.forward_s = gemm_fwd_s + attn_fwd_s + mem_fwd_s;
   const double bwd_ratio = flops.forward > 0 ? flops.backward / flops.forward : 2.0;
-  t.backward_s = bwd_ratio * (gemm_fwd_s + attn_fwd_s) + 2.0 * mem_fwd_s;
+  const double attn_bwd_s = (flash_attention ? kFlashBackwardRatio : bwd_ratio) * attn_fwd_s;
+  t.backward_s = bwd_ratio * gemm_fwd_s + attn_bwd_s + 2.0 * mem_fwd_s;
   t.recompute_s = flops.forward > 0 ? flops.recompute / flops.forward * t.forward_s : 0;
   t.head_forward_s = head_fwd_s;
   t.head_backward_s = bwd_ratio * head_fwd_s;

@@ -39,7 +39,13 @@ struct DeviceRates {
   double memory_bw_GBps = 0;       ///< datasheet memory bandwidth, GB/s
   GemmEfficiency gemm;
   double memory_efficiency = 0.8;
+  /// Fraction of dense peak a fused (flash) attention kernel reaches on the attention-score
+  /// work; used when flash attention is on.
+  double attention_efficiency = 0.5;
 };
+
+/// Documented defaults per GPU generation for fused attention (FlashAttention-2).
+double default_attention_efficiency(GpuArch arch);
 
 /// Time of one micro-step on one GPU, seconds.
 struct MicroStepTimes {
@@ -54,7 +60,9 @@ struct MicroStepTimes {
 
 /// Forward/backward/recompute time of one micro-batch (`micro_batch` sequences of `seq_len`).
 /// GEMM work: each GEMM of layer_gemms() at its own efficiency; attention-score work at the
-/// efficiency of a GEMM of the same FLOPs; memory-bound work: the activations of every layer
+/// efficiency of a GEMM of the same FLOPs, or with flash attention at
+/// DeviceRates::attention_efficiency, its backward 2.5x its forward (FlashAttention-2
+/// recomputes the scores: 5 matmuls against 2; Dao 2023, arXiv 2307.08691, Sec. 3.1); memory-bound work: the activations of every layer
 /// written once and read once in forward, twice that in backward
 /// (activation_bytes_per_layer, model/memory.hpp), over achieved memory bandwidth.
 MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch,

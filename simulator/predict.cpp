@@ -64,11 +64,16 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
   device.memory_bw_GBps = gpu.memory_bw_GBps;
   device.gemm = default_gemm_efficiency(gpu.arch, dtype);
   device.memory_efficiency = default_memory_efficiency(gpu.arch);
+  device.attention_efficiency = default_attention_efficiency(gpu.arch);
   p.peak_tflops = device.peak_tflops;
   p.assumptions.push_back(fmt::format("GEMM efficiency {:.2f} of the {} {} peak ({:.0f} TFLOP/s) for large GEMMs, "
                                       "half of it at {:.1g} FLOP per GEMM: {}",
                                       device.gemm.max_fraction, gpu.name, name(dtype), device.peak_tflops,
                                       device.gemm.half_flops, device.gemm.source));
+  if (tr.flash_attention)
+    p.assumptions.push_back(fmt::format("flash attention reaches {:.0f}% of peak on the attention scores, backward "
+                                        "2.5x forward (FlashAttention-2)",
+                                        100 * device.attention_efficiency));
   p.assumptions.push_back(fmt::format("memory-bound kernels reach {:.0f}% of {:.0f} GB/s", 100 * device.memory_efficiency,
                                       device.memory_bw_GBps));
 
