@@ -118,7 +118,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   const double attn_fwd = std::max(0.0, flops.forward - gemm_flops_fwd);
   const double attn_call = attn_fwd / static_cast<double>(spec.layers);
   const double attn_eff = flash_attention ? device.attention_efficiency : gemm_efficiency(device.gemm, attn_call);
-  const double attn_fwd_s = attn_fwd > 0 ? attn_fwd / (peak * attn_eff) : 0;
+  const double attn_peak = device.attention_peak_tflops > 0 ? device.attention_peak_tflops * 1e12 : peak;
+  const double attn_fwd_s = attn_fwd > 0 ? attn_fwd / (attn_peak * attn_eff) : 0;
 
   // Memory-bound work: activations written and read once in forward, twice in backward.
   const double act_bytes =

@@ -42,6 +42,9 @@ struct DeviceRates {
   /// Fraction of dense peak a fused (flash) attention kernel reaches on the attention-score
   /// work; used when flash attention is on.
   double attention_efficiency = 0.5;
+  /// Dense peak the attention scores run at, TFLOP/s (0: peak_tflops). Under fp8 training
+  /// only the linear layers run in fp8; attention stays in bf16 (TransformerEngine).
+  double attention_peak_tflops = 0;
 };
 
 /// Documented defaults per GPU generation for fused attention (FlashAttention-2).

@@ -65,6 +65,7 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
   device.gemm = default_gemm_efficiency(gpu.arch, dtype);
   device.memory_efficiency = default_memory_efficiency(gpu.arch);
   device.attention_efficiency = default_attention_efficiency(gpu.arch);
+  if (dtype == Dtype::fp8) device.attention_peak_tflops = gpu.peak(Dtype::bf16);
   p.peak_tflops = device.peak_tflops;
   p.assumptions.push_back(fmt::format("GEMM efficiency {:.2f} of the {} {} peak ({:.0f} TFLOP/s) for large GEMMs, "
                                       "half of it at {:.1g} FLOP per GEMM: {}",
