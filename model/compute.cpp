@@ -1,5 +1,6 @@
 #include "model/compute.hpp"
 
+#include "model/input.hpp"
 #include "model/memory.hpp"
 
 #include <cassert>
@@ -80,6 +81,45 @@ double default_attention_efficiency(GpuArch arch) {
       return 0.35;
   }
   return 0.5;
+}
+
+namespace {
+
+std::vector<FittedEfficiency> load_fitted() {
+  const JsonDoc doc = JsonDoc::load(data_dir() / "model" / "catalog" / "fitted.json");
+  JsonObject root(doc.root(), doc.file(), "");
+  root.ignore("about");
+  JsonArray list = root.array("fitted");
+  root.finish();
+  std::vector<FittedEfficiency> out;
+  auto fraction = [](JsonObject& o, const char* key) -> std::optional<double> {
+    auto v = o.optional_positive(key);
+    if (v && *v > 1) throw o.error(key, "expected a fraction in (0, 1]");
+    return v;
+  };
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    JsonObject e = list.object(i);
+    FittedEfficiency f;
+    f.arch = parse_gpu_arch(e.string("arch"));
+    f.gemm_max_fraction = fraction(e, "gemm_max_fraction");
+    f.attention_efficiency = fraction(e, "attention_efficiency");
+    f.memory_efficiency = fraction(e, "memory_efficiency");
+    f.fitted_on = e.string("fitted_on");
+    e.finish();
+    for (const FittedEfficiency& g : out)
+      if (g.arch == f.arch) throw list.error(i, "a second entry for " + std::string(name(f.arch)));
+    out.push_back(f);
+  }
+  return out;
+}
+
+}  // namespace
+
+const FittedEfficiency* fitted_efficiency(GpuArch arch) {
+  static const std::vector<FittedEfficiency> fitted = load_fitted();
+  for (const FittedEfficiency& f : fitted)
+    if (f.arch == arch) return &f;
+  return nullptr;
 }
 
 double default_memory_efficiency(GpuArch arch) {

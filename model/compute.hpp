@@ -9,6 +9,7 @@
 #include "model/types.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace stepcast {
@@ -49,6 +50,19 @@ struct DeviceRates {
 
 /// Documented defaults per GPU generation for fused attention (FlashAttention-2).
 double default_attention_efficiency(GpuArch arch);
+
+/// Efficiencies fitted to measured runs, per GPU generation (model/catalog/fitted.json,
+/// written by tests/fit_validation.py from the fitting part of the validation records).
+/// An absent value keeps the documented default.
+struct FittedEfficiency {
+  GpuArch arch = GpuArch::ampere;
+  std::optional<double> gemm_max_fraction;     ///< GemmEfficiency::max_fraction (bf16/fp16)
+  std::optional<double> attention_efficiency;  ///< DeviceRates::attention_efficiency
+  std::optional<double> memory_efficiency;     ///< DeviceRates::memory_efficiency
+  std::string fitted_on;                       ///< which records, which objective
+};
+/// The fitted values of `arch`, or nullptr when none were fitted.
+const FittedEfficiency* fitted_efficiency(GpuArch arch);
 
 /// Time of one micro-step on one GPU, seconds.
 struct MicroStepTimes {

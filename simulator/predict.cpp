@@ -66,6 +66,16 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
   device.memory_efficiency = default_memory_efficiency(gpu.arch);
   device.attention_efficiency = default_attention_efficiency(gpu.arch);
   if (dtype == Dtype::fp8) device.attention_peak_tflops = gpu.peak(Dtype::bf16);
+  if (const FittedEfficiency* fit = fitted_efficiency(gpu.arch)) {
+    // Fitted values replace the defaults for 16-bit GEMMs; fp8 and fp32 keep their ratio.
+    if (fit->gemm_max_fraction)
+      device.gemm.max_fraction *= *fit->gemm_max_fraction / default_gemm_efficiency(gpu.arch, Dtype::bf16).max_fraction;
+    if (fit->attention_efficiency) device.attention_efficiency = *fit->attention_efficiency;
+    if (fit->memory_efficiency) device.memory_efficiency = *fit->memory_efficiency;
+    device.gemm.source = "fitted: " + fit->fitted_on;
+    p.assumptions.push_back(fmt::format("{} efficiencies fitted to measured runs (model/catalog/fitted.json): {}",
+                                        name(gpu.arch), fit->fitted_on));
+  }
   p.peak_tflops = device.peak_tflops;
   p.assumptions.push_back(fmt::format("GEMM efficiency {:.2f} of the {} {} peak ({:.0f} TFLOP/s) for large GEMMs, "
                                       "half of it at {:.1g} FLOP per GEMM: {}",
