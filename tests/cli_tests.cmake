@@ -168,3 +168,16 @@ stepcast_cli_case(bad_straggler_speed_zero RC 2 STDERR "straggler_speed_zero.jso
                   ARGS predict ${STEPCAST_CLI_BAD}/straggler_speed_zero.json)
 stepcast_cli_case(bad_straggler_unknown_key RC 2 STDERR "straggler_unknown_key.json" "/hardware/stragglers/0/speed"
                   ARGS predict ${STEPCAST_CLI_BAD}/straggler_unknown_key.json)
+
+# ---- validate: measured-run records; a skipped record keeps its reason; bad lines exit 2 ----
+stepcast_cli_case(validate_text RC 0
+                  STDOUT "llmfoundry-h10080-70b-s2048-g512-amp_bf16" "skipped: tensor/pipeline parallelism" "Summary: checking part"
+                  ARGS validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl)
+stepcast_cli_case(validate_json RC 0 JSON JSON_KEYS runs summary summary_fit summary_all groups
+                  ARGS validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl --json)
+stepcast_cli_case(bad_validate_unknown_key RC 2 STDERR "runs_unknown_key.jsonl:2" "/colour"
+                  ARGS validate ${STEPCAST_CLI_BAD}/runs_unknown_key.jsonl)
+stepcast_cli_case(bad_validate_malformed RC 2 STDERR "runs_malformed.jsonl:2" "malformed JSON"
+                  ARGS validate ${STEPCAST_CLI_BAD}/runs_malformed.jsonl)
+stepcast_cli_case(bad_validate_missing RC 2 STDERR "no such file or folder"
+                  ARGS validate ${STEPCAST_CLI_BAD}/absent.jsonl)
