@@ -66,11 +66,15 @@ void Network::advance(Time now) {
 
 void Network::reallocate(Engine& engine) {
   // Progressive filling over the active flows.
+  // Scratch vectors are members: this runs on every flow start and end.
   const std::size_t n = active_.size();
-  std::vector<double> remaining_capacity(resources_.size());
+  std::vector<double>& remaining_capacity = scratch_capacity_;
+  std::vector<double>& load_sum = scratch_load_;
+  std::vector<char>& frozen = scratch_frozen_;
+  remaining_capacity.resize(resources_.size());
+  load_sum.resize(resources_.size());
   for (std::size_t r = 0; r < resources_.size(); ++r) remaining_capacity[r] = resources_[r].capacity_Bps;
-  std::vector<char> frozen(n, 0);
-  std::vector<double> load_sum(resources_.size());
+  frozen.assign(n, 0);
   for (std::size_t i = 0; i < n; ++i) flows_[active_[i]].rate = 0;
   std::size_t unfrozen = n;
   while (unfrozen > 0) {

@@ -87,6 +87,8 @@ class Network : public Component {
   std::vector<int> free_slots_;
   std::vector<int> active_;              ///< flow ids, in start order
   std::vector<double> usage_Bps_;        ///< per resource, current
+  std::vector<double> scratch_capacity_, scratch_load_;  ///< reallocate()'s working space
+  std::vector<char> scratch_frozen_;
   Time last_ = 0;
   bool record_timeline_ = false;
 };

@@ -174,6 +174,8 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
     }
   }
   const int channels = gpus > 1 ? nccl_channels(fabric) : 0;
+  // Capped at half the SMs: NCCL_MAX_NCHANNELS tops out at 32 channels, fewer than half of
+  // any catalog GPU's SMs except the smallest (T4: 40).
   plan.comm_slowdown = std::min(0.5, static_cast<double>(channels) / gpu.sm_count);
   p.comm_slowdown = plan.comm_slowdown;
   if (gpus > 1)

@@ -10,6 +10,11 @@ using namespace stepcast;
 
 namespace {
 
+// GCC 12 reports a false -Wrestrict on short string assignments here (GCC bug 105651).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
 ValidationRow row(const std::string& id, double measured, double predicted, int gpus, std::string trust = "high") {
   ValidationRow r;
   r.id = id;
