@@ -7,6 +7,7 @@
 
 #include "cli/report.hpp"
 
+#include "calibrate/fit/fit.hpp"
 #include "model/input.hpp"
 #include "model/types.hpp"
 #include "simulator/predict.hpp"
@@ -181,6 +182,19 @@ std::string catalog_examples() {
                    {"stepcast catalog --json", "every catalog as one JSON object"}});
 }
 
+/// The footer of `stepcast fit --help`: details, examples, and its own exit codes (its
+/// input is a calibration file, not a scenario).
+std::string fit_footer(const std::string& details, const std::string& example_block) {
+  return details + "\n" + example_block +
+         "\nExit codes:\n"
+         "  0  success\n"
+         "  1  internal error (a bug in stepcast; please report it with the raw file)\n"
+         "  2  bad input: a raw file that cannot be read or is invalid (the message names the\n"
+         "     file and the JSON path), a device name stepcast does not know (use --gpu), an\n"
+         "     unknown --gpu or --box, a bad command line, or an output file that cannot be\n"
+         "     written\n";
+}
+
 /// The footer of a command's --help: details, examples, the scenario file, exit codes.
 std::string footer(const std::string& details, const std::string& example_block,
                    bool with_scenario) {
@@ -287,6 +301,27 @@ int run_validate(const ValidateArgs& args) {
   }
   if (progress) fmt::print(stderr, "\n");
   write(args.json ? cli::validate_json(rows) : cli::validate_text(rows));
+  return kExitOk;
+}
+
+struct FitArgs {
+  std::string raw;      ///< raw calibration file
+  std::string output;   ///< hardware file to write
+  std::string gpu;      ///< catalog GPU; empty: from the raw file's device name
+  std::string box;      ///< catalog box for the model figures; empty: the first with the GPU
+  bool json = false;
+};
+
+int run_fit(const FitArgs& args) {
+  const RawCalibration raw = load_raw_calibration(args.raw);
+  FitResult result;
+  try {
+    result = fit_calibration(raw, FitOptions{args.gpu, args.box, args.raw});
+  } catch (const FitOptionError& e) {
+    throw UserError(e.what());
+  }
+  write_file(args.output, hardware_json(result.hardware), "hardware file");
+  write(args.json ? fit_report_json(result, args.output) : fit_report_text(result, args.output));
   return kExitOk;
 }
 
@@ -438,6 +473,53 @@ int run(int argc, char** argv) {
       "algorithms.\n",
       catalog_examples(), true));
 
+  FitArgs fa;
+  CLI::App* fit_cmd = app.add_subcommand(
+      "fit", "Fit GEMM efficiency, memory and collective parameters to a calibration run");
+  fit_cmd->add_option("RAW", fa.raw, "Raw calibration file (JSON, stepcast-calibrate-raw-v1)")
+      ->required();
+  fit_cmd->add_option("-o,--output", fa.output, "Hardware file to write (stepcast-hardware-v1)")
+      ->option_text("FILE")
+      ->required();
+  fit_cmd->add_option("--gpu", fa.gpu,
+                      "Catalog GPU to compare with (default: from the\n"
+                      "first GPU's device name; see `stepcast catalog gpus`)")
+      ->option_text("NAME");
+  fit_cmd->add_option("--box", fa.box,
+                      "Catalog box whose one-node fabric gives the model's\n"
+                      "collective figures (default: the first box with the GPU)")
+      ->option_text("NAME");
+  fit_cmd->add_flag("--json", fa.json,
+                    "Print {\"output_file\", \"hardware\": {...}, \"excluded\",\n"
+                    "\"not_fitted\", \"warnings\"} instead of the text report");
+  fit_cmd->footer(fit_footer(
+      "A calibration run (cuBLAS GEMMs, memory copies and NCCL collectives timed on one\n"
+      "machine, written as \"stepcast-calibrate-raw-v1\") becomes a hardware file\n"
+      "(\"stepcast-hardware-v1\") with the model's parameters fitted to it:\n"
+      "\n"
+      "  GEMM efficiency, per dtype: eff(F) = max_fraction x F / (F + half_flops), F = 2mnk\n"
+      "    FLOP per call, eff = (F / median time) / the catalog GPU's dense peak. Least\n"
+      "    squares on relative residuals (Levenberg-Marquardt from the linear fit of 1/eff\n"
+      "    against 1/F). max_fraction is what the largest GEMMs reach; half_flops the size\n"
+      "    reaching half of it.\n"
+      "  Memory: bytes / median time of the largest copy of each kind; a device-to-device\n"
+      "    row's bytes count read + write (2 x the buffer, as CUDA's bandwidthTest), so\n"
+      "    memory_efficiency = that / the datasheet memory bandwidth.\n"
+      "  Collectives, per (collective, ranks, nodes): t = latency + bytes / algbw by least\n"
+      "    squares weighted 1/t^2, so 8 B and 1 GiB messages count alike; busbw = algbw x\n"
+      "    the nccl-tests bus factor (2(n-1)/n all-reduce, (n-1)/n all-gather and\n"
+      "    reduce-scatter). Beside it the catalog's model on one node of the box (--box):\n"
+      "    its time at the smallest size measured and its busbw at the largest.\n"
+      "\n"
+      "Rows whose \"check\" is not \"ok\" are left out of every fit and listed. Parts with too\n"
+      "little data (one size only) are listed as not fitted. The report prints the RMS\n"
+      "relative residual of every fit: a few percent is measurement noise; much more means\n"
+      "the curve does not describe the data.\n",
+      examples({{"stepcast fit calibrate/fit/testdata/synthetic_raw.json -o /tmp/hw.json",
+                 "fit a (synthetic) run and print the report"},
+                {"stepcast fit raw.json -o hw.json --gpu h100-sxm5-80gb --json",
+                 "name the catalog GPU yourself; print JSON"}})));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -452,6 +534,7 @@ int run(int argc, char** argv) {
   if (scale_cmd->parsed()) return run_scale(sa);
   if (catalog_cmd->parsed()) return run_catalog(ca);
   if (validate_cmd->parsed()) return run_validate(va);
+  if (fit_cmd->parsed()) return run_fit(fa);
   error("no command given");
   return kExitBadInput;
 }

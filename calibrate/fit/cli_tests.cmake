@@ -1,0 +1,70 @@
+# Command-line tests of `stepcast fit`, run through tests/run_cli_case.sh (exit status,
+# stdout/stderr fragments, the written hardware file). Included from
+# calibrate/fit/CMakeLists.txt.
+#
+# This folder is configured before cli/ (the `stepcast` target) and tests/ (the
+# stepcast_cli_case helper, which cannot check a written file anyway), so the tests are
+# declared by a call deferred to the end of the top-level CMakeLists.txt, when the target
+# exists; a configuration without the command (none yet) gets none of these tests.
+
+function(stepcast_fit_cli_tests)
+  # Runs in the top-level directory's scope: paths come from where this file lives.
+  set(STEPCAST_FIT_TESTDATA ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/testdata)
+  set(driver ${PROJECT_SOURCE_DIR}/tests/run_cli_case.sh)
+  if(NOT TARGET stepcast OR NOT EXISTS ${driver})
+    message(STATUS "stepcast: no `stepcast` command or no ${driver}; fit CLI tests skipped")
+    return()
+  endif()
+  set(raw ${STEPCAST_FIT_TESTDATA}/synthetic_raw.json)
+  set(hw_keys format,machine,gpu,source,gemm,memory,collectives,model_box,excluded_rows)
+
+  # stepcast_fit_case(<name> <run_cli_case.sh checks>... -- <stepcast arguments>...)
+  function(stepcast_fit_case name)
+    add_test(NAME cli.fit_${name}
+             COMMAND bash ${driver} ${ARGN}
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(cli.fit_${name} PROPERTIES LABELS cli TIMEOUT 120)
+  endfunction()
+
+  # The synthetic file's known parameters come back (make_synthetic.py): bf16
+  # max_fraction 0.72 and half_flops 3 GFLOP, all-reduce latency 12 µs and busbw
+  # 180 GB/s x 2(8-1)/8 = 315 GB/s; 2 failed rows left out; the 2-node run has no model.
+  stepcast_fit_case(synthetic_text
+    --stdout "GEMM efficiency" --stdout "0.7200" --stdout "3.000" --stdout "12.00"
+    --stdout "315.0" --stdout "dgx-h100" --stdout "rows left out (check not \"ok\"): 2"
+    --stdout "several nodes" --stdout "Wrote"
+    --file-json @TMP@/hw.json --file-json-keys ${hw_keys}
+    -- $<TARGET_FILE:stepcast> fit ${raw} -o @TMP@/hw.json)
+  stepcast_fit_case(synthetic_json
+    --json-keys output_file,gpu_mapped_from,hardware,excluded,not_fitted,warnings
+    --stdout "\"max_fraction\": 0.72" --stdout "\"excluded_rows\": 2"
+    --file-json @TMP@/hw.json --file-json-keys ${hw_keys}
+    -- $<TARGET_FILE:stepcast> fit ${raw} -o @TMP@/hw.json --json)
+  stepcast_fit_case(gpu_option
+    --stdout "from --gpu h100-sxm5-80gb"
+    -- $<TARGET_FILE:stepcast> fit ${raw} -o @TMP@/hw.json --gpu h100-sxm5-80gb)
+  stepcast_fit_case(help
+    --stdout "Usage: stepcast fit" --stdout "stepcast-calibrate-raw-v1"
+    --stdout "stepcast-hardware-v1" --stdout "Exit codes:" --stdout "Examples:"
+    -- $<TARGET_FILE:stepcast> fit --help)
+
+  # Bad input: exit 2 with the file and the JSON path (or the option) named.
+  stepcast_fit_case(bad_format --rc 2
+    --stderr "bad_format.json: /format: expected \"stepcast-calibrate-raw-v1\""
+    -- $<TARGET_FILE:stepcast> fit ${STEPCAST_FIT_TESTDATA}/bad_format.json -o @TMP@/hw.json)
+  stepcast_fit_case(bad_unknown_key --rc 2
+    --stderr "bad_unknown_key.json: /nccl/3/busbw: unknown key"
+    -- $<TARGET_FILE:stepcast> fit ${STEPCAST_FIT_TESTDATA}/bad_unknown_key.json -o @TMP@/hw.json)
+  stepcast_fit_case(missing_file --rc 2 --stderr "no-such-raw.json"
+    -- $<TARGET_FILE:stepcast> fit no-such-raw.json -o @TMP@/hw.json)
+  stepcast_fit_case(unknown_gpu --rc 2 --stderr "--gpu h101"
+    -- $<TARGET_FILE:stepcast> fit ${raw} -o @TMP@/hw.json --gpu h101)
+  stepcast_fit_case(box_without_that_gpu --rc 2 --stderr "--box dgx-a100 holds"
+    -- $<TARGET_FILE:stepcast> fit ${raw} -o @TMP@/hw.json --box dgx-a100)
+  stepcast_fit_case(no_output_option --rc 2 --stderr "-o"
+    -- $<TARGET_FILE:stepcast> fit ${raw})
+  stepcast_fit_case(unwritable_output --rc 2 --stderr "cannot write the hardware file"
+    -- $<TARGET_FILE:stepcast> fit ${raw} -o @TMP@/no-such-dir/hw.json)
+endfunction()
+
+cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL stepcast_fit_cli_tests)
