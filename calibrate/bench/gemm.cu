@@ -67,6 +67,8 @@ __global__ void fill_uniform(T* data, long long count, unsigned long long seed) 
   }
 }
 
+// Threads per block of the reference kernel: a power of two for the tree reduction, and 256
+// threads cover k up to 32768 in at most 128 steps each (our choice; any power of two works).
 constexpr int kReferenceThreads = 256;
 
 // One block per sampled output element D(row, col): the dot product of W's column `row` and
@@ -169,7 +171,9 @@ const DtypeSpec& dtype_spec(const std::string& name) {
   throw Error("unknown gemm dtype " + name);
 }
 
-// Grid of the element-wise kernels: enough blocks to fill any current GPU, grid-stride beyond.
+// Grid of the element-wise kernels (our choice): 4096 blocks of 256 threads keep every SM of
+// current GPUs busy (H100 SXM: 132 SMs, H100 whitepaper; at most 2048 threads per SM, CUDA C++
+// Programming Guide, compute capability table), grid-stride beyond.
 constexpr int kFillThreads = 256;
 constexpr int kFillBlocks = 4096;
 
