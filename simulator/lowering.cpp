@@ -112,6 +112,7 @@ class Lowering {
     const CommFabric f = restrict_fabric(p_.fabric, level);
     std::vector<CollectivePhase> phases;
     if (f.ranks() > 1 && bytes > 0) phases = collective_phases(c, bytes, f, p_.algorithm);
+    if (phases.size() == 1) use_measurement(phases[0], f);
     std::vector<std::pair<int, std::vector<int>>> members;
     for (int k = 0; k < classes_; ++k)
       members.push_back({lane == Lane::gather ? gather_[k] : reduce_[k], shifted(deps, k)});
@@ -121,6 +122,21 @@ class Lowering {
       g_.tasks[id].free_bytes = free;
     }
     return ids[0];
+  }
+
+  /// Replaces a phase's latency and rate by a measurement of the same collective on the same
+  /// ranks and nodes; loads shrink where the measurement beats the modelled link capacity,
+  /// so that alone the phase still runs at the measured rate.
+  void use_measurement(CollectivePhase& ph, const CommFabric& f) const {
+    for (const MeasuredCollective& m : p_.measured_collectives) {
+      if (m.collective != ph.collective || m.ranks != f.ranks() || m.nodes != f.nodes()) continue;
+      ph.latency_s = m.latency_s;
+      ph.algbw_GBps = m.algbw_GBps;
+      if (ph.intra_load > 0) ph.intra_load = std::min(ph.intra_load, f.intra.bw_GBps / m.algbw_GBps);
+      if (ph.inter_load > 0 && f.inter) ph.inter_load = std::min(ph.inter_load, f.inter->bw_GBps / m.algbw_GBps);
+      ph.algorithm = "measured";
+      return;
+    }
   }
 
   /// A compute task on every rank class; returns class 0's id (class c's is that + c).

@@ -42,6 +42,17 @@ struct RankGroup {
   double link_speed = 1.0;     ///< relative to the modelled links (a degraded NIC: < 1)
 };
 
+/// A collective measured on the machine (calibrate/, `stepcast fit`): where a single-phase
+/// collective of the step matches it (collective, ranks, nodes), the measurement's latency
+/// and algbw replace the model's.
+struct MeasuredCollective {
+  Collective collective = Collective::all_reduce;
+  int ranks = 1;
+  int nodes = 1;
+  double latency_s = 0;
+  double algbw_GBps = 0;
+};
+
 struct StepPlan {
   Strategy strategy = Strategy::ddp;
   int micro_steps = 1;
@@ -80,6 +91,8 @@ struct StepPlan {
   /// Rank classes; empty: all ranks alike (one class). The first is the representative
   /// rank of the reports; list the most numerous first.
   std::vector<RankGroup> groups;
+
+  std::vector<MeasuredCollective> measured_collectives;
 
   /// Limiting case: every collective on the compute stream (nothing overlaps).
   bool comm_on_compute_stream = false;

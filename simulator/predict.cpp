@@ -1,5 +1,6 @@
 #include "simulator/predict.hpp"
 
+#include "calibrate/fit/hardware.hpp"
 #include "model/compute.hpp"
 #include "model/flops.hpp"
 #include "simulator/bounds.hpp"
@@ -77,6 +78,14 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
                                         name(gpu.arch), fit->fitted_on));
   }
   p.peak_tflops = device.peak_tflops;
+  if (const HardwareFile* cal = s.hardware.calibration.get()) {
+    if (auto it = cal->gemm.find(dtype); it != cal->gemm.end())
+      device.gemm = it->second.efficiency("measured: " + s.hardware.calibration_file);
+    if (cal->memory.memory_efficiency) device.memory_efficiency = *cal->memory.memory_efficiency;
+    p.assumptions.push_back(fmt::format("calibration {} (measured on {}, {}): GEMM efficiency, memory bandwidth "
+                                        "and measured collectives replace the defaults",
+                                        s.hardware.calibration_file, cal->machine.hostname, cal->machine.date_utc));
+  }
   p.assumptions.push_back(fmt::format("GEMM efficiency {:.2f} of the {} {} peak ({:.0f} TFLOP/s) for large GEMMs, "
                                       "half of it at {:.1g} FLOP per GEMM: {}",
                                       device.gemm.max_fraction, gpu.name, name(dtype), device.peak_tflops,
@@ -162,6 +171,11 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
   plan.fabric = fabric;
   plan.algorithm = s.strategy.algorithm;
   plan.comm_on_compute_stream = options.comm_on_compute_stream;
+  if (const HardwareFile* cal = s.hardware.calibration.get())
+    for (const FittedCollective& fc : cal->collectives)
+      plan.measured_collectives.push_back(sim::MeasuredCollective{fc.collective, static_cast<int>(fc.ranks),
+                                                                  static_cast<int>(fc.nodes), fc.latency_us * 1e-6,
+                                                                  fc.algbw_GBps});
   if (!s.hardware.stragglers.empty()) {
     int typical = nodes;
     for (const StragglerSpec& st : s.hardware.stragglers) typical -= st.nodes;
@@ -263,6 +277,14 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
     use.bytes = op.bytes;
     use.calls_per_step = 1;
     use.cost = collective_cost(op.collective, op.bytes, restrict_fabric(fabric, op.level), s.strategy.algorithm);
+    if (op.phases.size() == 1 && op.phases[0].algorithm == "measured") {  // the calibration's fit
+      const CollectivePhase& ph = op.phases[0];
+      use.cost.time_s = ph.time_s();
+      use.cost.algorithm = "measured";
+      use.cost.protocol = "-";
+      use.cost.algbw_GBps = op.bytes / ph.time_s() / 1e9;
+      use.cost.busbw_GBps = use.cost.algbw_GBps * bus_bandwidth_factor(op.collective, restrict_fabric(fabric, op.level).ranks());
+    }
     p.collectives.push_back(use);
   }
   if (options.keep_simulation) p.simulation = std::move(sim_run);

@@ -1,5 +1,7 @@
 #include "simulator/scenario.hpp"
 
+#include "calibrate/fit/hardware.hpp"
+
 #include "model/input.hpp"
 
 #include <nlohmann/json.hpp>
@@ -138,6 +140,18 @@ HardwareChoice parse_hardware(JsonObject& obj) {
                                 ") when using more than one node, got " + std::to_string(gpus));
   h.nodes = gpus > box.gpus ? static_cast<int>(gpus / box.gpus) : 1;
   h.gpus_per_node = gpus > box.gpus ? box.gpus : static_cast<int>(gpus);
+  if (auto cal = obj.optional_string("calibration")) {
+    std::filesystem::path path(*cal);
+    if (path.is_relative()) path = std::filesystem::path(obj.file()).parent_path() / path;
+    if (!std::filesystem::exists(path))
+      throw obj.error("calibration", "expected a hardware file written by `stepcast fit`; " + path.string() +
+                                         " does not exist");
+    h.calibration = std::make_shared<const HardwareFile>(load_hardware(path));
+    h.calibration_file = path.string();
+    if (h.calibration->gpu != box.gpu)
+      throw obj.error("calibration", "the hardware file was fitted for " + h.calibration->gpu + ", but " + box.name +
+                                         " holds " + box.gpu);
+  }
   if (auto list = obj.optional_array("stragglers")) {
     int straggling = 0;
     for (std::size_t i = 0; i < list->size(); ++i) {

@@ -12,11 +12,14 @@
 #include "topologies/topology.hpp"
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace stepcast {
+
+struct HardwareFile;
 
 struct TrainingSpec {
   Precision precision = Precision::bf16_mixed;
@@ -51,6 +54,11 @@ struct HardwareChoice {
   int nodes = 1;                     ///< nodes used
   int gpus_per_node = 1;             ///< GPUs used in each node
   std::vector<StragglerSpec> stragglers;  ///< nodes that differ (the others are alike)
+  /// A hardware file written by `stepcast fit` (measured GEMM efficiency, memory bandwidth,
+  /// collectives) that replaces the catalog's defaults for this GPU; path relative to the
+  /// scenario file in JSON ("calibration").
+  std::shared_ptr<const HardwareFile> calibration;
+  std::string calibration_file;
   int gpus() const { return nodes * gpus_per_node; }
 };
 

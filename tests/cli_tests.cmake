@@ -181,3 +181,9 @@ stepcast_cli_case(bad_validate_malformed RC 2 STDERR "runs_malformed.jsonl:2" "m
                   ARGS validate ${STEPCAST_CLI_BAD}/runs_malformed.jsonl)
 stepcast_cli_case(bad_validate_missing RC 2 STDERR "no such file or folder"
                   ARGS validate ${STEPCAST_CLI_BAD}/absent.jsonl)
+
+# ---- a scenario naming a calibration (stepcast fit's hardware file) ----
+stepcast_cli_case(calibrated_predict RC 0 STDOUT "calibration" "measured"
+                  ARGS predict ${CMAKE_CURRENT_LIST_DIR}/data/good/calibrated.json)
+stepcast_cli_case(bad_calibration_wrong_gpu RC 2 STDERR "calibration_wrong_gpu.json" "/hardware/calibration" "h100-sxm5-80gb"
+                  ARGS predict ${STEPCAST_CLI_BAD}/calibration_wrong_gpu.json)
