@@ -7,6 +7,8 @@
 
 #include "cli/report.hpp"
 
+#include "calibrate/fit/hardware.hpp"
+
 #include "calibrate/fit/fit.hpp"
 #include "model/input.hpp"
 #include "model/types.hpp"
@@ -26,6 +28,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -282,6 +285,7 @@ int run_scale(const ScaleArgs& args) {
 struct ValidateArgs {
   std::vector<std::string> inputs;
   bool json = false;
+  std::string calibration;  ///< hardware file from `stepcast fit`; empty: none
 };
 
 int run_validate(const ValidateArgs& args) {
@@ -291,13 +295,18 @@ int run_validate(const ValidateArgs& args) {
     auto more = load_measured_runs(in);
     runs.insert(runs.end(), more.begin(), more.end());
   }
+  std::shared_ptr<const HardwareFile> calibration;
+  if (!args.calibration.empty()) {
+    if (!std::filesystem::exists(args.calibration)) throw UserError("no such hardware file: " + args.calibration);
+    calibration = std::make_shared<const HardwareFile>(load_hardware(args.calibration));
+  }
   const bool progress = isatty(fileno(stderr)) != 0;
   std::vector<ValidationRow> rows;
   rows.reserve(runs.size());
   for (std::size_t i = 0; i < runs.size(); ++i) {
     if (progress && (i % 20 == 0 || i + 1 == runs.size()))
       fmt::print(stderr, "\r[{}/{}] {}", i + 1, runs.size(), runs[i].id);
-    rows.push_back(validate_run(runs[i]));
+    rows.push_back(validate_run(runs[i], calibration, args.calibration));
   }
   if (progress) fmt::print(stderr, "\n");
   write(args.json ? cli::validate_json(rows) : cli::validate_text(rows));
@@ -441,6 +450,9 @@ int run(int argc, char** argv) {
   CLI::App* validate_cmd =
       app.add_subcommand("validate", "Compare predictions with measured runs (runs.jsonl records)");
   validate_cmd->add_option("RUNS", va.inputs, "Measured-run files (.jsonl) or folders of them")->required();
+  validate_cmd->add_option("--calibration", va.calibration,
+                           "Hardware file from `stepcast fit`, used for records on its GPU")
+      ->option_text("FILE");
   validate_cmd->add_flag("--json", va.json,
                          "Print {\"runs\": [...], \"summary\": {...}} instead of the tables");
   validate_cmd->footer(footer(

@@ -1,5 +1,6 @@
 #include "simulator/validation.hpp"
 
+#include "calibrate/fit/hardware.hpp"
 #include "model/input.hpp"
 #include "topologies/topology.hpp"
 
@@ -248,7 +249,8 @@ TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assume
   return m;
 }
 
-Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed) {
+Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
+               const std::shared_ptr<const HardwareFile>& calibration, const std::string& calibration_file) {
   if (r.tp.value_or(0) != 1 || r.pp.value_or(0) != 1) {
     if (!r.tp || !r.pp) throw Skip{"tensor/pipeline parallel degrees not stated"};
     throw Skip{fmt::format("tensor/pipeline parallelism (TP {}, PP {}) is not modelled", *r.tp, *r.pp)};
@@ -325,6 +327,11 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed) {
     net.topology = NetworkTopology::rail_fat_tree;
     h.cluster.network = net;
   }
+  if (calibration && calibration->gpu == gpu) {
+    h.calibration = calibration;
+    h.calibration_file = calibration_file;
+    assumed.push_back("calibration " + calibration_file);
+  }
   s.dataset.tokens = 1e9;  // unused: no record metric here depends on the data set size
   return s;
 }
@@ -357,10 +364,11 @@ std::uint32_t fnv1a(const std::string& s) {
 
 }  // namespace
 
-RunScenario scenario_for(const MeasuredRun& run) {
+RunScenario scenario_for(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration,
+                         const std::string& calibration_file) {
   RunScenario out;
   try {
-    out.scenario = build(run, out.assumptions);
+    out.scenario = build(run, out.assumptions, calibration, calibration_file);
   } catch (const Skip& s) {
     out.skip_reason = s.why;
   }
@@ -369,7 +377,8 @@ RunScenario scenario_for(const MeasuredRun& run) {
 
 std::string split_of(const std::string& id) { return fnv1a(id) % 2 == 0 ? "fit" : "check"; }
 
-ValidationRow validate_run(const MeasuredRun& run) {
+ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration,
+                           const std::string& calibration_file) {
   ValidationRow row;
   row.id = run.id;
   row.source = run.source;
@@ -386,7 +395,7 @@ ValidationRow validate_run(const MeasuredRun& run) {
   row.model = run.model_name;
   row.seq_len = run.seq_len.value_or(0);
   row.precision = run.precision.value_or("");
-  RunScenario rs = scenario_for(run);
+  RunScenario rs = scenario_for(run, calibration, calibration_file);
   row.assumptions = rs.assumptions;
   if (!rs.scenario) {
     row.status = "skipped: " + rs.skip_reason;

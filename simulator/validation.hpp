@@ -10,6 +10,7 @@
 #include "simulator/scenario.hpp"
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,7 +59,9 @@ struct RunScenario {
   std::string skip_reason;                 ///< set when scenario is empty
   std::vector<std::string> assumptions;    ///< what was inferred to build it
 };
-RunScenario scenario_for(const MeasuredRun& run);
+/// `calibration` (optional): a `stepcast fit` hardware file, used for records on its GPU.
+RunScenario scenario_for(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration = nullptr,
+                         const std::string& calibration_file = "");
 
 /// The prediction of a record's metric, with the record's definition.
 struct ValidationRow {
@@ -87,7 +90,8 @@ struct ValidationRow {
 /// The fitting/checking split: FNV-1a (32-bit) of the id, even -> "fit", odd -> "check".
 std::string split_of(const std::string& id);
 
-ValidationRow validate_run(const MeasuredRun& run);
+ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration = nullptr,
+                           const std::string& calibration_file = "");
 
 struct ErrorSummary {
   std::string group;                       ///< "all", "source: ...", "strategy: ...", "gpu: ..."

@@ -187,3 +187,6 @@ stepcast_cli_case(calibrated_predict RC 0 STDOUT "calibration" "measured"
                   ARGS predict ${CMAKE_CURRENT_LIST_DIR}/data/good/calibrated.json)
 stepcast_cli_case(bad_calibration_wrong_gpu RC 2 STDERR "calibration_wrong_gpu.json" "/hardware/calibration" "h100-sxm5-80gb"
                   ARGS predict ${STEPCAST_CLI_BAD}/calibration_wrong_gpu.json)
+stepcast_cli_case(validate_with_calibration RC 0 STDOUT "Summary: checking part"
+                  ARGS validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl
+                       --calibration ${CMAKE_CURRENT_LIST_DIR}/data/good/synthetic_hardware.json)
