@@ -281,7 +281,7 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
       const CollectivePhase& ph = op.phases[0];
       use.cost.time_s = ph.time_s();
       use.cost.algorithm = "measured";
-      use.cost.protocol = "-";
+      use.cost.protocol = "n/a";
       use.cost.algbw_GBps = op.bytes / ph.time_s() / 1e9;
       use.cost.busbw_GBps = use.cost.algbw_GBps * bus_bandwidth_factor(op.collective, restrict_fabric(fabric, op.level).ranks());
     }
