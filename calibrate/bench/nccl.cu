@@ -44,7 +44,9 @@ Collective collective_of(const std::string& name) {
 }
 
 // busbw = algbw * factor, nccl-tests doc/PERFORMANCE.md ("Summary"): all-reduce 2(n-1)/n,
-// reduce-scatter and all-gather (n-1)/n, broadcast 1.
+// reduce-scatter and all-gather (n-1)/n, broadcast 1. The same rule as model/collective's
+// bus_bandwidth_factor, restated because calibrate/bench links none of stepcast's libraries
+// (it must build on a GPU machine without their dependencies).
 double bus_factor(Collective c, int ranks) {
   const double n = ranks;
   switch (c) {
