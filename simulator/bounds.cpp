@@ -23,6 +23,8 @@ StepBounds closed_form_bounds(const StepGraph& g) {
     }
   }
 
+  std::vector<char> unhideable(g.ops.size(), 0);
+  for (int op : g.unhideable_ops) unhideable[op] = 1;
   std::vector<double> link_s(g.links.size(), 0.0);
   auto capacity_Bps = [&](int link) { return g.links[link].capacity_GBps * 1e9; };
   for (const CollectiveOp& op : g.ops) {
@@ -42,8 +44,7 @@ StepBounds closed_form_bounds(const StepGraph& g) {
       }
       const double alone_s = ph.latency_s + (ph.bytes > 0 ? ph.bytes / rate_Bps : 0.0);
       b.comm_total_s += alone_s;
-      if (std::find(g.unhideable_ops.begin(), g.unhideable_ops.end(), &op - g.ops.data()) != g.unhideable_ops.end())
-        b.unhideable_s += alone_s;
+      if (unhideable[&op - g.ops.data()]) b.unhideable_s += alone_s;
     }
   }
   for (double s : link_s) b.network_floor_s = std::max(b.network_floor_s, s);

@@ -78,7 +78,7 @@ class Lowering {
     std::vector<int> grads_done;  // the last reduction before the optimizer
     for (int k = 0; k < p_.micro_steps; ++k) micro_step(k, k + 1 == p_.micro_steps);
     if (last_reduce_ >= 0) grads_done.push_back(last_reduce_);
-    const int opt = compute("optimizer step", "optimizer", p_.optimizer_s, grads_done);
+    const int opt = compute("optimizer step", "optimizer", p_.optimizer_s, 0, grads_done);
     if (zero12() && p_.gpus > 1) {
       // DeepSpeed gathers the updated parameter partitions inside step(), bucket by bucket.
       const auto sizes = bucket_sizes(p_.layers * p_.layer_grad_bytes + p_.root_grad_bytes, p_.bucket_bytes,
@@ -140,24 +140,16 @@ class Lowering {
   }
 
   /// A compute task on every rank class; returns class 0's id (class c's is that + c).
-  int compute(const std::string& name, const std::string& category, double s, const std::vector<int>& deps = {},
-              double alloc = 0, double free = 0) {
+  int compute(const std::string& name, const std::string& category, double s, double flops,
+              const std::vector<int>& deps = {}, double alloc = 0, double free = 0) {
     int first = -1;
     for (int k = 0; k < classes_; ++k) {
-      const int t = g_.add_compute(compute_[k], name, category, s, flops_of(name, category), shifted(deps, k));
+      const int t = g_.add_compute(compute_[k], name, category, s, flops, shifted(deps, k));
       g_.tasks[t].alloc_bytes = alloc;
       g_.tasks[t].free_bytes = free;
       if (k == 0) first = t;
     }
     return first;
-  }
-
-  double flops_of(const std::string& name, const std::string& category) const {
-    if (category == "forward") return p_.layer_flops_forward;
-    if (category == "backward") return p_.layer_flops_backward;
-    if (category == "recompute") return p_.layer_flops_recompute;
-    if (category == "head") return name.rfind("fwd", 0) == 0 ? p_.head_flops_forward : p_.head_flops_backward;
-    return 0.0;
   }
 
   static std::vector<int> shifted(const std::vector<int>& deps, int k) {
@@ -179,14 +171,14 @@ class Lowering {
     const std::string mk = p_.micro_steps > 1 ? fmt::format(" m{}", k) : "";
     std::vector<int> fwd(p_.layers + 1);
     for (int i = 1; i <= p_.layers; ++i)
-      fwd[i] = compute(fmt::format("fwd L{}{}", i, mk), "forward", fwd_s_, {}, p_.activation_bytes_per_layer);
-    compute("fwd head" + mk, "head", p_.micro.head_forward_s, {}, p_.logits_bytes);
+      fwd[i] = compute(fmt::format("fwd L{}{}", i, mk), "forward", fwd_s_, p_.layer_flops_forward, {}, p_.activation_bytes_per_layer);
+    compute("fwd head" + mk, "head", p_.micro.head_forward_s, p_.head_flops_forward, {}, p_.logits_bytes);
     std::vector<Chunk> chunks;
-    const int head_bwd = compute("bwd head" + mk, "head", p_.micro.head_backward_s, {}, 0, p_.logits_bytes);
+    const int head_bwd = compute("bwd head" + mk, "head", p_.micro.head_backward_s, p_.head_flops_backward, {}, 0, p_.logits_bytes);
     chunks.push_back({head_bwd, p_.head_grad_bytes});
     for (int i = p_.layers; i >= 1; --i) {
-      if (rec_s_ > 0) compute(fmt::format("recompute L{}{}", i, mk), "recompute", rec_s_);
-      const int b = compute(fmt::format("bwd L{}{}", i, mk), "backward", bwd_s_, {}, 0, p_.activation_bytes_per_layer);
+      if (rec_s_ > 0) compute(fmt::format("recompute L{}{}", i, mk), "recompute", rec_s_, p_.layer_flops_recompute);
+      const int b = compute(fmt::format("bwd L{}{}", i, mk), "backward", bwd_s_, p_.layer_flops_backward, {}, 0, p_.activation_bytes_per_layer);
       chunks.push_back({b, p_.layer_grad_bytes});
     }
     chunks.back().bytes += p_.root_grad_bytes - p_.head_grad_bytes;  // embeddings: ready last
@@ -256,18 +248,18 @@ class Lowering {
                           Collective::all_gather, p_.layer_param_bytes, level, deps, unit);
       std::vector<int> fdeps = {agf[i]};
       if (i == 1) fdeps.push_back(ag_root);
-      fwd[i] = compute(fmt::format("fwd L{}{}", i, mk), "forward", fwd_s_, fdeps, p_.activation_bytes_per_layer,
+      fwd[i] = compute(fmt::format("fwd L{}{}", i, mk), "forward", fwd_s_, p_.layer_flops_forward, fdeps, p_.activation_bytes_per_layer,
                        keep_for_backward ? 0.0 : unit);
     }
     if (k == 0) {
       g_.unhideable_ops.push_back(g_.tasks[ag_root].op);
       g_.unhideable_ops.push_back(g_.tasks[agf[1]].op);
     }
-    compute("fwd head" + mk, "head", p_.micro.head_forward_s, {ag_root}, p_.logits_bytes);
+    compute("fwd head" + mk, "head", p_.micro.head_forward_s, p_.head_flops_forward, {ag_root}, p_.logits_bytes);
 
     // Backward: layers last to first, each gathered again (FULL_SHARD, ZeRO-3) up to `pf`
     // layers ahead, its gradients reduce-scattered on the reduction stream.
-    compute("bwd head" + mk, "head", p_.micro.head_backward_s, {}, 0, p_.logits_bytes);
+    compute("bwd head" + mk, "head", p_.micro.head_backward_s, p_.head_flops_backward, {}, 0, p_.logits_bytes);
     std::vector<int> bwd(L + 2, -1);
     for (int i = L; i >= 1; --i) {
       std::vector<int> bdeps;
@@ -278,8 +270,8 @@ class Lowering {
                                    "parameter all-gather (backward)", Collective::all_gather, p_.layer_param_bytes,
                                    level, deps, unit));
       }
-      if (rec_s_ > 0) compute(fmt::format("recompute L{}{}", i, mk), "recompute", rec_s_, bdeps);
-      bwd[i] = compute(fmt::format("bwd L{}{}", i, mk), "backward", bwd_s_, bdeps, p_.layer_grad_bytes,
+      if (rec_s_ > 0) compute(fmt::format("recompute L{}{}", i, mk), "recompute", rec_s_, p_.layer_flops_recompute, bdeps);
+      bwd[i] = compute(fmt::format("bwd L{}{}", i, mk), "backward", bwd_s_, p_.layer_flops_backward, bdeps, p_.layer_grad_bytes,
                        p_.activation_bytes_per_layer + unit);
       reduce_unit(fmt::format("L{}{}", i, mk), p_.layer_grad_bytes, bwd[i], level, hybrid_across);
     }

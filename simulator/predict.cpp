@@ -276,14 +276,15 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
     use.level = op.level;
     use.bytes = op.bytes;
     use.calls_per_step = 1;
-    use.cost = collective_cost(op.collective, op.bytes, restrict_fabric(fabric, op.level), s.strategy.algorithm);
+    const CommFabric level = restrict_fabric(fabric, op.level);
+    use.cost = collective_cost(op.collective, op.bytes, level, s.strategy.algorithm);
     if (op.phases.size() == 1 && op.phases[0].algorithm == "measured") {  // the calibration's fit
       const CollectivePhase& ph = op.phases[0];
       use.cost.time_s = ph.time_s();
       use.cost.algorithm = "measured";
       use.cost.protocol = "n/a";
       use.cost.algbw_GBps = op.bytes / ph.time_s() / 1e9;
-      use.cost.busbw_GBps = use.cost.algbw_GBps * bus_bandwidth_factor(op.collective, restrict_fabric(fabric, op.level).ranks());
+      use.cost.busbw_GBps = use.cost.algbw_GBps * bus_bandwidth_factor(op.collective, level.ranks());
     }
     p.collectives.push_back(use);
   }

@@ -46,7 +46,6 @@ class Executor final : public Component, public Network::Listener {
     }
     arrived_.assign(g_.ops.size(), 0);
     phase_.assign(g_.ops.size(), 0);
-    op_start_.assign(g_.ops.size(), 0);
     op_enabler_.assign(g_.ops.size(), -1);
     comm_active_.assign(g_.classes.size(), 0);
     memory_.resize(g_.classes.size());
@@ -179,7 +178,6 @@ class Executor final : public Component, public Network::Listener {
 
   void start_op(int op) {
     account(engine_.now());
-    op_start_[op] = engine_.now();
     for (int m : g_.ops[op].members) {
       state_[m] = State::running;
       res_.tasks[m].start = engine_.now();
@@ -263,7 +261,6 @@ class Executor final : public Component, public Network::Listener {
   std::vector<std::size_t> head_;
   std::vector<int> arrived_;
   std::vector<int> phase_;
-  std::vector<Time> op_start_;
   std::vector<int> op_enabler_;
   std::vector<int> comm_active_;
   std::vector<double> memory_;

@@ -173,42 +173,44 @@ struct Skip {
   std::string why;
 };
 
-/// The catalog box for a record's GPU and intra-node fabric.
+/// The catalog box for a record's GPU: the first one with the record's intra-node fabric,
+/// or, when the record does not state it, the first one holding the GPU (for a GPU sold
+/// both ways, such as the TITAN RTX pair, the PCIe one: no bridge was named).
 const BoxSpec& box_for(const MeasuredRun& r, const std::string& gpu, std::vector<std::string>& assumed) {
-  const std::string intra = r.intra_node.value_or("");
-  if (gpu == "titan-rtx-24gb") {
-    if (intra == "nvlink-bridge") return *find_box("titan-rtx-2x-nvlink");
-    if (intra.empty()) assumed.push_back("TITAN RTX pair over PCIe (the source names no NVLink bridge)");
-    return *find_box("titan-rtx-2x-pcie");
+  std::optional<IntraFabric> fabric;
+  if (r.intra_node) {
+    if (*r.intra_node == "nvswitch") fabric = IntraFabric::nvswitch;
+    else if (*r.intra_node == "pcie") fabric = IntraFabric::pcie;
+    else fabric = IntraFabric::nvlink_mesh;  // nvlink-mesh, nvlink-bridge
+  } else if (box_with_gpu(gpu, IntraFabric::pcie) && box_with_gpu(gpu, IntraFabric::nvlink_mesh)) {
+    fabric = IntraFabric::pcie;
   }
-  // The NVSwitch / NVLink box of each datacenter GPU (SXM parts come in these boxes).
-  static const std::map<std::string, std::string> kBox = {
-      {"a100-sxm4-80gb", "dgx-a100"},  {"a100-sxm4-40gb", "dgx-a100-40gb"}, {"h100-sxm5-80gb", "dgx-h100"},
-      {"h200-sxm-141gb", "hgx-h200"},  {"b200-sxm-180gb", "dgx-b200"},     {"v100-sxm3-32gb", "dgx-2"},
-      {"v100-sxm2-32gb", "dgx-1-v100"}, {"a100-pcie-80gb", "a100-pcie-8x"},  {"rtx-4090-24gb", "rtx4090-pcie-8x"}};
-  const auto it = kBox.find(gpu);
-  if (it == kBox.end()) throw Skip{"no catalog box holds the " + gpu};
-  const BoxSpec& box = *find_box(it->second);
-  if (intra.empty()) assumed.push_back("intra-node fabric of the " + box.name + " (not stated)");
-  return box;
+  const BoxSpec* box = box_with_gpu(gpu, fabric);
+  if (!box) throw Skip{"no catalog box holds the " + gpu + (r.intra_node ? " over " + *r.intra_node : "")};
+  if (!r.intra_node) assumed.push_back("intra-node fabric of the " + box->name + " (not stated)");
+  return *box;
 }
 
-/// The NIC link kind and count for a stated fabric and per-node rate.
+/// The NIC link kind and count for a stated fabric and per-node rate: the fastest catalog
+/// link of that family (by name prefix) whose line rate divides the rate into whole NICs.
 std::pair<std::string, int> nics_for(const std::string& fabric, double gbps) {
-  static const std::map<std::string, std::vector<std::pair<std::string, double>>> kKinds = {
-      {"infiniband", {{"ib-ndr", 400}, {"ib-hdr", 200}, {"ib-edr", 100}}},
-      {"roce", {{"roce-400g", 400}, {"roce-200g", 200}, {"roce-100g", 100}}},
-      {"efa", {{"efa-100g", 100}}},
-      {"ethernet-tcp",
-       {{"eth-400g", 400}, {"eth-200g", 200}, {"eth-100g", 100}, {"eth-40g", 40}, {"eth-25g", 25}, {"eth-10g", 10},
-        {"eth-1g", 1}}}};
-  const auto it = kKinds.find(fabric);
-  if (it == kKinds.end()) throw Skip{"inter-node fabric \"" + fabric + "\" is not in the link catalog"};
-  for (const auto& [kind, rate] : it->second) {
-    const double n = gbps / rate;
-    if (n >= 1 && std::abs(n - std::round(n)) < 1e-9) return {kind, static_cast<int>(std::round(n))};
+  static const std::map<std::string, std::string> kFamily = {
+      {"infiniband", "ib-"}, {"roce", "roce-"}, {"efa", "efa-"}, {"ethernet-tcp", "eth-"}};
+  const auto family = kFamily.find(fabric);
+  if (family == kFamily.end()) throw Skip{"inter-node fabric \"" + fabric + "\" is not in the link catalog"};
+  const LinkSpec* best = nullptr;
+  int count = 0;
+  for (const LinkSpec& l : link_catalog()) {
+    if (l.name.rfind(family->second, 0) != 0) continue;
+    const double n = gbps / (l.line_rate_GBps * 8.0);  // GB/s -> Gb/s
+    if (n < 1 || std::abs(n - std::round(n)) > 1e-9) continue;
+    if (!best || l.line_rate_GBps > best->line_rate_GBps) {
+      best = &l;
+      count = static_cast<int>(std::round(n));
+    }
   }
-  throw Skip{fmt::format("{} Gb/s per node of {} is no whole number of catalog NICs", gbps, fabric)};
+  if (!best) throw Skip{fmt::format("{} Gb/s per node of {} is no whole number of catalog NICs", gbps, fabric)};
+  return {best->name, count};
 }
 
 Strategy strategy_for(const MeasuredRun& r, std::vector<std::string>& assumed) {
@@ -298,7 +300,6 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
   if (s.strategy.kind == Strategy::ddp) s.strategy.bucket_given = false;
 
   const BoxSpec& box = box_for(r, gpu, assumed);
-  if (box.gpu != gpu) throw Skip{"no catalog box holds the " + gpu};
   const int ppn = static_cast<int>(r.gpus_per_node.value_or(std::min<std::int64_t>(gpus, box.gpus)));
   if (ppn > box.gpus) throw Skip{fmt::format("{} GPUs per node exceed the {}'s {}", ppn, box.name, box.gpus)};
   if (gpus % ppn != 0) throw Skip{"GPUs do not divide into nodes"};

@@ -131,6 +131,12 @@ const std::vector<BoxSpec>& box_catalog() {
 
 const BoxSpec* find_box(const std::string& name) { return find_by_name(box_catalog(), name); }
 
+const BoxSpec* box_with_gpu(const std::string& gpu, std::optional<IntraFabric> fabric) {
+  for (const BoxSpec& b : box_catalog())
+    if (b.gpu == gpu && (!fabric || b.fabric == *fabric)) return &b;
+  return nullptr;
+}
+
 namespace {
 
 NetworkSpec parse_network(JsonObject& obj) {

@@ -53,6 +53,8 @@ struct BoxSpec {
 BoxSpec parse_box(JsonObject& obj);
 const std::vector<BoxSpec>& box_catalog();
 const BoxSpec* find_box(const std::string& name);
+/// The first catalog box holding `gpu` (with that intra-node fabric when given), or nullptr.
+const BoxSpec* box_with_gpu(const std::string& gpu, std::optional<IntraFabric> fabric = std::nullopt);
 
 /// How boxes are joined.
 enum class NetworkTopology {

@@ -407,9 +407,7 @@ const BoxSpec* choose_box(const GpuSpec& gpu, const FitOptions& options) {
       throw FitOptionError("--box " + options.box + " holds " + b->gpu + ", not " + gpu.name);
     return b;
   }
-  for (const BoxSpec& b : box_catalog())
-    if (b.gpu == gpu.name) return &b;
-  return nullptr;
+  return box_with_gpu(gpu.name);
 }
 
 void fit_gemms(const RawCalibration& raw, const GpuSpec& gpu, FitResult& out) {
