@@ -7,15 +7,15 @@
 
 #include "cli/report.hpp"
 
-#include "calibrate/fit/hardware.hpp"
+#include "topologies/hardware_file.hpp"
 
 #include "calibrate/fit/fit.hpp"
-#include "model/input.hpp"
-#include "model/types.hpp"
+#include "base/json_input.hpp"
+#include "base/types.hpp"
 #include "simulator/predict.hpp"
 #include "simulator/scenario.hpp"
 #include "simulator/trace.hpp"
-#include "simulator/validation.hpp"
+#include "validate/validation.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -9,7 +9,7 @@
 #include "model/memory.hpp"
 #include "simulator/predict.hpp"
 #include "simulator/scenario.hpp"
-#include "simulator/validation.hpp"
+#include "validate/validation.hpp"
 
 #include <string>
 #include <string_view>

@@ -161,7 +161,7 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
   for (const CollectiveUse& c : p.collectives)
     collectives.push_back({{"purpose", c.purpose},
                            {"op", str(name(c.collective))},
-                           {"level", c.level},
+                           {"level", std::string(name(c.level))},
                            {"bytes", num(c.bytes)},
                            {"calls_per_step", c.calls_per_step},
                            {"algorithm", c.cost.algorithm},

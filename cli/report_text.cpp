@@ -415,7 +415,7 @@ std::string predict_text(const Scenario& sc, const Prediction& p, const std::str
              {"busbw (GB/s)", true},
              {"total (s)", true}});
     for (const CollectiveUse& c : p.collectives)
-      t.add({c.purpose, std::string(name(c.collective)), c.level, fixed(c.bytes / 1e6, 2),
+      t.add({c.purpose, std::string(name(c.collective)), std::string(name(c.level)), fixed(c.bytes / 1e6, 2),
              std::to_string(c.calls_per_step),
              c.cost.protocol.empty() ? c.cost.algorithm
                                      : fmt::format("{}/{}", c.cost.algorithm, c.cost.protocol),

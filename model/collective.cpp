@@ -26,9 +26,6 @@ namespace stepcast {
 
 namespace {
 
-constexpr std::array<std::string_view, 4> kCollectiveNames = {"all_reduce", "all_gather",
-                                                              "reduce_scatter", "broadcast"};
-
 enum class Algo { ring, tree, nvls, hierarchical };
 /// NCCL's protocols, in its order [LL, LL128, Simple].
 enum class Proto { ll, ll128, simple };
@@ -473,11 +470,11 @@ Candidate best_auto(Collective c, double bytes, const CommFabric& f) {
 }
 
 /// The node's own GPUs as a one-node fabric.
-CommFabric intra_only(const CommFabric& f) { return restrict_fabric(f, "intra-node"); }
+CommFabric intra_only(const CommFabric& f) { return restrict_fabric(f, FabricScope::intra_node); }
 
 /// The rails across nodes: ppn independent collectives of N ranks, one GPU per node, each
 /// with the node's NIC rate shared ppn ways.
-CommFabric rails(const CommFabric& f) { return restrict_fabric(f, "inter-node"); }
+CommFabric rails(const CommFabric& f) { return restrict_fabric(f, FabricScope::inter_node); }
 
 /// Hierarchical (2-D) collective, the way HYBRID_SHARD / 2D all-reduce do it:
 /// all-reduce = intra reduce-scatter (S) + inter all-reduce over the rails (S / ppn)
@@ -533,17 +530,6 @@ void validate(const CommFabric& f) {
 
 int nccl_channels(const CommFabric& f) {
   return channels_for(f.intra.ranks > 1 || !f.inter ? f.intra : *f.inter);
-}
-
-std::string_view name(Collective c) { return kCollectiveNames[static_cast<std::size_t>(c)]; }
-
-Collective parse_collective(std::string_view s) {
-  for (std::size_t i = 0; i < kCollectiveNames.size(); ++i)
-    if (kCollectiveNames[i] == s) return static_cast<Collective>(i);
-  std::string msg = "unknown collective \"" + std::string(s) + "\"; valid: ";
-  for (std::size_t i = 0; i < kCollectiveNames.size(); ++i)
-    msg += (i ? ", \"" : "\"") + std::string(kCollectiveNames[i]) + "\"";
-  throw std::invalid_argument(msg);
 }
 
 /// busbw / algbw: all-reduce 2(n-1)/n (each rank sends and receives 2(n-1)/n of S on a
@@ -611,11 +597,11 @@ void check_inputs(double bytes, const CommFabric& fabric, const std::string& alg
 }
 
 CollectivePhase make_phase(Collective c, double bytes, const CommFabric& f, Algo a, Proto p,
-                           std::string level) {
+                           FabricScope level) {
   const PhaseParts parts = phase_parts(a, p, c, bytes, f);
   CollectivePhase ph;
   ph.collective = c;
-  ph.level = std::move(level);
+  ph.level = level;
   ph.bytes = bytes;
   ph.latency_s = parts.latency_us * 1e-6;
   ph.algbw_GBps = parts.alg_GBps;
@@ -652,58 +638,35 @@ std::vector<CollectivePhase> collective_phases(Collective c, double bytes, const
   if (fabric.ranks() <= 1 || bytes == 0) return out;
   const Candidate best = choose(c, bytes, fabric, algorithm);
   if (best.algo != Algo::hierarchical) {
-    out.push_back(make_phase(c, bytes, fabric, best.algo, best.proto, "all"));
+    out.push_back(make_phase(c, bytes, fabric, best.algo, best.proto, FabricScope::all));
     return out;
   }
   // The phases of hierarchical(), in the same order and with the same choices.
   const CommFabric in = intra_only(fabric);
   const CommFabric across = rails(fabric);
   const double shard = bytes / fabric.intra.ranks;
-  auto phase = [&](Collective pc, double b, const CommFabric& g, const char* level) {
+  auto phase = [&](Collective pc, double b, const CommFabric& g, FabricScope level) {
     if (g.ranks() <= 1) return;
     const Candidate k = best_auto(pc, b, g);
     out.push_back(make_phase(pc, b, g, k.algo, k.proto, level));
   };
   switch (c) {
     case Collective::all_reduce:
-      phase(Collective::reduce_scatter, bytes, in, "intra-node");
-      phase(Collective::all_reduce, shard, across, "inter-node");
-      phase(Collective::all_gather, bytes, in, "intra-node");
+      phase(Collective::reduce_scatter, bytes, in, FabricScope::intra_node);
+      phase(Collective::all_reduce, shard, across, FabricScope::inter_node);
+      phase(Collective::all_gather, bytes, in, FabricScope::intra_node);
       break;
     case Collective::all_gather:
-      phase(Collective::all_gather, shard, across, "inter-node");
-      phase(Collective::all_gather, bytes, in, "intra-node");
+      phase(Collective::all_gather, shard, across, FabricScope::inter_node);
+      phase(Collective::all_gather, bytes, in, FabricScope::intra_node);
       break;
     case Collective::reduce_scatter:
-      phase(Collective::reduce_scatter, bytes, in, "intra-node");
-      phase(Collective::reduce_scatter, shard, across, "inter-node");
+      phase(Collective::reduce_scatter, bytes, in, FabricScope::intra_node);
+      phase(Collective::reduce_scatter, shard, across, FabricScope::inter_node);
       break;
     case Collective::broadcast: break;
   }
   return out;
-}
-
-CommFabric restrict_fabric(const CommFabric& f, std::string_view level) {
-  if (level == "all") return f;
-  if (level == "intra-node") {
-    CommFabric g;  // field by field: copying and resetting `inter` trips GCC 12's -Wmaybe-uninitialized
-    g.arch = f.arch;
-    g.intra = f.intra;
-    g.nvls = f.nvls;
-    g.nic_sharing = f.nic_sharing;
-    return g;
-  }
-  if (level == "inter-node") {
-    if (!f.inter) throw std::invalid_argument("inter-node collective on a one-node fabric");
-    CommFabric g = f;
-    g.inter->bw_GBps = f.inter->bw_GBps / f.intra.ranks;
-    g.nic_sharing = f.nic_sharing * f.intra.ranks;
-    g.intra.ranks = 1;
-    g.nvls = false;
-    return g;
-  }
-  throw std::invalid_argument("unknown fabric level \"" + std::string(level) +
-                              "\"; valid: \"all\", \"intra-node\", \"inter-node\"");
 }
 
 }  // namespace stepcast

@@ -9,46 +9,14 @@
 /// busbw = algbw x factor (2(n-1)/n all-reduce, (n-1)/n all-gather/reduce-scatter, 1 bcast).
 #pragma once
 
-#include "model/types.hpp"
+#include "base/types.hpp"
+#include "topologies/fabric.hpp"
 
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace stepcast {
-
-enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast };
-std::string_view name(Collective);
-Collective parse_collective(std::string_view);
-
-/// One level of the fabric as the collective model sees it, derived from the topology graph.
-struct FabricLevel {
-  int ranks = 1;                  ///< members: GPUs in a node (intra) or nodes (inter)
-  LinkClass link = LinkClass::nvlink;  ///< which NCCL hardware-latency row applies
-  /// Ring bottleneck bandwidth, GB/s (1e9 B/s) per direction: what one rank (intra) or one
-  /// node (inter, all its NICs together) can push around a ring, at the link kind's
-  /// effective rate (NCCL's per-link figures, or line rate x efficiency for networks).
-  double bw_GBps = 0;
-  /// Extra latency per hop beyond NCCL's hardware rows, µs (e.g. a TCP socket stack).
-  double latency_us = 0;
-  std::string kind;               ///< link kind name for reports, e.g. "nvlink3", "eth-1g"
-  /// Channels NCCL would build (0: derive). Intra: rings inside the node (derived as
-  /// round(bw_GBps / 20), 2..32). Inter: NICs per node, used as NVLSTree heads (derived as
-  /// one per GPU when 0).
-  int channels = 0;
-};
-
-struct CommFabric {
-  GpuArch arch = GpuArch::ampere;
-  FabricLevel intra;                  ///< ranks = GPUs per node taking part
-  std::optional<FabricLevel> inter;   ///< ranks = nodes; absent on one node
-  bool nvls = false;                  ///< NVLink SHARP in the node's NVSwitches
-  /// Identical collectives that share the node's NICs at once (one per GPU of the node, as
-  /// in the rails of a hierarchical collective); inter.bw_GBps is already divided by it.
-  int nic_sharing = 1;
-  int ranks() const { return intra.ranks * (inter ? inter->ranks : 1); }
-  int nodes() const { return inter ? inter->ranks : 1; }
-};
 
 /// Channels NCCL runs a collective on over this fabric (the intra level's, or the NICs'
 /// with one GPU per node); each channel is one CUDA block on its own SM.
@@ -82,11 +50,6 @@ const std::vector<AlgorithmInfo>& collective_algorithms();
 CollectiveCost collective_cost(Collective c, double bytes, const CommFabric& fabric,
                                const std::string& algorithm = "auto");
 
-/// The fabric seen by a collective over one level: "all" (every GPU), "intra-node" (the
-/// GPUs of one node) or "inter-node" (one GPU per node; the node's GPUs run one such
-/// collective each at once, so each sees 1/ppn of the node's NICs).
-CommFabric restrict_fabric(const CommFabric& f, std::string_view level);
-
 /// One phase of a collective as the simulator plays it: a fixed latency, then S bytes at up
 /// to `algbw_GBps`, loading the links as follows. A single-phase algorithm (ring, tree,
 /// nvls) is one phase; hierarchical is its intra and inter phases in order.
@@ -94,7 +57,7 @@ CommFabric restrict_fabric(const CommFabric& f, std::string_view level);
 /// level bandwidth / load >= algbw on each level, so alone the phase runs at algbw.
 struct CollectivePhase {
   Collective collective = Collective::all_reduce;
-  std::string level;        ///< "all", "intra-node", "inter-node"
+  FabricScope level = FabricScope::all;  ///< which GPUs the phase spans
   double bytes = 0;         ///< S of this phase (nccl-tests convention)
   double latency_s = 0;     ///< launch overhead + NCCL latency
   double algbw_GBps = 0;    ///< rate alone, S per second / 1e9

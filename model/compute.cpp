@@ -1,6 +1,6 @@
 #include "model/compute.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 #include "model/memory.hpp"
 
 #include <cassert>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "model/transformer.hpp"
-#include "model/types.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <string>

@@ -6,7 +6,7 @@
 
 #include "model/flops.hpp"
 #include "model/transformer.hpp"
-#include "model/types.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <string>

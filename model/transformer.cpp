@@ -2,7 +2,7 @@
 /// Transformer shapes: strict JSON parsing, parameter counts and the model catalog.
 #include "model/transformer.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 
 #include <algorithm>
 #include <cassert>

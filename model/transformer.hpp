@@ -3,7 +3,7 @@
 /// (model/catalog/models.json, every entry with its source).
 #pragma once
 
-#include "model/types.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -2,7 +2,7 @@
 // the strictness of parse_transformer.
 #include "model/transformer.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 
 #include <doctest/doctest.h>
 

@@ -85,7 +85,7 @@ class Lowering {
                                       p_.bucket_bytes);
       for (std::size_t b = 0; b < sizes.size(); ++b) {
         const int t = collective(Lane::gather, fmt::format("all-gather params bucket {}", b), "parameter all-gather (after step)",
-                                 Collective::all_gather, sizes[b], "all", {opt});
+                                 Collective::all_gather, sizes[b], FabricScope::all, {opt});
         g_.unhideable_ops.push_back(g_.tasks[t].op);
       }
     }
@@ -98,7 +98,9 @@ class Lowering {
            p_.strategy == Strategy::fsdp_shard_grad_op || p_.strategy == Strategy::fsdp_hybrid_shard;
   }
   bool zero12() const { return p_.strategy == Strategy::zero1 || p_.strategy == Strategy::zero2; }
-  const char* shard_level() const { return p_.strategy == Strategy::fsdp_hybrid_shard ? "intra-node" : "all"; }
+  FabricScope shard_level() const {
+    return p_.strategy == Strategy::fsdp_hybrid_shard ? FabricScope::intra_node : FabricScope::all;
+  }
   int shard_ranks() const { return p_.strategy == Strategy::fsdp_hybrid_shard ? p_.gpus_per_node : p_.gpus; }
   /// Bytes a gathered unit adds on top of the shard already held.
   double gathered(double bytes) const { return bytes * (1.0 - 1.0 / shard_ranks()); }
@@ -108,7 +110,7 @@ class Lowering {
   /// A collective across every rank class; `deps` are class-0 task ids (the tasks of class
   /// c are added right after, so class c's copy of task t is t + c). Returns class 0's id.
   int collective(Lane lane, std::string name, std::string purpose, Collective c, double bytes,
-                 const char* level, const std::vector<int>& deps, double alloc = 0, double free = 0) {
+                 FabricScope level, const std::vector<int>& deps, double alloc = 0, double free = 0) {
     const CommFabric f = restrict_fabric(p_.fabric, level);
     std::vector<CollectivePhase> phases;
     if (f.ranks() > 1 && bytes > 0) phases = collective_phases(c, bytes, f, p_.algorithm);
@@ -191,7 +193,7 @@ class Lowering {
       for (std::size_t c = 0; c < chunks.size(); ++c) {
         if (chunks[c].bytes <= 0) continue;
         last_reduce_ = collective(Lane::reduce, fmt::format("all-reduce unit {}{}", c, mk), "gradient all-reduce (per FSDP unit)",
-                                  Collective::all_reduce, chunks[c].bytes, "all", {chunks[c].task});
+                                  Collective::all_reduce, chunks[c].bytes, FabricScope::all, {chunks[c].task});
       }
       if (last_reduce_ >= 0) g_.unhideable_ops.push_back(g_.tasks[last_reduce_].op);
     } else if ((st == Strategy::zero2) || (st == Strategy::zero1 && last)) {
@@ -206,7 +208,7 @@ class Lowering {
     double cap = first_cap, fill = 0;
     int n = 0, ready = -1;
     auto launch = [&] {
-      last_reduce_ = collective(Lane::reduce, fmt::format("{} bucket {}{}", name(c), n++, mk), purpose, c, fill, "all", {ready});
+      last_reduce_ = collective(Lane::reduce, fmt::format("{} bucket {}{}", name(c), n++, mk), purpose, c, fill, FabricScope::all, {ready});
       fill = 0;
       cap = p_.bucket_bytes;
     };
@@ -227,7 +229,7 @@ class Lowering {
 
   void sharded_micro_step(int k, bool last) {
     const std::string mk = p_.micro_steps > 1 ? fmt::format(" m{}", k) : "";
-    const char* level = shard_level();
+    const FabricScope level = shard_level();
     const bool keep_for_backward = p_.strategy == Strategy::fsdp_shard_grad_op;
     const bool hybrid_across = p_.strategy == Strategy::fsdp_hybrid_shard && p_.nodes > 1;
     const int L = p_.layers;
@@ -281,14 +283,14 @@ class Lowering {
     if (last && last_reduce_ >= 0) g_.unhideable_ops.push_back(g_.tasks[last_reduce_].op);
   }
 
-  void reduce_unit(const std::string& what, double grad_bytes, int after, const char* level, bool across) {
+  void reduce_unit(const std::string& what, double grad_bytes, int after, FabricScope level, bool across) {
     if (grad_bytes <= 0) return;
     const double shard = grad_bytes / shard_ranks();
     last_reduce_ = collective(Lane::reduce, "reduce-scatter " + what, "gradient reduce-scatter", Collective::reduce_scatter,
                               grad_bytes, level, {after}, 0, grad_bytes - shard);
     if (across)
       last_reduce_ = collective(Lane::reduce, "all-reduce across nodes " + what, "gradient all-reduce across nodes (shard)",
-                                Collective::all_reduce, shard, "inter-node", {last_reduce_});
+                                Collective::all_reduce, shard, FabricScope::inter_node, {last_reduce_});
   }
 
   const StepPlan& p_;

@@ -25,7 +25,7 @@
 
 #include "model/collective.hpp"
 #include "model/compute.hpp"
-#include "model/types.hpp"
+#include "base/types.hpp"
 #include "simulator/step_graph.hpp"
 
 #include <string>

@@ -101,9 +101,9 @@ TEST_CASE("HYBRID_SHARD gathers and reduces inside the node, then all-reduces ea
   const StepGraph g = lower_step(plan(Strategy::fsdp_hybrid_shard));
   for (const CollectiveOp& o : g.ops) {
     if (o.collective == Collective::all_reduce) {
-      CHECK(o.level == "inter-node");
+      CHECK(o.level == FabricScope::inter_node);
     } else {
-      CHECK(o.level == "intra-node");
+      CHECK(o.level == FabricScope::intra_node);
     }
   }
   CHECK(count_ops(g, "gradient all-reduce across nodes (shard)") == 5);

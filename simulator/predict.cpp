@@ -1,6 +1,6 @@
 #include "simulator/predict.hpp"
 
-#include "calibrate/fit/hardware.hpp"
+#include "topologies/hardware_file.hpp"
 #include "model/compute.hpp"
 #include "model/flops.hpp"
 #include "simulator/bounds.hpp"
@@ -80,7 +80,8 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
   p.peak_tflops = device.peak_tflops;
   if (const HardwareFile* cal = s.hardware.calibration.get()) {
     if (auto it = cal->gemm.find(dtype); it != cal->gemm.end())
-      device.gemm = it->second.efficiency("measured: " + s.hardware.calibration_file);
+      device.gemm = GemmEfficiency{it->second.max_fraction, it->second.half_flops,
+                                   "measured: " + s.hardware.calibration_file};
     if (cal->memory.memory_efficiency) device.memory_efficiency = *cal->memory.memory_efficiency;
     p.assumptions.push_back(fmt::format("calibration {} (measured on {}, {}): GEMM efficiency, memory bandwidth "
                                         "and measured collectives replace the defaults",

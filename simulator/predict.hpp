@@ -23,7 +23,7 @@ namespace stepcast {
 struct CollectiveUse {
   std::string purpose;       ///< "gradient all-reduce", "parameter all-gather (forward)", ...
   Collective collective = Collective::all_reduce;
-  std::string level;         ///< "all", "intra-node", "inter-node"
+  FabricScope level = FabricScope::all;  ///< which GPUs it spans
   double bytes = 0;          ///< nccl-tests S of one call
   int calls_per_step = 0;    ///< how many such calls per optimizer step
   CollectiveCost cost;       ///< of one call

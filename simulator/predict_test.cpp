@@ -1,7 +1,7 @@
 // End-to-end rules of a prediction: bounds, limiting cases, monotonicity, bad input.
 #include "simulator/predict.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 
 #include <doctest/doctest.h>
 

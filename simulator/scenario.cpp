@@ -1,8 +1,8 @@
 #include "simulator/scenario.hpp"
 
-#include "calibrate/fit/hardware.hpp"
-
-#include "model/input.hpp"
+#include "base/json_input.hpp"
+#include "model/collective.hpp"
+#include "topologies/hardware_file.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -8,7 +8,7 @@
 #include "model/flops.hpp"
 #include "model/memory.hpp"
 #include "model/transformer.hpp"
-#include "model/types.hpp"
+#include "base/types.hpp"
 #include "topologies/topology.hpp"
 
 #include <filesystem>

@@ -17,7 +17,7 @@ constexpr Time kS = kNsPerSecond;
 CollectivePhase phase(double bytes, double algbw_GBps, double latency_s = 0) {
   CollectivePhase ph;
   ph.collective = Collective::all_reduce;
-  ph.level = "all";
+  ph.level = FabricScope::all;
   ph.bytes = bytes;
   ph.latency_s = latency_s;
   ph.algbw_GBps = algbw_GBps;
@@ -43,7 +43,7 @@ StepGraph one_class(double nic_GBps = 1.0, double slowdown = 0.0) {
 
 int collective(StepGraph& g, int stream, double bytes, double algbw_GBps, std::vector<int> deps = {},
                double latency_s = 0) {
-  return g.add_collective("ar", "test", "all", Collective::all_reduce, bytes, {phase(bytes, algbw_GBps, latency_s)},
+  return g.add_collective("ar", "test", FabricScope::all, Collective::all_reduce, bytes, {phase(bytes, algbw_GBps, latency_s)},
                           {{stream, std::move(deps)}})[0];
 }
 
@@ -122,7 +122,7 @@ TEST_CASE("a collective starts only when every rank class has reached it; classe
   }
   const int c0 = g.add_compute(0, "bwd", "backward", 1.0, 0);
   const int c1 = g.add_compute(2, "bwd", "backward", 1.0, 0);  // takes 2 s
-  const auto ar = g.add_collective("ar", "test", "all", Collective::all_reduce, 1e9, {phase(1e9, 10.0)},
+  const auto ar = g.add_collective("ar", "test", FabricScope::all, Collective::all_reduce, 1e9, {phase(1e9, 10.0)},
                                    {{1, {c0}}, {3, {c1}}});
   const SimResult r = simulate(g);
   CHECK(r.tasks[c0].end == 1 * kS);
@@ -147,7 +147,7 @@ TEST_CASE("a slower link in one class slows the whole collective") {
     g.classes[k].nic_resource = g.add_link("nic", k == 0 ? 1.0 : 0.5);
     g.add_stream("nccl", StreamKind::communication, k);
   }
-  const auto ar = g.add_collective("ar", "test", "all", Collective::all_reduce, 1e9, {phase(1e9, 10.0)},
+  const auto ar = g.add_collective("ar", "test", FabricScope::all, Collective::all_reduce, 1e9, {phase(1e9, 10.0)},
                                    {{0, {}}, {1, {}}});
   const SimResult r = simulate(g);
   CHECK(r.tasks[ar[0]].end == 2 * kS);

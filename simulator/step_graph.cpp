@@ -31,7 +31,7 @@ int StepGraph::add_compute(int stream, std::string name, std::string category, d
   return static_cast<int>(tasks.size()) - 1;
 }
 
-std::vector<int> StepGraph::add_collective(std::string name, std::string purpose, std::string level,
+std::vector<int> StepGraph::add_collective(std::string name, std::string purpose, FabricScope level,
                                            Collective c, double bytes,
                                            std::vector<CollectivePhase> phases,
                                            const std::vector<std::pair<int, std::vector<int>>>& members) {
@@ -39,7 +39,7 @@ std::vector<int> StepGraph::add_collective(std::string name, std::string purpose
   CollectiveOp op;
   op.name = name;
   op.purpose = std::move(purpose);
-  op.level = std::move(level);
+  op.level = level;
   op.collective = c;
   op.bytes = bytes;
   op.phases = std::move(phases);

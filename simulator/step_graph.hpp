@@ -59,7 +59,7 @@ struct Task {
 struct CollectiveOp {
   std::string name;                     ///< "all-gather L12 (fwd)"
   std::string purpose;                  ///< "parameter all-gather (forward)", for summaries
-  std::string level;                    ///< "all", "intra-node", "inter-node"
+  FabricScope level = FabricScope::all;  ///< which GPUs it spans
   Collective collective = Collective::all_reduce;
   double bytes = 0;                     ///< nccl-tests S
   std::vector<CollectivePhase> phases;  ///< latency, rate and link loads (model/)
@@ -89,7 +89,7 @@ struct StepGraph {
                   std::vector<int> deps = {});
   /// Adds a collective with one member per (stream, deps) pair, one per rank class; returns
   /// the member task ids in that order.
-  std::vector<int> add_collective(std::string name, std::string purpose, std::string level,
+  std::vector<int> add_collective(std::string name, std::string purpose, FabricScope level,
                                   Collective c, double bytes,
                                   std::vector<CollectivePhase> phases,
                                   const std::vector<std::pair<int, std::vector<int>>>& members);

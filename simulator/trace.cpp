@@ -60,7 +60,7 @@ json task_args(const StepGraph& g, const Task& t) {
     args["bytes"] = op.bytes;
     args["collective"] = std::string(name(op.collective));
     args["purpose"] = op.purpose;
-    args["level"] = op.level;
+    args["level"] = std::string(name(op.level));
     args["algorithm"] = distinct_joined(op.phases, &CollectivePhase::algorithm);
     args["protocol"] = distinct_joined(op.phases, &CollectivePhase::protocol);
     args["phases"] = op.phases.size();

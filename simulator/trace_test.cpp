@@ -41,14 +41,14 @@ StepGraph small_step() {
   g.tasks[bwd].free_bytes = 1e9;
   CollectivePhase ph;
   ph.collective = Collective::all_reduce;
-  ph.level = "all";
+  ph.level = FabricScope::all;
   ph.bytes = 1e8;
   ph.latency_s = 1e-5;
   ph.algbw_GBps = 50.0;
   ph.intra_load = 1.75;  // 2 (n-1)/n for 8 ranks: 87.5% of the link at 50 GB/s
   ph.algorithm = "ring";
   ph.protocol = "Simple";
-  const int ar = g.add_collective("all-reduce bucket 0", "gradient all-reduce", "all", Collective::all_reduce,
+  const int ar = g.add_collective("all-reduce bucket 0", "gradient all-reduce", FabricScope::all, Collective::all_reduce,
                                   1e8, {ph}, {{nccl, {bwd}}})[0];
   g.add_compute(compute, "head", "head", 1e-3, 5e11, {bwd});
   g.add_compute(compute, "optimizer", "optimizer", 5e-4, 0, {ar});

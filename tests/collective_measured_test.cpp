@@ -4,7 +4,7 @@
 // messages (busbw or time per call). Rows the catalogs cannot express carry a "skip" reason
 // and are printed as skipped.
 #include "model/collective.hpp"
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 #include "topologies/topology.hpp"
 
 #include <doctest/doctest.h>

@@ -3,7 +3,7 @@
 /// topologies/catalog/gpus.json, loaded once.
 #include "topologies/gpu.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 
 #include <algorithm>
 #include <cctype>

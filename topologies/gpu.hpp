@@ -3,7 +3,7 @@
 /// datasheet. Peaks are dense (no 2:4 sparsity) tensor-core figures unless noted.
 #pragma once
 
-#include "model/types.hpp"
+#include "base/types.hpp"
 
 #include <map>
 #include <optional>

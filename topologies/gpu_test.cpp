@@ -2,7 +2,7 @@
 /// Tests of the GPU catalog (topologies/catalog/gpus.json) and of parse_gpu's strictness.
 #include "topologies/gpu.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 
 #include <doctest/doctest.h>
 

@@ -3,7 +3,7 @@
 /// topologies/catalog/links.json, loaded once.
 #include "topologies/link.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 
 #include <algorithm>
 #include <cctype>

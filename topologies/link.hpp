@@ -5,7 +5,7 @@
 /// efficiency), the per-hop latency, and the sources of both.
 #pragma once
 
-#include "model/types.hpp"
+#include "base/types.hpp"
 
 #include <string>
 #include <vector>

@@ -2,7 +2,7 @@
 /// Tests of the link catalog (topologies/catalog/links.json) and of parse_link's strictness.
 #include "topologies/link.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 #include "topologies/gpu.hpp"
 
 #include <doctest/doctest.h>

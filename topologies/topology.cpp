@@ -1,6 +1,6 @@
 #include "topologies/topology.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 
 #include <boost/graph/breadth_first_search.hpp>
 

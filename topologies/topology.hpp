@@ -5,7 +5,7 @@
 /// from that graph. The graph is the one representation of the hardware.
 #pragma once
 
-#include "model/collective.hpp"
+#include "topologies/fabric.hpp"
 #include "topologies/gpu.hpp"
 #include "topologies/link.hpp"
 

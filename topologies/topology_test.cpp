@@ -1,7 +1,7 @@
 // Rules of the hardware graph and of the per-level view derived from it.
 #include "topologies/topology.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 
 #include <doctest/doctest.h>
 

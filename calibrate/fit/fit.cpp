@@ -1,6 +1,7 @@
 #include "calibrate/fit/fit.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
+#include "model/collective.hpp"
 #include "topologies/gpu.hpp"
 #include "topologies/topology.hpp"
 
@@ -37,11 +38,6 @@ std::vector<std::string> copy_kind_names() {
   return {std::string(name(CopyKind::device_to_device)),
           std::string(name(CopyKind::host_to_device)),
           std::string(name(CopyKind::device_to_host))};
-}
-
-std::vector<std::string> collective_names() {
-  return {std::string(name(Collective::all_reduce)), std::string(name(Collective::all_gather)),
-          std::string(name(Collective::reduce_scatter)), std::string(name(Collective::broadcast))};
 }
 
 /// A measured figure of a GEMM or collective row: a number >= 0; on a row whose check is not

@@ -17,7 +17,7 @@
 /// Rows whose "check" is not "ok" are left out of every fit and counted.
 #pragma once
 
-#include "calibrate/fit/hardware.hpp"
+#include "topologies/hardware_file.hpp"
 
 #include <cstdint>
 #include <filesystem>

@@ -6,7 +6,7 @@
 #include "calibrate/fit/fit.hpp"
 #include "calibrate/fit/synthetic.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 #include "topologies/gpu.hpp"
 
 #include <doctest/doctest.h>

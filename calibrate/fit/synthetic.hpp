@@ -5,7 +5,8 @@
 #pragma once
 
 #include "calibrate/fit/fit.hpp"
-#include "model/input.hpp"
+#include "base/json_input.hpp"
+#include "model/collective.hpp"
 #include "topologies/gpu.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 /// \file
 /// The small vocabularies every module shares: numeric formats, GPU generations, NCCL's
-/// link classes, training precisions, recompute modes and data-parallel strategies. Each has
+/// link classes and collectives, training precisions, recompute modes and data-parallel strategies. Each has
 /// a stable lower-case name (the one used in JSON files and in measured-run records) and a
 /// parser that throws InputError-free std::invalid_argument listing the valid names; loaders
 /// turn that into an InputError with the file and JSON path.
@@ -28,6 +28,9 @@ enum class Precision { fp32, fp16_mixed, bf16_mixed, fp8_mixed };
 /// Activation recompute (checkpointing).
 enum class Recompute { none, selective, full };
 
+/// NCCL collectives, named as in calibration files and reports.
+enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast };
+
 /// Data-parallel strategies, named exactly as in measured-run records.
 enum class Strategy {
   ddp,
@@ -46,6 +49,7 @@ std::string_view name(LinkClass);
 std::string_view name(Precision);
 std::string_view name(Recompute);
 std::string_view name(Strategy);
+std::string_view name(Collective);
 
 /// All names of each vocabulary, in declaration order (for --help, errors and choices).
 std::vector<std::string> dtype_names();
@@ -54,6 +58,7 @@ std::vector<std::string> link_class_names();
 std::vector<std::string> precision_names();
 std::vector<std::string> recompute_names();
 std::vector<std::string> strategy_names();
+std::vector<std::string> collective_names();
 
 /// Parsers: throw std::invalid_argument naming the valid choices.
 Dtype parse_dtype(std::string_view);
@@ -62,6 +67,7 @@ LinkClass parse_link_class(std::string_view);
 Precision parse_precision(std::string_view);
 Recompute parse_recompute(std::string_view);
 Strategy parse_strategy(std::string_view);
+Collective parse_collective(std::string_view);
 
 /// The dtype of the GEMMs a precision runs (fp32 -> tf32 is *not* implied: fp32 stays fp32;
 /// a scenario that allows TF32 says so with precision "fp32" and `allow_tf32`).

@@ -1,8 +1,8 @@
 // Rules of validation: records read strictly, a record stepcast cannot represent is skipped
 // with its reason, the split is fixed, summaries and ordering follow their definitions.
-#include "simulator/validation.hpp"
+#include "validate/validation.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,10 +1,11 @@
 /// \file
-/// Tests of the hardware file (calibrate/fit/hardware.hpp): what fit writes, load_hardware
+/// Tests of the hardware file (topologies/hardware_file.hpp): what fit writes, load_hardware
 /// reads back unchanged, and reading is strict.
-#include "calibrate/fit/hardware.hpp"
+#include "topologies/hardware_file.hpp"
 #include "calibrate/fit/synthetic.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
+#include "model/compute.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -72,7 +73,8 @@ TEST_CASE("hardware_file_round_trips_through_load_hardware") {
   CHECK(back.model_box == hw.model_box);
   CHECK(back.excluded_rows == 0);
 
-  const GemmEfficiency e = back.gemm.at(Dtype::bf16).efficiency(back.source);
+  const FittedGemm& g = back.gemm.at(Dtype::bf16);
+  const GemmEfficiency e{g.max_fraction, g.half_flops, back.source};
   CHECK(gemm_efficiency(e, 1e15) == doctest::Approx(e.max_fraction).epsilon(1e-5));
 }
 

@@ -1,6 +1,6 @@
-#include "calibrate/fit/hardware.hpp"
+#include "topologies/hardware_file.hpp"
 
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -24,11 +24,6 @@ std::vector<std::string> strings(JsonObject& obj, const std::string& key) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < a.size(); ++i) out.push_back(a.string(i));
   return out;
-}
-
-std::vector<std::string> collective_names() {
-  return {std::string(name(Collective::all_reduce)), std::string(name(Collective::all_gather)),
-          std::string(name(Collective::reduce_scatter)), std::string(name(Collective::broadcast))};
 }
 
 }  // namespace

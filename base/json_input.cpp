@@ -1,4 +1,4 @@
-#include "model/input.hpp"
+#include "base/json_input.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
-#include "simulator/validation.hpp"
+#include "validate/validation.hpp"
 
-#include "calibrate/fit/hardware.hpp"
-#include "model/input.hpp"
+#include "topologies/hardware_file.hpp"
+#include "base/json_input.hpp"
 #include "topologies/topology.hpp"
 
 #include <fmt/format.h>

@@ -7,9 +7,7 @@
 /// the JSON path), so a prediction can take its efficiencies from a measurement.
 #pragma once
 
-#include "model/collective.hpp"
-#include "model/compute.hpp"
-#include "model/types.hpp"
+#include "base/types.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -56,16 +54,12 @@ struct Machine {
 /// Reads the "machine" object (strict); shared by the raw and the hardware file.
 Machine parse_machine(JsonObject& obj);
 
-/// A fitted GEMM efficiency curve for one dtype (see GemmEfficiency in model/compute.hpp).
+/// A fitted GEMM efficiency curve for one dtype (the compute model's GemmEfficiency).
 struct FittedGemm {
   double max_fraction = 0;       ///< fraction of dense peak the largest GEMMs reach
   double half_flops = 0;         ///< FLOPs of one call at which half of max_fraction is reached
   double rms_rel_residual = 0;   ///< RMS of (fitted - measured) / measured efficiency
   std::int64_t points = 0;       ///< GEMM rows the fit used
-  /// As the compute model's curve, `source` naming where it came from.
-  GemmEfficiency efficiency(const std::string& source) const {
-    return GemmEfficiency{max_fraction, half_flops, source};
-  }
 };
 
 /// Achieved copy bandwidths, from the largest copy of each kind (absent: not measured).

@@ -1,4 +1,4 @@
-#include "model/types.hpp"
+#include "base/types.hpp"
 
 #include <stdexcept>
 
@@ -28,6 +28,8 @@ constexpr std::array<std::string_view, 3> kRecompute{"none", "selective", "full"
 constexpr std::array<std::string_view, 8> kStrategy{
     "ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard",
     "fsdp_no_shard"};
+constexpr std::array<std::string_view, 4> kCollective{"all_reduce", "all_gather", "reduce_scatter",
+                                                      "broadcast"};
 
 }  // namespace
 
@@ -37,6 +39,7 @@ std::string_view name(LinkClass v) { return kLink[static_cast<int>(v)]; }
 std::string_view name(Precision v) { return kPrecision[static_cast<int>(v)]; }
 std::string_view name(Recompute v) { return kRecompute[static_cast<int>(v)]; }
 std::string_view name(Strategy v) { return kStrategy[static_cast<int>(v)]; }
+std::string_view name(Collective v) { return kCollective[static_cast<int>(v)]; }
 
 std::vector<std::string> dtype_names() { return all(kDtype); }
 std::vector<std::string> gpu_arch_names() { return all(kArch); }
@@ -44,6 +47,7 @@ std::vector<std::string> link_class_names() { return all(kLink); }
 std::vector<std::string> precision_names() { return all(kPrecision); }
 std::vector<std::string> recompute_names() { return all(kRecompute); }
 std::vector<std::string> strategy_names() { return all(kStrategy); }
+std::vector<std::string> collective_names() { return all(kCollective); }
 
 Dtype parse_dtype(std::string_view s) { return parse_enum<Dtype>(s, kDtype, "dtype"); }
 GpuArch parse_gpu_arch(std::string_view s) { return parse_enum<GpuArch>(s, kArch, "GPU generation"); }
@@ -51,6 +55,7 @@ LinkClass parse_link_class(std::string_view s) { return parse_enum<LinkClass>(s,
 Precision parse_precision(std::string_view s) { return parse_enum<Precision>(s, kPrecision, "precision"); }
 Recompute parse_recompute(std::string_view s) { return parse_enum<Recompute>(s, kRecompute, "recompute mode"); }
 Strategy parse_strategy(std::string_view s) { return parse_enum<Strategy>(s, kStrategy, "strategy"); }
+Collective parse_collective(std::string_view s) { return parse_enum<Collective>(s, kCollective, "collective"); }
 
 Dtype gemm_dtype(Precision p) {
   switch (p) {
