@@ -1,6 +1,7 @@
 #include "topologies/topology.hpp"
 
 #include "base/json_input.hpp"
+#include "base/limits.hpp"
 
 #include <boost/graph/breadth_first_search.hpp>
 
@@ -93,20 +94,20 @@ BoxSpec parse_box(JsonObject& obj) {
   b.display_name = obj.string("display_name");
   b.gpu = obj.string("gpu");
   if (!find_gpu(b.gpu)) throw obj.error("gpu", "unknown GPU \"" + b.gpu + "\" (see `stepcast catalog`)");
-  b.gpus = static_cast<int>(obj.integer("gpus"));
+  b.gpus = obj.int32("gpus", 1, limits::kMaxGpusPerBox);
   b.fabric = enum_of<IntraFabric>(obj.choice("fabric", names_of(kIntraFabric)), kIntraFabric);
   if (b.fabric == IntraFabric::nvswitch) {
     b.nvlink = link_kind(obj, "nvlink");
-    b.nvswitches = static_cast<int>(obj.integer("nvswitches"));
-    b.links_per_gpu = static_cast<int>(obj.integer("links_per_gpu"));
+    b.nvswitches = obj.int32("nvswitches", 1, limits::kMaxDevicesPerBox);
+    b.links_per_gpu = obj.int32("links_per_gpu", 1, limits::kMaxNvlinkLinks);
   } else if (b.fabric == IntraFabric::nvlink_mesh) {
     b.nvlink = link_kind(obj, "nvlink");
     JsonArray edges = obj.array("nvlink_edges");
     for (std::size_t i = 0; i < edges.size(); ++i) {
       JsonObject e = edges.object(i);
-      int a = static_cast<int>(e.integer("a", 0));
-      int c = static_cast<int>(e.integer("b", 0));
-      int links = static_cast<int>(e.integer("links"));
+      int a = e.int32("a", 0, limits::kMaxGpusPerBox - 1);
+      int c = e.int32("b", 0, limits::kMaxGpusPerBox - 1);
+      int links = e.int32("links", 1, limits::kMaxNvlinkLinks);
       e.finish();
       if (a >= b.gpus || c >= b.gpus || a == c)
         throw edges.error(i, "expected two different GPU indices below " + std::to_string(b.gpus));
@@ -114,11 +115,11 @@ BoxSpec parse_box(JsonObject& obj) {
     }
   }
   b.pcie = link_kind(obj, "pcie");
-  b.pcie_switches = static_cast<int>(obj.integer("pcie_switches", 0));
-  b.cpus = static_cast<int>(obj.integer("cpus"));
+  b.pcie_switches = obj.int32("pcie_switches", 0, limits::kMaxDevicesPerBox);
+  b.cpus = obj.int32("cpus", 1, limits::kMaxDevicesPerBox);
   if (b.cpus > 1) b.cpu_link = link_kind(obj, "cpu_link");
   b.p2p = obj.boolean("p2p");
-  b.nics = static_cast<int>(obj.integer("nics", 0));
+  b.nics = obj.int32("nics", 0, limits::kMaxDevicesPerBox);
   if (b.nics > 0) b.nic = link_kind(obj, "nic");
   b.source = obj.string("source");
   obj.finish();
@@ -142,11 +143,10 @@ namespace {
 NetworkSpec parse_network(JsonObject& obj) {
   NetworkSpec n;
   n.nic = link_kind(obj, "nic");
-  n.nics_per_node = static_cast<int>(obj.integer("nics_per_node"));
+  n.nics_per_node = obj.int32("nics_per_node", 1, limits::kMaxDevicesPerBox);
   n.topology = enum_of<NetworkTopology>(obj.choice("topology", names_of(kNetwork)), kNetwork);
   if (n.topology == NetworkTopology::rail_fat_tree) {
-    n.oversubscription = obj.positive("oversubscription");
-    if (n.oversubscription < 1) throw obj.error("oversubscription", "expected a ratio >= 1");
+    n.oversubscription = obj.number("oversubscription", 1, limits::kMaxOversubscription);
   }
   obj.finish();
   return n;
@@ -158,8 +158,14 @@ ClusterSpec parse_cluster(JsonObject& obj) {
   ClusterSpec c;
   c.name = obj.string("name");
   c.box = obj.string("box");
-  if (!find_box(c.box)) throw obj.error("box", "unknown box \"" + c.box + "\" (see `stepcast catalog`)");
-  c.nodes = static_cast<int>(obj.integer("nodes"));
+  const BoxSpec* box = find_box(c.box);
+  if (!box) throw obj.error("box", "unknown box \"" + c.box + "\" (see `stepcast catalog`)");
+  c.nodes = obj.int32("nodes", 1);
+  if (static_cast<std::int64_t>(c.nodes) * box->gpus > limits::kMaxClusterGpus)
+    throw obj.error("nodes", "expected at most " + std::to_string(limits::kMaxClusterGpus) +
+                                 " GPUs in a cluster (limits::kMaxClusterGpus), got " +
+                                 std::to_string(c.nodes) + " nodes x " + std::to_string(box->gpus) +
+                                 " GPUs");
   if (auto net = obj.optional_object("network")) c.network = parse_network(*net);
   if (c.nodes > 1 && !c.network)
     throw obj.error("network", "missing; a cluster of more than one node needs a network");
