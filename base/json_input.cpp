@@ -179,13 +179,13 @@ std::string read_input_file(const std::filesystem::path& path) {
     throw InputError(name, "", "is not a regular file (a FIFO, device or socket); expected a "
                                "JSON file");
   const std::uintmax_t size = fs::file_size(path, ec);
-  const auto too_big = [&](std::uintmax_t bytes) {
-    return InputError(name, "", fmt::format("is {} bytes or more, over the {} bytes an input may "
-                                            "have (limits::kMaxInputFileBytes)",
-                                            bytes, limits::kMaxInputFileBytes));
+  const auto too_big = [&](std::uintmax_t bytes, const char* qualifier) {
+    return InputError(name, "", fmt::format("is {}{} bytes, over the {} bytes an input may have "
+                                            "(limits::kMaxInputFileBytes)",
+                                            qualifier, bytes, limits::kMaxInputFileBytes));
   };
   if (ec) throw InputError(name, "", "cannot read the file's size (" + ec.message() + ")");
-  if (size > static_cast<std::uintmax_t>(limits::kMaxInputFileBytes)) throw too_big(size);
+  if (size > static_cast<std::uintmax_t>(limits::kMaxInputFileBytes)) throw too_big(size, "");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(name, "", "cannot open the file");
   std::string text;
@@ -194,7 +194,7 @@ std::string read_input_file(const std::filesystem::path& path) {
   while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
     text.append(chunk, static_cast<std::size_t>(in.gcount()));
     if (text.size() > static_cast<std::size_t>(limits::kMaxInputFileBytes))
-      throw too_big(text.size());  // it grew while being read
+      throw too_big(text.size(), "at least ");  // it grew while being read
     if (!in) break;
   }
   if (in.bad()) throw InputError(name, "", "read error");
