@@ -187,7 +187,7 @@ std::string predict_examples() {
   return examples({{fmt::format("stepcast predict {}", kSeed), "text report"},
                    {fmt::format("stepcast predict {} --gpus 4 --json", kSeed),
                     "the same scenario on 4 of its 8 GPUs, as one JSON object"},
-                   {fmt::format("stepcast predict {} --trace /tmp/gpt2-xl-step.json", kSeed),
+                   {fmt::format("stepcast predict {} --trace gpt2-xl-step.json", kSeed),
                     "also write the simulated step's timeline; open it in https://ui.perfetto.dev"}});
 }
 
@@ -554,7 +554,7 @@ CLI::App* add_fit_command(CLI::App& app, FitArgs& fa) {
       "little data (one size only) are listed as not fitted. The report prints the RMS\n"
       "relative residual of every fit: a few percent is measurement noise; much more means\n"
       "the curve does not describe the data.\n",
-      examples({{"stepcast fit calibrate/fit/testdata/synthetic_raw.json -o /tmp/hw.json",
+      examples({{"stepcast fit calibrate/fit/testdata/synthetic_raw.json -o hw.json",
                  "fit a (synthetic) run and print the report"},
                 {"stepcast fit raw.json -o hw.json --gpu h100-sxm5-80gb --json",
                  "name the catalog GPU yourself; print JSON"}})));

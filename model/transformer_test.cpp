@@ -105,7 +105,7 @@ TEST_CASE("parameter breakdown parts add up and tied models have no LM head") {
 
 TEST_CASE("MPT counts match llm-foundry's table at every seq_len when max_positions = seq_len") {
   // (model, seq_len, NumParams) rows of the llm-foundry benchmark table as copied into
-  // /work/shared/validation/runs.jsonl.
+  // ../shared/validation/runs.jsonl (beside the repository).
   struct Row {
     const char* model;
     std::int64_t seq_len;
