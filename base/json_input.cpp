@@ -157,12 +157,19 @@ std::string summary(const nlohmann::json& v) {
   if (v.is_array())
     return fmt::format("an array of {} element{}", v.size(), v.size() == 1 ? "" : "s");
   if (v.is_object()) return fmt::format("an object with {} key{}", v.size(), v.size() == 1 ? "" : "s");
+  // Scalars only from here: no recursion. A string cut inside a UTF-8 sequence is dumped
+  // with the broken bytes replaced, never an exception while reporting an error.
+  constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
   if (v.is_string()) {
     const std::string& str = v.get_ref<const std::string&>();
-    if (str.size() > 200) return nlohmann::json(str.substr(0, 57)).dump() + "...";
+    if (str.size() > 200) return nlohmann::json(str.substr(0, 57)).dump(-1, ' ', false, kReplace) + "...";
   }
-  std::string s = v.dump();  // a scalar: no recursion
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  std::string s = v.dump(-1, ' ', false, kReplace);
+  if (s.size() > 60) {
+    std::size_t cut = 57;  // not inside a UTF-8 sequence (continuation bytes are 10xxxxxx)
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    s = s.substr(0, cut) + "...";
+  }
   return s;
 }
 

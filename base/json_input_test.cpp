@@ -179,6 +179,16 @@ TEST_CASE("error messages summarise a deep or long value instead of dumping it")
     read_v(long_string, [](JsonObject& o) { return o.integer("v", 0, 1); });
   });
   CHECK(msg2.size() < 300);
+  // Cut inside a multi-byte UTF-8 character: still a message, not an exception.
+  std::string accents;
+  for (int i = 0; i < 300; ++i) accents += "\xc3\xa9";  // é
+  CHECK_NOTHROW(summary(nlohmann::json(accents)));
+  CHECK_NOTHROW(summary(nlohmann::json(accents.substr(0, 99))));
+  // The summary itself is valid UTF-8 (it may end up in JSON output).
+  CHECK_NOTHROW(nlohmann::json(summary(nlohmann::json(accents.substr(0, 150)))).dump());
+  std::string shifted = "x";  // the cut falls on the other byte of a character
+  shifted.append(accents, 0, 150);
+  CHECK_NOTHROW(nlohmann::json(summary(nlohmann::json(shifted))).dump());
   CHECK(summary(nlohmann::json::object()) == "an object with 0 keys");
   CHECK(summary(nlohmann::json(2)) == "2");
 }
