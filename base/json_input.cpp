@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -193,8 +195,11 @@ std::string read_input_file(const std::filesystem::path& path) {
   };
   if (ec) throw InputError(name, "", "cannot read the file's size (" + ec.message() + ")");
   if (size > static_cast<std::uintmax_t>(limits::kMaxInputFileBytes)) throw too_big(size, "");
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(name, "", "cannot open the file");
+  if (!in)
+    throw InputError(name, "", std::string("cannot open the file") +
+                                   (errno ? std::string(" (") + std::strerror(errno) + ")" : ""));
   std::string text;
   text.reserve(static_cast<std::size_t>(size));
   char chunk[1 << 16];
