@@ -63,6 +63,10 @@ inline constexpr int kMaxGpusPerBox = 1024;
 /// at most 12 NVSwitches, 8 PCIe switches, 2 CPUs and 10 NICs).
 inline constexpr int kMaxDevicesPerBox = 1024;
 
+/// NICs per GPU of a box or a cluster's nodes: at most 4 (the densest nodes give each GPU
+/// one or two); keeps the network graph proportional to the GPUs.
+inline constexpr int kMaxNicsPerGpu = 4;
+
 /// GPUs in one catalog cluster (nodes x GPUs per box): at most 2^20, ten times the largest
 /// clusters built; the topology graph costs about 1 kB per GPU.
 inline constexpr std::int64_t kMaxClusterGpus = 1LL << 20;

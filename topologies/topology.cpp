@@ -119,7 +119,7 @@ BoxSpec parse_box(JsonObject& obj) {
   b.cpus = obj.int32("cpus", 1, limits::kMaxDevicesPerBox);
   if (b.cpus > 1) b.cpu_link = link_kind(obj, "cpu_link");
   b.p2p = obj.boolean("p2p");
-  b.nics = obj.int32("nics", 0, limits::kMaxDevicesPerBox);
+  b.nics = obj.int32("nics", 0, limits::kMaxNicsPerGpu * b.gpus);
   if (b.nics > 0) b.nic = link_kind(obj, "nic");
   b.source = obj.string("source");
   obj.finish();
@@ -166,7 +166,15 @@ ClusterSpec parse_cluster(JsonObject& obj) {
                                  " GPUs in a cluster (limits::kMaxClusterGpus), got " +
                                  std::to_string(c.nodes) + " nodes x " + std::to_string(box->gpus) +
                                  " GPUs");
-  if (auto net = obj.optional_object("network")) c.network = parse_network(*net);
+  if (auto net = obj.optional_object("network")) {
+    c.network = parse_network(*net);
+    if (c.network->nics_per_node > limits::kMaxNicsPerGpu * box->gpus)
+      throw net->error("nics_per_node",
+                       "expected at most " + std::to_string(limits::kMaxNicsPerGpu) + " NICs per GPU " +
+                           "(limits::kMaxNicsPerGpu) of " + box->name + " (" +
+                           std::to_string(box->gpus) + " GPUs), got " +
+                           std::to_string(c.network->nics_per_node));
+  }
   if (c.nodes > 1 && !c.network)
     throw obj.error("network", "missing; a cluster of more than one node needs a network");
   c.source = obj.string("source");

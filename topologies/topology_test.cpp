@@ -149,4 +149,14 @@ TEST_CASE("box and cluster counts are checked against int range and physical bou
   CHECK(cluster_what("2") == "(no InputError)");
   CHECK(cluster_what("4294967298").find("c.json: /nodes") != std::string::npos);
   CHECK(cluster_what("1000000").find("kMaxClusterGpus") != std::string::npos);
+  // NICs in proportion to the GPUs: a thousand NICs on an 8-GPU node is no machine.
+  JsonDoc doc = JsonDoc::parse(R"({"name": "c", "box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr",
+    "nics_per_node": 1000, "topology": "single_switch"}, "source": "t"})", "n.json");
+  JsonObject o(doc.root(), doc.file(), "");
+  try {
+    parse_cluster(o);
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "/network/nics_per_node");
+  }
 }
