@@ -126,6 +126,10 @@ TEST_CASE("integers are checked against the range of the type they land in, neve
   CHECK_THROWS_AS(any_of("18446744073709551615"), InputError);
   CHECK_THROWS_AS(any_of("9223372036854775808"), InputError);
   CHECK_THROWS_AS(any_of("1e30"), InputError);
+  // Beyond 2^64 a JSON integer literal is parsed as a double: still not an integer.
+  CHECK_THROWS_AS(any_of("123456789012345678901234567890"), InputError);
+  CHECK_THROWS_AS(any_of("-9223372036854775809"), InputError);
+  CHECK(any_of("-5") == -5);
 }
 
 TEST_CASE("array integers are checked like object integers") {

@@ -187,7 +187,7 @@ std::string predict_examples() {
   return examples({{fmt::format("stepcast predict {}", kSeed), "text report"},
                    {fmt::format("stepcast predict {} --gpus 4 --json", kSeed),
                     "the same scenario on 4 of its 8 GPUs, as one JSON object"},
-                   {fmt::format("stepcast predict {} --trace gpt2-xl-step.json", kSeed),
+                   {fmt::format("stepcast predict {} --trace /tmp/gpt2-xl-step.json", kSeed),
                     "also write the simulated step's timeline; open it in https://ui.perfetto.dev"}});
 }
 
