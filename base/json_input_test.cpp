@@ -91,6 +91,9 @@ TEST_CASE("a number beyond double range is an error naming the file and the path
   CHECK(msg.find("/a/x") != std::string::npos);
   CHECK(msg.find("out of range") != std::string::npos);
   CHECK(input_error([] { JsonDoc::parse("[1, -1e400]", "neg.json"); }).find("/1") != std::string::npos);
+  // Fuzz finding F1: any literal beyond +-1.8e308, anywhere in the document.
+  for (const char* text : {"-21e308", "1e2147483648", "{\"a\": [{\"b\": 1e400}]}"})
+    CHECK(input_error([&] { JsonDoc::parse(text, "f1.json"); }).find("out of range") != std::string::npos);
 }
 
 TEST_CASE("malformed JSON is an error naming the file") {

@@ -46,6 +46,7 @@ stepcast_cli_case(hostile_deep_200 RC 2
 # 100,000 levels: a recursive parser or error message would overflow the stack (exit 139).
 stepcast_hostile_sh(hostile_deep_100000 RC 2 STDERR "deep.json" "nesting deeper than 64"
                   SCRIPT "(head -c 100000 /dev/zero | tr '\\000' '[' && head -c 100000 /dev/zero | tr '\\000' ']') > @TMP@/deep.json && exec ${S} predict @TMP@/deep.json")
+# Fuzz finding F1 (scenario-1.json: the same with 1e400).
 stepcast_cli_case(hostile_number_1e309 RC 2
                   STDERR "number_1e309.json: /dataset/tokens: number out of range"
                   ARGS predict ${STEPCAST_HOSTILE}/number_1e309.json)
@@ -82,9 +83,14 @@ stepcast_hostile_sh(hostile_fit_gemm_1e300_s RC 2
 stepcast_hostile_sh(hostile_fit_negative_bandwidth RC 2
                   STDERR "raw.json: /nccl/2/busbw_GBps"
                   SCRIPT "${STEPCAST_HOSTILE_PATCH} ${STEPCAST_HOSTILE_RAW} @TMP@/raw.json /nccl/2/busbw_GBps=-1 && exec ${S} fit @TMP@/raw.json -o @TMP@/hw.json")
+# Fuzz finding F1 (raw_calibration-1.json had 1e400 at /gemm/0/time_s_median).
 stepcast_hostile_sh(hostile_fit_1e309 RC 2
                   STDERR "raw.json: /memory/3/GBps: number out of range"
                   SCRIPT "${STEPCAST_HOSTILE_PATCH} ${STEPCAST_HOSTILE_RAW} @TMP@/raw.json /memory/3/GBps=1e309 && exec ${S} fit @TMP@/raw.json -o @TMP@/hw.json")
+# Fuzz finding F1 (/work/fuzz-findings: hardware-1.json): 1e400 in a hardware file.
+stepcast_hostile_sh(hostile_hardware_file_1e400 RC 2
+                  STDERR "hw.json: /machine/gpus/0/sm_count: number out of range"
+                  SCRIPT "${STEPCAST_HOSTILE_PATCH} ${CMAKE_CURRENT_LIST_DIR}/data/good/synthetic_hardware.json @TMP@/hw.json /machine/gpus/0/sm_count=1e400 && exec ${S} validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl --calibration @TMP@/hw.json")
 stepcast_hostile_sh(hostile_fit_duplicate_key RC 2
                   STDERR "raw.json: /format: key given twice"
                   SCRIPT "sed '0,/\"format\"/s//\"format\": \"x\", \"format\"/' ${STEPCAST_HOSTILE_RAW} > @TMP@/raw.json && exec ${S} fit @TMP@/raw.json -o @TMP@/hw.json")
