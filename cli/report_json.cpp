@@ -53,7 +53,7 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
   j["description"] = sc.description;
   j["file"] = sc.file;
   j["model"] = {{"name", sc.model.name},
-                {"parameters", parameter_count(sc.model)},
+                {"parameters", p.parameters},
                 {"layers", sc.model.layers},
                 {"hidden", sc.model.hidden},
                 {"heads", sc.model.heads},
@@ -137,7 +137,7 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
   j["mfu"] = num(p.mfu);
   j["hfu"] = num(p.hfu);
   j["peak_tflops"] = num(p.peak_tflops);
-  j["peak_dtype"] = str(name(gemm_dtype(tr.precision)));
+  j["peak_dtype"] = str(name(p.peak_dtype));
 
   j["steps_per_epoch"] = num(p.steps_per_epoch);
   j["time_per_epoch_s"] = num(p.time_per_epoch_s);

@@ -211,7 +211,7 @@ std::string predict_text(const Scenario& sc, const Prediction& p, const std::str
                      sc.file.empty() ? "" : fmt::format(" ({})", sc.file));
   if (!sc.description.empty()) out += fmt::format("  {}\n", sc.description);
   out += fmt::format("  model {} ({} params) | GPUs {} = {} x {} GPUs/node | GPU {}\n",
-                     sc.model.name, params(static_cast<double>(parameter_count(sc.model))), p.gpus,
+                     sc.model.name, params(static_cast<double>(p.parameters)), p.gpus,
                      plural(p.nodes, "node"), p.gpus_per_node, p.gpu);
   out += fmt::format("  strategy {} | hardware {}\n", name(p.strategy), p.hardware);
   const TrainingSpec& tr = sc.training;
@@ -348,7 +348,7 @@ std::string predict_text(const Scenario& sc, const Prediction& p, const std::str
     out += t.render();
     out += fmt::format("  peak used: {:.1f} TFLOP/s per GPU, dense {} ({}); model {:.3g} FLOP/step, "
                        "hardware {:.3g} FLOP/step\n",
-                       p.peak_tflops, name(gemm_dtype(tr.precision)), p.gpu,
+                       p.peak_tflops, name(p.peak_dtype), p.gpu,
                        p.model_flops_per_step, p.hardware_flops_per_step);
   }
 
