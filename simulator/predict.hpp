@@ -32,7 +32,9 @@ struct CollectiveUse {
   /// The phases of one call exactly as the lowering put them in the step graph (model's
   /// choice of algorithm and protocol, or the calibration's measurement).
   std::vector<CollectivePhase> phases;
-  CollectiveCost cost;       ///< of one call, summarised from `phases` (phases_cost)
+  /// Of one call, summarised from `phases` as they run alone on the step's links (a
+  /// straggler's degraded link slows them; stages.hpp collective_uses).
+  CollectiveCost cost;
   double total_s() const { return cost.time_s * calls_per_step; }
 };
 

@@ -434,13 +434,14 @@ sim::StepBounds bound(const sim::StepGraph& graph) { return sim::closed_form_bou
 // assemble
 
 CollectiveCost phases_cost(Collective collective, double bytes, const std::vector<CollectivePhase>& phases,
-                           int ranks) {
+                           int ranks, std::optional<double> played_s) {
   CollectiveCost out;
   out.algorithm = "ring";
   out.protocol = "Simple";
   if (phases.empty()) return out;  // nothing moves (collective_cost's convention)
   double time_s = 0;
   for (const CollectivePhase& ph : phases) time_s += ph.time_s();
+  if (played_s) time_s = *played_s;
   const bool hierarchical = std::any_of(phases.begin(), phases.end(),
                                         [](const CollectivePhase& ph) { return ph.level != FabricScope::all; });
   if (phases.size() == 1 && phases[0].algorithm == "measured") {  // the calibration's fit
@@ -479,7 +480,9 @@ std::vector<CollectiveUse> collective_uses(const sim::StepGraph& graph, const Co
     use.ranks = restrict_fabric(fabric, op.level).ranks();
     use.calls_per_step = 1;
     use.phases = op.phases;
-    use.cost = phases_cost(op.collective, op.bytes, op.phases, use.ranks);
+    double alone_s = 0;
+    for (const CollectivePhase& ph : op.phases) alone_s += sim::phase_alone_s(graph, op, ph);
+    use.cost = phases_cost(op.collective, op.bytes, op.phases, use.ranks, alone_s);
     uses.push_back(std::move(use));
   }
   return uses;

@@ -28,6 +28,7 @@
 #include "simulator/simulation.hpp"
 #include "simulator/step_graph.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -174,16 +175,19 @@ sim::StepBounds bound(const sim::StepGraph& graph);
 // assemble
 
 /// The cost of one collective call as the simulation plays it, summarised from its phases:
-/// time = Σ phase times (latency + S / algbw); algorithm "measured" where the calibration's
+/// time = `time_s` if given (the phases alone on the step's links, sim::phase_alone_s),
+/// else Σ phase times (latency + S / algbw); algorithm "measured" where the calibration's
 /// measurement replaced the model, "hierarchical" where the phases span the intra- and
 /// inter-node levels (then the protocol is the inter-node phase's), else the single phase's
 /// algorithm and protocol; algbw = S / time, busbw = algbw x the bus factor over `ranks`.
 /// Empty phases (one rank, zero bytes) cost nothing.
 CollectiveCost phases_cost(Collective collective, double bytes, const std::vector<CollectivePhase>& phases,
-                           int ranks);
+                           int ranks, std::optional<double> time_s = std::nullopt);
 
 /// One row per kind of collective (purpose, level, size) in the order the graph issues
-/// them, with the phases the lowering put in the graph and their cost (phases_cost).
+/// them, with the phases the lowering put in the graph and their cost: phases_cost with
+/// each phase alone on the graph's links (sim::phase_alone_s: a straggler's degraded link
+/// slows every collective it takes part in), the time closed_form_bounds adds up.
 std::vector<CollectiveUse> collective_uses(const sim::StepGraph& graph, const CommFabric& fabric);
 
 /// The Prediction: the job's description, the costs, the simulated figures, the bounds,

@@ -374,3 +374,22 @@ TEST_CASE("the composition of the stages is predict()") {
     CHECK(staged.simulation->graph.tasks.size() == p.simulation->graph.tasks.size());
   }
 }
+
+TEST_CASE("collective_uses: a straggler's degraded link slows every collective it takes part in, as the bound counts it") {
+  const std::string degraded =
+      R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 16,
+          "stragglers": [{"name": "bad NIC", "nodes": 1, "compute_speed": 1, "link_speed": 0.25}]})";
+  const Job job = resolve(parsed("ddp", degraded));
+  const Lowered low = lower(job, cost(job), {});
+  const std::vector<CollectiveUse> uses = collective_uses(low.graph, job.fabric);
+  REQUIRE(!uses.empty());
+  double table_s = 0;
+  for (const CollectiveUse& u : uses) {
+    double model_s = 0;
+    for (const CollectivePhase& ph : u.phases) model_s += ph.time_s();
+    CHECK(u.cost.time_s > model_s);  // the NIC at a quarter of its rate
+    CHECK(u.cost.busbw_GBps < phases_cost(u.collective, u.bytes, u.phases, u.ranks).busbw_GBps);
+    table_s += u.total_s();
+  }
+  CHECK(table_s == doctest::Approx(bound(low.graph).comm_total_s).epsilon(1e-12));
+}
