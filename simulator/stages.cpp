@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 
 namespace stepcast {
@@ -47,6 +48,52 @@ FlopsOptions flops_options(const TrainingSpec& tr) {
 }
 
 // ---- resolve ----------------------------------------------------------------------------
+
+/// Throws std::invalid_argument naming the field when the count `value` is below 1.
+void require_count(const Scenario& s, const char* field, long long value) {
+  if (value < 1)
+    throw std::invalid_argument(
+        fmt::format("scenario \"{}\": {} must be at least 1 to be predicted (got {})", s.name, field, value));
+}
+
+/// Throws std::invalid_argument naming the field when `value` is not a positive number.
+void require_positive(const Scenario& s, const char* field, double value) {
+  if (!(value > 0) || !std::isfinite(value))
+    throw std::invalid_argument(
+        fmt::format("scenario \"{}\": {} must be a finite number > 0 to be predicted (got {})", s.name, field, value));
+}
+
+/// The preconditions of every later stage (counts that divide, sizes that exist). A
+/// scenario read by parse_scenario meets them; a Scenario built another way (a measured
+/// record, a test) that does not is refused here instead of reaching an assert, a division
+/// by zero or an empty optional.
+void check_predictable(const Scenario& s) {
+  const TransformerSpec& m = s.model;
+  require_count(s, "model.layers", m.layers);
+  require_count(s, "model.hidden", m.hidden);
+  require_count(s, "model.heads", m.heads);
+  require_count(s, "model.kv_heads", m.kv_heads);
+  require_count(s, "model.ffn_hidden", m.ffn_hidden);
+  require_count(s, "model.vocab", m.vocab);
+  const TrainingSpec& tr = s.training;
+  require_count(s, "training.micro_batch", tr.micro_batch);
+  require_count(s, "training.grad_accum", tr.grad_accum);
+  require_count(s, "training.seq_len", tr.seq_len);
+  const HardwareChoice& hw = s.hardware;
+  require_count(s, "hardware.nodes", hw.nodes);
+  require_count(s, "hardware.gpus_per_node", hw.gpus_per_node);
+  long long straggling = 0;
+  for (const StragglerSpec& st : hw.stragglers) {
+    require_count(s, "hardware.stragglers[].nodes", st.nodes);
+    require_positive(s, "hardware.stragglers[].compute_speed", st.compute_speed);
+    require_positive(s, "hardware.stragglers[].link_speed", st.link_speed);
+    straggling += st.nodes;
+  }
+  require_count(s, "the number of nodes that are not stragglers", hw.nodes - straggling);
+  if (!s.dataset.tokens && !s.dataset.samples)
+    throw std::invalid_argument(fmt::format("scenario \"{}\": no dataset size (tokens or samples)", s.name));
+  require_positive(s, "dataset size", s.dataset.samples ? *s.dataset.samples : *s.dataset.tokens);
+}
 
 /// The bucket size the step uses, with the framework default it assumed when none is given.
 void resolve_buckets(Job& job) {
@@ -299,6 +346,7 @@ DeviceRates device_rates(const GpuSpec& gpu, Dtype dtype, const FittedEfficiency
 }
 
 Job resolve(const Scenario& s) {
+  check_predictable(s);
   Job job;
   job.scenario = s;
   job.nodes = s.hardware.nodes;

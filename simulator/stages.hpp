@@ -79,8 +79,10 @@ struct Job {
 /// Resolves the scenario: builds the topology of the GPUs used, derives the fabric and the
 /// device rates (catalog defaults, replaced by fitted values for the GPU's generation, then
 /// by the scenario's calibration file), picks the bucket size, the rank groups (stragglers)
-/// and the NCCL slowdown of compute. Throws std::invalid_argument for an inconsistent
-/// hardware choice (parse_scenario has already refused those).
+/// and the NCCL slowdown of compute. Throws std::invalid_argument, naming the field, for a
+/// scenario no later stage can take (a count below 1, no straggler-free node, no dataset
+/// size) and for an inconsistent hardware choice; parse_scenario refuses all of those, so
+/// only a Scenario built another way (a measured record) can get here with one.
 Job resolve(const Scenario& scenario);
 
 /// The device rates of `gpu` training at `dtype`: catalog defaults, then the generation's

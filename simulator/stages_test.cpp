@@ -393,3 +393,41 @@ TEST_CASE("collective_uses: a straggler's degraded link slows every collective i
   }
   CHECK(table_s == doctest::Approx(bound(low.graph).comm_total_s).epsilon(1e-12));
 }
+
+// ---- preconditions (fuzz findings F3, F4: records reached the simulator's asserts) --------
+
+TEST_CASE("resolve refuses, naming the field, a scenario no stage can take instead of asserting later") {
+  const Scenario good = parsed("ddp", kTwoNodesIb);
+  auto refused = [&](const std::string& field, auto&& spoil) {
+    Scenario s = good;
+    spoil(s);
+    try {
+      (void)predict(s);
+      FAIL("expected std::invalid_argument for " << field);
+    } catch (const std::invalid_argument& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(field) != std::string::npos, e.what());
+    }
+  };
+  refused("training.grad_accum", [](Scenario& s) { s.training.grad_accum = 0; });   // F3
+  refused("training.micro_batch", [](Scenario& s) { s.training.micro_batch = 0; }); // F4
+  refused("training.seq_len", [](Scenario& s) { s.training.seq_len = -1; });
+  refused("model.layers", [](Scenario& s) { s.model.layers = 0; });
+  refused("model.heads", [](Scenario& s) { s.model.heads = 0; });
+  refused("model.kv_heads", [](Scenario& s) { s.model.kv_heads = 0; });
+  refused("model.hidden", [](Scenario& s) { s.model.hidden = 0; });
+  refused("hardware.gpus_per_node", [](Scenario& s) { s.hardware.gpus_per_node = 0; });
+  refused("hardware.nodes", [](Scenario& s) { s.hardware.nodes = 0; });
+  refused("not stragglers", [](Scenario& s) {
+    s.hardware.stragglers.push_back(StragglerSpec{"all", 2, 0.5, 1.0});
+  });
+  refused("compute_speed", [](Scenario& s) {
+    s.hardware.stragglers.push_back(StragglerSpec{"stopped", 1, 0.0, 1.0});
+  });
+  refused("dataset", [](Scenario& s) { s.dataset = DatasetSpec{}; });
+  // The boundary: one of each is enough.
+  Scenario one = good;
+  one.training.grad_accum = 1;
+  one.training.micro_batch = 1;
+  one.training.seq_len = 1;
+  CHECK_NOTHROW(predict(one));
+}
