@@ -63,6 +63,16 @@ void require_positive(const Scenario& s, const char* field, double value) {
         fmt::format("scenario \"{}\": {} must be a finite number > 0 to be predicted (got {})", s.name, field, value));
 }
 
+/// Throws std::invalid_argument when a × b does not fit in `T`, the type the stages compute
+/// it in (GPU counts in int, token and sample counts in int64).
+template <typename T>
+void require_product_fits(const Scenario& s, const char* what, long long a, long long b) {
+  T product = 0;
+  if (__builtin_mul_overflow(a, b, &product))
+    throw std::invalid_argument(
+        fmt::format("scenario \"{}\": {} = {} x {} is too large to be predicted", s.name, what, a, b));
+}
+
 /// The preconditions of every later stage (counts that divide, sizes that exist). A
 /// scenario read by parse_scenario meets them; a Scenario built another way (a measured
 /// record, a test) that does not is refused here instead of reaching an assert, a division
@@ -82,6 +92,10 @@ void check_predictable(const Scenario& s) {
   const HardwareChoice& hw = s.hardware;
   require_count(s, "hardware.nodes", hw.nodes);
   require_count(s, "hardware.gpus_per_node", hw.gpus_per_node);
+  require_product_fits<int>(s, "GPUs (nodes x gpus_per_node)", hw.nodes, hw.gpus_per_node);
+  require_product_fits<std::int64_t>(s, "tokens per micro-batch (micro_batch x seq_len)", tr.micro_batch, tr.seq_len);
+  require_product_fits<std::int64_t>(s, "sequences per GPU and step (micro_batch x grad_accum)", tr.micro_batch,
+                                     tr.grad_accum);
   long long straggling = 0;
   for (const StragglerSpec& st : hw.stragglers) {
     require_count(s, "hardware.stragglers[].nodes", st.nodes);

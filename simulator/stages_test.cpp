@@ -424,6 +424,14 @@ TEST_CASE("resolve refuses, naming the field, a scenario no stage can take inste
     s.hardware.stragglers.push_back(StragglerSpec{"stopped", 1, 0.0, 1.0});
   });
   refused("dataset", [](Scenario& s) { s.dataset = DatasetSpec{}; });
+  // Products the stages compute in a fixed-width integer must not wrap.
+  refused("micro_batch x seq_len", [](Scenario& s) { s.training.micro_batch = std::int64_t{1} << 62; });
+  refused("micro_batch x grad_accum", [](Scenario& s) {
+    s.training.seq_len = 1;
+    s.training.micro_batch = std::int64_t{1} << 32;
+    s.training.grad_accum = std::int64_t{1} << 32;
+  });
+  refused("nodes x gpus_per_node", [](Scenario& s) { s.hardware.nodes = 1 << 30; });
   // The boundary: one of each is enough.
   Scenario one = good;
   one.training.grad_accum = 1;
