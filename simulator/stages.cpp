@@ -252,6 +252,24 @@ void cost_memory(const Job& job, Costs& c) {
 
 // ---- assemble ---------------------------------------------------------------------------
 
+/// The simulation's cross-check: a finite, non-negative step within its closed-form bounds,
+/// up to rounding (relative 1e-9, plus the engine's 1 ns per task); with free communication
+/// (a limiting case the bounds do not know) the lower bound is the compute alone. A step
+/// outside them is a broken invariant of the simulator (or of the checks on its inputs),
+/// not bad input.
+void check_simulation(const sim::StepGraph& graph, const sim::SimResult& r, const sim::StepBounds& b,
+                      const PredictOptions& options) {
+  const double step = r.step_s();
+  const double lower = options.free_communication ? b.compute_s : b.perfect_overlap_s;
+  const double slack_s = 1e-9 * static_cast<double>(graph.tasks.size());
+  const bool ok = std::isfinite(step) && step >= 0 && std::isfinite(b.no_overlap_s) &&
+                  step >= lower * (1 - 1e-9) - slack_s && step <= b.no_overlap_s * (1 + 1e-9) + slack_s;
+  if (!ok)
+    throw std::logic_error(fmt::format("simulated step {} s lies outside its closed-form bounds [{}, {}] s; "
+                                       "please report this with the scenario",
+                                       step, lower, b.no_overlap_s));
+}
+
 /// The simulated figures of the representative rank: busy times, critical path, streams,
 /// links and peak memory.
 void assemble_simulation(const sim::StepGraph& graph, const sim::SimResult& r, Prediction& p) {
@@ -552,6 +570,7 @@ std::vector<CollectiveUse> collective_uses(const sim::StepGraph& graph, const Co
 
 Prediction assemble(const Job& job, const Costs& costs, Lowered lowered, sim::SimResult result,
                     const sim::StepBounds& bounds, const PredictOptions& options) {
+  check_simulation(lowered.graph, result, bounds, options);
   Prediction p;
   p.scenario = job.scenario.name;
   p.gpus = job.gpus;

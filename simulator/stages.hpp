@@ -194,7 +194,9 @@ std::vector<CollectiveUse> collective_uses(const sim::StepGraph& graph, const Co
 
 /// The Prediction: the job's description, the costs, the simulated figures, the bounds,
 /// throughput, FLOPs utilisation, epoch and its price. Moves `lowered` and `result` into
-/// Prediction::simulation when the options keep it.
+/// Prediction::simulation when the options keep it. Throws std::logic_error (a broken
+/// invariant: "please report") when the simulated step is not finite or lies outside its
+/// closed-form bounds beyond rounding.
 Prediction assemble(const Job& job, const Costs& costs, Lowered lowered, sim::SimResult result,
                     const sim::StepBounds& bounds, const PredictOptions& options);
 

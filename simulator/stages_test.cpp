@@ -439,3 +439,32 @@ TEST_CASE("resolve refuses, naming the field, a scenario no stage can take inste
   one.training.seq_len = 1;
   CHECK_NOTHROW(predict(one));
 }
+
+TEST_CASE("assemble refuses a simulated step outside its closed-form bounds: a broken invariant, never a figure") {
+  const Job job = resolve(parsed("ddp", kTwoNodesIb));
+  const Costs c = cost(job);
+  Lowered low = lower(job, c, {});
+  const sim::SimResult r = simulate(low.graph, PredictOptions{});
+  const sim::StepBounds b = bound(low.graph);
+  CHECK_NOTHROW(assemble(job, c, low, r, b, {}));
+  sim::StepBounds above = b;  // a lower bound above the step
+  above.perfect_overlap_s = 1.01 * r.step_s();
+  CHECK_THROWS_AS(assemble(job, c, low, r, above, {}), std::logic_error);
+  sim::StepBounds below = b;  // an upper bound below it
+  below.no_overlap_s = 0.99 * r.step_s();
+  CHECK_THROWS_AS(assemble(job, c, low, r, below, {}), std::logic_error);
+}
+
+TEST_CASE("a straggler so slow that the step overflows is refused, never reported below its own lower bound") {
+  // Issue 9: compute_speed 1e-300 gave a 0.047 s step against a 4.5e298 s lower bound, exit 0.
+  const std::string slow =
+      R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 16,
+          "stragglers": [{"name": "stuck", "nodes": 1, "compute_speed": 1e-300, "link_speed": 1}]})";
+  Scenario s;
+  try {
+    s = parsed("ddp", slow);
+  } catch (const std::exception&) {
+    return;  // refused as bad input by the reader (a sanity bound on speeds): as good
+  }
+  CHECK_THROWS_AS(predict(s), std::exception);
+}
