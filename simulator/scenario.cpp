@@ -17,16 +17,6 @@ namespace stepcast {
 
 namespace {
 
-// ---- Reading: types, and integer ranges before a value is narrowed to int. -------------
-
-/// An integer in [min, max] at `key` (the JSON reader checks the type and `min`; `max`
-/// keeps a count inside the int it lands in and inside base/limits.hpp).
-std::int64_t bounded_integer(JsonObject& obj, const std::string& key, std::int64_t min, std::int64_t max) {
-  const std::int64_t v = obj.integer(key, min);
-  if (v > max) throw obj.error(key, fmt::format("expected an integer in [{}, {}], got {}", min, max, v));
-  return v;
-}
-
 /// Wraps a parser that throws std::invalid_argument into an InputError at `key`.
 template <typename F>
 auto parse_name(JsonObject& obj, const std::string& key, F parse) {
@@ -55,14 +45,14 @@ TrainingSpec parse_training(JsonObject& obj) {
   TrainingSpec t;
   t.precision = parse_name(obj, "precision", parse_precision);
   t.optimizer = parse_name(obj, "optimizer", parse_optimizer);
-  t.micro_batch = obj.integer("micro_batch");
-  t.grad_accum = obj.integer("grad_accum");
-  t.seq_len = obj.integer("seq_len");
+  t.micro_batch = obj.integer("micro_batch", 1, limits::kMaxMicroBatch);
+  t.grad_accum = obj.integer("grad_accum", 1, limits::kMaxGradAccum);
+  t.seq_len = obj.integer("seq_len", 1, limits::kMaxSeqLen);
   t.recompute = parse_name(obj, "recompute", parse_recompute);
   t.flash_attention = obj.boolean("flash_attention");
   if (auto lora = obj.optional_object("lora")) {
     LoraSpec l;
-    l.rank = lora->integer("rank");
+    l.rank = lora->integer("rank", 1, limits::kMaxHidden);
     JsonArray targets = lora->array("targets");
     for (std::size_t i = 0; i < targets.size(); ++i) l.targets.push_back(targets.string(i));
     lora->finish();
@@ -87,7 +77,7 @@ StrategySpec parse_strategy_spec(JsonObject& top) {
     s.kind = parse_name(obj, "name", parse_strategy);
     if (auto mb = obj.optional_positive("bucket_mb")) s.bucket_bytes = *mb * 1e6, s.bucket_given = true;
     if (obj.has("prefetch_layers"))
-      s.prefetch_layers = static_cast<int>(bounded_integer(obj, "prefetch_layers", 0, limits::kMaxLayers));
+      s.prefetch_layers = obj.int32("prefetch_layers", 0, limits::kMaxLayers);
     if (auto a = obj.optional_string("algorithm")) {
       bool known = *a == "auto";
       for (const auto& info : collective_algorithms()) known = known || info.name == *a;
@@ -112,7 +102,7 @@ HardwareChoice parse_hardware(JsonObject& obj) {
     if (!find_box(name)) throw obj.error("box", "unknown box \"" + name + "\" (see `stepcast catalog boxes`)");
     h.cluster.name = name;
     h.cluster.box = name;
-    h.cluster.nodes = static_cast<int>(bounded_integer(obj, "nodes", 1, limits::kMaxNodes));
+    h.cluster.nodes = obj.int32("nodes", 1, limits::kMaxNodes);
     if (auto net = obj.optional_object("network")) {
       JsonObject wrapper = *net;
       // Reuse the cluster parser's network rules by building a cluster object around it.
@@ -131,7 +121,7 @@ HardwareChoice parse_hardware(JsonObject& obj) {
     throw obj.error("", "expected \"cluster\" (a catalog cluster) or \"box\" (a catalog box with \"nodes\")");
   }
   const BoxSpec& box = *find_box(h.cluster.box);
-  const std::int64_t gpus = bounded_integer(obj, "gpus", 1, limits::kMaxGpus);
+  const std::int64_t gpus = obj.integer("gpus", 1, limits::kMaxGpus);
   const std::int64_t available = static_cast<std::int64_t>(box.gpus) * h.cluster.nodes;
   if (gpus > available)
     throw obj.error("gpus", "expected at most " + std::to_string(available) + " GPUs (" + std::to_string(h.cluster.nodes) +
@@ -159,7 +149,7 @@ HardwareChoice parse_hardware(JsonObject& obj) {
       JsonObject o = list->object(i);
       StragglerSpec st;
       st.name = o.string("name");
-      st.nodes = static_cast<int>(bounded_integer(o, "nodes", 1, limits::kMaxNodes));
+      st.nodes = o.int32("nodes", 1, limits::kMaxNodes);
       st.compute_speed = o.positive("compute_speed");
       st.link_speed = o.positive("link_speed");
       o.finish();
