@@ -211,7 +211,7 @@ void check_count(std::int64_t v, std::int64_t lo, std::int64_t hi, const std::st
                  const std::string& why = "") {
   if (v < lo || v > hi)
     throw InputError(file, path,
-                     fmt::format("expected an integer in [{}, {}]{}, got {}", lo, hi, why.empty() ? "" : " (" + why + ")", v));
+                     fmt::format("expected an integer in {}..{}{}, got {}", lo, hi, why.empty() ? "" : " (" + why + ")", v));
 }
 
 /// Throws unless v is finite and lo <= v <= hi.
