@@ -6,8 +6,9 @@
 /// varied knobs (micro-batch x1..x4 and the measured value with it, so that ordering pairs
 /// exist), then times, separately and in all:
 ///  (a) reading: parse_measured_run on every line;
-///  (b) validating: validate_run on every record (the record's scenario, its checks, the
-///      prediction; every record is predicted, nothing is cached);
+///  (b) validating: validate_runs over every record on --threads threads (default 1; the
+///      CLI uses one per hardware thread): the record's scenario, its checks, the
+///      prediction; every record is predicted, nothing is cached;
 ///  (c) the summaries the CLI prints: summarize() of the checking part, the fitting part and
 ///      all records.
 /// `--write FILE` also writes the generated records, to time the CLI on them.
@@ -69,9 +70,11 @@ int main(int argc, char** argv) {
   std::string base_file = (data_dir() / "tests" / "data" / "good" / "runs.jsonl").string();
   std::vector<std::size_t> counts{1000, 8000, 100000};
   std::string write_file;
+  unsigned threads = 1;
   app.add_option("--runs", base_file, "records to replicate (.jsonl)");
   app.add_option("--records", counts, "record counts to time")->delimiter(',');
   app.add_option("--write", write_file, "also write the largest generated set to this .jsonl file");
+  app.add_option("--threads", threads, "threads for validate_runs (0: one per hardware thread)");
   CLI11_PARSE(app, argc, argv);
   try {
     const std::vector<nlohmann::json> base = read_base(base_file);
@@ -93,9 +96,7 @@ int main(int argc, char** argv) {
       for (std::size_t i = 0; i < n; ++i) runs.push_back(parse_measured_run(lines[i], "synthetic.jsonl", static_cast<int>(i + 1)));
       const double read_s = seconds_since(t0);
       const auto t1 = Clock::now();
-      std::vector<ValidationRow> rows;
-      rows.reserve(n);
-      for (const MeasuredRun& r : runs) rows.push_back(validate_run(r));
+      const std::vector<ValidationRow> rows = validate_runs(runs, nullptr, "", threads);
       const double validate_s = seconds_since(t1);
       const auto t2 = Clock::now();
       const auto check = summarize(rows, "check");

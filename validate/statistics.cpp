@@ -1,10 +1,13 @@
 /// \file
 /// Summaries of validation rows: count, median, p90 and max |error|, and the ordering
-/// accuracy over pairs of records one knob apart. Linear-logarithmic in the number of rows:
-/// rows are grouped by hash, and ordered pairs are counted, never enumerated.
+/// accuracy over pairs of records one knob apart. O(n log n) in the number of rows: text
+/// fields are interned by hash, rows grouped by sorting their integer keys, and ordered
+/// pairs counted with a Fenwick tree, never enumerated.
 #include "validate/validation.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -26,41 +29,32 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
-/// Appends a field to a hash key; the separator cannot occur in a record's text fields'
-/// meaning (a unit separator), and numbers are written as their exact bits.
-void add_field(std::string& key, const std::string& v) {
-  key += v;
-  key += '\x1f';
-}
-void add_field(std::string& key, std::int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); }
-void add_field(std::string& key, double v) {
-  if (v == 0) v = 0;  // -0 and +0 compare equal
-  key.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-/// The knobs an ordering pair may differ in, exactly one of them at a time: the GPU count,
-/// the strategy, the link speed and the micro-batch (the global batch follows the GPU
-/// count). Everything else (source, metric, model, sequence, precision, GPU) must match.
+/// A row's identity for ordering pairs, as integers: the fields that must match (source,
+/// metric, model, sequence, precision, GPU; text interned to ids) and the knobs a pair may
+/// differ in, exactly one at a time: the GPU count, the strategy, the link speed (its bits)
+/// and the micro-batch (the global batch follows the GPU count).
+constexpr int kBase = 6;
 constexpr int kKnobs = 4;
+using RowKey = std::array<std::int64_t, kBase + kKnobs>;
 
-std::string base_key(const ValidationRow& r) {
-  std::string k;
-  add_field(k, r.source);
-  add_field(k, r.metric);
-  add_field(k, r.model);
-  add_field(k, r.seq_len);
-  add_field(k, r.precision);
-  add_field(k, r.gpu);
-  return k;
+class Interner {
+ public:
+  std::int64_t id(const std::string& s) { return ids_.try_emplace(s, static_cast<std::int64_t>(ids_.size())).first->second; }
+
+ private:
+  std::unordered_map<std::string, std::int64_t> ids_;
+};
+
+std::int64_t bits_of(double v) {
+  if (v == 0) v = 0;  // -0 and +0 compare equal
+  std::int64_t b = 0;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
 }
 
-void add_knob(std::string& key, const ValidationRow& r, int knob) {
-  switch (knob) {
-    case 0: add_field(key, r.gpus); break;
-    case 1: add_field(key, r.strategy); break;
-    case 2: add_field(key, r.link_gbps); break;
-    default: add_field(key, r.micro_batch); break;
-  }
+RowKey key_of(const ValidationRow& r, Interner& text) {
+  return {text.id(r.source), text.id(r.metric),   text.id(r.model),     r.seq_len,         text.id(r.precision),
+          text.id(r.gpu),    r.gpus,              text.id(r.strategy),  bits_of(r.link_gbps), r.micro_batch};
 }
 
 /// Pairs whose measured values differ, and how many of them the prediction orders the same
@@ -78,7 +72,7 @@ struct PairCount {
 /// Counts pairs over (measured, predicted) points in O(n log n): sorted by measured value,
 /// each point is paired with every earlier point of a strictly smaller measured value, and
 /// a Fenwick tree over predicted ranks counts those also predicted strictly smaller.
-PairCount count_pairs(std::vector<std::pair<double, double>> points) {
+PairCount count_pairs(std::vector<std::pair<double, double>> points) {  // by value: sorted here
   PairCount c;
   const std::size_t n = points.size();
   if (n < 2) return c;
@@ -112,40 +106,51 @@ PairCount count_pairs(std::vector<std::pair<double, double>> points) {
   return c;
 }
 
-std::vector<std::pair<double, double>> points_of(const std::vector<const ValidationRow*>& rows) {
-  std::vector<std::pair<double, double>> out;
-  out.reserve(rows.size());
-  for (const ValidationRow* r : rows) out.emplace_back(r->measured, *r->predicted);
-  return out;
-}
-
-/// Pairs of rows one knob apart, with measured values that differ. For each knob, rows
-/// agreeing in everything else share a bucket; the pairs in a bucket that differ in the
-/// knob are all the bucket's pairs less those inside each group of equal knob value. A pair
-/// one knob apart falls in exactly one bucket; identical rows cancel out.
+/// Pairs of rows one knob apart, with measured values that differ. For each knob, the rows
+/// are sorted by everything else and then by the knob: a run of equal "everything else" is
+/// a bucket, and the pairs in it that differ in the knob are all the bucket's pairs less
+/// those inside each (contiguous) group of equal knob value. A pair one knob apart falls in
+/// exactly one bucket; identical rows cancel out.
 PairCount ordering_pairs(const std::vector<const ValidationRow*>& ok) {
+  Interner text;
+  std::vector<RowKey> keys;
+  keys.reserve(ok.size());
+  for (const ValidationRow* r : ok) keys.push_back(key_of(*r, text));
+  std::vector<std::size_t> order(ok.size());
   PairCount total;
-  for (int knob = 0; knob < kKnobs; ++knob) {
-    std::unordered_map<std::string, std::vector<const ValidationRow*>> buckets;
-    for (const ValidationRow* r : ok) {
-      std::string key = base_key(*r);
-      for (int other = 0; other < kKnobs; ++other)
-        if (other != knob) add_knob(key, *r, other);
-      buckets[key].push_back(r);
-    }
-    for (const auto& [key, rows] : buckets) {
-      if (rows.size() < 2) continue;
-      const PairCount all = count_pairs(points_of(rows));
-      total.pairs += all.pairs;
-      total.right += all.right;
-      std::unordered_map<std::string, std::vector<const ValidationRow*>> same;
-      for (const ValidationRow* r : rows) {
-        std::string k;
-        add_knob(k, *r, knob);
-        same[k].push_back(r);
+  for (int knob = kBase; knob < kBase + kKnobs; ++knob) {
+    auto others_equal = [&](std::size_t a, std::size_t b) {
+      for (int f = 0; f < kBase + kKnobs; ++f)
+        if (f != knob && keys[a][f] != keys[b][f]) return false;
+      return true;
+    };
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      for (int f = 0; f < kBase + kKnobs; ++f)
+        if (f != knob && keys[a][f] != keys[b][f]) return keys[a][f] < keys[b][f];
+      return keys[a][knob] < keys[b][knob];
+    });
+    std::vector<std::pair<double, double>> points;
+    for (std::size_t lo = 0; lo < order.size();) {
+      std::size_t hi = lo + 1;
+      while (hi < order.size() && others_equal(order[lo], order[hi])) ++hi;
+      if (hi - lo > 1) {
+        auto points_in = [&](std::size_t from, std::size_t to) {
+          points.clear();
+          for (std::size_t i = from; i < to; ++i) points.emplace_back(ok[order[i]]->measured, *ok[order[i]]->predicted);
+          return count_pairs(points);
+        };
+        const PairCount all = points_in(lo, hi);
+        total.pairs += all.pairs;
+        total.right += all.right;
+        for (std::size_t g = lo; g < hi;) {
+          std::size_t end = g + 1;
+          while (end < hi && keys[order[end]][knob] == keys[order[g]][knob]) ++end;
+          if (end - g > 1) total -= points_in(g, end);
+          g = end;
+        }
       }
-      for (const auto& [k, group] : same)
-        if (group.size() > 1) total -= count_pairs(points_of(group));
+      lo = hi;
     }
   }
   return total;
@@ -169,7 +174,7 @@ ErrorSummary summary_of(const std::string& group, const std::vector<const Valida
   s.p90_abs_error_pct = percentile(errors, 0.9);
   s.max_abs_error_pct = errors.empty() ? 0 : *std::max_element(errors.begin(), errors.end());
   const PairCount pairs = ordering_pairs(ok);
-  s.ordering_pairs = static_cast<int>(pairs.pairs);
+  s.ordering_pairs = pairs.pairs;
   s.ordering_accuracy = pairs.pairs ? static_cast<double>(pairs.right) / static_cast<double>(pairs.pairs) : 1.0;
   return s;
 }

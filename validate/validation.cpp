@@ -12,6 +12,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -335,6 +339,42 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
                                        run.file, run.line, run.id, run.metric, *row.predicted, *row.error_pct));
   row.status = "ok";
   return row;
+}
+
+std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs,
+                                         const std::shared_ptr<const HardwareFile>& calibration,
+                                         const std::string& calibration_file, unsigned threads,
+                                         const std::function<void(std::size_t, std::size_t)>& progress) {
+  const std::size_t n = runs.size();
+  std::vector<ValidationRow> rows(n);
+  std::vector<std::exception_ptr> failures(n);
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex progress_lock;
+  std::size_t done = 0;
+  auto work = [&] {
+    for (std::size_t i = next++; i < n && !failed; i = next++) {
+      try {
+        rows[i] = validate_run(runs[i], calibration, calibration_file);
+      } catch (...) {
+        failures[i] = std::current_exception();
+        failed = true;  // records after it need not run; records before it still finish
+      }
+      if (progress) {
+        const std::lock_guard<std::mutex> lock(progress_lock);
+        progress(++done, n);
+      }
+    }
+  };
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(1, n)));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (std::size_t i = 0; i < n; ++i)
+    if (failures[i]) std::rethrow_exception(failures[i]);
+  return rows;
 }
 
 }  // namespace stepcast

@@ -10,6 +10,7 @@
 #include "simulator/scenario.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -100,6 +101,15 @@ std::string split_of(const std::string& id);
 /// through: only an explicit reason skips a record.
 ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration = nullptr,
                            const std::string& calibration_file = "");
+
+/// validate_run over every record, on `threads` threads (0: one per hardware thread), rows in
+/// record order. Records are independent, so this is linear in their number. When records
+/// throw, the exception of the first such record (in record order) is rethrown, as a
+/// sequential loop would. `progress(done, total)` (optional) is called under a lock.
+std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs,
+                                         const std::shared_ptr<const HardwareFile>& calibration = nullptr,
+                                         const std::string& calibration_file = "", unsigned threads = 0,
+                                         const std::function<void(std::size_t, std::size_t)>& progress = {});
 
 struct ErrorSummary {
   std::string group;                       ///< "all", "source: ...", "strategy: ...", "gpu: ..."
