@@ -126,6 +126,21 @@ TEST_CASE("a record goes through the scenario checks: bad counts are InputErrors
   r = small_record();
   r["model"]["kv_heads"] = 3;  // does not divide 8 heads
   CHECK(starts(outcome(r), "error: runs.jsonl:3: /model/kv_heads"));
+  r = small_record();  // fuzz F3: grad_accum 0 once reached the simulator's assert
+  r["batch"]["grad_accum"] = 0;
+  CHECK(starts(outcome(r), "error: runs.jsonl:3: /batch/grad_accum"));
+  r = small_record();  // fuzz F4: micro_batch 0 with grad_accum stated
+  r["batch"]["micro_batch"] = 0;
+  r["batch"]["grad_accum"] = 2;
+  CHECK(starts(outcome(r), "error: runs.jsonl:3: /batch/micro_batch"));
+  {  // fuzz F2: a number beyond double range is an InputError naming the line and path
+    std::string text = small_record().dump();
+    const std::string value = "\"value\":1007.0";
+    REQUIRE(text.find(value) != std::string::npos);
+    text.replace(text.find(value), value.size(), "\"value\":1e400");
+    CHECK_THROWS_WITH_AS(parse_measured_run(text, "runs.jsonl", 3), doctest::Contains("runs.jsonl:3: /measured/value"),
+                         InputError);
+  }
   r = small_record();
   r["hardware"]["gpus"] = 1LL << 40;
   CHECK(starts(outcome(r), "error: runs.jsonl:3: /hardware/gpus"));
