@@ -280,7 +280,10 @@ void check_training(const Scenario& s, const ScenarioSource& w) {
 }
 
 /// Prefetch depth within the model; a gradient bucket large enough that one step has at
-/// most kMaxBucketsPerStep buckets (each is a simulated collective).
+/// most kMaxBucketsPerStep buckets (each is a simulated collective). PyTorch accepts any
+/// bucket_cap_mb, so the count is bounded, not the size. Without bucket_mb the bound uses
+/// the smallest default (DDP's 25 MB; ZeRO-1/2's 5e8 elements are larger), which refuses
+/// only models beyond ~1.25 T parameters in 16-bit gradients.
 void check_strategy(const Scenario& s, const ScenarioSource& w) {
   const StrategySpec& st = s.strategy;
   check_count(st.prefetch_layers, 0, s.model.layers, w.file, w.strategy + "/prefetch_layers",
