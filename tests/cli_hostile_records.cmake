@@ -28,7 +28,10 @@ foreach(case_path
         # fuzz findings F2-F4 (/work/fuzz-findings): 1e400, grad_accum 0, micro_batch 0
         "measured_value_1e400|/measured/value"
         "grad_accum_zero|/batch/grad_accum"
-        "micro_batch_zero|/batch/micro_batch")
+        "micro_batch_zero|/batch/micro_batch"
+        # F5, F6 are gpus_per_node_zero and micro_batch_zero_with_global_batch above; F7, F8:
+        "micro_batch_2pow62|/batch/micro_batch"
+        "layers_2pow40|/model/layers")
   string(REPLACE "|" ";" parts "${case_path}")
   list(GET parts 0 case)
   list(GET parts 1 path)
@@ -54,6 +57,7 @@ foreach(case_path
         "gpus_beyond_bound|/hardware/gpus"
         "tokens_per_step|/training/micro_batch"
         "layers_million|/model/layers"
+        "layers_2pow40|/model/layers"
         "price_huge|/price_per_gpu_hour_usd"
         "dataset_huge|/dataset/tokens")
   string(REPLACE "|" ";" parts "${case_path}")
