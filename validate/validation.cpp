@@ -299,6 +299,17 @@ RunScenario scenario_for(const MeasuredRun& run, const std::shared_ptr<const Har
 
 std::string split_of(const std::string& id) { return fnv1a(id) % 2 == 0 ? "fit" : "check"; }
 
+void set_prediction(ValidationRow& row, const MeasuredRun& run, double predicted) {
+  const double error_pct = 100.0 * (predicted - run.value) / run.value;
+  if (!std::isfinite(predicted) || !std::isfinite(error_pct))
+    throw std::logic_error(fmt::format("{}:{}: record {}: the predicted {} is {} (error {}%), not a finite number; "
+                                       "this is a bug in stepcast, please report it with this record",
+                                       run.file, run.line, run.id, run.metric, predicted, error_pct));
+  row.predicted = predicted;
+  row.error_pct = error_pct;
+  row.status = "ok";
+}
+
 ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration,
                            const std::string& calibration_file) {
   ValidationRow row;
@@ -326,18 +337,14 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   // Only an explicit reason skips a record; any other exception while predicting is a
   // failure and propagates.
   const Prediction p = predict(*rs.scenario);
+  double predicted = 0;
   try {
-    row.predicted = predicted_metric(run, p);
+    predicted = predicted_metric(run, p);
   } catch (const Skip& s) {
     row.status = "skipped: " + s.why;
     return row;
   }
-  row.error_pct = 100.0 * (*row.predicted - run.value) / run.value;
-  if (!std::isfinite(*row.predicted) || !std::isfinite(*row.error_pct))
-    throw std::logic_error(fmt::format("{}:{}: record {}: the predicted {} is {} (error {}%), not a finite number; "
-                                       "this is a bug in stepcast, please report it with this record",
-                                       run.file, run.line, run.id, run.metric, *row.predicted, *row.error_pct));
-  row.status = "ok";
+  set_prediction(row, run, predicted);
   return row;
 }
 

@@ -95,6 +95,11 @@ struct ValidationRow {
 /// The fitting/checking split: FNV-1a (32-bit) of the id, even -> "fit", odd -> "check".
 std::string split_of(const std::string& id);
 
+/// Marks `row` "ok" with `predicted` and its error against the record's measured value.
+/// Throws std::logic_error (an internal error, exit 1) when either is not finite: a record
+/// is never "ok" with a NaN or infinite error.
+void set_prediction(ValidationRow& row, const MeasuredRun& run, double predicted);
+
 /// The record's row: "ok" with a finite prediction, or "skipped: <reason>" where stepcast
 /// cannot represent the record. Throws InputError for a bad record, std::logic_error for a
 /// prediction that is not finite (a bug), and lets any other exception of the prediction

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <random>
 
@@ -186,11 +187,17 @@ TEST_CASE("only an explicit reason skips a record: a head dimension stepcast can
   CHECK(starts(outcome(r), "skipped: cannot represent a head dimension"));
 }
 
-TEST_CASE("a record's row is ok only with a finite prediction and error") {
-  const ValidationRow row = validate_run(parse_measured_run(small_record().dump(), "runs.jsonl", 3));
+TEST_CASE("a record's row is ok only with a finite prediction and error; otherwise an internal error") {
+  const MeasuredRun run = parse_measured_run(small_record().dump(), "runs.jsonl", 3);
+  const ValidationRow row = validate_run(run);
   REQUIRE(row.status == "ok");
   CHECK(std::isfinite(*row.predicted));
   CHECK(std::isfinite(*row.error_pct));
+  for (double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    ValidationRow r;
+    CHECK_THROWS_WITH_AS(set_prediction(r, run, bad), doctest::Contains("runs.jsonl:3: record small"), std::logic_error);
+    CHECK(r.status.empty());
+  }
 }
 
 namespace {
