@@ -120,6 +120,73 @@ inline constexpr double kMaxFitResidual = 1e3;
 // Workload and layout: models, training setups, strategies, scenario sizes.
 // ---------------------------------------------------------------------------------------
 
-// (workload and layout bounds go here)
+// Measured on one core of the development machine (2 cores, Release build, stepcast
+// predict --json, 10 B GPT, DDP and ZeRO-3 alike): 131,072 GPUs take 0.6 s and 150 MB,
+// 1,048,576 GPUs 2.7 s and 1.2 GB (about 1.1 kB per GPU); 10,000 layers 1.3 s and 390 MB;
+// grad_accum 10,000 4.3 s and 1 GB (the simulator's cost grows with these until it
+// collapses repeated micro-steps and layers).
+
+/// Most GPUs in one scenario (nodes x GPUs per node): 2^20, about ten times the largest
+/// training clusters built; predict costs 2.7 s and 1.2 GB there (see above).
+inline constexpr std::int64_t kMaxGpus = 1LL << 20;
+
+/// Most nodes: every node holds at least one GPU, so no more nodes than GPUs.
+inline constexpr std::int64_t kMaxNodes = kMaxGpus;
+
+/// Most GPUs in one node: rack-scale NVLink domains hold 72 (GB200 NVL72); 1,024 leaves
+/// room for anything sold as one NVLink domain.
+inline constexpr std::int64_t kMaxGpusPerNode = 1024;
+
+/// Most sequences per GPU per micro-step: real micro-batches are at most a few thousand
+/// short sequences; 2^20 keeps micro_batch x seq_len (a tensor's rows) far inside int64.
+inline constexpr std::int64_t kMaxMicroBatch = 1LL << 20;
+
+/// Most micro-steps per optimizer step: real runs accumulate at most a few thousand;
+/// the bound is large but finite because every micro-step is simulated today.
+inline constexpr std::int64_t kMaxGradAccum = 1LL << 16;
+
+/// Longest sequence, tokens: the longest contexts trained are about 1 M tokens; 2^22
+/// keeps micro_batch x seq_len far inside int64 and attention's s^2 exact in a double.
+inline constexpr std::int64_t kMaxSeqLen = 1LL << 22;
+
+/// Most tokens in one optimizer step (GPUs x micro_batch x grad_accum x seq_len): real
+/// global batches are at most ~16 M tokens; 2^40 stays far below 2^53, so token counts held
+/// in doubles are exact integers.
+inline constexpr std::int64_t kMaxTokensPerStep = 1LL << 40;
+
+/// Most transformer blocks: the deepest models trained have ~130; 10,000 costs 1.3 s and
+/// 390 MB per prediction (see above), 10^6 would not finish.
+inline constexpr std::int64_t kMaxLayers = 10'000;
+
+/// Widest hidden size: the widest models have 25,600 (PaLM 540B 18,432); 2^20 keeps the
+/// parameter count (layers x ~12 hidden^2) inside int64.
+inline constexpr std::int64_t kMaxHidden = 1LL << 20;
+
+/// Widest MLP: 4 x kMaxHidden (the usual expansion ratio, gated MLPs use less).
+inline constexpr std::int64_t kMaxFfnHidden = 4 * kMaxHidden;
+
+/// Largest vocabulary: real vocabularies have at most ~256 k tokens; 2^24 keeps the
+/// embedding (vocab x hidden) inside int64.
+inline constexpr std::int64_t kMaxVocab = 1LL << 24;
+
+/// Most gradient buckets per optimizer step (trainable gradient bytes / bucket size):
+/// PyTorch accepts any bucket_cap_mb, so the bucket count is bounded instead; real setups
+/// have at most a few thousand buckets, and each one is a simulated collective.
+inline constexpr std::int64_t kMaxBucketsPerStep = 100'000;
+
+/// Slowest and fastest straggler speed relative to the catalog part: a GPU or link at 1%
+/// is broken, not straggling (and 1e-300 overflowed the simulator's clock); 10x covers
+/// a newer part in an older box.
+inline constexpr double kMinSpeedRatio = 0.01;
+inline constexpr double kMaxSpeedRatio = 10.0;
+
+/// Largest data set per epoch: corpora are at most ~10^14 tokens (tens of trillions);
+/// 10^16 tokens or 10^15 sequences refuse typos without touching real runs.
+inline constexpr double kMaxDatasetTokens = 1e16;
+inline constexpr double kMaxDatasetSamples = 1e15;
+
+/// Highest price per GPU-hour, USD: list prices are 0.1 to ~15 USD; 1,000 refuses a price
+/// per node-month or in cents.
+inline constexpr double kMaxPricePerGpuHourUsd = 1000.0;
 
 }  // namespace stepcast::limits

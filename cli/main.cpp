@@ -316,13 +316,9 @@ int run_validate(const ValidateArgs& args) {
     calibration = std::make_shared<const HardwareFile>(load_hardware(args.calibration));
   }
   const bool progress = isatty(fileno(stderr)) != 0;
-  std::vector<ValidationRow> rows;
-  rows.reserve(runs.size());
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    if (progress && (i % 20 == 0 || i + 1 == runs.size()))
-      fmt::print(stderr, "\r[{}/{}] {}", i + 1, runs.size(), runs[i].id);
-    rows.push_back(validate_run(runs[i], calibration, args.calibration));
-  }
+  const auto rows = validate_runs(runs, calibration, args.calibration, 0, [&](std::size_t done, std::size_t total) {
+    if (progress && (done % 20 == 0 || done == total)) fmt::print(stderr, "\r[{}/{}]", done, total);
+  });
   if (progress) fmt::print(stderr, "\n");
   write(args.json ? cli::validate_json(rows) : cli::validate_text(rows));
   return kExitOk;

@@ -1,12 +1,16 @@
 #include "simulator/scenario.hpp"
 
 #include "base/json_input.hpp"
+#include "base/limits.hpp"
 #include "model/collective.hpp"
 #include "topologies/hardware_file.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 
 namespace stepcast {
@@ -37,36 +41,23 @@ TransformerSpec parse_model(JsonObject& top) {
   return parse_transformer(obj);
 }
 
-TrainingSpec parse_training(JsonObject& obj, const TransformerSpec& model) {
+TrainingSpec parse_training(JsonObject& obj) {
   TrainingSpec t;
   t.precision = parse_name(obj, "precision", parse_precision);
   t.optimizer = parse_name(obj, "optimizer", parse_optimizer);
-  t.micro_batch = obj.integer("micro_batch");
-  t.grad_accum = obj.integer("grad_accum");
-  t.seq_len = obj.integer("seq_len");
+  t.micro_batch = obj.integer("micro_batch", 1, limits::kMaxMicroBatch);
+  t.grad_accum = obj.integer("grad_accum", 1, limits::kMaxGradAccum);
+  t.seq_len = obj.integer("seq_len", 1, limits::kMaxSeqLen);
   t.recompute = parse_name(obj, "recompute", parse_recompute);
   t.flash_attention = obj.boolean("flash_attention");
   if (auto lora = obj.optional_object("lora")) {
     LoraSpec l;
-    l.rank = lora->integer("rank");
+    l.rank = lora->integer("rank", 1, limits::kMaxHidden);
     JsonArray targets = lora->array("targets");
-    if (targets.size() == 0) throw targets.error(0, "expected at least one target projection");
-    static const std::vector<std::string> known{"q", "k", "v", "o", "gate", "up", "down"};
-    for (std::size_t i = 0; i < targets.size(); ++i) {
-      std::string target = targets.string(i);
-      if (std::find(known.begin(), known.end(), target) == known.end())
-        throw targets.error(i, "unknown LoRA target \"" + target + "\"; expected one of q, k, v, o, gate, up, down");
-      if (target == "gate" && !model.gated_mlp)
-        throw targets.error(i, "LoRA target \"gate\" needs a gated MLP; " + model.name + " has none");
-      l.targets.push_back(target);
-    }
-    if (l.rank > model.hidden) throw lora->error("rank", "expected a rank below the hidden size " + std::to_string(model.hidden));
+    for (std::size_t i = 0; i < targets.size(); ++i) l.targets.push_back(targets.string(i));
     lora->finish();
     t.lora = l;
   }
-  if (model.kind == ModelKind::decoder && model.positional == Positional::learned && t.seq_len > model.max_positions)
-    throw obj.error("seq_len", "expected at most " + std::to_string(model.max_positions) + " (the learned position table of " +
-                                   model.name + ")");
   obj.finish();
   return t;
 }
@@ -85,7 +76,8 @@ StrategySpec parse_strategy_spec(JsonObject& top) {
     JsonObject obj(raw, top.file(), top.path_of("strategy"));
     s.kind = parse_name(obj, "name", parse_strategy);
     if (auto mb = obj.optional_positive("bucket_mb")) s.bucket_bytes = *mb * 1e6, s.bucket_given = true;
-    if (auto p = obj.optional_integer("prefetch_layers", 0)) s.prefetch_layers = static_cast<int>(*p);
+    if (obj.has("prefetch_layers"))
+      s.prefetch_layers = obj.int32("prefetch_layers", 0, limits::kMaxLayers);
     if (auto a = obj.optional_string("algorithm")) {
       bool known = *a == "auto";
       for (const auto& info : collective_algorithms()) known = known || info.name == *a;
@@ -110,7 +102,7 @@ HardwareChoice parse_hardware(JsonObject& obj) {
     if (!find_box(name)) throw obj.error("box", "unknown box \"" + name + "\" (see `stepcast catalog boxes`)");
     h.cluster.name = name;
     h.cluster.box = name;
-    h.cluster.nodes = static_cast<int>(obj.integer("nodes"));
+    h.cluster.nodes = obj.int32("nodes", 1, limits::kMaxNodes);
     if (auto net = obj.optional_object("network")) {
       JsonObject wrapper = *net;
       // Reuse the cluster parser's network rules by building a cluster object around it.
@@ -129,7 +121,7 @@ HardwareChoice parse_hardware(JsonObject& obj) {
     throw obj.error("", "expected \"cluster\" (a catalog cluster) or \"box\" (a catalog box with \"nodes\")");
   }
   const BoxSpec& box = *find_box(h.cluster.box);
-  const std::int64_t gpus = obj.integer("gpus");
+  const std::int64_t gpus = obj.integer("gpus", 1, limits::kMaxGpus);
   const std::int64_t available = static_cast<std::int64_t>(box.gpus) * h.cluster.nodes;
   if (gpus > available)
     throw obj.error("gpus", "expected at most " + std::to_string(available) + " GPUs (" + std::to_string(h.cluster.nodes) +
@@ -153,41 +145,19 @@ HardwareChoice parse_hardware(JsonObject& obj) {
                                          " holds " + box.gpu);
   }
   if (auto list = obj.optional_array("stragglers")) {
-    int straggling = 0;
     for (std::size_t i = 0; i < list->size(); ++i) {
       JsonObject o = list->object(i);
       StragglerSpec st;
       st.name = o.string("name");
-      st.nodes = static_cast<int>(o.integer("nodes", 1));
+      st.nodes = o.int32("nodes", 1, limits::kMaxNodes);
       st.compute_speed = o.positive("compute_speed");
       st.link_speed = o.positive("link_speed");
-      if (st.compute_speed > 10) throw o.error("compute_speed", "expected a speed ratio in (0, 10]");
-      if (st.link_speed > 10) throw o.error("link_speed", "expected a speed ratio in (0, 10]");
       o.finish();
-      straggling += st.nodes;
-      if (straggling >= h.nodes)
-        throw o.error("nodes", "expected the straggler groups to cover fewer than the " + std::to_string(h.nodes) +
-                                   " nodes in use (the rest are the typical ranks)");
       h.stragglers.push_back(st);
     }
   }
   obj.finish();
   return h;
-}
-
-void check_runnable(JsonObject& top, const Scenario& s) {
-  const GpuSpec& gpu = *find_gpu(find_box(s.hardware.cluster.box)->gpu);
-  const Dtype d = gemm_dtype(s.training.precision);
-  if (!gpu.supports(d))
-    throw InputError(top.file(), "/training/precision",
-                     "precision " + std::string(name(s.training.precision)) + " needs " + std::string(name(d)) +
-                         " arithmetic, which the " + gpu.name + " does not support");
-  if (s.strategy.algorithm == "nvls") {
-    Topology t = Topology::build(s.hardware.cluster);
-    if (!t.fabric(s.hardware.nodes, s.hardware.gpus_per_node).nvls)
-      throw InputError(top.file(), "/strategy/algorithm", "NVLS needs third-generation NVSwitch (NVLink SHARP); " +
-                                                              s.hardware.cluster.box + " has none");
-  }
 }
 
 Scenario parse_root(const JsonDoc& doc) {
@@ -199,7 +169,7 @@ Scenario parse_root(const JsonDoc& doc) {
   s.model = parse_model(top);
   {
     JsonObject t = top.object("training");
-    s.training = parse_training(t, s.model);
+    s.training = parse_training(t);
   }
   s.strategy = parse_strategy_spec(top);
   {
@@ -227,11 +197,191 @@ Scenario parse_root(const JsonDoc& doc) {
   if (auto notes = top.optional_array("notes"))
     for (std::size_t i = 0; i < notes->size(); ++i) s.notes.push_back(notes->string(i));
   top.finish();
-  check_runnable(top, s);
+  ScenarioSource where;
+  where.file = doc.file();
+  where.model_inline = doc.root().at("model").is_object();
+  check_scenario(s, where);
   return s;
 }
 
+// ---- Checking: one set of rules for every scenario, however it was built. -------------
+
+/// Throws unless lo <= v <= hi, naming the bound and why it is there.
+void check_count(std::int64_t v, std::int64_t lo, std::int64_t hi, const std::string& file, const std::string& path,
+                 const std::string& why = "") {
+  if (v < lo || v > hi)
+    throw InputError(file, path,
+                     fmt::format("expected an integer in {}..{}{}, got {}", lo, hi, why.empty() ? "" : " (" + why + ")", v));
+}
+
+/// Throws unless v is finite and lo <= v <= hi.
+void check_number(double v, double lo, double hi, const std::string& file, const std::string& path,
+                  const std::string& why = "") {
+  if (!std::isfinite(v) || v < lo || v > hi)
+    throw InputError(file, path,
+                     fmt::format("expected a number in [{}, {}]{}, got {}", lo, hi, why.empty() ? "" : " (" + why + ")", v));
+}
+
+/// The model's shape: counts within base/limits.hpp, heads dividing hidden, kv_heads
+/// dividing heads (head_dim = hidden / heads; a division by zero or a truncated head
+/// otherwise).
+void check_model(const TransformerSpec& m, const ScenarioSource& w) {
+  const std::string& f = w.file;
+  check_count(m.layers, 1, limits::kMaxLayers, f, w.model_field("layers"), "layers");
+  check_count(m.hidden, 1, limits::kMaxHidden, f, w.model_field("hidden"), "hidden size");
+  check_count(m.heads, 1, m.hidden, f, w.model_field("heads"), "attention heads, at most hidden");
+  if (m.hidden % m.heads != 0)
+    throw InputError(f, w.model_field("heads"),
+                     fmt::format("expected a divisor of hidden ({}), got {}", m.hidden, m.heads));
+  check_count(m.kv_heads, 1, m.heads, f, w.model_field("kv_heads"), "key/value heads, at most heads");
+  if (m.heads % m.kv_heads != 0)
+    throw InputError(f, w.model_field("kv_heads"),
+                     fmt::format("expected a divisor of heads ({}), got {}", m.heads, m.kv_heads));
+  check_count(m.ffn_hidden, 1, limits::kMaxFfnHidden, f, w.model_field("ffn_hidden"), "MLP width");
+  check_count(m.vocab, 1, limits::kMaxVocab, f, w.model_field("vocab"), "vocabulary");
+  check_count(m.type_vocab, 0, limits::kMaxVocab, f, w.model_field("type_vocab"), "token types");
+  check_count(m.seq_len, 1, limits::kMaxSeqLen, f, w.model_field("seq_len"), "tokens per sequence");
+  if (m.positional == Positional::learned)
+    check_count(m.max_positions, 1, limits::kMaxSeqLen, f, w.model_field("max_positions"), "learned positions");
+}
+
+/// LoRA: a rank of 1..hidden and known target projections, each listed once ("gate" only
+/// on a gated MLP).
+void check_lora(const LoraSpec& l, const TransformerSpec& m, const ScenarioSource& w) {
+  check_count(l.rank, 1, m.hidden, w.file, w.lora + "/rank", "LoRA rank, at most the hidden size");
+  const std::string targets = w.lora + "/targets";
+  if (l.targets.empty()) throw InputError(w.file, targets, "expected at least one target projection");
+  static const std::vector<std::string> known{"q", "k", "v", "o", "gate", "up", "down"};
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < l.targets.size(); ++i) {
+    const std::string& target = l.targets[i];
+    const std::string path = targets + "/" + std::to_string(i);
+    if (std::find(known.begin(), known.end(), target) == known.end())
+      throw InputError(w.file, path, "unknown LoRA target \"" + target + "\"; expected one of q, k, v, o, gate, up, down");
+    if (target == "gate" && !m.gated_mlp)
+      throw InputError(w.file, path, "LoRA target \"gate\" needs a gated MLP; " + m.name + " has none");
+    if (!seen.insert(target).second)
+      throw InputError(w.file, path, "LoRA target \"" + target + "\" listed twice; expected each projection once");
+  }
+}
+
+/// Micro-batch, accumulation and sequence length within their bounds; the sequence within
+/// a learned position table; LoRA.
+void check_training(const Scenario& s, const ScenarioSource& w) {
+  const TrainingSpec& t = s.training;
+  check_count(t.micro_batch, 1, limits::kMaxMicroBatch, w.file, w.micro_batch, "sequences per GPU per micro-step");
+  check_count(t.grad_accum, 1, limits::kMaxGradAccum, w.file, w.grad_accum, "micro-steps per optimizer step");
+  check_count(t.seq_len, 1, limits::kMaxSeqLen, w.file, w.seq_len, "tokens per sequence");
+  if (s.model.positional == Positional::learned && t.seq_len > s.model.max_positions)
+    throw InputError(w.file, w.seq_len,
+                     fmt::format("expected at most {} (the learned position table of {}), got {}", s.model.max_positions,
+                                 s.model.name, t.seq_len));
+  if (t.lora) check_lora(*t.lora, s.model, w);
+}
+
+/// Prefetch depth within the model; a gradient bucket large enough that one step has at
+/// most kMaxBucketsPerStep buckets (each is a simulated collective). PyTorch accepts any
+/// bucket_cap_mb, so the count is bounded, not the size. Without bucket_mb the bound uses
+/// the smallest default (DDP's 25 MB; ZeRO-1/2's 5e8 elements are larger), which refuses
+/// only models beyond ~1.25 T parameters in 16-bit gradients.
+void check_strategy(const Scenario& s, const ScenarioSource& w) {
+  const StrategySpec& st = s.strategy;
+  check_count(st.prefetch_layers, 0, s.model.layers, w.file, w.strategy + "/prefetch_layers",
+              "layers gathered ahead, at most the model's layers");
+  const std::string bucket = w.strategy + "/bucket_mb";
+  if (!std::isfinite(st.bucket_bytes) || !(st.bucket_bytes > 0))
+    throw InputError(w.file, bucket, fmt::format("expected a finite bucket size > 0 MB, got {} MB", st.bucket_bytes / 1e6));
+  const double trainable = static_cast<double>(s.training.lora ? lora_parameter_count(s.model, *s.training.lora)
+                                                               : parameter_count(s.model));
+  const double grad_bytes = trainable * working_bytes(s.training.precision);
+  const double buckets = std::ceil(grad_bytes / st.bucket_bytes);
+  if (buckets > static_cast<double>(limits::kMaxBucketsPerStep))
+    throw InputError(w.file, bucket,
+                     fmt::format("expected a bucket of at least {:.4g} MB: {:.4g} MB of gradients in buckets of {:.4g} MB "
+                                 "make {:.0f} buckets per step, more than {}",
+                                 grad_bytes / static_cast<double>(limits::kMaxBucketsPerStep) / 1e6, grad_bytes / 1e6,
+                                 st.bucket_bytes / 1e6, buckets, limits::kMaxBucketsPerStep));
+}
+
+/// GPUs per node, nodes and their product within bounds; straggler groups of 1..nodes-1
+/// nodes in all, speeds in [kMinSpeedRatio, kMaxSpeedRatio].
+void check_hardware(const HardwareChoice& h, const ScenarioSource& w) {
+  check_count(h.gpus_per_node, 1, limits::kMaxGpusPerNode, w.file, w.gpus_per_node, "GPUs per node");
+  check_count(h.nodes, 1, limits::kMaxNodes, w.file, w.nodes, "nodes");
+  const std::int64_t gpus = static_cast<std::int64_t>(h.nodes) * h.gpus_per_node;
+  check_count(gpus, 1, limits::kMaxGpus, w.file, w.gpus, "GPUs in all");
+  std::int64_t straggling = 0;
+  for (std::size_t i = 0; i < h.stragglers.size(); ++i) {
+    const StragglerSpec& st = h.stragglers[i];
+    const std::string path = w.stragglers + "/" + std::to_string(i);
+    check_count(st.nodes, 1, h.nodes - 1, w.file, path + "/nodes",
+                fmt::format("fewer than the {} nodes in use: the rest are the typical ranks", h.nodes));
+    straggling += st.nodes;
+    if (straggling >= h.nodes)
+      throw InputError(w.file, path + "/nodes",
+                       fmt::format("expected the straggler groups to cover fewer than the {} nodes in use (the rest are "
+                                   "the typical ranks), got {} in all",
+                                   h.nodes, straggling));
+    const std::string why = "speed relative to the catalog part";
+    check_number(st.compute_speed, limits::kMinSpeedRatio, limits::kMaxSpeedRatio, w.file, path + "/compute_speed", why);
+    check_number(st.link_speed, limits::kMinSpeedRatio, limits::kMaxSpeedRatio, w.file, path + "/link_speed", why);
+  }
+}
+
+/// Tokens per step far below 2^53 (so every token count held in a double is exact), and a
+/// finite, bounded data set and price.
+void check_sizes(const Scenario& s, const ScenarioSource& w) {
+  const double tokens_per_step = static_cast<double>(s.hardware.gpus()) * static_cast<double>(s.training.micro_batch) *
+                                 static_cast<double>(s.training.grad_accum) * static_cast<double>(s.training.seq_len);
+  if (tokens_per_step > static_cast<double>(limits::kMaxTokensPerStep))
+    throw InputError(w.file, w.micro_batch,
+                     fmt::format("expected at most {} tokens per optimizer step (GPUs x micro_batch x grad_accum x "
+                                 "seq_len), got {} x {} x {} x {} = {:.4g}",
+                                 limits::kMaxTokensPerStep, s.hardware.gpus(), s.training.micro_batch,
+                                 s.training.grad_accum, s.training.seq_len, tokens_per_step));
+  if (s.dataset.tokens)
+    check_number(*s.dataset.tokens, 1, limits::kMaxDatasetTokens, w.file, w.dataset + "/tokens", "tokens per epoch");
+  if (s.dataset.samples)
+    check_number(*s.dataset.samples, 1, limits::kMaxDatasetSamples, w.file, w.dataset + "/samples",
+                 "sequences per epoch");
+  if (s.price_per_gpu_hour_usd)
+    check_number(*s.price_per_gpu_hour_usd, 1e-6, limits::kMaxPricePerGpuHourUsd, w.file, w.price, "USD per GPU-hour");
+}
+
+/// A precision the GPU computes in, and NVLS only on third-generation NVSwitch.
+void check_runnable(const Scenario& s, const ScenarioSource& w) {
+  const BoxSpec* box = find_box(s.hardware.cluster.box);
+  if (!box) throw std::logic_error("scenario " + s.name + ": box \"" + s.hardware.cluster.box + "\" is not in the catalog");
+  const GpuSpec& gpu = *find_gpu(box->gpu);
+  const Dtype d = gemm_dtype(s.training.precision);
+  if (!gpu.supports(d))
+    throw InputError(w.file, w.precision,
+                     "precision " + std::string(name(s.training.precision)) + " needs " + std::string(name(d)) +
+                         " arithmetic, which the " + gpu.name + " does not support");
+  if (s.hardware.gpus_per_node > box->gpus)
+    throw InputError(w.file, w.gpus_per_node,
+                     fmt::format("expected at most the {} GPUs of one {}, got {}", box->gpus, box->name,
+                                 s.hardware.gpus_per_node));
+  if (s.strategy.algorithm == "nvls") {
+    Topology t = Topology::build(s.hardware.cluster);
+    if (!t.fabric(s.hardware.nodes, s.hardware.gpus_per_node).nvls)
+      throw InputError(w.file, w.algorithm, "NVLS needs third-generation NVSwitch (NVLink SHARP); " +
+                                                s.hardware.cluster.box + " has none");
+  }
+}
+
 }  // namespace
+
+std::string ScenarioSource::model_field(const std::string& key) const { return model_inline ? model + "/" + key : model; }
+
+void check_scenario(const Scenario& s, const ScenarioSource& where) {
+  check_model(s.model, where);
+  check_training(s, where);
+  check_hardware(s.hardware, where);
+  check_strategy(s, where);
+  check_sizes(s, where);
+  check_runnable(s, where);
+}
 
 Scenario load_scenario(const std::filesystem::path& path) { return parse_root(JsonDoc::load(path)); }
 
@@ -239,8 +389,9 @@ Scenario parse_scenario(const std::string& json_text, const std::string& file_na
   return parse_root(JsonDoc::parse(json_text, file_name));
 }
 
-Scenario with_gpus(const Scenario& s, int gpus) {
-  if (gpus < 1) throw std::invalid_argument("GPU count must be >= 1, got " + std::to_string(gpus));
+namespace {
+
+Scenario resized(const Scenario& s, int gpus) {
   const BoxSpec& box = *find_box(s.hardware.cluster.box);
   Scenario out = s;
   int straggling = 0;
@@ -263,6 +414,22 @@ Scenario with_gpus(const Scenario& s, int gpus) {
   out.hardware.nodes = gpus / box.gpus;
   out.hardware.gpus_per_node = box.gpus;
   out.hardware.cluster.nodes = std::max(out.hardware.cluster.nodes, out.hardware.nodes);
+  return out;
+}
+
+}  // namespace
+
+Scenario with_gpus(const Scenario& s, int gpus) {
+  if (gpus < 1 || gpus > limits::kMaxGpus)
+    throw std::invalid_argument(fmt::format("GPU count must be in [1, {}], got {}", limits::kMaxGpus, gpus));
+  Scenario out = resized(s, gpus);
+  ScenarioSource where;
+  where.file = s.file;
+  try {
+    check_scenario(out, where);
+  } catch (const InputError& e) {
+    throw std::invalid_argument(e.what());
+  }
   return out;
 }
 

@@ -96,6 +96,43 @@ struct Scenario {
 Scenario load_scenario(const std::filesystem::path& path);
 Scenario parse_scenario(const std::string& json_text, const std::string& file_name);
 
+/// Where each value that check_scenario checks came from: the file (with ":line" for a
+/// measured-run record) and the JSON pointer of each field, so that an error names the
+/// input as the user wrote it. The defaults are a scenario file's own paths.
+struct ScenarioSource {
+  std::string file;
+  std::string model = "/model";              ///< the inline model object, or the catalog name
+  bool model_inline = true;                  ///< false: model fields all point at `model`
+  std::string micro_batch = "/training/micro_batch";
+  std::string grad_accum = "/training/grad_accum";
+  std::string seq_len = "/training/seq_len";
+  std::string precision = "/training/precision";
+  std::string lora = "/training/lora";
+  std::string strategy = "/strategy";        ///< the strategy object (bucket_mb, prefetch_layers)
+  std::string algorithm = "/strategy/algorithm";
+  std::string gpus = "/hardware/gpus";
+  std::string gpus_per_node = "/hardware/gpus";
+  std::string nodes = "/hardware/gpus";      ///< nodes in use follow from the GPU count
+  std::string stragglers = "/hardware/stragglers";
+  std::string dataset = "/dataset";
+  std::string price = "/price_per_gpu_hour_usd";
+
+  /// The path of one field of the model (`/model/layers`), or the model's own path when it
+  /// came from the catalog.
+  std::string model_field(const std::string& key) const;
+};
+
+/// The one set of checks every scenario goes through, however it was built (a scenario
+/// file, a measured-run record, `with_gpus`): positive counts within base/limits.hpp
+/// (GPUs, nodes, GPUs per node, micro-batch, grad_accum, seq_len, layers, widths), the
+/// model's shape (heads divide hidden, kv_heads divide heads), seq_len within a learned
+/// position table, LoRA targets known and listed once, prefetch_layers within 0..layers, a
+/// bounded number of gradient buckets per step, straggler groups of 1..nodes-1 nodes with
+/// speeds in [0.01, 10], finite and bounded data set and price, tokens per step far below
+/// 2^53, and a precision and algorithm the hardware can run. Throws InputError naming
+/// `where.file`, the field's path and the bound.
+void check_scenario(const Scenario& s, const ScenarioSource& where);
+
 /// The same scenario on `gpus` GPUs: fills whole nodes of the cluster's box first
 /// (gpus <= box size: one node). Throws std::invalid_argument when the count does not fit
 /// (not a multiple of the box size above one node, or more nodes than the cluster has when

@@ -1,169 +1,26 @@
+/// \file
+/// A measured-run record as a scenario (through check_scenario, the checks every scenario
+/// goes through, with the record's file, line and JSON paths), and the prediction of the
+/// record's metric. A record is skipped only with an explicit reason that stepcast cannot
+/// represent it; a bad record is an InputError; a prediction that is not finite is a bug.
 #include "validate/validation.hpp"
 
-#include "topologies/hardware_file.hpp"
 #include "base/json_input.hpp"
+#include "topologies/hardware_file.hpp"
 #include "topologies/topology.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <set>
+#include <stdexcept>
 
 namespace stepcast {
-
-namespace {
-
-using nlohmann::json;
-
-// ---- Reading: every key of the format is known; a key outside it is an error. ----------
-
-std::optional<std::int64_t> opt_int(JsonObject& o, const std::string& key) {
-  const json& v = o.raw(key);
-  if (v.is_null()) return std::nullopt;
-  if (!v.is_number_integer()) throw o.error(key, "expected an integer or null");
-  return v.get<std::int64_t>();
-}
-
-std::optional<double> opt_num(JsonObject& o, const std::string& key) {
-  const json& v = o.raw(key);
-  if (v.is_null()) return std::nullopt;
-  if (!v.is_number()) throw o.error(key, "expected a number or null");
-  return v.get<double>();
-}
-
-std::optional<std::string> opt_str(JsonObject& o, const std::string& key) {
-  const json& v = o.raw(key);
-  if (v.is_null()) return std::nullopt;
-  if (!v.is_string()) throw o.error(key, "expected a string or null");
-  return v.get<std::string>();
-}
-
-std::string source_label(const json& src) {
-  if (src.contains("repo") && src["repo"].is_string()) {
-    std::string s = src["repo"].get<std::string>();
-    if (src.contains("path") && src["path"].is_string()) s += " · " + src["path"].get<std::string>();
-    return s;
-  }
-  if (src.contains("url") && src["url"].is_string()) return src["url"].get<std::string>();
-  return "?";
-}
-
-}  // namespace
-
-MeasuredRun parse_measured_run(const std::string& json_line, const std::string& file, int line) {
-  const std::string where = fmt::format("{}:{}", file, line);
-  json doc;
-  try {
-    doc = json::parse(json_line);
-  } catch (const json::parse_error& e) {
-    throw InputError(where, "", std::string("malformed JSON: ") + e.what());
-  }
-  if (!doc.is_object()) throw InputError(where, "", "expected one JSON object per line");
-  JsonObject top(doc, where, "");
-  MeasuredRun r;
-  r.file = file;
-  r.line = line;
-  r.id = top.string("id");
-  {
-    JsonObject src = top.object("source");
-    r.source = source_label(top.raw("source"));
-    for (const std::string& k : src.keys()) src.ignore(k);  // documentation: free-form
-  }
-  r.trust = top.choice("trust", {"high", "medium", "low"});
-  {
-    JsonObject m = top.object("model");
-    r.model_name = m.string("name");
-    r.arch = m.string("arch");
-    r.params = opt_int(m, "params");
-    r.layers = opt_int(m, "layers");
-    r.hidden = opt_int(m, "hidden");
-    r.heads = opt_int(m, "heads");
-    r.kv_heads = opt_int(m, "kv_heads");
-    r.ffn_hidden = opt_int(m, "ffn_hidden");
-    r.vocab = opt_int(m, "vocab");
-    r.seq_len = opt_int(m, "seq_len");
-    m.finish();
-  }
-  {
-    JsonObject h = top.object("hardware");
-    r.gpu = h.string("gpu");
-    r.gpus = opt_int(h, "gpus");
-    r.gpus_per_node = opt_int(h, "gpus_per_node");
-    r.nodes = opt_int(h, "nodes");
-    r.intra_node = opt_str(h, "intra_node");
-    const json& inter = h.raw("inter_node");
-    if (!inter.is_null()) {
-      JsonObject in(inter, where, h.path_of("inter_node"));
-      r.multi_node_fabric_given = true;
-      r.inter_fabric = opt_str(in, "fabric");
-      r.inter_gbps_per_node = opt_num(in, "gbps_per_node");
-      in.finish();
-    }
-    h.finish();
-  }
-  {
-    JsonObject s = top.object("strategy");
-    r.data_parallel = s.string("data_parallel");
-    r.tp = opt_int(s, "tp");
-    r.pp = opt_int(s, "pp");
-    s.raw("sp");
-    r.checkpointing = opt_str(s, "activation_checkpointing");
-    r.precision = opt_str(s, "precision");
-    r.offload = opt_str(s, "offload");
-    r.framework = opt_str(s, "framework");
-    JsonArray ex = s.array("extras");
-    for (std::size_t i = 0; i < ex.size(); ++i) r.extras.push_back(ex.string(i));
-    s.finish();
-  }
-  {
-    JsonObject b = top.object("batch");
-    r.micro_batch = opt_int(b, "micro_batch");
-    r.grad_accum = opt_int(b, "grad_accum");
-    r.global_batch = opt_int(b, "global_batch");
-    b.finish();
-  }
-  {
-    JsonObject m = top.object("measured");
-    r.metric = m.string("metric");
-    r.value = m.number("value");
-    r.definition = m.string("definition");
-    m.raw("secondary");
-    m.finish();
-  }
-  top.raw("notes");
-  top.raw("raw");
-  top.finish();
-  return r;
-}
-
-std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& path) {
-  std::vector<std::filesystem::path> files;
-  if (std::filesystem::is_directory(path)) {
-    for (const auto& e : std::filesystem::directory_iterator(path))
-      if (e.path().extension() == ".jsonl") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    if (files.empty()) throw InputError(path.string(), "", "no .jsonl files in this folder");
-  } else {
-    files.push_back(path);
-  }
-  std::vector<MeasuredRun> out;
-  for (const auto& f : files) {
-    std::ifstream in(f);
-    if (!in) throw InputError(f.string(), "", "cannot open the file");
-    std::string line;
-    int n = 0;
-    while (std::getline(in, line)) {
-      ++n;
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      out.push_back(parse_measured_run(line, f.string(), n));
-    }
-  }
-  return out;
-}
 
 // ---- A record as a scenario ----------------------------------------------------------
 
@@ -191,6 +48,10 @@ const BoxSpec& box_for(const MeasuredRun& r, const std::string& gpu, std::vector
   return *box;
 }
 
+/// More NICs than any node holds (8 per HGX board, one per GPU); beyond it a per-node rate
+/// is no whole number of catalog NICs (and the count stays far inside an int).
+constexpr double kMaxNicsPerNode = 1024;
+
 /// The NIC link kind and count for a stated fabric and per-node rate: the fastest catalog
 /// link of that family (by name prefix) whose line rate divides the rate into whole NICs.
 std::pair<std::string, int> nics_for(const std::string& fabric, double gbps) {
@@ -203,7 +64,7 @@ std::pair<std::string, int> nics_for(const std::string& fabric, double gbps) {
   for (const LinkSpec& l : link_catalog()) {
     if (l.name.rfind(family->second, 0) != 0) continue;
     const double n = gbps / (l.line_rate_GBps * 8.0);  // GB/s -> Gb/s
-    if (n < 1 || std::abs(n - std::round(n)) > 1e-9) continue;
+    if (!(n >= 1 && n <= kMaxNicsPerNode) || std::abs(n - std::round(n)) > 1e-9) continue;
     if (!best || l.line_rate_GBps > best->line_rate_GBps) {
       best = &l;
       count = static_cast<int>(std::round(n));
@@ -226,10 +87,29 @@ Strategy strategy_for(const MeasuredRun& r, std::vector<std::string>& assumed) {
   }
 }
 
+/// The parameter count of `m` with a learned position table of `rows` rows.
+std::optional<std::int64_t> parameter_count_with_table(TransformerSpec m, std::int64_t rows) {
+  m.max_positions = rows;
+  return parameter_count(m);
+}
+
 TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assumed) {
-  if (const TransformerSpec* m = find_model(r.model_name)) return *m;
+  if (const TransformerSpec* found = find_model(r.model_name)) {
+    TransformerSpec m = *found;
+    if (m.positional == Positional::learned && r.seq_len && *r.seq_len > m.max_positions &&
+        r.params == parameter_count_with_table(m, *r.seq_len)) {
+      assumed.push_back(fmt::format("a learned position table of {} rows, sized to the run's sequence (the record's "
+                                    "parameter count; the catalog's {} has {})",
+                                    *r.seq_len, m.name, m.max_positions));
+      m.max_positions = *r.seq_len;
+    }
+    return m;
+  }
   if (!r.layers || !r.hidden || !r.heads || !r.vocab || !r.seq_len)
     throw Skip{"model " + r.model_name + " is not in the catalog and its shape is incomplete"};
+  if (*r.hidden % *r.heads != 0)
+    throw Skip{fmt::format("cannot represent a head dimension other than hidden / heads (hidden {}, {} heads)", *r.hidden,
+                           *r.heads)};
   TransformerSpec m;
   m.name = r.model_name;
   m.layers = *r.layers;
@@ -251,8 +131,8 @@ TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assume
   return m;
 }
 
-Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
-               const std::shared_ptr<const HardwareFile>& calibration, const std::string& calibration_file) {
+/// What stepcast cannot represent, as explicit skips, before anything is built.
+void check_representable(const MeasuredRun& r) {
   if (r.tp.value_or(0) != 1 || r.pp.value_or(0) != 1) {
     if (!r.tp || !r.pp) throw Skip{"tensor/pipeline parallel degrees not stated"};
     throw Skip{fmt::format("tensor/pipeline parallelism (TP {}, PP {}) is not modelled", *r.tp, *r.pp)};
@@ -260,18 +140,17 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
   if (!r.offload) throw Skip{"CPU offload not stated"};
   if (*r.offload != "none") throw Skip{"CPU offload (" + *r.offload + ") is not modelled"};
   if (!r.precision) throw Skip{"precision not stated"};
+  if (*r.precision == "bf16_pure") throw Skip{"precision bf16_pure (no fp32 master weights) is not modelled"};
   if (!r.checkpointing) throw Skip{"activation checkpointing not stated"};
   if (!r.gpus) throw Skip{"GPU count not stated"};
   if (!r.micro_batch) throw Skip{"micro-batch not stated"};
   for (const std::string& e : r.extras)
     if (e == "cpu_offload_activations" || e == "context_parallel_16" || e == "float8_allgather")
       throw Skip{"extra \"" + e + "\" is not modelled"};
+}
 
-  Scenario s;
-  s.name = r.id;
-  s.description = r.model_name;
-  s.file = r.file;
-  s.model = model_for(r, assumed);
+/// The catalog key of the record's GPU ("other:<key> ..." where the key is in the catalog).
+std::string gpu_for(const MeasuredRun& r) {
   std::string gpu = r.gpu;
   if (gpu.rfind("other:", 0) == 0) {
     const std::string rest = gpu.substr(6);
@@ -280,9 +159,15 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
     gpu = key;
   }
   if (!find_gpu(gpu)) throw Skip{"GPU " + gpu + " is not in the catalog"};
+  return gpu;
+}
 
-  TrainingSpec& t = s.training;
-  t.precision = parse_precision(*r.precision);
+/// Precision, batch, accumulation (stated, or global batch / (micro-batch x GPUs) when that
+/// divides), sequence length and recompute. The counts were read within their bounds, so
+/// the products here stay far inside int64.
+TrainingSpec training_for(const MeasuredRun& r, const TransformerSpec& model) {
+  TrainingSpec t;
+  t.precision = parse_precision(*r.precision);  // the reader allows only the format's names
   t.optimizer = OptimizerKind::adam_mixed_16;
   t.micro_batch = *r.micro_batch;
   const std::int64_t gpus = *r.gpus;
@@ -293,25 +178,29 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
   } else {
     throw Skip{"gradient accumulation not stated"};
   }
-  t.seq_len = r.seq_len.value_or(s.model.seq_len);
+  t.seq_len = r.seq_len.value_or(model.seq_len);
   t.recompute = parse_recompute(*r.checkpointing);
   t.flash_attention = std::find(r.extras.begin(), r.extras.end(), "flash_attention") != r.extras.end();
-  s.strategy.kind = strategy_for(r, assumed);
-  if (s.strategy.kind == Strategy::ddp) s.strategy.bucket_given = false;
+  return t;
+}
 
+/// The catalog box of the record's GPU, the nodes the GPUs fill, and the network between
+/// them (stated, or the box's standard NICs).
+HardwareChoice hardware_for(const MeasuredRun& r, const std::string& gpu, std::vector<std::string>& assumed) {
   const BoxSpec& box = box_for(r, gpu, assumed);
-  const int ppn = static_cast<int>(r.gpus_per_node.value_or(std::min<std::int64_t>(gpus, box.gpus)));
+  const std::int64_t gpus = *r.gpus;
+  const std::int64_t ppn = r.gpus_per_node.value_or(std::min<std::int64_t>(gpus, box.gpus));
   if (ppn > box.gpus) throw Skip{fmt::format("{} GPUs per node exceed the {}'s {}", ppn, box.name, box.gpus)};
   if (gpus % ppn != 0) throw Skip{"GPUs do not divide into nodes"};
-  const int nodes = static_cast<int>(gpus / ppn);
+  const std::int64_t nodes = gpus / ppn;
   if (nodes > 1 && ppn != box.gpus)
     throw Skip{fmt::format("{} of the {}'s {} GPUs per node over several nodes", ppn, box.name, box.gpus)};
-  HardwareChoice& h = s.hardware;
+  HardwareChoice h;
   h.cluster.name = box.name;
   h.cluster.box = box.name;
-  h.cluster.nodes = nodes;
-  h.nodes = nodes;
-  h.gpus_per_node = ppn;
+  h.cluster.nodes = static_cast<int>(nodes);  // <= limits::kMaxGpus: read within bounds
+  h.nodes = static_cast<int>(nodes);
+  h.gpus_per_node = static_cast<int>(ppn);
   if (nodes > 1) {
     NetworkSpec net;
     if (r.inter_fabric && r.inter_gbps_per_node) {
@@ -328,12 +217,44 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
     net.topology = NetworkTopology::rail_fat_tree;
     h.cluster.network = net;
   }
+  return h;
+}
+
+/// Where each checked value of the record's scenario came from in the record.
+ScenarioSource source_of(const MeasuredRun& r) {
+  ScenarioSource w;
+  w.file = fmt::format("{}:{}", r.file, r.line);
+  w.model = "/model";
+  w.micro_batch = "/batch/micro_batch";
+  w.grad_accum = r.grad_accum ? "/batch/grad_accum" : "/batch/global_batch";
+  w.seq_len = "/model/seq_len";
+  w.precision = "/strategy/precision";
+  w.strategy = "/strategy";
+  w.gpus = "/hardware/gpus";
+  w.gpus_per_node = r.gpus_per_node ? "/hardware/gpus_per_node" : "/hardware/gpus";
+  w.nodes = w.gpus_per_node;
+  return w;
+}
+
+Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
+               const std::shared_ptr<const HardwareFile>& calibration, const std::string& calibration_file) {
+  check_representable(r);
+  Scenario s;
+  s.name = r.id;
+  s.description = r.model_name;
+  s.file = r.file;
+  s.model = model_for(r, assumed);
+  const std::string gpu = gpu_for(r);
+  s.training = training_for(r, s.model);
+  s.strategy.kind = strategy_for(r, assumed);
+  s.hardware = hardware_for(r, gpu, assumed);
   if (calibration && calibration->gpu == gpu) {
-    h.calibration = calibration;
-    h.calibration_file = calibration_file;
+    s.hardware.calibration = calibration;
+    s.hardware.calibration_file = calibration_file;
     assumed.push_back("calibration " + calibration_file);
   }
   s.dataset.tokens = 1e9;  // unused: no record metric here depends on the data set size
+  check_scenario(s, source_of(r));  // the checks every scenario file goes through
   return s;
 }
 
@@ -378,6 +299,17 @@ RunScenario scenario_for(const MeasuredRun& run, const std::shared_ptr<const Har
 
 std::string split_of(const std::string& id) { return fnv1a(id) % 2 == 0 ? "fit" : "check"; }
 
+void set_prediction(ValidationRow& row, const MeasuredRun& run, double predicted) {
+  const double error_pct = 100.0 * (predicted - run.value) / run.value;
+  if (!std::isfinite(predicted) || !std::isfinite(error_pct))
+    throw std::logic_error(fmt::format("{}:{}: record {}: the predicted {} is {} (error {}%), not a finite number; "
+                                       "this is a bug in stepcast, please report it with this record",
+                                       run.file, run.line, run.id, run.metric, predicted, error_pct));
+  row.predicted = predicted;
+  row.error_pct = error_pct;
+  row.status = "ok";
+}
+
 ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration,
                            const std::string& calibration_file) {
   ValidationRow row;
@@ -402,93 +334,54 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
     row.status = "skipped: " + rs.skip_reason;
     return row;
   }
+  // Only an explicit reason skips a record; any other exception while predicting is a
+  // failure and propagates.
+  const Prediction p = predict(*rs.scenario);
+  double predicted = 0;
   try {
-    const Prediction p = predict(*rs.scenario);
-    row.predicted = predicted_metric(run, p);
-    row.error_pct = 100.0 * (*row.predicted - run.value) / run.value;
-    row.status = "ok";
+    predicted = predicted_metric(run, p);
   } catch (const Skip& s) {
     row.status = "skipped: " + s.why;
-  } catch (const std::exception& e) {
-    row.status = std::string("skipped: ") + e.what();
+    return row;
   }
+  set_prediction(row, run, predicted);
   return row;
 }
 
-namespace {
-
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * (static_cast<double>(v.size()) - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const auto hi = static_cast<std::size_t>(std::ceil(pos));
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-
-/// Two rows that differ in exactly one knob (GPU count, strategy, link speed, batch).
-bool one_knob_apart(const ValidationRow& a, const ValidationRow& b) {
-  if (a.source != b.source || a.metric != b.metric || a.model != b.model || a.seq_len != b.seq_len ||
-      a.precision != b.precision || a.gpu != b.gpu)
-    return false;
-  const int differ = (a.gpus != b.gpus) + (a.strategy != b.strategy) + (a.link_gbps != b.link_gbps) +
-                     (a.micro_batch != b.micro_batch);  // the global batch follows the GPU count
-  return differ == 1;
-}
-
-ErrorSummary summary_of(const std::string& group, const std::vector<const ValidationRow*>& rows) {
-  ErrorSummary s;
-  s.group = group;
-  std::vector<double> errors;
-  std::vector<const ValidationRow*> ok;
-  for (const ValidationRow* r : rows) {
-    if (r->status != "ok") {
-      ++s.skipped;
-      continue;
-    }
-    errors.push_back(std::abs(*r->error_pct));
-    ok.push_back(r);
-  }
-  s.count = static_cast<int>(errors.size());
-  s.median_abs_error_pct = percentile(errors, 0.5);
-  s.p90_abs_error_pct = percentile(errors, 0.9);
-  s.max_abs_error_pct = errors.empty() ? 0 : *std::max_element(errors.begin(), errors.end());
-  int right = 0;
-  for (std::size_t i = 0; i < ok.size(); ++i)
-    for (std::size_t j = i + 1; j < ok.size(); ++j) {
-      const ValidationRow& a = *ok[i];
-      const ValidationRow& b = *ok[j];
-      if (!one_knob_apart(a, b) || a.measured == b.measured) continue;
-      ++s.ordering_pairs;
-      if ((a.measured < b.measured) == (*a.predicted < *b.predicted)) ++right;
-    }
-  s.ordering_accuracy = s.ordering_pairs ? static_cast<double>(right) / s.ordering_pairs : 1.0;
-  return s;
-}
-
-}  // namespace
-
-std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows, const std::string& split) {
-  std::vector<const ValidationRow*> kept;
-  for (const ValidationRow& r : rows)
-    if (r.trust != "low" && (split.empty() || r.split == split)) kept.push_back(&r);
-  std::vector<ErrorSummary> out = {summary_of("all", kept)};
-  auto by = [&](const char* label, auto key) {
-    std::vector<std::string> groups;
-    for (const ValidationRow* r : kept)
-      if (std::find(groups.begin(), groups.end(), key(*r)) == groups.end()) groups.push_back(key(*r));
-    std::sort(groups.begin(), groups.end());
-    for (const std::string& g : groups) {
-      std::vector<const ValidationRow*> sub;
-      for (const ValidationRow* r : kept)
-        if (key(*r) == g) sub.push_back(r);
-      out.push_back(summary_of(std::string(label) + ": " + g, sub));
+std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs,
+                                         const std::shared_ptr<const HardwareFile>& calibration,
+                                         const std::string& calibration_file, unsigned threads,
+                                         const std::function<void(std::size_t, std::size_t)>& progress) {
+  const std::size_t n = runs.size();
+  std::vector<ValidationRow> rows(n);
+  std::vector<std::exception_ptr> failures(n);
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex progress_lock;
+  std::size_t done = 0;
+  auto work = [&] {
+    for (std::size_t i = next++; i < n && !failed; i = next++) {
+      try {
+        rows[i] = validate_run(runs[i], calibration, calibration_file);
+      } catch (...) {
+        failures[i] = std::current_exception();
+        failed = true;  // records after it need not run; records before it still finish
+      }
+      if (progress) {
+        const std::lock_guard<std::mutex> lock(progress_lock);
+        progress(++done, n);
+      }
     }
   };
-  by("source", [](const ValidationRow& r) { return r.source; });
-  by("strategy", [](const ValidationRow& r) { return r.strategy; });
-  by("gpu", [](const ValidationRow& r) { return r.gpu; });
-  return out;
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(1, n)));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (std::size_t i = 0; i < n; ++i)
+    if (failures[i]) std::rethrow_exception(failures[i]);
+  return rows;
 }
 
 }  // namespace stepcast

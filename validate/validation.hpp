@@ -10,6 +10,7 @@
 #include "simulator/scenario.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,12 +49,16 @@ struct MeasuredRun {
   int line = 0;
 };
 
-/// Reads every record of a .jsonl file, or of every .jsonl file in a folder. Throws
-/// InputError (file, line and JSON path) on malformed records or unknown keys.
+/// Reads every record of a .jsonl file, or of every .jsonl file in a folder (regular files
+/// of bounded size only). Throws InputError (file, line and JSON path) on malformed records,
+/// unknown keys, duplicate keys, names outside the format's vocabulary, counts outside the
+/// bounds a scenario's counts have (base/limits.hpp) and a measured value that is not > 0.
 std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& path);
 MeasuredRun parse_measured_run(const std::string& json_line, const std::string& file, int line);
 
-/// A record as a scenario, or why it cannot be one.
+/// A record as a scenario, or why it cannot be one. The scenario goes through
+/// check_scenario, the checks every scenario file goes through, with the record's file,
+/// line and JSON paths: a record that fails them is an InputError, never a skip.
 struct RunScenario {
   std::optional<Scenario> scenario;
   std::string skip_reason;                 ///< set when scenario is empty
@@ -90,8 +95,26 @@ struct ValidationRow {
 /// The fitting/checking split: FNV-1a (32-bit) of the id, even -> "fit", odd -> "check".
 std::string split_of(const std::string& id);
 
+/// Marks `row` "ok" with `predicted` and its error against the record's measured value.
+/// Throws std::logic_error (an internal error, exit 1) when either is not finite: a record
+/// is never "ok" with a NaN or infinite error.
+void set_prediction(ValidationRow& row, const MeasuredRun& run, double predicted);
+
+/// The record's row: "ok" with a finite prediction, or "skipped: <reason>" where stepcast
+/// cannot represent the record. Throws InputError for a bad record, std::logic_error for a
+/// prediction that is not finite (a bug), and lets any other exception of the prediction
+/// through: only an explicit reason skips a record.
 ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration = nullptr,
                            const std::string& calibration_file = "");
+
+/// validate_run over every record, on `threads` threads (0: one per hardware thread), rows in
+/// record order. Records are independent, so this is linear in their number. When records
+/// throw, the exception of the first such record (in record order) is rethrown, as a
+/// sequential loop would. `progress(done, total)` (optional) is called under a lock.
+std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs,
+                                         const std::shared_ptr<const HardwareFile>& calibration = nullptr,
+                                         const std::string& calibration_file = "", unsigned threads = 0,
+                                         const std::function<void(std::size_t, std::size_t)>& progress = {});
 
 struct ErrorSummary {
   std::string group;                       ///< "all", "source: ...", "strategy: ...", "gpu: ..."
@@ -100,12 +123,15 @@ struct ErrorSummary {
   double median_abs_error_pct = 0;
   double p90_abs_error_pct = 0;
   double max_abs_error_pct = 0;
-  int ordering_pairs = 0;
-  double ordering_accuracy = 0;            ///< fraction of pairs in the right order (1 if none)
+  std::int64_t ordering_pairs = 0;         ///< pairs one knob apart with different measured values
+  double ordering_accuracy = 0;            ///< fraction of them predicted in the same strict order (1 if none)
 };
 
 /// Summary of `rows` (low-trust rows shown but kept out), restricted to `split` ("fit",
-/// "check" or "" for all): overall, then per source, per strategy and per GPU.
+/// "check" or "" for all): overall, then per source, per strategy and per GPU. Ordering
+/// pairs are rows one knob apart (GPU count, strategy, link speed or micro-batch; source,
+/// metric, model, sequence, precision and GPU equal) whose measured values differ; a pair
+/// is right when the prediction orders it strictly the same way. O(n log n) in the rows.
 std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows, const std::string& split = "");
 
 }  // namespace stepcast

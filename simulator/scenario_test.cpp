@@ -1,0 +1,208 @@
+// Rules of scenario checking: every bound of base/limits.hpp's workload section is an
+// InputError naming the file, the JSON path and the bound, probed at the bound and one past
+// it; the same checks run on a scenario however it was built (check_scenario, with_gpus).
+#include "simulator/scenario.hpp"
+
+#include "base/json_input.hpp"
+#include "base/limits.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+using namespace stepcast;
+using nlohmann::json;
+
+namespace {
+
+json good(const char* name = "minimal.json") {
+  std::ifstream in(data_dir() / "tests" / "data" / "good" / name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return json::parse(text.str());
+}
+
+Scenario parse(const json& j) { return parse_scenario(j.dump(), "s.json"); }
+
+/// The InputError message of parsing `j` ("" when it parses).
+std::string error_of(const json& j) {
+  try {
+    parse(j);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool mentions(const std::string& message, const std::string& fragment) {
+  return message.find(fragment) != std::string::npos;
+}
+
+/// An inline model with the shape of GPT-2 small.
+json inline_model() {
+  return json{{"name", "tiny"},        {"source", "test"},          {"layers", 12},     {"hidden", 768},
+              {"heads", 12},           {"kv_heads", 12},            {"ffn_hidden", 3072}, {"gated_mlp", false},
+              {"vocab", 50257},        {"seq_len", 1024},           {"max_positions", 1024}, {"positional", "learned"},
+              {"tied_embeddings", true}, {"norm", "layernorm"},     {"linear_bias", true}};
+}
+
+}  // namespace
+
+TEST_CASE("the minimal scenario passes every check") {
+  CHECK(error_of(good()).empty());
+  CHECK(error_of(good("straggler.json")).empty());
+}
+
+TEST_CASE("GPU count: at most kMaxGpus, and no int wrap (2^32+2 nodes is not 2)") {
+  json j = good();
+  j["hardware"]["gpus"] = limits::kMaxGpus + 1;
+  CHECK(mentions(error_of(j), "s.json: /hardware/gpus: expected an integer in 1..1048576"));
+  j = good("straggler.json");
+  j["hardware"]["nodes"] = (1LL << 32) + 2;
+  CHECK(mentions(error_of(j), "/hardware/nodes"));
+  j["hardware"]["nodes"] = limits::kMaxGpus / 8;  // at the bound: 1,048,576 GPUs of DGX A100s in the cluster
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("micro_batch, grad_accum and seq_len: positive and at most their bounds") {
+  json j = good();
+  j["training"]["micro_batch"] = limits::kMaxMicroBatch + 1;
+  CHECK(mentions(error_of(j), "/training/micro_batch"));
+  j = good();
+  j["training"]["grad_accum"] = limits::kMaxGradAccum + 1;
+  CHECK(mentions(error_of(j), "/training/grad_accum"));
+  j = good();
+  j["training"]["grad_accum"] = (1LL << 62);
+  CHECK(mentions(error_of(j), "/training/grad_accum"));
+  j = good();
+  j["training"]["seq_len"] = 1000000000;
+  CHECK(mentions(error_of(j), "/training/seq_len"));
+  j["training"]["seq_len"] = 0;
+  CHECK(mentions(error_of(j), "/training/seq_len"));
+}
+
+TEST_CASE("seq_len: within the model's learned position table") {
+  json j = good();  // gpt2: 1024 learned positions
+  j["training"]["seq_len"] = 1024;
+  CHECK(error_of(j).empty());
+  j["training"]["seq_len"] = 1025;
+  const std::string e = error_of(j);
+  CHECK(mentions(e, "/training/seq_len: expected at most 1024 (the learned position table of gpt2)"));
+}
+
+TEST_CASE("tokens per step (GPUs x micro_batch x grad_accum x seq_len) stay far below 2^53") {
+  json j = good();  // 8 GPUs x 1024 tokens
+  j["training"]["micro_batch"] = 1 << 20;
+  j["training"]["grad_accum"] = 1 << 16;
+  const std::string e = error_of(j);
+  CHECK(mentions(e, "tokens per optimizer step"));
+  CHECK(mentions(e, "/training/micro_batch"));
+}
+
+TEST_CASE("layers, hidden, heads and kv_heads of an inline model: bounded and dividing") {
+  json j = good();
+  j["model"] = inline_model();
+  CHECK(error_of(j).empty());
+  j["model"]["layers"] = limits::kMaxLayers + 1;
+  CHECK(mentions(error_of(j), "/model/layers: expected an integer in 1..10000"));
+  j["model"] = inline_model();
+  j["model"]["layers"] = 1000000;
+  CHECK(mentions(error_of(j), "/model/layers"));
+  j["model"] = inline_model();
+  j["model"]["hidden"] = limits::kMaxHidden * 2;
+  j["model"]["heads"] = 16;
+  j["model"]["kv_heads"] = 16;
+  CHECK(mentions(error_of(j), "/model/hidden"));
+  j["model"] = inline_model();
+  j["model"]["vocab"] = limits::kMaxVocab + 1;
+  CHECK(mentions(error_of(j), "/model/vocab"));
+}
+
+TEST_CASE("LoRA: a target listed twice is an InputError naming the second") {
+  json j = good();
+  j["training"]["lora"] = {{"rank", 8}, {"targets", {"q", "v", "q"}}};
+  const std::string e = error_of(j);
+  CHECK(mentions(e, "/training/lora/targets/2"));
+  CHECK(mentions(e, "listed twice"));
+  j["training"]["lora"] = {{"rank", 8}, {"targets", {"q", "v"}}};
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("prefetch_layers: 0 .. layers, never wrapped") {
+  json j = good();
+  j["strategy"]["prefetch_layers"] = 12;  // gpt2: 12 layers
+  CHECK(error_of(j).empty());
+  j["strategy"]["prefetch_layers"] = 13;
+  CHECK(mentions(error_of(j), "/strategy/prefetch_layers: expected an integer in 0..12"));
+  j["strategy"]["prefetch_layers"] = 1LL << 31;
+  CHECK(mentions(error_of(j), "/strategy/prefetch_layers"));
+}
+
+TEST_CASE("bucket_mb: small buckets are refused by the bucket count they make, naming bucket_mb") {
+  json j = good();
+  j["strategy"]["bucket_mb"] = 1e-6;
+  const std::string e = error_of(j);
+  CHECK(mentions(e, "/strategy/bucket_mb: expected a bucket of at least"));
+  CHECK(mentions(e, "buckets per step, more than 100000"));
+  j["strategy"]["bucket_mb"] = 0.01;  // ~25,000 buckets of a 124 M-parameter model: allowed (PyTorch allows it)
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("stragglers: 1 .. nodes-1 nodes in all, speeds in [0.01, 10] (1e-300 refused)") {
+  json j = good("straggler.json");
+  j["hardware"]["stragglers"][0]["compute_speed"] = 1e-300;
+  CHECK(mentions(error_of(j), "/hardware/stragglers/0/compute_speed: expected a number in [0.01, 10]"));
+  j = good("straggler.json");
+  j["hardware"]["stragglers"][0]["link_speed"] = 10.5;
+  CHECK(mentions(error_of(j), "/hardware/stragglers/0/link_speed"));
+  j = good("straggler.json");
+  j["hardware"]["stragglers"][0]["compute_speed"] = 0.01;  // at the bound
+  CHECK(error_of(j).empty());
+  j = good("straggler.json");
+  j["hardware"]["stragglers"][0]["nodes"] = (1LL << 32) - 1;  // once wrapped to -1
+  CHECK(mentions(error_of(j), "/hardware/stragglers/0/nodes"));
+  j = good("straggler.json");
+  j["hardware"]["stragglers"][0]["nodes"] = 2;  // 2 nodes in use
+  CHECK(mentions(error_of(j), "/hardware/stragglers/0/nodes: expected an integer in 1..1"));
+}
+
+TEST_CASE("data set and price: finite and bounded") {
+  json j = good();
+  j["dataset"]["tokens"] = 1e300;
+  CHECK(mentions(error_of(j), "/dataset/tokens"));
+  j = good();
+  j["price_per_gpu_hour_usd"] = 1e9;
+  CHECK(mentions(error_of(j), "/price_per_gpu_hour_usd"));
+  j["price_per_gpu_hour_usd"] = 2.5;
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("check_scenario: the same checks on a scenario built in code, with the caller's paths") {
+  Scenario s = parse(good());
+  ScenarioSource where;
+  where.file = "runs.jsonl:7";
+  where.micro_batch = "/batch/micro_batch";
+  where.gpus_per_node = "/hardware/gpus_per_node";
+  CHECK_NOTHROW(check_scenario(s, where));
+  Scenario bad = s;
+  bad.training.micro_batch = 0;
+  CHECK_THROWS_WITH_AS(check_scenario(bad, where), doctest::Contains("runs.jsonl:7: /batch/micro_batch"), InputError);
+  bad = s;
+  bad.hardware.gpus_per_node = 0;
+  CHECK_THROWS_WITH_AS(check_scenario(bad, where), doctest::Contains("/hardware/gpus_per_node"), InputError);
+  bad = s;
+  bad.model.heads = 0;
+  CHECK_THROWS_AS(check_scenario(bad, where), InputError);
+  bad = s;
+  bad.model.kv_heads = 5;  // does not divide 12 heads
+  CHECK_THROWS_WITH_AS(check_scenario(bad, where), doctest::Contains("divisor of heads"), InputError);
+}
+
+TEST_CASE("with_gpus: the GPU bound and the same checks") {
+  const Scenario s = parse(good());
+  CHECK_THROWS_AS(with_gpus(s, static_cast<int>(limits::kMaxGpus) + 8), std::invalid_argument);
+  CHECK(with_gpus(s, 4).hardware.gpus() == 4);
+}

@@ -1,0 +1,200 @@
+/// \file
+/// Summaries of validation rows: count, median, p90 and max |error|, and the ordering
+/// accuracy over pairs of records one knob apart. O(n log n) in the number of rows: text
+/// fields are interned by hash, rows grouped by sorting their integer keys, and ordered
+/// pairs counted with a Fenwick tree, never enumerated.
+#include "validate/validation.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace stepcast {
+
+namespace {
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * (static_cast<double>(v.size()) - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = static_cast<std::size_t>(std::ceil(pos));
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+/// A row's identity for ordering pairs, as integers: the fields that must match (source,
+/// metric, model, sequence, precision, GPU; text interned to ids) and the knobs a pair may
+/// differ in, exactly one at a time: the GPU count, the strategy, the link speed (its bits)
+/// and the micro-batch (the global batch follows the GPU count).
+constexpr int kBase = 6;
+constexpr int kKnobs = 4;
+using RowKey = std::array<std::int64_t, kBase + kKnobs>;
+
+class Interner {
+ public:
+  std::int64_t id(const std::string& s) { return ids_.try_emplace(s, static_cast<std::int64_t>(ids_.size())).first->second; }
+
+ private:
+  std::unordered_map<std::string, std::int64_t> ids_;
+};
+
+std::int64_t bits_of(double v) {
+  if (v == 0) v = 0;  // -0 and +0 compare equal
+  std::int64_t b = 0;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+RowKey key_of(const ValidationRow& r, Interner& text) {
+  return {text.id(r.source), text.id(r.metric),   text.id(r.model),     r.seq_len,         text.id(r.precision),
+          text.id(r.gpu),    r.gpus,              text.id(r.strategy),  bits_of(r.link_gbps), r.micro_batch};
+}
+
+/// Pairs whose measured values differ, and how many of them the prediction orders the same
+/// way (a predicted tie orders no pair).
+struct PairCount {
+  std::int64_t pairs = 0;
+  std::int64_t right = 0;
+  PairCount& operator-=(const PairCount& o) {
+    pairs -= o.pairs;
+    right -= o.right;
+    return *this;
+  }
+};
+
+/// Counts pairs over (measured, predicted) points in O(n log n): sorted by measured value,
+/// each point is paired with every earlier point of a strictly smaller measured value, and
+/// a Fenwick tree over predicted ranks counts those also predicted strictly smaller.
+PairCount count_pairs(std::vector<std::pair<double, double>> points) {  // by value: sorted here
+  PairCount c;
+  const std::size_t n = points.size();
+  if (n < 2) return c;
+  std::vector<double> predicted;
+  predicted.reserve(n);
+  for (const auto& p : points) predicted.push_back(p.second);
+  std::sort(predicted.begin(), predicted.end());
+  predicted.erase(std::unique(predicted.begin(), predicted.end()), predicted.end());
+  std::sort(points.begin(), points.end());
+  std::vector<std::int64_t> tree(predicted.size() + 1, 0);
+  auto rank = [&](double p) {  // 1-based
+    return static_cast<std::size_t>(std::lower_bound(predicted.begin(), predicted.end(), p) - predicted.begin()) + 1;
+  };
+  auto below = [&](std::size_t i) {  // points inserted with a rank < i
+    std::int64_t s = 0;
+    for (--i; i > 0; i -= i & (~i + 1)) s += tree[i];
+    return s;
+  };
+  std::int64_t inserted = 0;
+  for (std::size_t lo = 0; lo < n;) {
+    std::size_t hi = lo;
+    while (hi < n && points[hi].first == points[lo].first) ++hi;
+    for (std::size_t i = lo; i < hi; ++i) {
+      c.pairs += inserted;
+      c.right += below(rank(points[i].second));
+    }
+    for (std::size_t i = lo; i < hi; ++i, ++inserted)
+      for (std::size_t j = rank(points[i].second); j < tree.size(); j += j & (~j + 1)) ++tree[j];
+    lo = hi;
+  }
+  return c;
+}
+
+/// Pairs of rows one knob apart, with measured values that differ. For each knob, the rows
+/// are sorted by everything else and then by the knob: a run of equal "everything else" is
+/// a bucket, and the pairs in it that differ in the knob are all the bucket's pairs less
+/// those inside each (contiguous) group of equal knob value. A pair one knob apart falls in
+/// exactly one bucket; identical rows cancel out.
+PairCount ordering_pairs(const std::vector<const ValidationRow*>& ok) {
+  Interner text;
+  std::vector<RowKey> keys;
+  keys.reserve(ok.size());
+  for (const ValidationRow* r : ok) keys.push_back(key_of(*r, text));
+  std::vector<std::size_t> order(ok.size());
+  PairCount total;
+  for (int knob = kBase; knob < kBase + kKnobs; ++knob) {
+    auto others_equal = [&](std::size_t a, std::size_t b) {
+      for (int f = 0; f < kBase + kKnobs; ++f)
+        if (f != knob && keys[a][f] != keys[b][f]) return false;
+      return true;
+    };
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      for (int f = 0; f < kBase + kKnobs; ++f)
+        if (f != knob && keys[a][f] != keys[b][f]) return keys[a][f] < keys[b][f];
+      return keys[a][knob] < keys[b][knob];
+    });
+    std::vector<std::pair<double, double>> points;
+    for (std::size_t lo = 0; lo < order.size();) {
+      std::size_t hi = lo + 1;
+      while (hi < order.size() && others_equal(order[lo], order[hi])) ++hi;
+      if (hi - lo > 1) {
+        auto points_in = [&](std::size_t from, std::size_t to) {
+          points.clear();
+          for (std::size_t i = from; i < to; ++i) points.emplace_back(ok[order[i]]->measured, *ok[order[i]]->predicted);
+          return count_pairs(points);
+        };
+        const PairCount all = points_in(lo, hi);
+        total.pairs += all.pairs;
+        total.right += all.right;
+        for (std::size_t g = lo; g < hi;) {
+          std::size_t end = g + 1;
+          while (end < hi && keys[order[end]][knob] == keys[order[g]][knob]) ++end;
+          if (end - g > 1) total -= points_in(g, end);
+          g = end;
+        }
+      }
+      lo = hi;
+    }
+  }
+  return total;
+}
+
+ErrorSummary summary_of(const std::string& group, const std::vector<const ValidationRow*>& rows) {
+  ErrorSummary s;
+  s.group = group;
+  std::vector<double> errors;
+  std::vector<const ValidationRow*> ok;
+  for (const ValidationRow* r : rows) {
+    if (r->status != "ok") {
+      ++s.skipped;
+      continue;
+    }
+    errors.push_back(std::abs(*r->error_pct));
+    ok.push_back(r);
+  }
+  s.count = static_cast<int>(errors.size());
+  s.median_abs_error_pct = percentile(errors, 0.5);
+  s.p90_abs_error_pct = percentile(errors, 0.9);
+  s.max_abs_error_pct = errors.empty() ? 0 : *std::max_element(errors.begin(), errors.end());
+  const PairCount pairs = ordering_pairs(ok);
+  s.ordering_pairs = pairs.pairs;
+  s.ordering_accuracy = pairs.pairs ? static_cast<double>(pairs.right) / static_cast<double>(pairs.pairs) : 1.0;
+  return s;
+}
+
+}  // namespace
+
+std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows, const std::string& split) {
+  std::vector<const ValidationRow*> kept;
+  for (const ValidationRow& r : rows)
+    if (r.trust != "low" && (split.empty() || r.split == split)) kept.push_back(&r);
+  std::vector<ErrorSummary> out = {summary_of("all", kept)};
+  auto by = [&](const char* label, auto key) {
+    std::map<std::string, std::vector<const ValidationRow*>> groups;  // sorted by name
+    for (const ValidationRow* r : kept) groups[key(*r)].push_back(r);
+    for (const auto& [g, sub] : groups) out.push_back(summary_of(std::string(label) + ": " + g, sub));
+  };
+  by("source", [](const ValidationRow& r) { return r.source; });
+  by("strategy", [](const ValidationRow& r) { return r.strategy; });
+  by("gpu", [](const ValidationRow& r) { return r.gpu; });
+  return out;
+}
+
+}  // namespace stepcast
