@@ -14,7 +14,7 @@ StepBounds closed_form_bounds(const StepGraph& g) {
     const int c = g.streams[t.stream].rank_class;
     const double s = t.work_s / g.classes[c].compute_speed;
     compute[c] += s;
-    if (t.category == "optimizer") optimizer[c] += s;
+    if (t.category == TaskCategory::optimizer) optimizer[c] += s;
   }
   for (std::size_t c = 0; c < g.classes.size(); ++c) {
     if (compute[c] >= b.compute_s) {

@@ -1,8 +1,47 @@
 #include "simulator/step_graph.hpp"
 
+#include "simulator/internal_error.hpp"
+
 #include <cassert>
 
 namespace stepcast::sim {
+
+std::string_view name(TaskCategory c) {
+  switch (c) {
+    case TaskCategory::forward: return "forward";
+    case TaskCategory::backward: return "backward";
+    case TaskCategory::recompute: return "recompute";
+    case TaskCategory::optimizer: return "optimizer";
+    case TaskCategory::head: return "head";
+    case TaskCategory::all_reduce: return "all_reduce";
+    case TaskCategory::all_gather: return "all_gather";
+    case TaskCategory::reduce_scatter: return "reduce_scatter";
+    case TaskCategory::broadcast: return "broadcast";
+  }
+  return "?";
+}
+
+TaskCategory parse_task_category(std::string_view n) {
+  for (int i = 0; i <= static_cast<int>(TaskCategory::broadcast); ++i)
+    if (name(static_cast<TaskCategory>(i)) == n) return static_cast<TaskCategory>(i);
+  throw InternalError("unknown task category \"" + std::string(n) + "\"");
+}
+
+TaskCategory category_of(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return TaskCategory::all_reduce;
+    case Collective::all_gather: return TaskCategory::all_gather;
+    case Collective::reduce_scatter: return TaskCategory::reduce_scatter;
+    case Collective::broadcast: return TaskCategory::broadcast;
+  }
+  return TaskCategory::all_reduce;
+}
+
+double StepGraph::multiplicity(int task) const {
+  if (repeat_count == 0 || repeat_after < 0) return 1.0;
+  const MicroStepSpan& s = micro_steps[static_cast<std::size_t>(repeat_after)];
+  return task >= s.first_task && task < s.end_task ? 1.0 + static_cast<double>(repeat_count) : 1.0;
+}
 
 int StepGraph::add_stream(std::string name, StreamKind kind, int rank_class) {
   assert(rank_class >= 0 && rank_class < static_cast<int>(classes.size()));
@@ -16,12 +55,12 @@ int StepGraph::add_link(std::string name, double capacity_GBps) {
   return static_cast<int>(links.size()) - 1;
 }
 
-int StepGraph::add_compute(int stream, std::string name, std::string category, double work_s, double flops,
+int StepGraph::add_compute(int stream, std::string name, Category category, double work_s, double flops,
                            std::vector<int> deps) {
   assert(stream >= 0 && stream < static_cast<int>(streams.size()) && work_s >= 0);
   Task t;
   t.name = std::move(name);
-  t.category = std::move(category);
+  t.category = category;
   t.kind = TaskKind::compute;
   t.stream = stream;
   t.work_s = work_s;
@@ -48,7 +87,7 @@ std::vector<int> StepGraph::add_collective(std::string name, std::string purpose
   for (const auto& [stream, deps] : members) {
     Task t;
     t.name = name;
-    t.category = std::string(stepcast::name(c));
+    t.category = category_of(c);
     t.kind = TaskKind::collective;
     t.stream = stream;
     t.op = op_id;
