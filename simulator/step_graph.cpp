@@ -2,7 +2,7 @@
 
 #include "simulator/internal_error.hpp"
 
-#include <cassert>
+#include <cmath>
 
 namespace stepcast::sim {
 
@@ -44,20 +44,25 @@ double StepGraph::multiplicity(int task) const {
 }
 
 int StepGraph::add_stream(std::string name, StreamKind kind, int rank_class) {
-  assert(rank_class >= 0 && rank_class < static_cast<int>(classes.size()));
+  if (rank_class < 0 || rank_class >= static_cast<int>(classes.size()))
+    throw InternalError("stream \"" + name + "\" of a rank class that does not exist");
   streams.push_back(Stream{std::move(name), kind, rank_class});
   return static_cast<int>(streams.size()) - 1;
 }
 
 int StepGraph::add_link(std::string name, double capacity_GBps) {
-  assert(capacity_GBps > 0);
+  if (!(capacity_GBps > 0) || !std::isfinite(capacity_GBps))
+    throw InternalError("link \"" + name + "\" with a capacity of " + std::to_string(capacity_GBps) + " GB/s");
   links.push_back(LinkResource{std::move(name), capacity_GBps});
   return static_cast<int>(links.size()) - 1;
 }
 
 int StepGraph::add_compute(int stream, std::string name, Category category, double work_s, double flops,
                            std::vector<int> deps) {
-  assert(stream >= 0 && stream < static_cast<int>(streams.size()) && work_s >= 0);
+  if (stream < 0 || stream >= static_cast<int>(streams.size()))
+    throw InternalError("task \"" + name + "\" on a stream that does not exist");
+  if (!(work_s >= 0) || !std::isfinite(work_s))
+    throw InternalError("task \"" + name + "\" of " + std::to_string(work_s) + " s");
   Task t;
   t.name = std::move(name);
   t.category = category;
@@ -74,7 +79,7 @@ std::vector<int> StepGraph::add_collective(std::string name, std::string purpose
                                            Collective c, double bytes,
                                            std::vector<CollectivePhase> phases,
                                            const std::vector<std::pair<int, std::vector<int>>>& members) {
-  assert(!members.empty());
+  if (members.empty()) throw InternalError("collective \"" + name + "\" without members");
   CollectiveOp op;
   op.name = name;
   op.purpose = std::move(purpose);

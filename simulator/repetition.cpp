@@ -1,0 +1,124 @@
+#include "simulator/repetition.hpp"
+
+#include "simulator/internal_error.hpp"
+
+#include <algorithm>
+#include <optional>
+
+namespace stepcast::sim {
+
+namespace {
+
+/// Per stream, how far its tasks move from span `a` to span `b` (-1: no task there);
+/// nullopt when the spans differ in shape or a stream's tasks do not all move alike.
+std::optional<std::vector<Time>> stream_shifts(const StepGraph& g, const SimResult& r, const MicroStepSpan& a,
+                                               const MicroStepSpan& b) {
+  if (a.end_task - a.first_task != b.end_task - b.first_task) return std::nullopt;
+  std::vector<Time> shift(g.streams.size(), -1);
+  for (int i = 0; i < a.end_task - a.first_task; ++i) {
+    const int ta = a.first_task + i, tb = b.first_task + i;
+    const int s = g.tasks[ta].stream;
+    if (g.tasks[tb].stream != s) return std::nullopt;
+    const Time ds = r.tasks[tb].start - r.tasks[ta].start;
+    if (r.tasks[tb].end - r.tasks[ta].end != ds || ds < 0) return std::nullopt;
+    if (shift[s] < 0) shift[s] = ds;
+    if (shift[s] != ds) return std::nullopt;
+  }
+  return shift;
+}
+
+/// Best effort when the middle micro-steps do not repeat exactly: each stream moves by how
+/// far its first task moved from `a` to `b`.
+std::vector<Time> approximate_shifts(const StepGraph& g, const SimResult& r, const MicroStepSpan& a,
+                                     const MicroStepSpan& b) {
+  std::vector<Time> shift(g.streams.size(), -1);
+  const int n = std::min(a.end_task - a.first_task, b.end_task - b.first_task);
+  for (int i = 0; i < n; ++i) {
+    const int s = g.tasks[a.first_task + i].stream;
+    if (shift[s] < 0 && g.tasks[b.first_task + i].stream == s)
+      shift[s] = std::max<Time>(0, r.tasks[b.first_task + i].start - r.tasks[a.first_task + i].start);
+  }
+  return shift;
+}
+
+Time scaled(std::int64_t n, Time later, Time earlier) {
+  if (later < earlier) throw InternalError("a simulated accumulator went backwards between two micro-steps");
+  return mul_time(n, later - earlier);
+}
+
+void shift_samples(std::vector<UtilizationSample>& tl, Time from, Time by) {
+  for (UtilizationSample& s : tl)
+    if (s.at >= from) s.at = add_time(s.at, by);
+}
+
+}  // namespace
+
+void extrapolate_repeats(const StepGraph& g, const std::vector<MarkSnapshot>& marks, SimResult& r) {
+  if (g.repeat_count == 0) return;
+  const std::int64_t n = g.repeat_count;
+  const auto b_at = static_cast<std::size_t>(g.repeat_after);
+  if (b_at < 2 || b_at + 1 >= g.micro_steps.size() || marks.size() != g.micro_steps.size())
+    throw InternalError("repeated micro-steps without two explicit ones before and one after");
+  const MicroStepSpan &pre = g.micro_steps[b_at - 2], &a = g.micro_steps[b_at - 1], &b = g.micro_steps[b_at];
+  const MarkSnapshot &ma = marks[b_at - 1], &mb = marks[b_at], &tail = marks[b_at + 1];
+  const auto shifts = stream_shifts(g, r, a, b);
+  // Two middle micro-steps before the repeated ones moved alike (the first micro-step starts
+  // from an idle machine, so it need not match).
+  std::vector<Time> shift = shifts ? *shifts : approximate_shifts(g, r, a, b);
+  const Time widest = std::max<Time>(0, *std::max_element(shift.begin(), shift.end()));
+  // Exact when every stream moves by the same period (busy times and events then repeat
+  // window by window too); a stream that lags more each micro-step (a growing backlog of
+  // collectives) moves the step's end exactly but its busy times only approximately.
+  const bool uniform =
+      std::all_of(shift.begin(), shift.end(), [&](Time s) { return s < 0 || s == widest; });
+  r.repetition_exact = shifts && uniform && (pre.index == 0 || stream_shifts(g, r, pre, a) == shifts);
+  for (Time& s : shift)
+    if (s < 0) s = widest;
+
+  // Everything after the last explicit middle micro-step happens n periods later: its
+  // stream's period, or more where it waits for work that moved further (the optimizer
+  // after a backlog of reductions).
+  const int tail_first = g.micro_steps[b_at + 1].first_task;
+  std::vector<Time> by(g.tasks.size(), 0), stream_last(g.streams.size(), 0);
+  for (int t = tail_first; t < static_cast<int>(g.tasks.size()); ++t) {
+    const Task& task = g.tasks[t];
+    Time m = std::max(mul_time(n, shift[task.stream]), stream_last[task.stream]);
+    for (int d : task.deps)
+      if (d >= tail_first) m = std::max(m, by[d]);
+    by[t] = m;
+    if (task.op >= 0 && g.ops[task.op].members.back() == t) {  // a collective's members move together
+      Time all = 0;
+      for (int mem : g.ops[task.op].members) all = std::max(all, by[mem]);
+      for (int mem : g.ops[task.op].members) {
+        by[mem] = all;
+        stream_last[g.tasks[mem].stream] = all;
+      }
+    }
+    stream_last[task.stream] = std::max(stream_last[task.stream], by[t]);
+  }
+  for (int t = tail_first; t < static_cast<int>(g.tasks.size()); ++t) {
+    r.tasks[t].start = add_time(r.tasks[t].start, by[t]);
+    r.tasks[t].end = add_time(r.tasks[t].end, by[t]);
+  }
+  r.step_ns = 0;
+  for (const TaskRecord& rec : r.tasks) r.step_ns = std::max(r.step_ns, rec.end);
+  // Busy time, bytes and events: n more periods' worth.
+  for (int t = b.first_task; t < b.end_task; ++t) {
+    StreamStats& st = r.streams[g.tasks[t].stream];
+    st.busy_ns = add_time(st.busy_ns, scaled(n, r.tasks[t].end, r.tasks[t].start));
+  }
+  r.compute_busy_ns = add_time(r.compute_busy_ns, scaled(n, mb.compute_busy_ns, ma.compute_busy_ns));
+  r.comm_busy_ns = add_time(r.comm_busy_ns, scaled(n, mb.comm_busy_ns, ma.comm_busy_ns));
+  r.overlap_ns = add_time(r.overlap_ns, scaled(n, mb.overlap_ns, ma.overlap_ns));
+  for (std::size_t l = 0; l < r.links.size(); ++l) {
+    r.links[l].bytes += static_cast<double>(n) * (mb.links.bytes[l] - ma.links.bytes[l]);
+    r.links[l].busy_ns = add_time(r.links[l].busy_ns, scaled(n, mb.links.busy_ns[l], ma.links.busy_ns[l]));
+    shift_samples(r.links[l].timeline, tail.at, mul_time(n, widest));
+  }
+  for (MemorySample& m : r.memory_timeline)
+    if (m.at >= tail.at) m.at = add_time(m.at, mul_time(n, widest));
+  r.micro_steps_repeated = n;
+  r.events_represented = r.events + static_cast<std::uint64_t>(n) * (mb.events - ma.events);
+}
+
+}  // namespace stepcast::sim
