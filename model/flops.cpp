@@ -67,6 +67,14 @@ std::pair<std::int64_t, std::int64_t> projection_shape(const TransformerSpec& sp
 
 }  // namespace
 
+std::int64_t checked_product(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out))
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(a) + " x " + std::to_string(b) +
+                                " overflows a 64-bit integer");
+  return out;
+}
+
 /// Trainable LoRA parameters over all layers (Hu et al. 2021, arXiv 2106.09685, Sec. 4.1):
 /// L · Σ_targets r·(d_in + d_out), since A is r×d_in and B is d_out×r. For q and v of a
 /// multi-head model this is L·2·r·(h + h). Throws std::invalid_argument on a rank < 1, an
@@ -80,9 +88,10 @@ std::int64_t lora_parameter_count(const TransformerSpec& spec, const LoraSpec& l
     if (!seen.insert(target).second)
       throw std::invalid_argument("LoRA target \"" + target + "\" listed twice");
     auto [d_in, d_out] = projection_shape(spec, target);
-    per_layer += lora.rank * (d_in + d_out);
+    per_layer += checked_product(lora.rank, d_in + d_out, "LoRA parameters per target");
+    if (per_layer < 0) throw std::invalid_argument("LoRA parameters per layer overflow a 64-bit integer");
   }
-  return spec.layers * per_layer;
+  return checked_product(spec.layers, per_layer, "LoRA parameters");
 }
 
 /// 6·P·D: 2·P·D forward + 4·P·D backward (Kaplan et al. 2020, arXiv 2001.08361, Sec. 2.1;

@@ -152,6 +152,9 @@ std::vector<Chunk> replicated_micro_step(Builder& b, std::int64_t k) {
 void reduce_buckets(Builder& b, const std::vector<Chunk>& chunks, Collective c, const std::string& purpose,
                     double first_cap, const std::string& suffix, bool mark_last_unhideable) {
   const StepPlan& p = b.plan();
+  double total = 0;
+  for (const Chunk& ch : chunks) total += ch.bytes;
+  bucket_count(total, first_cap, p.bucket_bytes);  // InternalError beyond kMaxBuckets, before building any
   double cap = first_cap, fill = 0;
   int n = 0, ready = -1;
   auto launch = [&] {

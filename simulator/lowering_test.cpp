@@ -2,6 +2,7 @@
 #include "simulator/lowering.hpp"
 
 #include "simulator/bounds.hpp"
+#include "simulator/internal_error.hpp"
 #include "simulator/simulation.hpp"
 
 #include <doctest/doctest.h>
@@ -264,4 +265,57 @@ TEST_CASE("micro-steps in closed form give the explicit simulation's step, to th
       }
     }
   }
+}
+
+TEST_CASE("huge but valid inputs give finite results within the step's own bounds") {
+  StepPlan p = plan(Strategy::zero3, 1'000'000);
+  p.groups = {RankGroup{"most", 15, 2, 1.0, 1.0}, RankGroup{"straggler", 1, 1, 1e-3, 1e-3}};
+  const StepGraph g = lower_step(p);
+  const SimResult r = simulate(g);  // throws if outside its bounds
+  const StepBounds b = closed_form_bounds(g);
+  CHECK(r.step_s() > 1e6 * 1.2 / 1e-3 * 0.99);  // a million micro-steps at 1/1000 speed
+  CHECK(r.step_s() >= b.perfect_overlap_s * (1 - 1e-9));
+  CHECK(r.step_s() <= b.no_overlap_s * (1 + 1e-9));
+  CHECK(r.compute_busy_ns >= 0);
+  CHECK(r.overlap_ns <= r.comm_busy_ns);
+}
+
+TEST_CASE("a step that does not fit the clock is an internal error, never a wrapped time") {
+  StepPlan p = plan(Strategy::ddp);
+  p.groups = {RankGroup{"most", 15, 2, 1.0, 1.0}, RankGroup{"straggler", 1, 1, 1e-300, 1.0}};
+  CHECK_THROWS_AS(simulate(lower_step(p)), InternalError);  // 1e300 s of compute
+  p = plan(Strategy::zero2);
+  p.fabric.inter->bw_GBps = 1e-300;  // a near-zero bandwidth
+  CHECK_THROWS_AS(simulate(lower_step(p)), InternalError);
+  p = plan(Strategy::ddp, std::int64_t{1} << 40);  // 2^40 micro-steps of 1.2 s: 41,000 years
+  CHECK_THROWS_AS(simulate(lower_step(p)), InternalError);
+}
+
+TEST_CASE("a simulated step outside its closed-form bounds is an internal error") {
+  const StepGraph g = lower_step(plan(Strategy::ddp));
+  SimResult r = simulate(g);
+  check_step_invariants(g, {}, r);
+  SimResult below = r;
+  below.step_ns = r.step_ns / 2;
+  CHECK_THROWS_AS(check_step_invariants(g, {}, below), InternalError);
+  SimResult above = r;
+  above.step_ns = r.step_ns * 3;
+  CHECK_THROWS_AS(check_step_invariants(g, {}, above), InternalError);
+  SimResult negative = r;
+  negative.comm_busy_ns = -5;
+  CHECK_THROWS_AS(check_step_invariants(g, {}, negative), InternalError);
+}
+
+TEST_CASE("bucket counts in closed form, bounded; no absurd vector is built") {
+  CHECK(bucket_count(60e6, 1e6, 25e6) == 4);
+  CHECK(bucket_count(0, 1e6, 25e6) == 0);
+  CHECK(bucket_count(0.5e6, 1e6, 25e6) == 1);
+  CHECK(bucket_count(26e6, 1e6, 25e6) == 2);
+  CHECK(bucket_count(kMaxBuckets * 1e6, 1e6, 1e6) == kMaxBuckets);
+  CHECK_THROWS_AS(bucket_count(1e12, 1, 1), InternalError);  // bucket_mb 1e-6 of a 1 TB gradient
+  CHECK_THROWS_AS(bucket_sizes(1e12, 1, 1), InternalError);
+  CHECK_THROWS_AS(bucket_count(1e9, 0, 1e6), InternalError);
+  StepPlan p = plan(Strategy::ddp);
+  p.bucket_bytes = p.first_bucket_bytes = 1e-3;
+  CHECK_THROWS_AS(lower_step(p), InternalError);
 }
