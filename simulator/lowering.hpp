@@ -44,9 +44,9 @@
 namespace stepcast::sim {
 
 /// Most gradient buckets one reduction may use: a guard against absurd vectors (the
-/// scenario reader bounds bucket_mb; 10^5 buckets of 1 MB already hold a 50 B-parameter
-/// bf16 gradient).
-constexpr double kMaxBuckets = 1e5;
+/// scenario reader bounds bucket_mb). 10^6 buckets of 4 MB hold the bf16 gradient of a
+/// 2-trillion-parameter model; simulating them takes seconds.
+constexpr double kMaxBuckets = 1e6;
 
 /// Ranks that behave alike: simulated once, as one RankClass.
 struct RankGroup {

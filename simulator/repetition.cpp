@@ -46,6 +46,55 @@ Time scaled(std::int64_t n, Time later, Time earlier) {
   return mul_time(n, later - earlier);
 }
 
+/// Measure of the union of intervals, ns.
+Time union_ns(std::vector<std::pair<Time, Time>> iv) {
+  std::sort(iv.begin(), iv.end());
+  Time total = 0, end = -1;
+  for (const auto& [a, b] : iv) {
+    if (b <= end) continue;
+    total += b - std::max(a, end);
+    end = b;
+  }
+  return total;
+}
+
+/// The busy time one more copy of span `b` adds where the period differs by stream (a
+/// growing backlog): the union of its own tasks' intervals that `pick` selects.
+template <class Pick>
+Time span_union_ns(const SimResult& r, const MicroStepSpan& b, Pick pick) {
+  std::vector<std::pair<Time, Time>> iv;
+  for (int t = b.first_task; t < b.end_task; ++t)
+    if (pick(t)) iv.emplace_back(r.tasks[t].start, r.tasks[t].end);
+  return union_ns(std::move(iv));
+}
+
+/// Bytes one copy of span `b` carries on each link: each phase's bytes x load, on every
+/// member's links (what the network integrates as rate x load over time).
+std::vector<double> span_link_bytes(const StepGraph& g, const MicroStepSpan& b) {
+  std::vector<double> bytes(g.links.size(), 0.0);
+  for (const CollectiveOp& op : g.ops) {
+    const int first = op.members.front();
+    if (first < b.first_task || first >= b.end_task) continue;
+    for (const CollectivePhase& ph : op.phases)
+      for (int m : op.members) {
+        const RankClass& rc = g.classes[g.streams[g.tasks[m].stream].rank_class];
+        if (rc.intra_resource >= 0 && ph.intra_load > 0) bytes[rc.intra_resource] += ph.bytes * ph.intra_load;
+        if (rc.nic_resource >= 0 && ph.inter_load > 0) bytes[rc.nic_resource] += ph.bytes * ph.inter_load;
+      }
+  }
+  return bytes;
+}
+
+/// Whether task `t` is a collective of class 0 that uses link `l` (-1: any collective).
+bool class0_collective_on(const StepGraph& g, int t, int l) {
+  const Task& task = g.tasks[t];
+  if (task.kind != TaskKind::collective) return false;
+  const int cls = g.streams[task.stream].rank_class;
+  if (l < 0) return cls == 0;
+  const RankClass& rc = g.classes[cls];
+  return rc.intra_resource == l || rc.nic_resource == l;
+}
+
 void shift_samples(std::vector<UtilizationSample>& tl, Time from, Time by) {
   for (UtilizationSample& s : tl)
     if (s.at >= from) s.at = add_time(s.at, by);
@@ -107,12 +156,28 @@ void extrapolate_repeats(const StepGraph& g, const std::vector<MarkSnapshot>& ma
     StreamStats& st = r.streams[g.tasks[t].stream];
     st.busy_ns = add_time(st.busy_ns, scaled(n, r.tasks[t].end, r.tasks[t].start));
   }
+  // Busy times and bytes: one period's window when every stream moves alike; else (a
+  // backlog) each copy adds its own collectives' busy time and bytes (the window would
+  // see only the part of the backlog that ran in it) and hides as much compute as the
+  // window (the backlog keeps the NCCL stream busy throughout).
+  const bool per_window = uniform;
   r.compute_busy_ns = add_time(r.compute_busy_ns, scaled(n, mb.compute_busy_ns, ma.compute_busy_ns));
-  r.comm_busy_ns = add_time(r.comm_busy_ns, scaled(n, mb.comm_busy_ns, ma.comm_busy_ns));
+  // (A copy adds no more busy time than it adds to the step: the widest period.)
+  const Time comm_once =
+      per_window ? mb.comm_busy_ns - ma.comm_busy_ns
+                 : std::min(widest, span_union_ns(r, b, [&](int t) { return class0_collective_on(g, t, -1); }));
+  r.comm_busy_ns = add_time(r.comm_busy_ns, mul_time(n, comm_once));
   r.overlap_ns = add_time(r.overlap_ns, scaled(n, mb.overlap_ns, ma.overlap_ns));
+  const std::vector<double> link_bytes = span_link_bytes(g, b);
   for (std::size_t l = 0; l < r.links.size(); ++l) {
-    r.links[l].bytes += static_cast<double>(n) * (mb.links.bytes[l] - ma.links.bytes[l]);
-    r.links[l].busy_ns = add_time(r.links[l].busy_ns, scaled(n, mb.links.busy_ns[l], ma.links.busy_ns[l]));
+    const double bytes_once = per_window ? mb.links.bytes[l] - ma.links.bytes[l] : link_bytes[l];
+    r.links[l].bytes += static_cast<double>(n) * bytes_once;
+    const Time busy_once =
+        per_window ? mb.links.busy_ns[l] - ma.links.busy_ns[l]
+                   : std::min(widest, span_union_ns(r, b, [&](int t) {
+                       return class0_collective_on(g, t, static_cast<int>(l));
+                     }));
+    r.links[l].busy_ns = add_time(r.links[l].busy_ns, mul_time(n, busy_once));
     shift_samples(r.links[l].timeline, tail.at, mul_time(n, widest));
   }
   for (MemorySample& m : r.memory_timeline)
