@@ -2,6 +2,7 @@
 
 #include "simulator/internal_error.hpp"
 #include "simulator/lowering_common.hpp"
+#include "simulator/simulation.hpp"
 
 #include <fmt/format.h>
 
@@ -56,10 +57,9 @@ std::unique_ptr<StrategyLowering> lowering_for(Strategy s) {
 
 namespace {
 
-/// The micro-steps the graph holds: all of them, or the first max-1 and the last.
-std::vector<std::int64_t> explicit_micro_steps(const StepPlan& p) {
+/// The micro-steps the graph holds: all of them, or the first e-1 and the last.
+std::vector<std::int64_t> explicit_micro_steps(const StepPlan& p, std::int64_t e) {
   const std::int64_t n = p.micro_steps;
-  const std::int64_t e = std::max(4, p.max_explicit_micro_steps);
   std::vector<std::int64_t> ks;
   for (std::int64_t k = 0; k < (n <= e ? n : e - 1); ++k) ks.push_back(k);
   if (n > e) ks.push_back(n - 1);
@@ -74,14 +74,12 @@ std::string_view lowering_family(Strategy s) {
   return lowering::lowering_for(s)->name();  // a string literal: outlives the lowering
 }
 
-StepGraph lower_step(const StepPlan& plan) {
-  if (plan.layers < 1 || plan.micro_steps < 1 || plan.gpus < 1)
-    throw InternalError(fmt::format("lowering a step of {} layers, {} micro-steps on {} GPUs", plan.layers,
-                                    plan.micro_steps, plan.gpus));
+namespace {
+
+StepGraph lower_micro_steps(const StepPlan& plan, const std::vector<std::int64_t>& ks) {
   using namespace lowering;
   const std::unique_ptr<StrategyLowering> family = lowering_for(plan.strategy);
   Builder b(plan, family->streams());
-  const std::vector<std::int64_t> ks = explicit_micro_steps(plan);
   for (std::int64_t k : ks) {
     const int first = static_cast<int>(b.graph().tasks.size());
     family->micro_step(b, k, k + 1 == plan.micro_steps);
@@ -96,6 +94,23 @@ StepGraph lower_step(const StepPlan& plan) {
   const int opt = b.compute("optimizer step", TaskCategory::optimizer, plan.optimizer_s, 0, grads_done);
   family->after_optimizer(b, opt);
   return b.take();
+}
+
+}  // namespace
+
+StepGraph lower_step(const StepPlan& plan) {
+  if (plan.layers < 1 || plan.micro_steps < 1 || plan.gpus < 1)
+    throw InternalError(fmt::format("lowering a step of {} layers, {} micro-steps on {} GPUs", plan.layers,
+                                    plan.micro_steps, plan.gpus));
+  StepGraph g = lower_micro_steps(plan, lowering::explicit_micro_steps(plan, std::max(4, plan.max_explicit_micro_steps)));
+  if (g.repeat_count == 0 || !plan.explicit_when_inexact) return g;
+  SimOptions trial;
+  trial.check_invariants = false;
+  if (simulate(g, trial).repetition_exact) return g;
+  const MicroStepSpan& middle = g.micro_steps[1];
+  const double tasks = static_cast<double>(middle.end_task - middle.first_task) * static_cast<double>(plan.micro_steps);
+  if (tasks > kMaxExplicitTasks) return g;
+  return lower_micro_steps(plan, lowering::explicit_micro_steps(plan, plan.micro_steps));
 }
 
 }  // namespace stepcast::sim

@@ -28,7 +28,11 @@
 /// micro-steps, the graph holds the first ones and the last; the middle micro-steps beyond
 /// are identical to the last explicit middle one (same tasks, durations, dependencies) and
 /// the graph says how many (StepGraph::repeat_count), so that lowering and simulating cost
-/// the same for any number of micro-steps.
+/// the same for any number of micro-steps. The lowering plays that graph once: where the
+/// middle micro-steps do not repeat exactly (a backlog of collectives whose contention
+/// drifts from one micro-step to the next) and the whole step has at most
+/// kMaxExplicitTasks tasks, it lowers every micro-step instead (exact); beyond, the closed
+/// form extrapolates (SimResult::repetition_exact false).
 #pragma once
 
 #include "model/collective.hpp"
@@ -47,6 +51,10 @@ namespace stepcast::sim {
 /// scenario reader bounds bucket_mb). 10^6 buckets of 4 MB hold the bf16 gradient of a
 /// 2-trillion-parameter model; simulating them takes seconds.
 constexpr double kMaxBuckets = 1e6;
+
+/// Most tasks of a step lowered micro-step by micro-step when the middle micro-steps do not
+/// repeat exactly: about a second of simulation.
+constexpr double kMaxExplicitTasks = 1e6;
 
 /// Ranks that behave alike: simulated once, as one RankClass.
 struct RankGroup {
@@ -74,6 +82,9 @@ struct StepPlan {
   /// Micro-steps held explicitly when there are more (>= 4: the first, at least two middle
   /// ones to check that the middle ones repeat, the last); the others in closed form.
   int max_explicit_micro_steps = 6;
+  /// Lower every micro-step when the closed form is not exact and the step small enough
+  /// (kMaxExplicitTasks); false: always the closed form (tests of the extrapolation).
+  bool explicit_when_inexact = true;
   int layers = 1;
   MicroStepTimes micro;              ///< one micro-step on one GPU at full speed
   /// FLOPs of one micro-step, for reports: per layer and for the LM head.

@@ -100,34 +100,37 @@ void shift_samples(std::vector<UtilizationSample>& tl, Time from, Time by) {
     if (s.at >= from) s.at = add_time(s.at, by);
 }
 
-}  // namespace
+/// Each stream's period from the last two explicit middle micro-steps, and whether the
+/// middle micro-steps repeat exactly.
+struct Periods {
+  std::vector<Time> shift;  ///< per stream; streams without middle tasks: the widest
+  Time widest = 0;
+  bool uniform = true;      ///< every stream moves by the widest period
+  bool exact = true;
+};
 
-void extrapolate_repeats(const StepGraph& g, const std::vector<MarkSnapshot>& marks, SimResult& r) {
-  if (g.repeat_count == 0) return;
-  const std::int64_t n = g.repeat_count;
-  const auto b_at = static_cast<std::size_t>(g.repeat_after);
-  if (b_at < 2 || b_at + 1 >= g.micro_steps.size() || marks.size() != g.micro_steps.size())
-    throw InternalError("repeated micro-steps without two explicit ones before and one after");
+Periods find_periods(const StepGraph& g, const SimResult& r, std::size_t b_at) {
   const MicroStepSpan &pre = g.micro_steps[b_at - 2], &a = g.micro_steps[b_at - 1], &b = g.micro_steps[b_at];
-  const MarkSnapshot &ma = marks[b_at - 1], &mb = marks[b_at], &tail = marks[b_at + 1];
   const auto shifts = stream_shifts(g, r, a, b);
-  // Two middle micro-steps before the repeated ones moved alike (the first micro-step starts
-  // from an idle machine, so it need not match).
-  std::vector<Time> shift = shifts ? *shifts : approximate_shifts(g, r, a, b);
-  const Time widest = std::max<Time>(0, *std::max_element(shift.begin(), shift.end()));
+  Periods p;
+  p.shift = shifts ? *shifts : approximate_shifts(g, r, a, b);
+  p.widest = std::max<Time>(0, *std::max_element(p.shift.begin(), p.shift.end()));
   // Exact when every stream moves by the same period (busy times and events then repeat
   // window by window too); a stream that lags more each micro-step (a growing backlog of
-  // collectives) moves the step's end exactly but its busy times only approximately.
-  const bool uniform =
-      std::all_of(shift.begin(), shift.end(), [&](Time s) { return s < 0 || s == widest; });
-  r.repetition_exact = shifts && uniform && (pre.index == 0 || stream_shifts(g, r, pre, a) == shifts);
-  for (Time& s : shift)
-    if (s < 0) s = widest;
+  // collectives) is extrapolated stream by stream.
+  p.uniform = std::all_of(p.shift.begin(), p.shift.end(), [&](Time s) { return s < 0 || s == p.widest; });
+  // Two middle micro-steps before the repeated ones moved alike (the first micro-step starts
+  // from an idle machine, so it need not match).
+  p.exact = shifts && p.uniform && (pre.index == 0 || stream_shifts(g, r, pre, a) == shifts);
+  for (Time& s : p.shift)
+    if (s < 0) s = p.widest;
+  return p;
+}
 
-  // Everything after the last explicit middle micro-step happens n periods later: its
-  // stream's period, or more where it waits for work that moved further (the optimizer
-  // after a backlog of reductions).
-  const int tail_first = g.micro_steps[b_at + 1].first_task;
+/// Everything after the last explicit middle micro-step happens n periods later: its
+/// stream's period, or more where it waits for work that moved further (the optimizer
+/// after a backlog of reductions). A collective's members move together.
+void shift_tail(const StepGraph& g, const std::vector<Time>& shift, std::int64_t n, int tail_first, SimResult& r) {
   std::vector<Time> by(g.tasks.size(), 0), stream_last(g.streams.size(), 0);
   for (int t = tail_first; t < static_cast<int>(g.tasks.size()); ++t) {
     const Task& task = g.tasks[t];
@@ -135,7 +138,7 @@ void extrapolate_repeats(const StepGraph& g, const std::vector<MarkSnapshot>& ma
     for (int d : task.deps)
       if (d >= tail_first) m = std::max(m, by[d]);
     by[t] = m;
-    if (task.op >= 0 && g.ops[task.op].members.back() == t) {  // a collective's members move together
+    if (task.op >= 0 && g.ops[task.op].members.back() == t) {
       Time all = 0;
       for (int mem : g.ops[task.op].members) all = std::max(all, by[mem]);
       for (int mem : g.ops[task.op].members) {
@@ -151,37 +154,52 @@ void extrapolate_repeats(const StepGraph& g, const std::vector<MarkSnapshot>& ma
   }
   r.step_ns = 0;
   for (const TaskRecord& rec : r.tasks) r.step_ns = std::max(r.step_ns, rec.end);
-  // Busy time, bytes and events: n more periods' worth.
+}
+
+/// n more copies' busy time and bytes. One period's window when every stream moves alike;
+/// else (a backlog) each copy adds its own collectives' busy time and bytes (the window
+/// would see only the part of the backlog that ran in it), no more than it adds to the step
+/// (the widest period), and hides as much compute as the window (the backlog keeps the
+/// NCCL stream busy throughout).
+void add_busy(const StepGraph& g, const MicroStepSpan& b, const MarkSnapshot& ma, const MarkSnapshot& mb,
+              const Periods& p, std::int64_t n, SimResult& r) {
   for (int t = b.first_task; t < b.end_task; ++t) {
     StreamStats& st = r.streams[g.tasks[t].stream];
     st.busy_ns = add_time(st.busy_ns, scaled(n, r.tasks[t].end, r.tasks[t].start));
   }
-  // Busy times and bytes: one period's window when every stream moves alike; else (a
-  // backlog) each copy adds its own collectives' busy time and bytes (the window would
-  // see only the part of the backlog that ran in it) and hides as much compute as the
-  // window (the backlog keeps the NCCL stream busy throughout).
-  const bool per_window = uniform;
   r.compute_busy_ns = add_time(r.compute_busy_ns, scaled(n, mb.compute_busy_ns, ma.compute_busy_ns));
-  // (A copy adds no more busy time than it adds to the step: the widest period.)
-  const Time comm_once =
-      per_window ? mb.comm_busy_ns - ma.comm_busy_ns
-                 : std::min(widest, span_union_ns(r, b, [&](int t) { return class0_collective_on(g, t, -1); }));
-  r.comm_busy_ns = add_time(r.comm_busy_ns, mul_time(n, comm_once));
   r.overlap_ns = add_time(r.overlap_ns, scaled(n, mb.overlap_ns, ma.overlap_ns));
+  auto own_busy = [&](int link) {
+    return std::min(p.widest, span_union_ns(r, b, [&](int t) { return class0_collective_on(g, t, link); }));
+  };
+  const Time comm_once = p.uniform ? mb.comm_busy_ns - ma.comm_busy_ns : own_busy(-1);
+  r.comm_busy_ns = add_time(r.comm_busy_ns, mul_time(n, comm_once));
   const std::vector<double> link_bytes = span_link_bytes(g, b);
   for (std::size_t l = 0; l < r.links.size(); ++l) {
-    const double bytes_once = per_window ? mb.links.bytes[l] - ma.links.bytes[l] : link_bytes[l];
+    const double bytes_once = p.uniform ? mb.links.bytes[l] - ma.links.bytes[l] : link_bytes[l];
     r.links[l].bytes += static_cast<double>(n) * bytes_once;
-    const Time busy_once =
-        per_window ? mb.links.busy_ns[l] - ma.links.busy_ns[l]
-                   : std::min(widest, span_union_ns(r, b, [&](int t) {
-                       return class0_collective_on(g, t, static_cast<int>(l));
-                     }));
+    const Time busy_once = p.uniform ? mb.links.busy_ns[l] - ma.links.busy_ns[l] : own_busy(static_cast<int>(l));
     r.links[l].busy_ns = add_time(r.links[l].busy_ns, mul_time(n, busy_once));
-    shift_samples(r.links[l].timeline, tail.at, mul_time(n, widest));
   }
+}
+
+}  // namespace
+
+void extrapolate_repeats(const StepGraph& g, const std::vector<MarkSnapshot>& marks, SimResult& r) {
+  if (g.repeat_count == 0) return;
+  const std::int64_t n = g.repeat_count;
+  const auto b_at = static_cast<std::size_t>(g.repeat_after);
+  if (b_at < 2 || b_at + 1 >= g.micro_steps.size() || marks.size() != g.micro_steps.size())
+    throw InternalError("repeated micro-steps without two explicit ones before and one after");
+  const Periods p = find_periods(g, r, b_at);
+  r.repetition_exact = p.exact;
+  shift_tail(g, p.shift, n, g.micro_steps[b_at + 1].first_task, r);
+  const MarkSnapshot &ma = marks[b_at - 1], &mb = marks[b_at], &tail = marks[b_at + 1];
+  add_busy(g, g.micro_steps[b_at], ma, mb, p, n, r);
+  // Timelines (traces): samples after the repeated micro-steps move by the widest period.
+  for (Resource& link : r.links) shift_samples(link.timeline, tail.at, mul_time(n, p.widest));
   for (MemorySample& m : r.memory_timeline)
-    if (m.at >= tail.at) m.at = add_time(m.at, mul_time(n, widest));
+    if (m.at >= tail.at) m.at = add_time(m.at, mul_time(n, p.widest));
   r.micro_steps_repeated = n;
   r.events_represented = r.events + static_cast<std::uint64_t>(n) * (mb.events - ma.events);
 }

@@ -19,6 +19,8 @@ struct SimOptions {
   bool record_timelines = false;
   /// Limiting case: every collective takes no time (infinite bandwidth, no latency).
   bool free_communication = false;
+  /// Check the result's invariants (check_step_invariants); off only for trial runs.
+  bool check_invariants = true;
 };
 
 struct TaskRecord {
