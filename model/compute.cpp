@@ -5,6 +5,8 @@
 #include "model/memory.hpp"
 
 #include <cassert>
+#include <stdexcept>
+#include <string>
 
 namespace stepcast {
 
@@ -136,7 +138,11 @@ constexpr double kFlashBackwardRatio = 2.5;
 MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch,
                                 std::int64_t seq_len, Precision precision, const FlopsOptions& opts,
                                 bool flash_attention, const DeviceRates& device) {
-  assert(device.peak_tflops > 0 && device.memory_bw_GBps > 0);
+  if (!(device.peak_tflops > 0) || !(device.memory_bw_GBps > 0))
+    throw std::invalid_argument("micro-step times need a peak and a memory bandwidth > 0");
+  if (micro_batch < 1 || seq_len < 1)
+    throw std::invalid_argument("micro-step times need micro_batch >= 1 and seq_len >= 1, got " +
+                                std::to_string(micro_batch) + " and " + std::to_string(seq_len));
   const std::int64_t rows = checked_product(micro_batch, seq_len, "tokens per micro-batch (micro_batch x seq_len)");
   const double tokens = static_cast<double>(rows);
   const double peak = device.peak_tflops * 1e12;

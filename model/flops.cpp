@@ -97,7 +97,9 @@ std::int64_t lora_parameter_count(const TransformerSpec& spec, const LoraSpec& l
 /// 6·P·D: 2·P·D forward + 4·P·D backward (Kaplan et al. 2020, arXiv 2001.08361, Sec. 2.1;
 /// EleutherAI "Transformer Math 101").
 double headline_training_flops(double params, double tokens) {
-  assert(params >= 0 && tokens >= 0);
+  if (!(params >= 0) || !(tokens >= 0))
+    throw std::invalid_argument("headline FLOPs of " + std::to_string(params) + " parameters and " +
+                                std::to_string(tokens) + " tokens");
   return 6.0 * params * tokens;
 }
 
@@ -127,7 +129,9 @@ double headline_training_flops(double params, double tokens) {
 ///     Under LoRA: (4·N + 6·P_a + 12·L·h·s) per token (no weight gradients for frozen N).
 StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, double tokens,
                          const FlopsOptions& options) {
-  assert(seq_len >= 1 && tokens >= 0);
+  if (seq_len < 1 || !(tokens >= 0))
+    throw std::invalid_argument("training FLOPs need seq_len >= 1 and tokens >= 0, got " + std::to_string(seq_len) +
+                                " and " + std::to_string(tokens));
   const double layers = static_cast<double>(spec.layers);
   const double layer_w = layers * layer_gemm_weights(spec);
   const double head_w = lm_head_weights(spec);
@@ -172,7 +176,7 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
 /// (q → h), MLP up (h → f, twice when gated: gate and up), MLP down (f → h), and the LM
 /// head (h → V) once per model.
 std::vector<GemmShape> layer_gemms(const TransformerSpec& spec, std::int64_t tokens) {
-  assert(tokens >= 1);
+  if (tokens < 1) throw std::invalid_argument("GEMM shapes need >= 1 token, got " + std::to_string(tokens));
   const std::int64_t h = spec.hidden, q = q_dim(spec), kv = spec.kv_dim(), f = spec.ffn_hidden;
   return {
       GemmShape{"qkv", tokens, q + 2 * kv, h, 1},

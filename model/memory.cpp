@@ -285,7 +285,7 @@ std::int64_t largest_module_params(const TransformerSpec& spec) {
 }
 
 ParamCounts param_counts(const TransformerSpec& spec, const LoraSpec* lora) {
-  assert(spec.layers > 0);
+  if (spec.layers < 1) throw std::invalid_argument("model \"" + spec.name + "\" needs layers >= 1");
   const ParameterBreakdown bd = parameter_breakdown(spec);
   const double layers = static_cast<double>(spec.layers);
   ParamCounts c;
@@ -306,7 +306,8 @@ ParamCounts param_counts(const TransformerSpec& spec, const LoraSpec* lora) {
 }
 
 std::int64_t shard_degree(Strategy strategy, std::int64_t gpus, std::int64_t gpus_per_node) {
-  assert(gpus >= 1 && gpus_per_node >= 1);
+  if (gpus < 1 || gpus_per_node < 1)
+    throw std::invalid_argument("shard degree needs gpus >= 1 and gpus_per_node >= 1");
   switch (strategy) {
     case Strategy::ddp:
     case Strategy::fsdp_no_shard: return 1;

@@ -425,6 +425,9 @@ TEST_CASE("micro-step times: micro_batch x seq_len is checked, huge but valid on
   CHECK_THROWS_AS(micro_step_times(spec, std::int64_t{1} << 40, std::int64_t{1} << 30, Precision::bf16_mixed, o,
                                    true, d),
                   std::invalid_argument);
+  // Fuzz finding F4: micro_batch 0 from a record is an error, never an assert.
+  CHECK_THROWS_AS(micro_step_times(spec, 0, 1024, Precision::bf16_mixed, o, true, d), std::invalid_argument);
+  CHECK_THROWS_AS(micro_step_times(spec, 4, 0, Precision::bf16_mixed, o, true, d), std::invalid_argument);
   // seq_len 1e9: an absurd context, but finite and positive times (the reader bounds it).
   const MicroStepTimes t = micro_step_times(spec, 1, 1'000'000'000, Precision::bf16_mixed, o, true, d);
   CHECK(std::isfinite(t.forward_s));

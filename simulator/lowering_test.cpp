@@ -324,3 +324,16 @@ TEST_CASE("bucket counts in closed form, bounded; no absurd vector is built") {
   p.bucket_bytes = p.first_bucket_bytes = 1e-3;
   CHECK_THROWS_AS(lower_step(p), InternalError);
 }
+
+// Fuzz finding F3 (a record with grad_accum 0 reached lower_step): an internal error the
+// caller can catch, never an assert that aborts.
+TEST_CASE("a plan without micro-steps, layers or GPUs is an internal error") {
+  StepPlan p = plan(Strategy::ddp, 0);
+  CHECK_THROWS_AS(lower_step(p), InternalError);
+  p = plan(Strategy::zero3);
+  p.layers = 0;
+  CHECK_THROWS_AS(lower_step(p), InternalError);
+  p = plan(Strategy::zero2);
+  p.gpus = 0;
+  CHECK_THROWS_AS(lower_step(p), InternalError);
+}
