@@ -267,8 +267,9 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
     auto it = std::find_if(p.collectives.begin(), p.collectives.end(), [&](const CollectiveUse& u) {
       return u.purpose == op.purpose && u.level == op.level && u.bytes == op.bytes;
     });
+    const int calls = static_cast<int>(graph.op_multiplicity(static_cast<int>(&op - graph.ops.data())));
     if (it != p.collectives.end()) {
-      ++it->calls_per_step;
+      it->calls_per_step += calls;  // an op of the repeated micro-step stands for several
       continue;
     }
     CollectiveUse use;
@@ -276,7 +277,7 @@ Prediction predict(const Scenario& s, const PredictOptions& options) {
     use.collective = op.collective;
     use.level = op.level;
     use.bytes = op.bytes;
-    use.calls_per_step = 1;
+    use.calls_per_step = calls;
     const CommFabric level = restrict_fabric(fabric, op.level);
     use.cost = collective_cost(op.collective, op.bytes, level, s.strategy.algorithm);
     if (op.phases.size() == 1 && op.phases[0].algorithm == "measured") {  // the calibration's fit
