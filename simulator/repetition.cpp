@@ -183,6 +183,20 @@ void add_busy(const StepGraph& g, const MicroStepSpan& b, const MarkSnapshot& ma
   }
 }
 
+/// Peak memory with n more copies of span B: memory may drift by δ per micro-step (what a
+/// micro-step allocates and does not free), so copy j peaks at B's peak + j·δ and the tail
+/// at its own + n·δ; before B nothing changes.
+void add_memory_drift(const std::vector<MarkSnapshot>& marks, std::size_t b_at, std::int64_t n, SimResult& r) {
+  for (std::size_t c = 0; c < r.peak_memory_bytes.size(); ++c) {
+    const double drift = marks[b_at + 1].memory_bytes[c] - marks[b_at].memory_bytes[c];
+    const double copies = static_cast<double>(n) * drift;
+    double peak = r.peak_memory_bytes[c];
+    peak = std::max(peak, marks[b_at].segment_peak_bytes[c] + std::max(0.0, copies));
+    peak = std::max(peak, marks[b_at + 1].segment_peak_bytes[c] + copies);
+    r.peak_memory_bytes[c] = peak;
+  }
+}
+
 }  // namespace
 
 void extrapolate_repeats(const StepGraph& g, const std::vector<MarkSnapshot>& marks, SimResult& r) {
@@ -196,6 +210,7 @@ void extrapolate_repeats(const StepGraph& g, const std::vector<MarkSnapshot>& ma
   shift_tail(g, p.shift, n, g.micro_steps[b_at + 1].first_task, r);
   const MarkSnapshot &ma = marks[b_at - 1], &mb = marks[b_at], &tail = marks[b_at + 1];
   add_busy(g, g.micro_steps[b_at], ma, mb, p, n, r);
+  add_memory_drift(marks, b_at, n, r);
   // Timelines (traces): samples after the repeated micro-steps move by the widest period.
   for (Resource& link : r.links) shift_samples(link.timeline, tail.at, mul_time(n, p.widest));
   for (MemorySample& m : r.memory_timeline)

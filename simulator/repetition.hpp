@@ -27,6 +27,8 @@ struct MarkSnapshot {
   Time overlap_ns = 0;
   std::uint64_t events = 0;
   Network::Usage links;
+  std::vector<double> memory_bytes;        ///< per rank class, at that instant
+  std::vector<double> segment_peak_bytes;  ///< per rank class, from then to the next mark
 };
 
 /// Adds the micro-steps `g` does not hold to `r` (a no-op when repeat_count is 0).

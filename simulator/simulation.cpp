@@ -64,6 +64,7 @@ class Executor final : public Component, public Network::Listener {
       memory_[c] = g_.classes[c].static_memory_bytes;
       res_.peak_memory_bytes[c] = memory_[c];
     }
+    segment_peak_.assign(g_.micro_steps.size() + 1, memory_);
     res_.tasks.resize(n);
     res_.streams.resize(g_.streams.size());
     if (opt_.record_timelines) res_.memory_timeline.push_back({0, memory_.empty() ? 0.0 : memory_[0]});
@@ -87,6 +88,7 @@ class Executor final : public Component, public Network::Listener {
     }
     for (int t = last; t >= 0; t = res_.tasks[t].enabler) res_.critical_path.push_back(t);
     std::reverse(res_.critical_path.begin(), res_.critical_path.end());
+    for (std::size_t i = 0; i < marks_.size(); ++i) marks_[i].segment_peak_bytes = segment_peak_[i + 1];
     extrapolate_repeats(g_, marks_, res_);
     return std::move(res_);
   }
@@ -131,14 +133,18 @@ class Executor final : public Component, public Network::Listener {
     const int i = mark_of_[t];
     if (i < 0 || marks_[i].at >= 0) return;
     const Time now = engine_.now();
-    marks_[i] = MarkSnapshot{now, res_.compute_busy_ns, res_.comm_busy_ns, res_.overlap_ns, engine_.events_fired(),
-                             net_.usage_at(now)};
+    marks_[i] = MarkSnapshot{now,      res_.compute_busy_ns, res_.comm_busy_ns, res_.overlap_ns, engine_.events_fired(),
+                             net_.usage_at(now), memory_, {}};
+    segment_ = i + 1;
+    segment_peak_[segment_] = memory_;
   }
 
   void change_memory(int cls, double delta) {
     if (delta == 0) return;
     memory_[cls] += delta;
     res_.peak_memory_bytes[cls] = std::max(res_.peak_memory_bytes[cls], memory_[cls]);
+    if (!segment_peak_.empty())
+      segment_peak_[segment_][cls] = std::max(segment_peak_[segment_][cls], memory_[cls]);
     if (cls == 0 && opt_.record_timelines) {
       auto& tl = res_.memory_timeline;
       if (!tl.empty() && tl.back().at == engine_.now()) tl.back().bytes = memory_[0];
@@ -274,6 +280,9 @@ class Executor final : public Component, public Network::Listener {
 
   std::vector<int> mark_of_;          ///< per task: the micro-step it starts, or -1
   std::vector<MarkSnapshot> marks_;   ///< per explicit micro-step
+  /// Peak memory per class between marks: [0] before the first, [i + 1] from mark i on.
+  std::vector<std::vector<double>> segment_peak_;
+  std::size_t segment_ = 0;
   std::vector<int> pending_;
   std::vector<std::vector<int>> succ_;
   std::vector<int> enabler_;
