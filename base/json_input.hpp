@@ -4,10 +4,18 @@
 /// (e.g. `scenarios/x.json: /training/micro_batch: expected an integer >= 1, got -1`), and
 /// keys that nobody read are reported as unknown. Nothing is silently defaulted: optional
 /// values are std::optional and the caller decides.
+///
+/// Hostile input is refused before it can hurt: only regular files up to
+/// limits::kMaxInputFileBytes are read (no FIFO, device or directory), nesting deeper than
+/// limits::kMaxJsonDepth, a key given twice in one object and a number beyond double range
+/// are InputErrors with the file and JSON path, and every integer is checked against the
+/// range of the type it lands in (`integer(key, min, max)`, `int32(key, min, max)`).
+/// Error messages print a bounded summary of a value, never a recursive dump.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <climits>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -32,12 +40,25 @@ class InputError : public std::runtime_error {
   std::string json_path_;
 };
 
+/// The whole text of an input file. Refuses (InputError naming the file) anything that is
+/// not a regular file (a directory, FIFO, device or socket), a file over
+/// limits::kMaxInputFileBytes (checked before reading and while reading), and read errors.
+std::string read_input_file(const std::filesystem::path& path);
+
+/// A bounded, non-recursive summary of a value for error messages: scalars as JSON (cut to
+/// 60 characters), arrays and objects by their type and size ("an array of 3 elements").
+std::string summary(const nlohmann::json& value);
+
 /// A parsed JSON document that owns its tree.
 class JsonDoc {
  public:
-  /// Reads and parses `path`; throws InputError naming the file and the parse position.
+  /// Reads (read_input_file) and parses `path`; throws InputError naming the file and the
+  /// parse position or JSON path.
   static JsonDoc load(const std::filesystem::path& path);
-  /// Parses `text` as if it came from a file named `name` (used by tests and inline specs).
+  /// Parses `text` as if it came from a file named `name` (tests, inline specs, one line of
+  /// a .jsonl file). Strict: a key given twice in one object, nesting deeper than
+  /// limits::kMaxJsonDepth and a number beyond double range are InputErrors naming `name`
+  /// and the JSON path; checked while parsing, so nothing recurses over a deep value.
   static JsonDoc parse(const std::string& text, const std::string& name);
   ~JsonDoc();
   JsonDoc(JsonDoc&&) noexcept;
@@ -75,15 +96,40 @@ class JsonObject {
   std::optional<bool> optional_boolean(const std::string& key);
   /// Any finite number.
   double number(const std::string& key);
+  /// A finite number in [min, max] (a physical bound: name it in base/limits.hpp).
+  double number(const std::string& key, double min, double max);
+  std::optional<double> optional_number(const std::string& key, double min, double max);
   /// A finite number > 0.
   double positive(const std::string& key);
   std::optional<double> optional_positive(const std::string& key);
+  /// A finite number in (0, max].
+  double positive(const std::string& key, double max);
+  std::optional<double> optional_positive(const std::string& key, double max);
   /// A finite number >= 0.
   double non_negative(const std::string& key);
   std::optional<double> optional_non_negative(const std::string& key);
-  /// An integer >= `min`.
+  /// A finite number in [0, max].
+  double non_negative(const std::string& key, double max);
+  std::optional<double> optional_non_negative(const std::string& key, double max);
+
+  /// An integer in [min, max]. Large JSON integers (stored unsigned) are compared, never
+  /// wrapped: 2^64-1 is out of range, not -1.
+  std::int64_t integer(const std::string& key, std::int64_t min, std::int64_t max);
+  std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t min,
+                                               std::int64_t max);
+  /// An integer in [min, max] that lands in an `int` (so 2^32+2 can never become 2).
+  int int32(const std::string& key, int min = 1, int max = INT_MAX);
+  std::optional<int> optional_int32(const std::string& key, int min = 1, int max = INT_MAX);
+  /// An integer >= `min` (up to INT64_MAX). Prefer the forms with an explicit max.
   std::int64_t integer(const std::string& key, std::int64_t min = 1);
   std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t min = 1);
+
+  /// Present, and either null (-> nullopt) or a value in range (formats where every key is
+  /// written and unknown values are null, e.g. measured-run records).
+  std::optional<std::int64_t> nullable_integer(const std::string& key, std::int64_t min,
+                                               std::int64_t max);
+  std::optional<double> nullable_number(const std::string& key, double min, double max);
+  std::optional<std::string> nullable_string(const std::string& key);
 
   JsonObject object(const std::string& key);
   std::optional<JsonObject> optional_object(const std::string& key);
@@ -117,7 +163,17 @@ class JsonArray {
   std::size_t size() const;
   JsonObject object(std::size_t i) const;
   std::string string(std::size_t i) const;
+  /// A finite number > 0.
   double positive(std::size_t i) const;
+  /// A finite number in (0, max].
+  double positive(std::size_t i, double max) const;
+  /// A finite number in [min, max].
+  double number(std::size_t i, double min, double max) const;
+  /// An integer in [min, max] (never wrapped; see JsonObject::integer).
+  std::int64_t integer(std::size_t i, std::int64_t min, std::int64_t max) const;
+  /// An integer in [min, max] that lands in an `int`.
+  int int32(std::size_t i, int min = 1, int max = INT_MAX) const;
+  /// An integer >= `min` (up to INT64_MAX). Prefer the forms with an explicit max.
   std::int64_t integer(std::size_t i, std::int64_t min = 1) const;
   InputError error(std::size_t i, const std::string& what_expected) const;
   const std::string& file() const { return file_; }

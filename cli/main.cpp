@@ -1,9 +1,13 @@
 /// \file
 /// The `stepcast` command: argument parsing (CLI11), dispatch to the library, and exit
 /// codes. Reports are built by report_text.cpp / report_json.cpp; this file only writes
-/// them. Exit codes: 0 success, 2 bad input (an unreadable or invalid scenario or catalog,
-/// a bad command line, a --trace file that cannot be written), 1 internal error (anything
-/// else). Every error is one line on stderr: `stepcast: error: <message>`.
+/// them. Exit codes: 0 success; 2 for anything the user can fix (an unreadable or invalid
+/// scenario, record, raw file or catalog: stepcast::InputError; a bad command line; an
+/// output -- standard output, a --trace or -o file -- that cannot be written); 1 for a broken
+/// invariant, i.e. a bug, with a message asking for a report. Only errors the front end
+/// itself recognises as the user's become 2: the library's own exceptions other than
+/// InputError (std::invalid_argument from deep in the model included) are internal errors.
+/// Every error is one line on stderr: `stepcast: error: <message>`.
 
 #include "cli/report.hpp"
 
@@ -43,8 +47,9 @@ namespace {
 using namespace stepcast;
 using cli::join;
 
-/// Bad input found outside the JSON readers (a --gpus count the hardware cannot take, a
-/// value the library rejected with std::invalid_argument while reading user input).
+/// Bad input found outside the JSON readers, recognised as the user's by the front end
+/// itself: a --gpus count the hardware cannot take, an unknown --gpu or --box, a catalog
+/// section, a missing file, an output that cannot be written.
 class UserError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -56,9 +61,16 @@ constexpr int kExitBadInput = 2;
 
 void error(std::string_view message) { fmt::print(stderr, "stepcast: error: {}\n", message); }
 
+/// Writes `text` to standard output and makes sure it got there: a short write, a failed
+/// flush or the stream's error state (a full disk, a closed descriptor) is an error the user
+/// can fix, never a silent success.
 void write(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  errno = 0;
+  const bool written = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+  const bool flushed = std::fflush(stdout) == 0;
+  if (!written || !flushed || std::ferror(stdout))
+    throw UserError(fmt::format("cannot write the report to standard output: {}",
+                                errno ? std::strerror(errno) : "write error"));
 }
 
 /// Writes `text` to the file at `path` (created or replaced); a path that cannot be
@@ -66,12 +78,18 @@ void write(const std::string& text) {
 void write_file(const std::string& path, const std::string& text, std::string_view what) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) throw UserError(fmt::format("cannot write the {} {}: {}", what, path, std::strerror(errno)));
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  errno = 0;
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
+                       std::fflush(f) == 0 && !std::ferror(f);
   const int write_errno = errno;
+  errno = 0;
   const bool closed = std::fclose(f) == 0;
-  if (!written || !closed)
+  const int close_errno = errno;
+  if (!written || !closed) {
+    const int cause = !written ? write_errno : close_errno;
     throw UserError(fmt::format("cannot write the {} {}: {}", what, path,
-                                std::strerror(written ? errno : write_errno)));
+                                cause ? std::strerror(cause) : "write error"));
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -150,8 +168,8 @@ std::string exit_code_help() {
          "  0  success\n"
          "  1  internal error (a bug in stepcast; please report it with the scenario)\n"
          "  2  bad input: a scenario or catalog file that cannot be read or is invalid (the\n"
-         "     message names the file and the JSON path), a bad command line, or a --trace\n"
-         "     file that cannot be written (the message names it)\n";
+         "     message names the file and the JSON path), a bad command line, or an output\n"
+         "     (standard output, a --trace file) that cannot be written (the message says which)\n";
 }
 
 /// Seed scenarios the examples use (the tests predict every seed, so these stay valid).
@@ -194,8 +212,9 @@ std::string fit_footer(const std::string& details, const std::string& example_bl
          "  1  internal error (a bug in stepcast; please report it with the raw file)\n"
          "  2  bad input: a raw file that cannot be read or is invalid (the message names the\n"
          "     file and the JSON path), a device name stepcast does not know (use --gpu), an\n"
-         "     unknown --gpu or --box, a bad command line, or an output file that cannot be\n"
-         "     written\n";
+         "     unknown --gpu or --box, a bad command line, a fit the hardware file cannot hold\n"
+         "     (measurements that are not physical), or an output (the -o file, standard\n"
+         "     output) that cannot be written\n";
 }
 
 /// The footer of a command's --help: details, examples, the scenario file, exit codes.
@@ -212,16 +231,12 @@ std::string footer(const std::string& details, const std::string& example_block,
 // ---------------------------------------------------------------------------------------
 // commands
 
-Scenario load(const std::string& path) {
-  try {
-    return load_scenario(path);
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::invalid_argument& e) {
-    throw UserError(fmt::format("{}: {}", path, e.what()));
-  }
-}
+/// The scenario at `path`. Bad input in it is an InputError from the reader; any other
+/// exception is a broken invariant and stays one (exit 1), never relabelled as bad input.
+Scenario load(const std::string& path) { return load_scenario(path); }
 
+/// The scenario on `gpus` GPUs. with_gpus documents std::invalid_argument for a count the
+/// hardware cannot take (not whole nodes, more than the cluster): the user's --gpus.
 Scenario on_gpus(const Scenario& s, int gpus) {
   try {
     return with_gpus(s, gpus);
@@ -374,8 +389,8 @@ CLI::Validator gpu_count() {
       "COUNT", "gpu_count");
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"stepcast: a performance model of data-parallel GPU training", "stepcast"};
+/// The top-level options, help footer and formatting of the `stepcast` command.
+void configure_app(CLI::App& app) {
   app.set_version_flag("--version", std::string("stepcast ") + STEPCAST_VERSION,
                        "Print the version and exit");
   app.require_subcommand(1);
@@ -393,69 +408,75 @@ int run(int argc, char** argv) {
                 {"stepcast catalog --json", "every catalog as JSON"}}),
       true));
   app.get_formatter()->column_width(30);
+}
 
-  PredictArgs pa;
-  CLI::App* predict_cmd =
+CLI::App* add_predict_command(CLI::App& app, PredictArgs& pa) {
+  CLI::App* cmd =
       app.add_subcommand("predict", "Predict step time, throughput, epoch time and memory");
-  predict_cmd->add_option("SCENARIO", pa.scenario, "Scenario file (JSON)")->required();
-  predict_cmd->add_option("--gpus", pa.gpus,
-                          "Total GPUs to predict on instead of the scenario's\n"
-                          "(whole nodes above one box)")
+  cmd->add_option("SCENARIO", pa.scenario, "Scenario file (JSON)")->required();
+  cmd->add_option("--gpus", pa.gpus,
+                  "Total GPUs to predict on instead of the scenario's\n"
+                  "(whole nodes above one box)")
       ->check(gpu_count());
-  predict_cmd->add_flag("--json", pa.json, "Print one JSON object instead of the text report");
-  predict_cmd->add_option("--trace", pa.trace,
-                          "Also write the simulated step as a Chrome trace (JSON)\n"
-                          "to FILE; open it in https://ui.perfetto.dev")
+  cmd->add_flag("--json", pa.json, "Print one JSON object instead of the text report");
+  cmd->add_option("--trace", pa.trace,
+                  "Also write the simulated step as a Chrome trace (JSON)\n"
+                  "to FILE; open it in https://ui.perfetto.dev")
       ->option_text("FILE")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             return text.empty() ? "expected a file name for the trace, got an empty one" : "";
           },
           "FILE", "trace_file"));
-  predict_cmd->footer(footer(
-      "The report: the simulated step time and its parts (forward, backward, recompute,\n"
-      "optimizer, compute slowed by NCCL, exposed and hidden communication, idle) with the\n"
-      "closed-form perfect-overlap and no-overlap bounds; the simulation: compute and\n"
-      "communication busy time, overlap ratio, time per stream and per link, the critical\n"
-      "path by category with its longest tasks, peak memory; tokens/s, samples/s, MFU and\n"
-      "HFU with the peak used; steps, time and cost per epoch; memory per GPU term by term\n"
-      "with the verdict (FITS / TIGHT / OUT OF MEMORY); each collective with its size,\n"
-      "algorithm, time and bus bandwidth; the fabric; the assumptions; and measured vs\n"
-      "predicted with the error when the scenario has measured figures.\n"
-      "\n"
-      "--trace FILE writes the simulated step in the Trace Event Format (Perfetto,\n"
-      "chrome://tracing): one process per rank class, one thread per stream (compute,\n"
-      "NCCL streams) with every kernel and collective as a slice, link utilization (%) and\n"
-      "memory (GiB) as counters. A FILE that cannot be written is an error (exit 2).\n",
-      predict_examples(), true));
+  cmd->footer(
+      footer("The report: the simulated step time and its parts (forward, backward, recompute,\n"
+             "optimizer, compute slowed by NCCL, exposed and hidden communication, idle) with the\n"
+             "closed-form perfect-overlap and no-overlap bounds; the simulation: compute and\n"
+             "communication busy time, overlap ratio, time per stream and per link, the critical\n"
+             "path by category with its longest tasks, peak memory; tokens/s, samples/s, MFU and\n"
+             "HFU with the peak used; steps, time and cost per epoch; memory per GPU term by term\n"
+             "with the verdict (FITS / TIGHT / OUT OF MEMORY); each collective with its size,\n"
+             "algorithm, time and bus bandwidth; the fabric; the assumptions; and measured vs\n"
+             "predicted with the error when the scenario has measured figures.\n"
+             "\n"
+             "--trace FILE writes the simulated step in the Trace Event Format (Perfetto,\n"
+             "chrome://tracing): one process per rank class, one thread per stream (compute,\n"
+             "NCCL streams) with every kernel and collective as a slice, link utilization (%) and\n"
+             "memory (GiB) as counters. A FILE that cannot be written is an error (exit 2).\n",
+             predict_examples(), true));
 
-  ScaleArgs sa;
-  CLI::App* scale_cmd =
-      app.add_subcommand("scale", "Predict one scenario on several GPU counts");
-  scale_cmd->add_option("SCENARIO", sa.scenario, "Scenario file (JSON)")->required();
-  scale_cmd->add_option("--gpus", sa.gpus, "Comma-separated GPU counts, e.g. 1,8,16,32")
+  return cmd;
+}
+
+CLI::App* add_scale_command(CLI::App& app, ScaleArgs& sa) {
+  CLI::App* cmd = app.add_subcommand("scale", "Predict one scenario on several GPU counts");
+  cmd->add_option("SCENARIO", sa.scenario, "Scenario file (JSON)")->required();
+  cmd->add_option("--gpus", sa.gpus, "Comma-separated GPU counts, e.g. 1,8,16,32")
       ->required()
       ->delimiter(',')
       ->check(gpu_count());
-  scale_cmd->add_flag("--json", sa.json,
-                      "Print {\"scenario\": ..., \"rows\": [...]} instead of the table");
-  scale_cmd->footer(footer(
+  cmd->add_flag("--json", sa.json,
+                "Print {\"scenario\": ..., \"rows\": [...]} instead of the table");
+  cmd->footer(footer(
       "One row per GPU count (the micro-batch per GPU stays fixed, so the global batch grows):\n"
       "GPUs, nodes, step time, tokens/s, time per epoch, speedup and scaling efficiency against\n"
       "the first count, memory per GPU and whether it fits. Counts above one box must fill\n"
       "whole nodes. Progress goes to stderr when it is a terminal.\n",
       scale_examples(), true));
 
-  ValidateArgs va;
-  CLI::App* validate_cmd =
+  return cmd;
+}
+
+CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
+  CLI::App* cmd =
       app.add_subcommand("validate", "Compare predictions with measured runs (runs.jsonl records)");
-  validate_cmd->add_option("RUNS", va.inputs, "Measured-run files (.jsonl) or folders of them")->required();
-  validate_cmd->add_option("--calibration", va.calibration,
-                           "Hardware file from `stepcast fit`, used for records on its GPU")
+  cmd->add_option("RUNS", va.inputs, "Measured-run files (.jsonl) or folders of them")->required();
+  cmd->add_option("--calibration", va.calibration,
+                  "Hardware file from `stepcast fit`, used for records on its GPU")
       ->option_text("FILE");
-  validate_cmd->add_flag("--json", va.json,
-                         "Print {\"runs\": [...], \"summary\": {...}} instead of the tables");
-  validate_cmd->footer(footer(
+  cmd->add_flag("--json", va.json,
+                "Print {\"runs\": [...], \"summary\": {...}} instead of the tables");
+  cmd->footer(footer(
       "Each record (one JSON object per line, the measured-run record format of README.md)\n"
       "becomes a scenario where stepcast can represent it; the record's metric is predicted\n"
       "with the record's definition (tokens/s/GPU, step time, TFLOP/s per GPU, MFU,\n"
@@ -470,41 +491,47 @@ int run(int argc, char** argv) {
                 {"stepcast validate runs/ --json", "every .jsonl in a folder, as JSON"}}),
       true));
 
-  CatalogArgs ca;
-  CLI::App* catalog_cmd =
+  return cmd;
+}
+
+CLI::App* add_catalog_command(CLI::App& app, CatalogArgs& ca) {
+  CLI::App* cmd =
       app.add_subcommand("catalog", "List models, GPUs, boxes, clusters, links, algorithms");
-  catalog_cmd
+  cmd
       ->add_option("SECTION", ca.section,
                    "One of: " + join(cli::catalog_section_names(), ", ") + "\n(default: all)")
       ->check(CLI::IsMember(cli::catalog_section_names()));
-  catalog_cmd->add_flag("--json", ca.json, "Print one JSON object keyed by section");
-  catalog_cmd->footer(footer(
+  cmd->add_flag("--json", ca.json, "Print one JSON object keyed by section");
+  cmd->footer(footer(
       "The names a scenario can use, with their key figures and sources: models (parameters\n"
       "counted from the shape, layers, hidden, heads/kv), GPUs (bf16 peak, memory, bandwidth,\n"
       "NVLink), boxes, clusters, links (line rate, effective rate, latency) and collective\n"
       "algorithms.\n",
       catalog_examples(), true));
 
-  FitArgs fa;
-  CLI::App* fit_cmd = app.add_subcommand(
+  return cmd;
+}
+
+CLI::App* add_fit_command(CLI::App& app, FitArgs& fa) {
+  CLI::App* cmd = app.add_subcommand(
       "fit", "Fit GEMM efficiency, memory and collective parameters to a calibration run");
-  fit_cmd->add_option("RAW", fa.raw, "Raw calibration file (JSON, stepcast-calibrate-raw-v1)")
+  cmd->add_option("RAW", fa.raw, "Raw calibration file (JSON, stepcast-calibrate-raw-v1)")
       ->required();
-  fit_cmd->add_option("-o,--output", fa.output, "Hardware file to write (stepcast-hardware-v1)")
+  cmd->add_option("-o,--output", fa.output, "Hardware file to write (stepcast-hardware-v1)")
       ->option_text("FILE")
       ->required();
-  fit_cmd->add_option("--gpu", fa.gpu,
-                      "Catalog GPU to compare with (default: from the\n"
-                      "first GPU's device name; see `stepcast catalog gpus`)")
+  cmd->add_option("--gpu", fa.gpu,
+                  "Catalog GPU to compare with (default: from the\n"
+                  "first GPU's device name; see `stepcast catalog gpus`)")
       ->option_text("NAME");
-  fit_cmd->add_option("--box", fa.box,
-                      "Catalog box whose one-node fabric gives the model's\n"
-                      "collective figures (default: the first box with the GPU)")
+  cmd->add_option("--box", fa.box,
+                  "Catalog box whose one-node fabric gives the model's\n"
+                  "collective figures (default: the first box with the GPU)")
       ->option_text("NAME");
-  fit_cmd->add_flag("--json", fa.json,
-                    "Print {\"output_file\", \"hardware\": {...}, \"excluded\",\n"
-                    "\"not_fitted\", \"warnings\"} instead of the text report");
-  fit_cmd->footer(fit_footer(
+  cmd->add_flag("--json", fa.json,
+                "Print {\"output_file\", \"hardware\": {...}, \"excluded\",\n"
+                "\"not_fitted\", \"warnings\"} instead of the text report");
+  cmd->footer(fit_footer(
       "A calibration run (cuBLAS GEMMs, memory copies and NCCL collectives timed on one\n"
       "machine, written as \"stepcast-calibrate-raw-v1\") becomes a hardware file\n"
       "(\"stepcast-hardware-v1\") with the model's parameters fitted to it:\n"
@@ -527,16 +554,35 @@ int run(int argc, char** argv) {
       "little data (one size only) are listed as not fitted. The report prints the RMS\n"
       "relative residual of every fit: a few percent is measurement noise; much more means\n"
       "the curve does not describe the data.\n",
-      examples({{"stepcast fit calibrate/fit/testdata/synthetic_raw.json -o /tmp/hw.json",
+      examples({{"stepcast fit calibrate/fit/testdata/synthetic_raw.json -o hw.json",
                  "fit a (synthetic) run and print the report"},
                 {"stepcast fit raw.json -o hw.json --gpu h100-sxm5-80gb --json",
                  "name the catalog GPU yourself; print JSON"}})));
+  return cmd;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"stepcast: a performance model of data-parallel GPU training", "stepcast"};
+  configure_app(app);
+  PredictArgs pa;
+  ScaleArgs sa;
+  ValidateArgs va;
+  CatalogArgs ca;
+  FitArgs fa;
+  CLI::App* predict_cmd = add_predict_command(app, pa);
+  CLI::App* scale_cmd = add_scale_command(app, sa);
+  CLI::App* validate_cmd = add_validate_command(app, va);
+  CLI::App* catalog_cmd = add_catalog_command(app, ca);
+  CLI::App* fit_cmd = add_fit_command(app, fa);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
-      return app.exit(e);  // --help, --version: printed to stdout, exit 0
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+      const int rc = app.exit(e);  // --help, --version: printed to stdout, exit 0
+      write("");                   // ... if stdout took it
+      return rc;
+    }
     error(e.what());
     fmt::print(stderr, "Run `stepcast --help` (or `stepcast <command> --help`) for usage.\n");
     return kExitBadInput;
@@ -563,10 +609,12 @@ int main(int argc, char** argv) {
     error(e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {
-    error(fmt::format("internal error: {}", e.what()));
+    // Anything else is a broken invariant: a bug, whatever its exception type.
+    error(fmt::format("internal error: {}; please report this with the input that caused it",
+                      e.what()));
     return kExitInternal;
   } catch (...) {
-    error("internal error: unknown exception");
+    error("internal error: unknown exception; please report this with the input that caused it");
     return kExitInternal;
   }
 }

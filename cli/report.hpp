@@ -87,8 +87,10 @@ std::string catalog_text(const std::vector<CatalogSection>& sections);
 /// One JSON object with every field of the prediction (and the scenario's measured
 /// figures compared with it); top-level keys include gpus, nodes, strategy, step_time_s,
 /// time_per_epoch_s, tokens_per_s_per_gpu, mfu, memory_per_gpu_bytes, fits, simulation
-/// (busy times, overlap, streams, links, critical path, peak memory) and trace_file (the
-/// trace written, or null).
+/// (busy times, overlap, streams, links, critical path, peak memory), collectives (each
+/// with its cost per call and the phases the simulation played: op, level, bytes,
+/// algorithm, protocol, latency_s, algbw_GBps, time_s) and trace_file (the trace written,
+/// or null). Reads the Prediction only: nothing is re-costed.
 std::string predict_json(const Scenario& scenario, const Prediction& prediction,
                          const std::string& trace_file = "");
 

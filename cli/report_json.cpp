@@ -47,25 +47,18 @@ std::string dump(const json& j) {
 
 }  // namespace
 
-std::string predict_json(const Scenario& sc, const Prediction& p, const std::string& trace_file) {
-  json j;
-  j["scenario"] = p.scenario.empty() ? sc.name : p.scenario;
-  j["description"] = sc.description;
-  j["file"] = sc.file;
-  j["model"] = {{"name", sc.model.name},
-                {"parameters", parameter_count(sc.model)},
-                {"layers", sc.model.layers},
-                {"hidden", sc.model.hidden},
-                {"heads", sc.model.heads},
-                {"kv_heads", sc.model.kv_heads}};
-  j["gpus"] = p.gpus;
-  j["nodes"] = p.nodes;
-  j["gpus_per_node"] = p.gpus_per_node;
-  j["strategy"] = str(name(p.strategy));
-  j["gpu"] = p.gpu;
-  j["hardware"] = p.hardware;
+namespace {
 
-  const TrainingSpec& tr = sc.training;
+json model_json(const Scenario& sc, const Prediction& p) {
+  return {{"name", sc.model.name},
+          {"parameters", p.parameters},
+          {"layers", sc.model.layers},
+          {"hidden", sc.model.hidden},
+          {"heads", sc.model.heads},
+          {"kv_heads", sc.model.kv_heads}};
+}
+
+json training_json(const TrainingSpec& tr) {
   json training = {{"precision", str(name(tr.precision))},
                    {"optimizer", str(name(tr.optimizer))},
                    {"micro_batch", tr.micro_batch},
@@ -75,23 +68,22 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
                    {"flash_attention", tr.flash_attention},
                    {"lora", nullptr}};
   if (tr.lora) training["lora"] = {{"rank", tr.lora->rank}, {"targets", tr.lora->targets}};
-  j["training"] = training;
-  j["global_batch_samples"] = num(p.global_batch_samples);
-  j["tokens_per_step"] = num(p.tokens_per_step);
+  return training;
+}
 
-  j["step_time_s"] = num(p.step_time_s);
-  j["parts"] = {{"forward_s", num(p.forward_s)},
-                {"backward_s", num(p.backward_s)},
-                {"recompute_s", num(p.recompute_s)},
-                {"optimizer_s", num(p.optimizer_s)},
-                {"compute_s", num(p.compute_s)},
-                {"comm_total_s", num(p.comm_total_s)},
-                {"comm_exposed_s", num(p.comm_exposed_s)},
-                {"comm_hidden_s", num(p.comm_hidden_s)}};
-  j["bounds"] = {{"perfect_overlap_s", num(p.step_perfect_overlap_s)},
-                 {"no_overlap_s", num(p.step_no_overlap_s)}};
+json parts_json(const Prediction& p) {
+  return {{"forward_s", num(p.forward_s)},
+          {"backward_s", num(p.backward_s)},
+          {"recompute_s", num(p.recompute_s)},
+          {"optimizer_s", num(p.optimizer_s)},
+          {"compute_s", num(p.compute_s)},
+          {"comm_total_s", num(p.comm_total_s)},
+          {"comm_exposed_s", num(p.comm_exposed_s)},
+          {"comm_hidden_s", num(p.comm_hidden_s)}};
+}
 
-  // The discrete-event simulation of the step (the representative GPU: rank class 0).
+/// The discrete-event simulation of the step (the representative GPU: rank class 0).
+json simulation_json(const Prediction& p) {
   const double step = p.step_time_s;
   auto fraction = [&](double s) { return step > 0 ? num(s / step) : json(nullptr); };
   json streams = json::array();
@@ -113,52 +105,54 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
     const double before = by_category.contains(ps.category) ? by_category[ps.category].get<double>() : 0.0;
     by_category[ps.category] = before + (ps.end_s - ps.start_s);
   }
-  j["simulation"] = {{"tasks", p.simulation_tasks},
-                     {"events", p.simulation_events},
-                     {"step_time_s", num(step)},
-                     {"compute_busy_s", num(p.compute_busy_s)},
-                     {"comm_busy_s", num(p.comm_busy_s)},
-                     {"comm_hidden_s", num(p.comm_hidden_s)},
-                     {"comm_exposed_s", num(p.comm_exposed_s)},
-                     {"overlap_ratio", num(p.overlap_ratio)},
-                     {"comm_slowdown", num(p.comm_slowdown)},
-                     {"peak_memory_bytes", num(p.simulated_peak_memory_bytes)},
-                     {"streams", streams},
-                     {"links", links},
-                     {"critical_path_by_category_s", by_category},
-                     {"critical_path", path}};
-  j["trace_file"] = trace_file.empty() ? json(nullptr) : json(trace_file);
+  return {{"tasks", p.simulation_tasks},
+          {"events", p.simulation_events},
+          {"step_time_s", num(step)},
+          {"compute_busy_s", num(p.compute_busy_s)},
+          {"comm_busy_s", num(p.comm_busy_s)},
+          {"comm_hidden_s", num(p.comm_hidden_s)},
+          {"comm_exposed_s", num(p.comm_exposed_s)},
+          {"overlap_ratio", num(p.overlap_ratio)},
+          {"comm_slowdown", num(p.comm_slowdown)},
+          {"peak_memory_bytes", num(p.simulated_peak_memory_bytes)},
+          {"streams", streams},
+          {"links", links},
+          {"critical_path_by_category_s", by_category},
+          {"critical_path", path}};
+}
 
-  j["tokens_per_s"] = num(p.tokens_per_s);
-  j["tokens_per_s_per_gpu"] = num(p.tokens_per_s_per_gpu);
-  j["samples_per_s"] = num(p.samples_per_s);
-  j["model_flops_per_step"] = num(p.model_flops_per_step);
-  j["hardware_flops_per_step"] = num(p.hardware_flops_per_step);
-  j["mfu"] = num(p.mfu);
-  j["hfu"] = num(p.hfu);
-  j["peak_tflops"] = num(p.peak_tflops);
-  j["peak_dtype"] = str(name(gemm_dtype(tr.precision)));
-
-  j["steps_per_epoch"] = num(p.steps_per_epoch);
-  j["time_per_epoch_s"] = num(p.time_per_epoch_s);
-  j["cost_per_epoch_usd"] = opt(p.cost_per_epoch_usd);
-  j["price_per_gpu_hour_usd"] = opt(sc.price_per_gpu_hour_usd);
-  j["dataset"] = {{"tokens", opt(sc.dataset.tokens)}, {"samples", opt(sc.dataset.samples)}};
-
-  const MemoryBreakdown& m = p.memory;
-  j["memory_per_gpu_bytes"] = num(m.total_bytes);
-  j["fits"] = m.verdict != MemoryVerdict::oom;
+json memory_json(const MemoryBreakdown& m) {
   json terms = json::array();
   for (const MemoryTerm& t : m.terms)
     terms.push_back({{"name", t.name}, {"bytes", num(t.bytes)}, {"note", t.note}});
-  j["memory"] = {{"terms", terms},
-                 {"total_bytes", num(m.total_bytes)},
-                 {"capacity_bytes", num(m.capacity_bytes)},
-                 {"verdict", str(name(m.verdict))},
-                 {"largest", m.largest}};
+  return {{"terms", terms},
+          {"total_bytes", num(m.total_bytes)},
+          {"capacity_bytes", num(m.capacity_bytes)},
+          {"verdict", str(name(m.verdict))},
+          {"largest", m.largest}};
+}
 
+/// One phase of a collective call as the simulation played it. Its level is relative to the
+/// collective's own GPUs: "all" for a single-phase algorithm, "intra-node" / "inter-node"
+/// for the phases of a hierarchical one.
+json phase_json(const CollectivePhase& ph) {
+  return {{"op", str(name(ph.collective))},
+          {"level", str(name(ph.level))},
+          {"bytes", num(ph.bytes)},
+          {"algorithm", ph.algorithm},
+          {"protocol", ph.protocol},
+          {"latency_s", num(ph.latency_s)},
+          {"algbw_GBps", num(ph.algbw_GBps)},
+          {"time_s", num(ph.time_s())}};
+}
+
+/// Each collective as simulated: its cost summarised from the phases in the step graph
+/// (CollectiveUse::cost) and the phases themselves; nothing is re-costed here.
+json collectives_json(const Prediction& p) {
   json collectives = json::array();
-  for (const CollectiveUse& c : p.collectives)
+  for (const CollectiveUse& c : p.collectives) {
+    json phases = json::array();
+    for (const CollectivePhase& ph : c.phases) phases.push_back(phase_json(ph));
     collectives.push_back({{"purpose", c.purpose},
                            {"op", str(name(c.collective))},
                            {"level", std::string(name(c.level))},
@@ -169,26 +163,77 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
                            {"time_per_call_s", num(c.cost.time_s)},
                            {"algbw_GBps", num(c.cost.algbw_GBps)},
                            {"busbw_GBps", num(c.cost.busbw_GBps)},
-                           {"total_s", num(c.total_s())}});
-  j["collectives"] = collectives;
+                           {"total_s", num(c.total_s())},
+                           {"phases", phases}});
+  }
+  return collectives;
+}
 
-  j["fabric"] = {{"arch", str(name(p.fabric.arch))},
-                 {"nvls", p.fabric.nvls},
-                 {"intra", fabric_level(p.fabric.intra)},
-                 {"inter", p.fabric.inter ? fabric_level(*p.fabric.inter) : json(nullptr)}};
+json fabric_json(const CommFabric& f) {
+  return {{"arch", str(name(f.arch))},
+          {"nvls", f.nvls},
+          {"intra", fabric_level(f.intra)},
+          {"inter", f.inter ? fabric_level(*f.inter) : json(nullptr)}};
+}
+
+json measured_json(const Scenario& sc, const Prediction& p) {
+  if (!sc.measured) return nullptr;
+  const MeasuredFigures& mf = *sc.measured;
+  return {{"source", mf.source},
+          {"time_per_epoch_s", comparison(mf.time_per_epoch_s, p.time_per_epoch_s)},
+          {"step_time_s", comparison(mf.step_time_s, p.step_time_s)},
+          {"tokens_per_s_per_gpu", comparison(mf.tokens_per_s_per_gpu, p.tokens_per_s_per_gpu)}};
+}
+
+}  // namespace
+
+std::string predict_json(const Scenario& sc, const Prediction& p, const std::string& trace_file) {
+  json j;
+  j["scenario"] = p.scenario.empty() ? sc.name : p.scenario;
+  j["description"] = sc.description;
+  j["file"] = sc.file;
+  j["model"] = model_json(sc, p);
+  j["gpus"] = p.gpus;
+  j["nodes"] = p.nodes;
+  j["gpus_per_node"] = p.gpus_per_node;
+  j["strategy"] = str(name(p.strategy));
+  j["gpu"] = p.gpu;
+  j["hardware"] = p.hardware;
+  j["training"] = training_json(sc.training);
+  j["global_batch_samples"] = num(p.global_batch_samples);
+  j["tokens_per_step"] = num(p.tokens_per_step);
+
+  j["step_time_s"] = num(p.step_time_s);
+  j["parts"] = parts_json(p);
+  j["bounds"] = {{"perfect_overlap_s", num(p.step_perfect_overlap_s)},
+                 {"no_overlap_s", num(p.step_no_overlap_s)}};
+  j["simulation"] = simulation_json(p);
+  j["trace_file"] = trace_file.empty() ? json(nullptr) : json(trace_file);
+
+  j["tokens_per_s"] = num(p.tokens_per_s);
+  j["tokens_per_s_per_gpu"] = num(p.tokens_per_s_per_gpu);
+  j["samples_per_s"] = num(p.samples_per_s);
+  j["model_flops_per_step"] = num(p.model_flops_per_step);
+  j["hardware_flops_per_step"] = num(p.hardware_flops_per_step);
+  j["mfu"] = num(p.mfu);
+  j["hfu"] = num(p.hfu);
+  j["peak_tflops"] = num(p.peak_tflops);
+  j["peak_dtype"] = str(name(p.peak_dtype));
+
+  j["steps_per_epoch"] = num(p.steps_per_epoch);
+  j["time_per_epoch_s"] = num(p.time_per_epoch_s);
+  j["cost_per_epoch_usd"] = opt(p.cost_per_epoch_usd);
+  j["price_per_gpu_hour_usd"] = opt(sc.price_per_gpu_hour_usd);
+  j["dataset"] = {{"tokens", opt(sc.dataset.tokens)}, {"samples", opt(sc.dataset.samples)}};
+
+  j["memory_per_gpu_bytes"] = num(p.memory.total_bytes);
+  j["fits"] = p.memory.verdict != MemoryVerdict::oom;
+  j["memory"] = memory_json(p.memory);
+  j["collectives"] = collectives_json(p);
+  j["fabric"] = fabric_json(p.fabric);
   j["assumptions"] = p.assumptions;
   j["notes"] = sc.notes;
-
-  if (sc.measured) {
-    const MeasuredFigures& mf = *sc.measured;
-    j["measured"] = {{"source", mf.source},
-                     {"time_per_epoch_s", comparison(mf.time_per_epoch_s, p.time_per_epoch_s)},
-                     {"step_time_s", comparison(mf.step_time_s, p.step_time_s)},
-                     {"tokens_per_s_per_gpu",
-                      comparison(mf.tokens_per_s_per_gpu, p.tokens_per_s_per_gpu)}};
-  } else {
-    j["measured"] = nullptr;
-  }
+  j["measured"] = measured_json(sc, p);
   return dump(j);
 }
 

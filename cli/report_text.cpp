@@ -201,17 +201,22 @@ CatalogSection parse_catalog_section(std::string_view text) {
 }
 
 // ---------------------------------------------------------------------------------------
-// predict
+// predict: one function per section of the report, in the order they are printed.
 
-std::string predict_text(const Scenario& sc, const Prediction& p, const std::string& trace_file) {
+namespace {
+
+/// "12.3" (% of the step), "n/a" for a step of no time.
+std::string step_share(const Prediction& p, double s) {
+  return p.step_time_s > 0 ? percent(s / p.step_time_s) : std::string("n/a");
+}
+
+std::string header_section(const Scenario& sc, const Prediction& p, const std::string& trace_file) {
   std::string out;
-
-  // Header.
   out += fmt::format("Scenario {}{}\n", p.scenario.empty() ? sc.name : p.scenario,
                      sc.file.empty() ? "" : fmt::format(" ({})", sc.file));
   if (!sc.description.empty()) out += fmt::format("  {}\n", sc.description);
   out += fmt::format("  model {} ({} params) | GPUs {} = {} x {} GPUs/node | GPU {}\n",
-                     sc.model.name, params(static_cast<double>(parameter_count(sc.model))), p.gpus,
+                     sc.model.name, params(static_cast<double>(p.parameters)), p.gpus,
                      plural(p.nodes, "node"), p.gpus_per_node, p.gpu);
   out += fmt::format("  strategy {} | hardware {}\n", name(p.strategy), p.hardware);
   const TrainingSpec& tr = sc.training;
@@ -228,62 +233,66 @@ std::string predict_text(const Scenario& sc, const Prediction& p, const std::str
       grouped(p.tokens_per_step));
   if (!trace_file.empty())
     out += fmt::format("  trace: {} (open in https://ui.perfetto.dev or chrome://tracing)\n", trace_file);
+  return out;
+}
 
-  // Step time.
-  out += section("Step time (simulated)");
+std::string step_time_section(const Prediction& p) {
+  std::string out = section("Step time (simulated)");
   const double step = p.step_time_s;
-  auto share = [&](double s) { return step > 0 ? percent(s / step) : std::string("n/a"); };
-  {
-    // The representative GPU's step = compute busy + exposed communication + idle, and
-    // compute busy = the compute parts at full speed + the time NCCL's SMs cost them.
-    const double slowed_s = p.compute_busy_s - p.compute_s;
-    const double idle_s = step - p.compute_busy_s - p.comm_exposed_s;
-    Table t({{"part", false}, {"time (s)", true}, {"share (%)", true}, {"note", false}});
-    t.add({"forward", seconds(p.forward_s), share(p.forward_s), ""});
-    t.add({"backward", seconds(p.backward_s), share(p.backward_s), ""});
-    t.add({"recompute", seconds(p.recompute_s), share(p.recompute_s), ""});
-    t.add({"optimizer", seconds(p.optimizer_s), share(p.optimizer_s), ""});
-    t.add({"compute slowed by NCCL", seconds(slowed_s), share(slowed_s),
-           fmt::format("compute {:.1f}% slower while a collective runs", 100 * p.comm_slowdown)});
-    t.add({"communication exposed", seconds(p.comm_exposed_s), share(p.comm_exposed_s),
-           "not hidden behind compute"});
-    t.add({"idle", seconds(idle_s), share(idle_s), "neither compute nor communication running"});
-    t.add({"communication hidden", seconds(p.comm_hidden_s), "-",
-           "overlapped with compute; not in the total"});
-    t.rule();
-    t.add({"step total", seconds(step), step > 0 ? "100.0" : "n/a",
-           fmt::format("simulated ({} tasks, {} events)", grouped(p.simulation_tasks),
-                       grouped(static_cast<double>(p.simulation_events)))});
-    out += t.render();
-  }
+  auto share = [&](double s) { return step_share(p, s); };
+  // The representative GPU's step = compute busy + exposed communication + idle, and
+  // compute busy = the compute parts at full speed + the time NCCL's SMs cost them.
+  const double slowed_s = p.compute_busy_s - p.compute_s;
+  const double idle_s = step - p.compute_busy_s - p.comm_exposed_s;
+  Table t({{"part", false}, {"time (s)", true}, {"share (%)", true}, {"note", false}});
+  t.add({"forward", seconds(p.forward_s), share(p.forward_s), ""});
+  t.add({"backward", seconds(p.backward_s), share(p.backward_s), ""});
+  t.add({"recompute", seconds(p.recompute_s), share(p.recompute_s), ""});
+  t.add({"optimizer", seconds(p.optimizer_s), share(p.optimizer_s), ""});
+  t.add({"compute slowed by NCCL", seconds(slowed_s), share(slowed_s),
+         fmt::format("compute {:.1f}% slower while a collective runs", 100 * p.comm_slowdown)});
+  t.add({"communication exposed", seconds(p.comm_exposed_s), share(p.comm_exposed_s),
+         "not hidden behind compute"});
+  t.add({"idle", seconds(idle_s), share(idle_s), "neither compute nor communication running"});
+  t.add({"communication hidden", seconds(p.comm_hidden_s), "-",
+         "overlapped with compute; not in the total"});
+  t.rule();
+  t.add({"step total", seconds(step), step > 0 ? "100.0" : "n/a",
+         fmt::format("simulated ({} tasks, {} events)", grouped(p.simulation_tasks),
+                     grouped(static_cast<double>(p.simulation_events)))});
+  out += t.render();
   out += fmt::format("  closed-form bounds: {} s with perfect overlap, {} s with no overlap "
                      "(compute {} s + communication {} s)\n",
                      seconds(p.step_perfect_overlap_s), seconds(p.step_no_overlap_s),
                      seconds(p.compute_s), seconds(p.comm_total_s));
+  return out;
+}
 
-  // Simulation.
-  out += section("Simulation (the representative GPU)");
-  {
-    Table t({{"figure", false}, {"value", true}, {"unit", false}});
-    t.add({"compute busy", seconds(p.compute_busy_s), "s (compute stream running)"});
-    t.add({"communication busy", seconds(p.comm_busy_s), "s (any collective running)"});
-    t.add({"communication hidden", seconds(p.comm_hidden_s), "s (while compute ran)"});
-    t.add({"communication exposed", seconds(p.comm_exposed_s), "s (while compute did not run)"});
-    t.add({"overlap ratio", percent(p.overlap_ratio), "% of communication busy time hidden"});
-    t.add({"compute slowdown while NCCL runs", percent(p.comm_slowdown),
-           "% of compute throughput"});
-    t.add({"peak memory (simulated)", gib(p.simulated_peak_memory_bytes),
-           p.memory.total_bytes > 0
-               ? fmt::format("GiB ({:.1f}% of the memory model's total, {} GiB)",
-                             100 * p.simulated_peak_memory_bytes / p.memory.total_bytes,
-                             gib(p.memory.total_bytes))
-               : std::string("GiB")});
-    out += t.render();
-  }
+std::string simulation_section(const Prediction& p) {
+  std::string out = section("Simulation (the representative GPU)");
+  Table t({{"figure", false}, {"value", true}, {"unit", false}});
+  t.add({"compute busy", seconds(p.compute_busy_s), "s (compute stream running)"});
+  t.add({"communication busy", seconds(p.comm_busy_s), "s (any collective running)"});
+  t.add({"communication hidden", seconds(p.comm_hidden_s), "s (while compute ran)"});
+  t.add({"communication exposed", seconds(p.comm_exposed_s), "s (while compute did not run)"});
+  t.add({"overlap ratio", percent(p.overlap_ratio), "% of communication busy time hidden"});
+  t.add({"compute slowdown while NCCL runs", percent(p.comm_slowdown),
+         "% of compute throughput"});
+  t.add({"peak memory (simulated)", gib(p.simulated_peak_memory_bytes),
+         p.memory.total_bytes > 0
+             ? fmt::format("GiB ({:.1f}% of the memory model's total, {} GiB)",
+                           100 * p.simulated_peak_memory_bytes / p.memory.total_bytes,
+                           gib(p.memory.total_bytes))
+             : std::string("GiB")});
+  return out + t.render();
+}
+
+std::string streams_and_links_section(const Prediction& p) {
+  std::string out;
   if (!p.streams.empty()) {
     out += "\n";
     Table t({{"stream", false}, {"busy (s)", true}, {"busy (% of step)", true}});
-    for (const StreamUse& su : p.streams) t.add({su.name, seconds(su.busy_s), share(su.busy_s)});
+    for (const StreamUse& su : p.streams) t.add({su.name, seconds(su.busy_s), step_share(p, su.busy_s)});
     out += t.render();
   }
   if (!p.links.empty()) {
@@ -295,148 +304,155 @@ std::string predict_text(const Scenario& sc, const Prediction& p, const std::str
              {"mean load (% of capacity)", true},
              {"carried (GB)", true}});
     for (const LinkUse& l : p.links)
-      t.add({l.name, fixed(l.capacity_GBps, l.capacity_GBps >= 10 ? 1 : 3), seconds(l.busy_s), share(l.busy_s),
-             fixed(100.0 * l.bytes / (l.capacity_GBps * 1e9 * p.step_time_s), 1), fixed(l.bytes / 1e9, 2)});
+      t.add({l.name, fixed(l.capacity_GBps, l.capacity_GBps >= 10 ? 1 : 3), seconds(l.busy_s),
+             step_share(p, l.busy_s), fixed(100.0 * l.bytes / (l.capacity_GBps * 1e9 * p.step_time_s), 1),
+             fixed(l.bytes / 1e9, 2)});
     out += t.render();
   }
+  return out;
+}
 
-  // Critical path: time on it per category, then its longest tasks.
-  if (!p.critical_path.empty()) {
-    out += section(fmt::format("Critical path ({} tasks from the step's start to its end)",
-                               grouped(static_cast<double>(p.critical_path.size()))));
-    std::vector<std::pair<std::string, double>> by_category;
-    for (const PathStep& ps : p.critical_path) {
-      auto it = std::find_if(by_category.begin(), by_category.end(),
-                             [&](const auto& c) { return c.first == ps.category; });
-      if (it == by_category.end()) by_category.emplace_back(ps.category, ps.end_s - ps.start_s);
-      else it->second += ps.end_s - ps.start_s;
-    }
-    std::stable_sort(by_category.begin(), by_category.end(),
-                     [](const auto& a, const auto& b) { return a.second > b.second; });
-    Table t({{"category", false}, {"on the path (s)", true}, {"share of step (%)", true}});
-    for (const auto& [category, time_s] : by_category) t.add({category, seconds(time_s), share(time_s)});
-    out += t.render();
-
-    constexpr std::size_t kLongest = 5;
-    std::vector<const PathStep*> longest;
-    for (const PathStep& ps : p.critical_path) longest.push_back(&ps);
-    std::stable_sort(longest.begin(), longest.end(), [](const PathStep* a, const PathStep* b) {
-      return a->end_s - a->start_s > b->end_s - b->start_s;
-    });
-    if (longest.size() > kLongest) longest.resize(kLongest);
-    out += fmt::format("\n  the {} longest tasks on the path:\n", longest.size());
-    Table l({{"task", false},
-             {"category", false},
-             {"start (s)", true},
-             {"duration (s)", true},
-             {"share of step (%)", true}});
-    for (const PathStep* ps : longest)
-      l.add({ps->task, ps->category, seconds(ps->start_s), seconds(ps->end_s - ps->start_s),
-             share(ps->end_s - ps->start_s)});
-    out += l.render();
+/// Time on the critical path per category, then its longest tasks.
+std::string critical_path_section(const Prediction& p) {
+  if (p.critical_path.empty()) return "";
+  std::string out = section(fmt::format("Critical path ({} tasks from the step's start to its end)",
+                                        grouped(static_cast<double>(p.critical_path.size()))));
+  std::vector<std::pair<std::string, double>> by_category;
+  for (const PathStep& ps : p.critical_path) {
+    auto it = std::find_if(by_category.begin(), by_category.end(),
+                           [&](const auto& c) { return c.first == ps.category; });
+    if (it == by_category.end()) by_category.emplace_back(ps.category, ps.end_s - ps.start_s);
+    else it->second += ps.end_s - ps.start_s;
   }
+  std::stable_sort(by_category.begin(), by_category.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  Table t({{"category", false}, {"on the path (s)", true}, {"share of step (%)", true}});
+  for (const auto& [category, time_s] : by_category) t.add({category, seconds(time_s), step_share(p, time_s)});
+  out += t.render();
 
-  // Throughput.
-  out += section("Throughput");
-  {
-    Table t({{"figure", false}, {"value", true}, {"unit", false}});
-    t.add({"tokens/s", grouped(p.tokens_per_s), "tokens/s"});
-    t.add({"tokens/s/GPU", grouped(p.tokens_per_s_per_gpu), "tokens/s per GPU"});
-    t.add({"samples/s", fixed(p.samples_per_s, 2), "samples/s"});
-    t.add({"MFU", percent(p.mfu), "%"});
-    t.add({"HFU", percent(p.hfu), "% (with recompute)"});
-    out += t.render();
-    out += fmt::format("  peak used: {:.1f} TFLOP/s per GPU, dense {} ({}); model {:.3g} FLOP/step, "
-                       "hardware {:.3g} FLOP/step\n",
-                       p.peak_tflops, name(gemm_dtype(tr.precision)), p.gpu,
-                       p.model_flops_per_step, p.hardware_flops_per_step);
+  constexpr std::size_t kLongest = 5;
+  std::vector<const PathStep*> longest;
+  for (const PathStep& ps : p.critical_path) longest.push_back(&ps);
+  std::stable_sort(longest.begin(), longest.end(), [](const PathStep* a, const PathStep* b) {
+    return a->end_s - a->start_s > b->end_s - b->start_s;
+  });
+  if (longest.size() > kLongest) longest.resize(kLongest);
+  out += fmt::format("\n  the {} longest tasks on the path:\n", longest.size());
+  Table l({{"task", false},
+           {"category", false},
+           {"start (s)", true},
+           {"duration (s)", true},
+           {"share of step (%)", true}});
+  for (const PathStep* ps : longest)
+    l.add({ps->task, ps->category, seconds(ps->start_s), seconds(ps->end_s - ps->start_s),
+           step_share(p, ps->end_s - ps->start_s)});
+  return out + l.render();
+}
+
+std::string throughput_section(const Prediction& p) {
+  std::string out = section("Throughput");
+  Table t({{"figure", false}, {"value", true}, {"unit", false}});
+  t.add({"tokens/s", grouped(p.tokens_per_s), "tokens/s"});
+  t.add({"tokens/s/GPU", grouped(p.tokens_per_s_per_gpu), "tokens/s per GPU"});
+  t.add({"samples/s", fixed(p.samples_per_s, 2), "samples/s"});
+  t.add({"MFU", percent(p.mfu), "%"});
+  t.add({"HFU", percent(p.hfu), "% (with recompute)"});
+  out += t.render();
+  out += fmt::format("  peak used: {:.1f} TFLOP/s per GPU, dense {} ({}); model {:.3g} FLOP/step, "
+                     "hardware {:.3g} FLOP/step\n",
+                     p.peak_tflops, name(p.peak_dtype), p.gpu,
+                     p.model_flops_per_step, p.hardware_flops_per_step);
+  return out;
+}
+
+std::string epoch_section(const Scenario& sc, const Prediction& p) {
+  std::string out = section("Epoch");
+  if (!(p.time_per_epoch_s > 0 && std::isfinite(p.time_per_epoch_s)))
+    return out + "  no dataset size in the scenario (add \"dataset\": {\"tokens\": ...} or "
+                 "{\"samples\": ...})\n";
+  std::string size;
+  if (sc.dataset.tokens) size = fmt::format("{} tokens", grouped(*sc.dataset.tokens));
+  else if (sc.dataset.samples) size = fmt::format("{} samples", grouped(*sc.dataset.samples));
+  out += fmt::format("  steps per epoch: {}{}\n", grouped(std::ceil(p.steps_per_epoch)),
+                     size.empty() ? "" : fmt::format(" ({})", size));
+  out += fmt::format("  time per epoch: {:.2f} h ({:.1f} min)\n", p.time_per_epoch_s / 3600,
+                     p.time_per_epoch_s / 60);
+  if (p.cost_per_epoch_usd && sc.price_per_gpu_hour_usd)
+    out += fmt::format("  cost per epoch: {:.2f} USD ({} GPUs x {:.2f} USD/GPU-hour)\n",
+                       *p.cost_per_epoch_usd, p.gpus, *sc.price_per_gpu_hour_usd);
+  else if (p.cost_per_epoch_usd)
+    out += fmt::format("  cost per epoch: {:.2f} USD\n", *p.cost_per_epoch_usd);
+  else
+    out += "  cost per epoch: not priced (add price_per_gpu_hour_usd to the scenario)\n";
+  return out;
+}
+
+std::string memory_section(const Prediction& p) {
+  std::string out = section("Memory per GPU");
+  const MemoryBreakdown& m = p.memory;
+  Table t({{"term", false}, {"GiB", true}, {"note", false}});
+  for (const MemoryTerm& term : m.terms) t.add({term.name, gib(term.bytes), term.note});
+  t.rule();
+  t.add({"total", gib(m.total_bytes),
+         m.capacity_bytes > 0 ? fmt::format("{:.1f}% of capacity", 100 * m.total_bytes /
+                                                                         m.capacity_bytes)
+                              : ""});
+  t.add({"capacity", gib(m.capacity_bytes), p.gpu});
+  out += t.render();
+  std::string verdict;
+  switch (m.verdict) {
+    case MemoryVerdict::fits: verdict = "FITS"; break;
+    case MemoryVerdict::tight:
+      verdict = fmt::format("TIGHT (above {:.0f}% of capacity)", 100 * kTightFraction);
+      break;
+    case MemoryVerdict::oom: verdict = "OUT OF MEMORY"; break;
   }
+  out += fmt::format("  verdict: {}{}\n", verdict,
+                     m.largest.empty() ? ""
+                                       : fmt::format("; largest terms: {}", join(m.largest, ", ")));
+  return out;
+}
 
-  // Epoch.
-  out += section("Epoch");
-  if (p.time_per_epoch_s > 0 && std::isfinite(p.time_per_epoch_s)) {
-    std::string size;
-    if (sc.dataset.tokens) size = fmt::format("{} tokens", grouped(*sc.dataset.tokens));
-    else if (sc.dataset.samples) size = fmt::format("{} samples", grouped(*sc.dataset.samples));
-    out += fmt::format("  steps per epoch: {}{}\n", grouped(std::ceil(p.steps_per_epoch)),
-                       size.empty() ? "" : fmt::format(" ({})", size));
-    out += fmt::format("  time per epoch: {:.2f} h ({:.1f} min)\n", p.time_per_epoch_s / 3600,
-                       p.time_per_epoch_s / 60);
-    if (p.cost_per_epoch_usd && sc.price_per_gpu_hour_usd)
-      out += fmt::format("  cost per epoch: {:.2f} USD ({} GPUs x {:.2f} USD/GPU-hour)\n",
-                         *p.cost_per_epoch_usd, p.gpus, *sc.price_per_gpu_hour_usd);
-    else if (p.cost_per_epoch_usd)
-      out += fmt::format("  cost per epoch: {:.2f} USD\n", *p.cost_per_epoch_usd);
-    else
-      out += "  cost per epoch: not priced (add price_per_gpu_hour_usd to the scenario)\n";
-  } else {
-    out += "  no dataset size in the scenario (add \"dataset\": {\"tokens\": ...} or "
-           "{\"samples\": ...})\n";
-  }
+/// Each collective as the simulation played it (CollectiveUse::cost, summarised from the
+/// phases in the step graph; nothing is re-costed here).
+std::string collectives_section(const Prediction& p) {
+  std::string out = section("Collectives");
+  if (p.collectives.empty()) return out + "  none (one GPU, or nothing to synchronise)\n";
+  Table t({{"purpose", false},
+           {"op", false},
+           {"level", false},
+           {"size (MB)", true},
+           {"calls/step", true},
+           {"algorithm", false},
+           {"time/call (ms)", true},
+           {"busbw (GB/s)", true},
+           {"total (s)", true}});
+  for (const CollectiveUse& c : p.collectives)
+    t.add({c.purpose, std::string(name(c.collective)), std::string(name(c.level)), fixed(c.bytes / 1e6, 2),
+           std::to_string(c.calls_per_step),
+           c.cost.protocol.empty() ? c.cost.algorithm
+                                   : fmt::format("{}/{}", c.cost.algorithm, c.cost.protocol),
+           fixed(c.cost.time_s * 1e3, 3), fixed(c.cost.busbw_GBps, 1), seconds(c.total_s())});
+  out += t.render();
+  out += fmt::format("  all collectives as if serial: {} s per step\n", seconds(p.comm_total_s));
+  return out;
+}
 
-  // Memory.
-  out += section("Memory per GPU");
-  {
-    const MemoryBreakdown& m = p.memory;
-    Table t({{"term", false}, {"GiB", true}, {"note", false}});
-    for (const MemoryTerm& term : m.terms) t.add({term.name, gib(term.bytes), term.note});
-    t.rule();
-    t.add({"total", gib(m.total_bytes),
-           m.capacity_bytes > 0 ? fmt::format("{:.1f}% of capacity", 100 * m.total_bytes /
-                                                                           m.capacity_bytes)
-                                : ""});
-    t.add({"capacity", gib(m.capacity_bytes), p.gpu});
-    out += t.render();
-    std::string verdict;
-    switch (m.verdict) {
-      case MemoryVerdict::fits: verdict = "FITS"; break;
-      case MemoryVerdict::tight:
-        verdict = fmt::format("TIGHT (above {:.0f}% of capacity)", 100 * kTightFraction);
-        break;
-      case MemoryVerdict::oom: verdict = "OUT OF MEMORY"; break;
-    }
-    out += fmt::format("  verdict: {}{}\n", verdict,
-                       m.largest.empty() ? ""
-                                         : fmt::format("; largest terms: {}", join(m.largest, ", ")));
-  }
-
-  // Collectives.
-  out += section("Collectives");
-  if (p.collectives.empty()) {
-    out += "  none (one GPU, or nothing to synchronise)\n";
-  } else {
-    Table t({{"purpose", false},
-             {"op", false},
-             {"level", false},
-             {"size (MB)", true},
-             {"calls/step", true},
-             {"algorithm", false},
-             {"time/call (ms)", true},
-             {"busbw (GB/s)", true},
-             {"total (s)", true}});
-    for (const CollectiveUse& c : p.collectives)
-      t.add({c.purpose, std::string(name(c.collective)), std::string(name(c.level)), fixed(c.bytes / 1e6, 2),
-             std::to_string(c.calls_per_step),
-             c.cost.protocol.empty() ? c.cost.algorithm
-                                     : fmt::format("{}/{}", c.cost.algorithm, c.cost.protocol),
-             fixed(c.cost.time_s * 1e3, 3), fixed(c.cost.busbw_GBps, 1), seconds(c.total_s())});
-    out += t.render();
-    out += fmt::format("  all collectives as if serial: {} s per step\n", seconds(p.comm_total_s));
-  }
-
-  // Fabric.
-  out += section("Fabric");
+std::string fabric_section(const Prediction& p) {
+  std::string out = section("Fabric");
   out += fmt::format("  arch {}{}\n", name(p.fabric.arch),
                      p.fabric.nvls ? ", NVLink SHARP (NVLS) available" : "");
   out += fabric_line("intra", p.fabric.intra);
   if (p.fabric.inter) out += fabric_line("inter", *p.fabric.inter);
   else out += "  inter: none (one node)\n";
+  return out;
+}
 
-  // Assumptions and notes.
-  out += section("Assumptions");
+/// The prediction's assumptions, then the scenario's notes it does not already list.
+std::string assumptions_section(const Scenario& sc, const Prediction& p) {
+  std::string out = section("Assumptions");
   if (p.assumptions.empty()) out += "  (none stated)\n";
   for (const std::string& a : p.assumptions) out += fmt::format("  - {}\n", a);
-  // The scenario's notes, unless the prediction already lists them among its assumptions.
   std::vector<std::string> notes;
   for (const std::string& n : sc.notes)
     if (std::find(p.assumptions.begin(), p.assumptions.end(), n) == p.assumptions.end())
@@ -445,20 +461,30 @@ std::string predict_text(const Scenario& sc, const Prediction& p, const std::str
     out += section("Scenario notes");
     for (const std::string& n : notes) out += fmt::format("  - {}\n", n);
   }
-
-  // Measured vs predicted.
-  if (sc.measured) {
-    const MeasuredFigures& m = *sc.measured;
-    out += section("Measured vs predicted");
-    Table t({{"figure", false}, {"measured", true}, {"predicted", true}, {"error (%)", true}});
-    measured_row(t, "time per epoch (s)", m.time_per_epoch_s, p.time_per_epoch_s, 0);
-    measured_row(t, "step time (s)", m.step_time_s, p.step_time_s, 4);
-    measured_row(t, "tokens/s/GPU (tokens/s)", m.tokens_per_s_per_gpu, p.tokens_per_s_per_gpu, 0);
-    out += t.render();
-    out += "  error = (predicted - measured) / measured\n";
-    if (!m.source.empty()) out += fmt::format("  source: {}\n", m.source);
-  }
   return out;
+}
+
+std::string measured_section(const Scenario& sc, const Prediction& p) {
+  if (!sc.measured) return "";
+  const MeasuredFigures& m = *sc.measured;
+  std::string out = section("Measured vs predicted");
+  Table t({{"figure", false}, {"measured", true}, {"predicted", true}, {"error (%)", true}});
+  measured_row(t, "time per epoch (s)", m.time_per_epoch_s, p.time_per_epoch_s, 0);
+  measured_row(t, "step time (s)", m.step_time_s, p.step_time_s, 4);
+  measured_row(t, "tokens/s/GPU (tokens/s)", m.tokens_per_s_per_gpu, p.tokens_per_s_per_gpu, 0);
+  out += t.render();
+  out += "  error = (predicted - measured) / measured\n";
+  if (!m.source.empty()) out += fmt::format("  source: {}\n", m.source);
+  return out;
+}
+
+}  // namespace
+
+std::string predict_text(const Scenario& sc, const Prediction& p, const std::string& trace_file) {
+  return header_section(sc, p, trace_file) + step_time_section(p) + simulation_section(p) +
+         streams_and_links_section(p) + critical_path_section(p) + throughput_section(p) +
+         epoch_section(sc, p) + memory_section(p) + collectives_section(p) + fabric_section(p) +
+         assumptions_section(sc, p) + measured_section(sc, p);
 }
 
 // ---------------------------------------------------------------------------------------

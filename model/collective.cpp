@@ -1,8 +1,8 @@
 /// \file
 /// NCCL collective cost model (see collective.hpp). Every formula below is re-derived from
 /// the structure of NCCL's tuning model (src/graph/tuning.cc, NCCL 2.30.7, line numbers as
-/// in /work/shared/reference/nccl-cost-model.md) or from counting the bytes each link carries;
-/// no NCCL code is used.
+/// in ../shared/reference/nccl-cost-model.md beside the repository) or from counting the
+/// bytes each link carries; no NCCL code is used.
 ///
 /// Conventions. n = ranks, N = nodes, ppn = GPUs per node, I = intra.bw_GBps (what one GPU
 /// pushes into a ring inside the node), E = inter.bw_GBps (one node's NICs together),

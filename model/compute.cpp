@@ -1,6 +1,7 @@
 #include "model/compute.hpp"
 
 #include "base/json_input.hpp"
+#include "base/limits.hpp"
 #include "model/flops.hpp"
 #include "model/memory.hpp"
 
@@ -96,9 +97,7 @@ std::vector<FittedEfficiency> load_fitted() {
   root.finish();
   std::vector<FittedEfficiency> out;
   auto fraction = [](JsonObject& o, const char* key) -> std::optional<double> {
-    auto v = o.optional_positive(key);
-    if (v && *v > 1) throw o.error(key, "expected a fraction in (0, 1]");
-    return v;
+    return o.optional_number(key, limits::kMinEfficiency, limits::kMaxEfficiency);
   };
   for (std::size_t i = 0; i < list.size(); ++i) {
     JsonObject e = list.object(i);

@@ -13,6 +13,27 @@ namespace stepcast {
 
 namespace {
 
+// Bounds on a model's shape, checked by parse_transformer. Generous: they admit every
+// published model by orders of magnitude and keep the parameter arithmetic (products of
+// layers, hidden, ffn_hidden and vocab in int64) far from overflow.
+
+/// Most transformer blocks: the deepest models trained have ~130; the simulator's cost
+/// grows with the layer count.
+constexpr std::int64_t kMaxModelLayers = 10'000;
+/// Widest hidden size: the widest models have 25,600; 2^20 keeps layers x 12 hidden^2
+/// inside int64.
+constexpr std::int64_t kMaxModelHidden = 1LL << 20;
+/// Widest MLP: 4 x kMaxModelHidden (the usual expansion; gated MLPs use less).
+constexpr std::int64_t kMaxModelFfnHidden = 4 * kMaxModelHidden;
+/// Largest vocabulary (and token-type vocabulary): real ones have at most ~256 k tokens;
+/// 2^24 keeps vocab x hidden inside int64.
+constexpr std::int64_t kMaxModelVocab = 1LL << 24;
+/// Longest sequence or position table, tokens: the longest contexts trained are ~1 M
+/// tokens; 2^22 keeps attention's seq_len^2 exact in a double.
+constexpr std::int64_t kMaxModelSeqLen = 1LL << 22;
+/// Largest published parameter count: 1e15, a thousand times the largest models.
+constexpr std::int64_t kMaxPublishedParams = 1'000'000'000'000'000LL;
+
 const std::vector<std::string> kPositionalNames = {"learned", "rope", "alibi"};
 const std::vector<std::string> kNormNames = {"layernorm", "rmsnorm"};
 const std::vector<std::string> kKindNames = {"decoder", "encoder"};
@@ -70,6 +91,7 @@ std::string_view name(Norm n) {
 /// `positional` ("learned" | "rope" | "alibi"), `norm` ("layernorm" | "rmsnorm"),
 /// `gated_mlp`, `tied_embeddings`, `linear_bias` (booleans), and `max_positions`
 /// (integer >= 1) exactly when `positional` is "learned" (it is rejected otherwise).
+/// Every count is bounded above by the kMaxModel* constants at the top of this file.
 ///
 /// Optional keys and their defaults (the defaults of TransformerSpec):
 ///   - `kv_heads`: defaults to `heads` (multi-head attention) when ABSENT; it must divide
@@ -91,24 +113,24 @@ TransformerSpec parse_transformer(JsonObject& obj) {
   if (auto kind = obj.optional_choice("kind", kKindNames))
     spec.kind = *kind == "encoder" ? ModelKind::encoder : ModelKind::decoder;
 
-  spec.layers = obj.integer("layers");
-  spec.hidden = obj.integer("hidden");
-  spec.heads = obj.integer("heads");
+  spec.layers = obj.integer("layers", 1, kMaxModelLayers);
+  spec.hidden = obj.integer("hidden", 1, kMaxModelHidden);
+  spec.heads = obj.integer("heads", 1, kMaxModelHidden);
   if (spec.hidden % spec.heads != 0)
     throw obj.error("heads", "expected a divisor of hidden (" + std::to_string(spec.hidden) +
                                  "), got " + std::to_string(spec.heads));
-  spec.kv_heads = obj.optional_integer("kv_heads").value_or(spec.heads);
+  spec.kv_heads = obj.optional_integer("kv_heads", 1, kMaxModelHidden).value_or(spec.heads);
   if (spec.kv_heads > spec.heads || spec.heads % spec.kv_heads != 0)
     throw obj.error("kv_heads", "expected a divisor of heads (" + std::to_string(spec.heads) +
                                     "), got " + std::to_string(spec.kv_heads));
-  spec.ffn_hidden = obj.integer("ffn_hidden");
+  spec.ffn_hidden = obj.integer("ffn_hidden", 1, kMaxModelFfnHidden);
   spec.gated_mlp = obj.boolean("gated_mlp");
-  spec.vocab = obj.integer("vocab");
-  spec.seq_len = obj.integer("seq_len");
+  spec.vocab = obj.integer("vocab", 1, kMaxModelVocab);
+  spec.seq_len = obj.integer("seq_len", 1, kMaxModelSeqLen);
 
   spec.positional = positional_from(obj.choice("positional", kPositionalNames));
   if (spec.positional == Positional::learned) {
-    spec.max_positions = obj.integer("max_positions");
+    spec.max_positions = obj.integer("max_positions", 1, kMaxModelSeqLen);
   } else if (obj.has("max_positions")) {
     throw obj.error("max_positions", "only allowed with \"positional\": \"learned\"");
   }
@@ -118,9 +140,9 @@ TransformerSpec parse_transformer(JsonObject& obj) {
   spec.linear_bias = obj.boolean("linear_bias");
   spec.qkv_bias = obj.optional_boolean("qkv_bias").value_or(false);
   spec.parallel_attn_mlp = obj.optional_boolean("parallel_attn_mlp").value_or(false);
-  spec.type_vocab = obj.optional_integer("type_vocab", 0).value_or(0);
+  spec.type_vocab = obj.optional_integer("type_vocab", 0, kMaxModelVocab).value_or(0);
   spec.pooler = obj.optional_boolean("pooler").value_or(false);
-  spec.published_params = obj.optional_integer("published_params");
+  spec.published_params = obj.optional_integer("published_params", 1, kMaxPublishedParams);
   obj.optional_string("notes");
   obj.finish();
   return spec;

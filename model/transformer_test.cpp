@@ -105,7 +105,7 @@ TEST_CASE("parameter breakdown parts add up and tied models have no LM head") {
 
 TEST_CASE("MPT counts match llm-foundry's table at every seq_len when max_positions = seq_len") {
   // (model, seq_len, NumParams) rows of the llm-foundry benchmark table as copied into
-  // /work/shared/validation/runs.jsonl.
+  // ../shared/validation/runs.jsonl (beside the repository).
   struct Row {
     const char* model;
     std::int64_t seq_len;
@@ -267,4 +267,28 @@ TEST_CASE("names of positional and norm kinds") {
   CHECK(name(Positional::alibi) == "alibi");
   CHECK(name(Norm::layernorm) == "layernorm");
   CHECK(name(Norm::rmsnorm) == "rmsnorm");
+}
+
+TEST_CASE("parse_transformer bounds every count and never wraps one") {
+  const auto path_of = [](const std::string& key, const std::string& value) {
+    std::string text = kMinimal;
+    const std::string needle = "\"" + key + "\": ";
+    const auto at = text.find(needle);
+    REQUIRE(at != std::string::npos);
+    const auto end = text.find_first_of(",}", at);
+    text.replace(at, end - at, needle + value);
+    const std::string what = what_of(text + "}");
+    return what.find("/model/" + key) != std::string::npos;
+  };
+  CHECK(path_of("layers", "4294967298"));
+  CHECK(path_of("layers", "1000000"));
+  CHECK(path_of("hidden", "4294967360"));
+  CHECK(path_of("heads", "18446744073709551615"));
+  CHECK(path_of("ffn_hidden", "1e30"));
+  CHECK(path_of("vocab", "4294967297000"));
+  CHECK(path_of("seq_len", "1000000000"));
+  CHECK(path_of("layers", "0"));
+  CHECK(what_of(with(R"(, "kv_heads": 0)")).find("/model/kv_heads") != std::string::npos);
+  CHECK(what_of(with(R"(, "published_params": 1e300)")).find("/model/published_params") !=
+        std::string::npos);
 }

@@ -5,6 +5,20 @@
 
 namespace stepcast::sim {
 
+double phase_alone_s(const StepGraph& g, const CollectiveOp& op, const CollectivePhase& ph) {
+  // Alone, a phase runs at its algbw unless a member's link is slower than modelled.
+  auto capacity_Bps = [&](int link) { return g.links[link].capacity_GBps * 1e9; };
+  double rate_Bps = ph.algbw_GBps * 1e9;
+  for (int m : op.members) {
+    const RankClass& rc = g.classes[g.streams[g.tasks[m].stream].rank_class];
+    if (rc.intra_resource >= 0 && ph.intra_load > 0)
+      rate_Bps = std::min(rate_Bps, capacity_Bps(rc.intra_resource) / ph.intra_load);
+    if (rc.nic_resource >= 0 && ph.inter_load > 0)
+      rate_Bps = std::min(rate_Bps, capacity_Bps(rc.nic_resource) / ph.inter_load);
+  }
+  return ph.latency_s + (ph.bytes > 0 ? ph.bytes / rate_Bps : 0.0);
+}
+
 StepBounds closed_form_bounds(const StepGraph& g) {
   StepBounds b;
   // The slowest class sets the pace: every collective waits for all of them.
@@ -32,20 +46,14 @@ StepBounds closed_form_bounds(const StepGraph& g) {
   for (const CollectiveOp& op : g.ops) {
     const double times = g.op_multiplicity(static_cast<int>(&op - g.ops.data()));
     for (const CollectivePhase& ph : op.phases) {
-      // Alone, a phase runs at its algbw unless a member's link is slower than modelled.
-      double rate_Bps = ph.algbw_GBps * 1e9;
       for (int m : op.members) {
         const RankClass& rc = g.classes[g.streams[g.tasks[m].stream].rank_class];
-        if (rc.intra_resource >= 0 && ph.intra_load > 0) {
-          rate_Bps = std::min(rate_Bps, capacity_Bps(rc.intra_resource) / ph.intra_load);
+        if (rc.intra_resource >= 0 && ph.intra_load > 0)
           link_s[rc.intra_resource] += times * ph.bytes * ph.intra_load / capacity_Bps(rc.intra_resource);
-        }
-        if (rc.nic_resource >= 0 && ph.inter_load > 0) {
-          rate_Bps = std::min(rate_Bps, capacity_Bps(rc.nic_resource) / ph.inter_load);
+        if (rc.nic_resource >= 0 && ph.inter_load > 0)
           link_s[rc.nic_resource] += times * ph.bytes * ph.inter_load / capacity_Bps(rc.nic_resource);
-        }
       }
-      const double alone_s = ph.latency_s + (ph.bytes > 0 ? ph.bytes / rate_Bps : 0.0);
+      const double alone_s = phase_alone_s(g, op, ph);
       b.comm_total_s += times * alone_s;
       if (unhideable[&op - g.ops.data()]) b.unhideable_s += alone_s;
     }

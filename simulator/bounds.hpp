@@ -23,4 +23,10 @@ struct StepBounds {
 
 StepBounds closed_form_bounds(const StepGraph& graph);
 
+/// How long one phase of a collective takes alone on the step's links: its latency plus its
+/// bytes at its algbw, or slower where a member's link carries less than the phase's load
+/// needs (a straggler's degraded link). What the simulation plays when nothing else runs;
+/// closed_form_bounds sums it into comm_total_s.
+double phase_alone_s(const StepGraph& graph, const CollectiveOp& op, const CollectivePhase& phase);
+
 }  // namespace stepcast::sim

@@ -2,7 +2,8 @@
 /// What stepcast predicts for a scenario: the step time and its parts, throughput, MFU/HFU,
 /// time and cost per epoch, and memory per GPU with the verdict. The step time comes from
 /// the discrete-event simulation of the lowered step (simulation.hpp); the closed-form
-/// bounds (bounds.hpp) are kept beside it as a cross-check.
+/// bounds (bounds.hpp) are kept beside it as a cross-check. predict() is the composition of
+/// the named stages in stages.hpp (resolve, cost, lower, simulate, bound, assemble).
 #pragma once
 
 #include "model/collective.hpp"
@@ -12,6 +13,7 @@
 #include "simulator/simulation.hpp"
 #include "simulator/step_graph.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,14 +21,20 @@
 
 namespace stepcast {
 
-/// One kind of collective a step issues.
+/// One kind of collective a step issues, with what the simulation played for it.
 struct CollectiveUse {
   std::string purpose;       ///< "gradient all-reduce", "parameter all-gather (forward)", ...
   Collective collective = Collective::all_reduce;
   FabricScope level = FabricScope::all;  ///< which GPUs it spans
+  int ranks = 1;             ///< how many GPUs it spans
   double bytes = 0;          ///< nccl-tests S of one call
   int calls_per_step = 0;    ///< how many such calls per optimizer step
-  CollectiveCost cost;       ///< of one call
+  /// The phases of one call exactly as the lowering put them in the step graph (model's
+  /// choice of algorithm and protocol, or the calibration's measurement).
+  std::vector<CollectivePhase> phases;
+  /// Of one call, summarised from `phases` as they run alone on the step's links (a
+  /// straggler's degraded link slows them; stages.hpp collective_uses).
+  CollectiveCost cost;
   double total_s() const { return cost.time_s * calls_per_step; }
 };
 
@@ -72,6 +80,7 @@ struct Prediction {
   Strategy strategy = Strategy::ddp;
   std::string gpu;             ///< GPU catalog key
   std::string hardware;        ///< box / cluster description
+  std::int64_t parameters = 0; ///< of the model, all of them
 
   double global_batch_samples = 0;
   double tokens_per_step = 0;
@@ -108,6 +117,7 @@ struct Prediction {
   double mfu = 0;              ///< model FLOPs / (step time x GPUs x dense peak)
   double hfu = 0;              ///< hardware FLOPs (with recompute) / same
   double peak_tflops = 0;      ///< dense peak used for MFU, TFLOP/s per GPU
+  Dtype peak_dtype = Dtype::bf16;  ///< the dtype of that peak (the GEMMs' dtype)
 
   double steps_per_epoch = 0;
   double time_per_epoch_s = 0;
@@ -115,10 +125,11 @@ struct Prediction {
 
   MemoryBreakdown memory;
   CommFabric fabric;
-  std::vector<CollectiveUse> collectives;
+  std::vector<CollectiveUse> collectives;  ///< as simulated (never re-costed)
   std::vector<std::string> assumptions;  ///< defaults and choices the prediction rests on
 };
 
+/// resolve -> cost -> lower -> simulate -> bound -> assemble (stages.hpp).
 Prediction predict(const Scenario& scenario, const PredictOptions& options = {});
 
 }  // namespace stepcast

@@ -185,6 +185,9 @@ stepcast_cli_case(bad_validate_missing RC 2 STDERR "no such file or folder"
 # ---- a scenario naming a calibration (stepcast fit's hardware file) ----
 stepcast_cli_case(calibrated_predict RC 0 STDOUT "calibration" "measured"
                   ARGS predict ${CMAKE_CURRENT_LIST_DIR}/data/good/calibrated.json)
+# The JSON report lists each collective's phases as simulated (the calibration's measurement).
+stepcast_cli_case(calibrated_predict_phases_json RC 0 STDOUT "\"phases\"" "\"algorithm\": \"measured\"" "\"latency_s\""
+                  ARGS predict ${CMAKE_CURRENT_LIST_DIR}/data/good/calibrated.json --json)
 stepcast_cli_case(bad_calibration_wrong_gpu RC 2 STDERR "calibration_wrong_gpu.json" "/hardware/calibration" "h100-sxm5-80gb"
                   ARGS predict ${STEPCAST_CLI_BAD}/calibration_wrong_gpu.json)
 stepcast_cli_case(validate_with_calibration RC 0 STDOUT "Summary: checking part"

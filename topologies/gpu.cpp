@@ -4,11 +4,11 @@
 #include "topologies/gpu.hpp"
 
 #include "base/json_input.hpp"
+#include "base/limits.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,7 +55,7 @@ std::map<Dtype, double> parse_peaks(JsonObject& peaks, GpuArch arch) {
     if (!arch_has(arch, d))
       throw peaks.error(key, "a " + std::string(name(arch)) + " GPU has no " +
                                  std::string(name(d)) + " tensor-core path; remove this key");
-    out[d] = peaks.positive(key);
+    out[d] = peaks.number(key, limits::kMinPeakTflops, limits::kMaxPeakTflops);
   }
   if (!out.count(Dtype::fp32))
     throw peaks.error("fp32", "missing; expected the non-tensor FP32 peak in TFLOP/s");
@@ -84,34 +84,32 @@ GpuSpec parse_gpu(JsonObject& obj) {
   } catch (const std::invalid_argument& e) {
     throw obj.error("arch", e.what());
   }
-  const std::int64_t sm_count = obj.integer("sm_count", 1);
-  if (sm_count > std::numeric_limits<int>::max())
-    throw obj.error("sm_count", "expected a streaming-multiprocessor count that fits an int");
-  g.sm_count = static_cast<int>(sm_count);
+  g.sm_count = obj.int32("sm_count", 1, limits::kMaxSmCount);
   JsonObject peaks = obj.object("peak_tflops");
   g.peak_tflops = parse_peaks(peaks, g.arch);
 
   // Datasheet "GB" for HBM and GDDR is binary: an A100-SXM4-80GB reports 81920 MiB in
   // nvidia-smi, and CUDA sees 85,056,798,720 B (> 80e9) after its own reservations.
-  g.memory_bytes = obj.positive("memory_GiB") * kBytesPerGiB;
-  g.memory_bw_GBps = obj.positive("memory_bw_GBps");
+  g.memory_bytes = obj.positive("memory_GiB", limits::kMaxGpuMemoryGiB) * kBytesPerGiB;
+  g.memory_bw_GBps =
+      obj.number("memory_bw_GBps", limits::kMinBandwidth_GBps, limits::kMaxBandwidth_GBps);
 
-  g.nvlink_gen = static_cast<int>(obj.integer("nvlink_gen", 0));
-  g.nvlink_links = static_cast<int>(obj.integer("nvlink_links", 0));
-  g.nvlink_GBps_per_link = obj.non_negative("nvlink_GBps_per_link");
+  g.nvlink_gen = obj.int32("nvlink_gen", 0, 5);
+  g.nvlink_links = obj.int32("nvlink_links", 0, limits::kMaxNvlinkLinks);
+  g.nvlink_GBps_per_link = obj.non_negative("nvlink_GBps_per_link", limits::kMaxBandwidth_GBps);
+  if (g.nvlink_GBps_per_link > 0 && g.nvlink_GBps_per_link < limits::kMinBandwidth_GBps)
+    throw obj.error("nvlink_GBps_per_link", "expected 0 (no NVLink) or a bandwidth >= "
+                                                "limits::kMinBandwidth_GBps (1e-3 GB/s)");
   const bool any_nvlink = g.nvlink_gen > 0 || g.nvlink_links > 0 || g.nvlink_GBps_per_link > 0;
   const bool all_nvlink = g.nvlink_gen > 0 && g.nvlink_links > 0 && g.nvlink_GBps_per_link > 0;
   if (any_nvlink && !all_nvlink)
     throw obj.error("nvlink_gen",
                     "nvlink_gen, nvlink_links and nvlink_GBps_per_link must be all 0 (no NVLink) "
                     "or all > 0");
-  if (g.nvlink_gen > 5) throw obj.error("nvlink_gen", "expected an NVLink generation 0..5");
 
-  g.pcie_gen = static_cast<int>(obj.integer("pcie_gen", 1));
-  if (g.pcie_gen > 6) throw obj.error("pcie_gen", "expected a PCIe generation 1..6");
-  g.pcie_lanes = static_cast<int>(obj.integer("pcie_lanes", 1));
-  if (g.pcie_lanes > 16) throw obj.error("pcie_lanes", "expected 1..16 lanes");
-  g.tdp_w = obj.optional_positive("tdp_w").value_or(0.0);
+  g.pcie_gen = obj.int32("pcie_gen", 1, 6);    // PCIe generations 1..6 exist
+  g.pcie_lanes = obj.int32("pcie_lanes", 1, 16);  // a GPU has at most an x16 slot
+  g.tdp_w = obj.optional_positive("tdp_w", limits::kMaxTdpW).value_or(0.0);
   g.source = obj.string("source");
   if (g.source.empty()) throw obj.error("source", "expected the datasheet(s) the numbers come from");
   obj.finish();

@@ -264,3 +264,38 @@ TEST_CASE("NVLink fields must be all zero or all positive") {
     CHECK(e.json_path() == "/gpu/nvlink_gen");
   }
 }
+
+namespace {
+
+/// inline_gpu() with the first `from` replaced by `to`; returns the InputError's JSON path.
+std::string gpu_error_path(const std::string& from, const std::string& to) {
+  std::string text = inline_gpu();
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  try {
+    parse_inline(text);
+  } catch (const InputError& e) {
+    return e.json_path();
+  }
+  return "(no InputError)";
+}
+
+}  // namespace
+
+TEST_CASE("GPU numbers outside their physical bounds (base/limits.hpp) are InputErrors at their path") {
+  CHECK(gpu_error_path(R"("fp32": 19.5)", R"("fp32": 1e300)") == "/gpu/peak_tflops/fp32");
+  CHECK(gpu_error_path(R"("fp32": 19.5)", R"("fp32": 1e-300)") == "/gpu/peak_tflops/fp32");
+  CHECK(gpu_error_path(R"("sm_count": 108)", R"("sm_count": 4294967404)") == "/gpu/sm_count");
+  CHECK(gpu_error_path(R"("memory_GiB": 40)", R"("memory_GiB": 1e300)") == "/gpu/memory_GiB");
+  CHECK(gpu_error_path(R"("memory_bw_GBps": 1555)", R"("memory_bw_GBps": 1e-300)") ==
+        "/gpu/memory_bw_GBps");
+  CHECK(gpu_error_path(R"("nvlink_links": 12)", R"("nvlink_links": 4294967308)") ==
+        "/gpu/nvlink_links");
+  CHECK(gpu_error_path(R"("nvlink_GBps_per_link": 25)", R"("nvlink_GBps_per_link": 1e-300)") ==
+        "/gpu/nvlink_GBps_per_link");
+  CHECK(gpu_error_path(R"("pcie_gen": 4)", R"("pcie_gen": 4294967300)") == "/gpu/pcie_gen");
+  CHECK(gpu_error_path(R"("source": "test")", R"("source": "test", "tdp_w": 1e300)") == "/gpu/tdp_w");
+  // A key given twice is refused by the reader itself.
+  CHECK(gpu_error_path(R"("sm_count": 108)", R"("sm_count": 108, "sm_count": 2)") == "/gpu/sm_count");
+}

@@ -1,6 +1,7 @@
 #include "topologies/hardware_file.hpp"
 
 #include "base/json_input.hpp"
+#include "base/limits.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -16,7 +17,7 @@ std::string text_or_number(JsonObject& obj, const std::string& key) {
   const nlohmann::json& v = obj.raw(key);
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number()) return v.dump();
-  throw obj.error(key, "expected a string or a number, got " + v.dump());
+  throw obj.error(key, "expected a string or a number, got " + summary(v));
 }
 
 std::vector<std::string> strings(JsonObject& obj, const std::string& key) {
@@ -36,10 +37,11 @@ Machine parse_machine(JsonObject& obj) {
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     JsonObject g = gpus.object(i);
     MachineGpu gpu;
-    gpu.index = g.integer("index", 0);
+    gpu.index = g.integer("index", 0, limits::kMaxGpusPerBox - 1);
     gpu.name = g.string("name");
-    gpu.sm_count = g.integer("sm_count");
-    gpu.memory_bytes = g.integer("memory_bytes");
+    gpu.sm_count = g.integer("sm_count", 1, limits::kMaxSmCount);
+    gpu.memory_bytes = g.integer(
+        "memory_bytes", 1, static_cast<std::int64_t>(limits::kMaxGpuMemoryGiB * (1LL << 30)));
     gpu.compute_capability = text_or_number(g, "compute_capability");
     g.finish();
     m.gpus.push_back(std::move(gpu));
@@ -80,20 +82,22 @@ HardwareFile parse_hardware(const JsonDoc& doc) {
     }
     JsonObject g = gemm.object(key);
     FittedGemm f;
-    f.max_fraction = g.positive("max_fraction");
-    f.half_flops = g.non_negative("half_flops");
-    f.rms_rel_residual = g.non_negative("rms_rel_residual");
-    f.points = g.integer("points", 2);
+    f.max_fraction = g.number("max_fraction", limits::kMinEfficiency, limits::kMaxMeasuredFraction);
+    f.half_flops = g.non_negative("half_flops", limits::kMaxGemmHalfFlops);
+    f.rms_rel_residual = g.non_negative("rms_rel_residual", limits::kMaxFitResidual);
+    f.points = g.int32("points", 2);
     g.finish();
     hw.gemm[d] = f;
   }
   gemm.finish();
 
   JsonObject mem = root.object("memory");
-  hw.memory.device_bw_GBps = mem.optional_positive("device_bw_GBps");
-  hw.memory.memory_efficiency = mem.optional_positive("memory_efficiency");
-  hw.memory.h2d_GBps = mem.optional_positive("h2d_GBps");
-  hw.memory.d2h_GBps = mem.optional_positive("d2h_GBps");
+  constexpr double kMinBw = limits::kMinBandwidth_GBps, kMaxBw = limits::kMaxBandwidth_GBps;
+  hw.memory.device_bw_GBps = mem.optional_number("device_bw_GBps", kMinBw, kMaxBw);
+  hw.memory.memory_efficiency =
+      mem.optional_number("memory_efficiency", limits::kMinEfficiency, limits::kMaxMeasuredFraction);
+  hw.memory.h2d_GBps = mem.optional_number("h2d_GBps", kMinBw, kMaxBw);
+  hw.memory.d2h_GBps = mem.optional_number("d2h_GBps", kMinBw, kMaxBw);
   if (hw.memory.device_bw_GBps.has_value() != hw.memory.memory_efficiency.has_value())
     throw mem.error("memory_efficiency",
                     "device_bw_GBps and memory_efficiency come together (both or neither)");
@@ -104,15 +108,15 @@ HardwareFile parse_hardware(const JsonDoc& doc) {
     JsonObject c = colls.object(i);
     FittedCollective f;
     f.collective = parse_collective(c.choice("collective", collective_names()));
-    f.ranks = c.integer("ranks", 2);
-    f.nodes = c.integer("nodes");
-    f.latency_us = c.non_negative("latency_us");
-    f.algbw_GBps = c.positive("algbw_GBps");
-    f.busbw_GBps = c.positive("busbw_GBps");
-    f.rms_rel_residual = c.non_negative("rms_rel_residual");
-    f.points = c.integer("points", 2);
-    f.model_latency_us = c.optional_positive("model_latency_us");
-    f.model_busbw_GBps = c.optional_positive("model_busbw_GBps");
+    f.ranks = c.integer("ranks", 2, limits::kMaxClusterGpus);
+    f.nodes = c.integer("nodes", 1, limits::kMaxClusterGpus);
+    f.latency_us = c.non_negative("latency_us", limits::kMaxCollectiveLatency_us);
+    f.algbw_GBps = c.number("algbw_GBps", kMinBw, kMaxBw);
+    f.busbw_GBps = c.number("busbw_GBps", kMinBw, kMaxBw);
+    f.rms_rel_residual = c.non_negative("rms_rel_residual", limits::kMaxFitResidual);
+    f.points = c.int32("points", 2);
+    f.model_latency_us = c.optional_positive("model_latency_us", limits::kMaxCollectiveLatency_us);
+    f.model_busbw_GBps = c.optional_positive("model_busbw_GBps", kMaxBw);
     if (f.model_latency_us.has_value() != f.model_busbw_GBps.has_value())
       throw c.error("model_busbw_GBps",
                     "model_latency_us and model_busbw_GBps come together (both or neither)");
@@ -121,7 +125,7 @@ HardwareFile parse_hardware(const JsonDoc& doc) {
     hw.collectives.push_back(f);
   }
   hw.model_box = root.optional_string("model_box");
-  hw.excluded_rows = root.integer("excluded_rows", 0);
+  hw.excluded_rows = root.int32("excluded_rows", 0);
   root.finish();
   return hw;
 }

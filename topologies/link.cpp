@@ -4,6 +4,7 @@
 #include "topologies/link.hpp"
 
 #include "base/json_input.hpp"
+#include "base/limits.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -28,13 +29,15 @@ LinkSpec parse_link(JsonObject& obj) {
   l.name = obj.string("name");
   if (l.name.empty()) throw obj.error("name", "expected a non-empty link name");
   l.nccl_class = parse_link_class(obj.choice("class", link_class_names()));
-  l.line_rate_GBps = obj.positive("line_rate_GBps");
-  l.effective_GBps = obj.positive("effective_GBps");
+  l.line_rate_GBps =
+      obj.number("line_rate_GBps", limits::kMinBandwidth_GBps, limits::kMaxBandwidth_GBps);
+  l.effective_GBps =
+      obj.number("effective_GBps", limits::kMinBandwidth_GBps, limits::kMaxBandwidth_GBps);
   if (l.effective_GBps > l.line_rate_GBps)
     throw obj.error("effective_GBps", "expected at most line_rate_GBps (" +
                                           std::to_string(l.line_rate_GBps) +
                                           " GB/s); no link beats its line rate");
-  l.latency_us = obj.non_negative("latency_us");
+  l.latency_us = obj.non_negative("latency_us", limits::kMaxLinkLatency_us);
   l.nvls = obj.boolean("nvls");
   if (l.nvls && l.nccl_class != LinkClass::nvlink)
     throw obj.error("nvls", "NVLink SHARP exists only on NVSwitch ports (class \"nvlink\")");

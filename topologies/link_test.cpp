@@ -182,3 +182,21 @@ TEST_CASE("unknown key, unknown class and nvls off NVLink are InputErrors naming
     CHECK(e.json_path() == "/link/nvls");
   }
 }
+
+TEST_CASE("link rates and latency outside their physical bounds are InputErrors at their path") {
+  const auto path_of = [](const std::string& text) {
+    try {
+      parse_inline(text);
+    } catch (const InputError& e) {
+      return e.json_path();
+    }
+    return std::string("(no InputError)");
+  };
+  CHECK(path_of(inline_link("network", "1e-300")) == "/link/effective_GBps");
+  std::string text = inline_link();
+  text.replace(text.find("\"latency_us\": 0"), 15, "\"latency_us\": 1e300");
+  CHECK(path_of(text) == "/link/latency_us");
+  text = inline_link();
+  text.replace(text.find("\"line_rate_GBps\": 25"), 20, "\"line_rate_GBps\": 1e300");
+  CHECK(path_of(text) == "/link/line_rate_GBps");
+}

@@ -1,6 +1,7 @@
 #include "topologies/topology.hpp"
 
 #include "base/json_input.hpp"
+#include "base/limits.hpp"
 
 #include <boost/graph/breadth_first_search.hpp>
 
@@ -93,20 +94,20 @@ BoxSpec parse_box(JsonObject& obj) {
   b.display_name = obj.string("display_name");
   b.gpu = obj.string("gpu");
   if (!find_gpu(b.gpu)) throw obj.error("gpu", "unknown GPU \"" + b.gpu + "\" (see `stepcast catalog`)");
-  b.gpus = static_cast<int>(obj.integer("gpus"));
+  b.gpus = obj.int32("gpus", 1, limits::kMaxGpusPerBox);
   b.fabric = enum_of<IntraFabric>(obj.choice("fabric", names_of(kIntraFabric)), kIntraFabric);
   if (b.fabric == IntraFabric::nvswitch) {
     b.nvlink = link_kind(obj, "nvlink");
-    b.nvswitches = static_cast<int>(obj.integer("nvswitches"));
-    b.links_per_gpu = static_cast<int>(obj.integer("links_per_gpu"));
+    b.nvswitches = obj.int32("nvswitches", 1, limits::kMaxDevicesPerBox);
+    b.links_per_gpu = obj.int32("links_per_gpu", 1, limits::kMaxNvlinkLinks);
   } else if (b.fabric == IntraFabric::nvlink_mesh) {
     b.nvlink = link_kind(obj, "nvlink");
     JsonArray edges = obj.array("nvlink_edges");
     for (std::size_t i = 0; i < edges.size(); ++i) {
       JsonObject e = edges.object(i);
-      int a = static_cast<int>(e.integer("a", 0));
-      int c = static_cast<int>(e.integer("b", 0));
-      int links = static_cast<int>(e.integer("links"));
+      int a = e.int32("a", 0, limits::kMaxGpusPerBox - 1);
+      int c = e.int32("b", 0, limits::kMaxGpusPerBox - 1);
+      int links = e.int32("links", 1, limits::kMaxNvlinkLinks);
       e.finish();
       if (a >= b.gpus || c >= b.gpus || a == c)
         throw edges.error(i, "expected two different GPU indices below " + std::to_string(b.gpus));
@@ -114,11 +115,11 @@ BoxSpec parse_box(JsonObject& obj) {
     }
   }
   b.pcie = link_kind(obj, "pcie");
-  b.pcie_switches = static_cast<int>(obj.integer("pcie_switches", 0));
-  b.cpus = static_cast<int>(obj.integer("cpus"));
+  b.pcie_switches = obj.int32("pcie_switches", 0, limits::kMaxDevicesPerBox);
+  b.cpus = obj.int32("cpus", 1, limits::kMaxDevicesPerBox);
   if (b.cpus > 1) b.cpu_link = link_kind(obj, "cpu_link");
   b.p2p = obj.boolean("p2p");
-  b.nics = static_cast<int>(obj.integer("nics", 0));
+  b.nics = obj.int32("nics", 0, limits::kMaxNicsPerGpu * b.gpus);
   if (b.nics > 0) b.nic = link_kind(obj, "nic");
   b.source = obj.string("source");
   obj.finish();
@@ -142,11 +143,10 @@ namespace {
 NetworkSpec parse_network(JsonObject& obj) {
   NetworkSpec n;
   n.nic = link_kind(obj, "nic");
-  n.nics_per_node = static_cast<int>(obj.integer("nics_per_node"));
+  n.nics_per_node = obj.int32("nics_per_node", 1, limits::kMaxDevicesPerBox);
   n.topology = enum_of<NetworkTopology>(obj.choice("topology", names_of(kNetwork)), kNetwork);
   if (n.topology == NetworkTopology::rail_fat_tree) {
-    n.oversubscription = obj.positive("oversubscription");
-    if (n.oversubscription < 1) throw obj.error("oversubscription", "expected a ratio >= 1");
+    n.oversubscription = obj.number("oversubscription", 1, limits::kMaxOversubscription);
   }
   obj.finish();
   return n;
@@ -158,9 +158,23 @@ ClusterSpec parse_cluster(JsonObject& obj) {
   ClusterSpec c;
   c.name = obj.string("name");
   c.box = obj.string("box");
-  if (!find_box(c.box)) throw obj.error("box", "unknown box \"" + c.box + "\" (see `stepcast catalog`)");
-  c.nodes = static_cast<int>(obj.integer("nodes"));
-  if (auto net = obj.optional_object("network")) c.network = parse_network(*net);
+  const BoxSpec* box = find_box(c.box);
+  if (!box) throw obj.error("box", "unknown box \"" + c.box + "\" (see `stepcast catalog`)");
+  c.nodes = obj.int32("nodes", 1);
+  if (static_cast<std::int64_t>(c.nodes) * box->gpus > limits::kMaxClusterGpus)
+    throw obj.error("nodes", "expected at most " + std::to_string(limits::kMaxClusterGpus) +
+                                 " GPUs in a cluster (limits::kMaxClusterGpus), got " +
+                                 std::to_string(c.nodes) + " nodes x " + std::to_string(box->gpus) +
+                                 " GPUs");
+  if (auto net = obj.optional_object("network")) {
+    c.network = parse_network(*net);
+    if (c.network->nics_per_node > limits::kMaxNicsPerGpu * box->gpus)
+      throw net->error("nics_per_node",
+                       "expected at most " + std::to_string(limits::kMaxNicsPerGpu) + " NICs per GPU " +
+                           "(limits::kMaxNicsPerGpu) of " + box->name + " (" +
+                           std::to_string(box->gpus) + " GPUs), got " +
+                           std::to_string(c.network->nics_per_node));
+  }
   if (c.nodes > 1 && !c.network)
     throw obj.error("network", "missing; a cluster of more than one node needs a network");
   c.source = obj.string("source");
@@ -315,6 +329,129 @@ std::vector<EdgeDesc> route(const HardwareGraph& g, Vertex from, Vertex to, Usab
   return path;
 }
 
+bool is_nvlink(const HardwareGraph& g, const EdgeDesc& e) { return g[e].link->nccl_class == LinkClass::nvlink; }
+
+bool contains(const std::vector<Vertex>& members, Vertex v) {
+  return std::find(members.begin(), members.end(), v) != members.end();
+}
+
+/// The slowest member's NVLink bandwidth into the ring: every NVLink of a GPU that leads
+/// to another member (directly, or into the switch plane), the way NCCL spreads channels
+/// over links. Infinite with no member; 0 for a member without such a link.
+double nvlink_ring_bw(const HardwareGraph& g, const std::vector<Vertex>& members) {
+  double nvlink_bw = std::numeric_limits<double>::infinity();
+  for (Vertex m : members) {
+    double bw = 0;
+    for (auto [e, end] = boost::out_edges(m, g); e != end; ++e) {
+      Vertex peer = boost::target(*e, g);
+      if (is_nvlink(g, *e) && (g[peer].kind == DeviceKind::nvswitch || contains(members, peer))) bw += g[*e].bw_GBps;
+    }
+    nvlink_bw = std::min(nvlink_bw, bw);
+  }
+  return nvlink_bw;
+}
+
+/// Whether the members form one NVLink-connected group (through switches or each other).
+bool nvlink_connected(const HardwareGraph& g, const std::vector<Vertex>& members) {
+  for (std::size_t i = 1; i < members.size(); ++i) {
+    const auto path = route(g, members[0], members[i], [&](const EdgeDesc& e, Vertex v) {
+      return is_nvlink(g, e) && (g[v].kind == DeviceKind::nvswitch || contains(members, v));
+    });
+    if (path.empty()) return false;
+  }
+  return true;
+}
+
+/// A ring over PCIe: each neighbour pair's transfer routed through the graph (staged in
+/// the host memory of the CPU nearest the sender when peer-to-peer is off), each directed
+/// edge's load counted; the ring runs at the most loaded edge's share of its bandwidth,
+/// and pays the slowest edge's latency.
+FabricLevel pcie_ring_level(const HardwareGraph& g, const BoxSpec& box, const std::vector<Vertex>& members,
+                            const std::vector<Vertex>& cpu_vertices) {
+  std::map<std::pair<Vertex, Vertex>, int> load;  // directed edge -> ring transfers on it
+  auto not_nvlink = [&](const EdgeDesc& e, Vertex) { return !is_nvlink(g, e); };
+  auto add_path = [&](Vertex a, Vertex b) {
+    auto path = route(g, a, b, not_nvlink);
+    if (path.empty()) throw std::invalid_argument("box " + box.name + ": GPUs are not connected");
+    Vertex at = a;
+    for (const auto& e : path) {
+      Vertex next = boost::source(e, g) == at ? boost::target(e, g) : boost::source(e, g);
+      ++load[{at, next}];
+      at = next;
+    }
+  };
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    Vertex a = members[i], b = members[(i + 1) % members.size()];
+    if (box.p2p) {
+      add_path(a, b);
+      continue;
+    }
+    // Without peer-to-peer the data is staged in host memory of the sender's CPU.
+    auto to_cpu = route(g, a, cpu_vertices[0], not_nvlink);
+    Vertex cpu = cpu_vertices[0];
+    for (int c = 0; c < box.cpus; ++c) {
+      auto p = route(g, a, cpu_vertices[c], not_nvlink);
+      if (p.size() < to_cpu.size()) to_cpu = p, cpu = cpu_vertices[c];
+    }
+    add_path(a, cpu);
+    add_path(cpu, b);
+  }
+  FabricLevel intra;
+  intra.ranks = static_cast<int>(members.size());
+  intra.link = LinkClass::pcie;
+  intra.bw_GBps = std::numeric_limits<double>::infinity();
+  for (const auto& [dir, count] : load) {
+    auto [e, ok] = boost::edge(dir.first, dir.second, g);
+    assert(ok);
+    intra.bw_GBps = std::min(intra.bw_GBps, g[e].bw_GBps / count);
+    intra.latency_us = std::max(intra.latency_us, g[e].latency_us);
+  }
+  intra.kind = box.pcie + (box.p2p ? "" : " (via host memory)");
+  return intra;
+}
+
+/// Inter level: every NIC of a box carries one ring channel across the boundary, so a
+/// node's bandwidth into the ring is its NICs' summed effective rate (the multi-node rule
+/// of thumb busbw ~ min(intra busbw, NICs x NIC rate), nccl-tests #309), and nothing else:
+/// on a rail-optimised fat-tree NCCL keeps each ring channel on its own rail, so spine
+/// oversubscription does not slow rings.
+FabricLevel inter_level(const ClusterSpec& cluster, int nodes) {
+  const NetworkSpec& net = *cluster.network;
+  const LinkSpec& nic = link_or_throw(net.nic, cluster.name);
+  FabricLevel inter;
+  inter.ranks = nodes;
+  inter.link = LinkClass::network;
+  inter.bw_GBps = net.nics_per_node * nic.effective_GBps;
+  inter.latency_us = nic.latency_us;
+  inter.kind = std::to_string(net.nics_per_node) + "x " + nic.name;
+  inter.channels = net.nics_per_node;
+  return inter;
+}
+
+/// Intra level. NVLink: every GPU drives the ring through all its NVLinks that lead to the
+/// other members; the slowest GPU bounds the ring. If the members are not all joined by
+/// NVLink, the ring runs over PCIe (pcie_ring_level).
+FabricLevel intra_level(const HardwareGraph& g, const BoxSpec& box, const std::vector<Vertex>& members,
+                        const std::vector<Vertex>& cpu_vertices) {
+  const int gpus_per_node = static_cast<int>(members.size());
+  const double nvlink_bw = nvlink_ring_bw(g, members);
+  FabricLevel intra;
+  intra.ranks = gpus_per_node;
+  if (gpus_per_node == 1) {
+    const bool pcie = box.fabric == IntraFabric::pcie;
+    intra.link = pcie ? LinkClass::pcie : LinkClass::nvlink;
+    intra.bw_GBps = pcie ? link_or_throw(box.pcie, box.name).effective_GBps : nvlink_bw;
+    intra.kind = pcie ? box.pcie : box.nvlink;
+  } else if (box.fabric != IntraFabric::pcie && nvlink_connected(g, members)) {
+    intra.link = LinkClass::nvlink;
+    intra.bw_GBps = nvlink_bw;
+    intra.kind = box.nvlink;
+  } else {
+    intra = pcie_ring_level(g, box, members, cpu_vertices);
+  }
+  return intra;
+}
+
 }  // namespace
 
 CommFabric Topology::fabric(int nodes, int gpus_per_node) const {
@@ -324,111 +461,14 @@ CommFabric Topology::fabric(int nodes, int gpus_per_node) const {
   if (gpus_per_node < 1 || gpus_per_node > box_.gpus)
     throw std::invalid_argument("fabric: " + std::to_string(gpus_per_node) + " GPUs per node requested, the box has " +
                                 std::to_string(box_.gpus));
-  const HardwareGraph& g = graph_;
   CommFabric f;
   f.arch = gpu_->arch;
-
-  // Intra level. NVLink: every GPU drives the ring through all its NVLinks that lead to
-  // the other members (directly, or into the switch plane), the way NCCL spreads channels
-  // over links; the slowest GPU bounds the ring. If the members are not all joined by
-  // NVLink, the ring runs over PCIe: each neighbour pair's transfer is routed through the
-  // graph (via host memory when peer-to-peer is off) and each edge's load is counted.
-  FabricLevel intra;
-  intra.ranks = gpus_per_node;
   std::vector<Vertex> members;
   for (int i = 0; i < gpus_per_node; ++i) members.push_back(gpu_vertex(0, i));
-  auto is_member = [&](Vertex v) { return std::find(members.begin(), members.end(), v) != members.end(); };
-  auto is_nvlink = [&](const EdgeDesc& e) { return g[e].link->nccl_class == LinkClass::nvlink; };
-
-  double nvlink_bw = std::numeric_limits<double>::infinity();
-  bool nvlink_ring = gpus_per_node > 1 && box_.fabric != IntraFabric::pcie;
-  for (Vertex m : members) {
-    double bw = 0;
-    for (auto [e, end] = boost::out_edges(m, g); e != end; ++e) {
-      Vertex peer = boost::target(*e, g);
-      if (is_nvlink(*e) && (g[peer].kind == DeviceKind::nvswitch || is_member(peer))) bw += g[*e].bw_GBps;
-    }
-    nvlink_bw = std::min(nvlink_bw, bw);
-  }
-  if (nvlink_ring) {
-    // The members must form one NVLink-connected group.
-    for (std::size_t i = 1; i < members.size() && nvlink_ring; ++i)
-      nvlink_ring = !route(g, members[0], members[i], [&](const EdgeDesc& e, Vertex v) {
-                       return is_nvlink(e) && (g[v].kind == DeviceKind::nvswitch || is_member(v));
-                     }).empty();
-  }
-  if (gpus_per_node == 1) {
-    intra.link = box_.fabric == IntraFabric::pcie ? LinkClass::pcie : LinkClass::nvlink;
-    intra.bw_GBps = box_.fabric == IntraFabric::pcie ? link_or_throw(box_.pcie, box_.name).effective_GBps : nvlink_bw;
-    intra.kind = box_.fabric == IntraFabric::pcie ? box_.pcie : box_.nvlink;
-  } else if (nvlink_ring) {
-    intra.link = LinkClass::nvlink;
-    intra.bw_GBps = nvlink_bw;
-    intra.kind = box_.nvlink;
-  } else {
-    std::map<std::pair<Vertex, Vertex>, int> load;  // directed edge -> ring transfers on it
-    auto not_nvlink = [&](const EdgeDesc& e, Vertex) { return !is_nvlink(e); };
-    auto add_path = [&](Vertex a, Vertex b) {
-      auto path = route(g, a, b, not_nvlink);
-      if (path.empty()) throw std::invalid_argument("box " + box_.name + ": GPUs are not connected");
-      Vertex at = a;
-      for (const auto& e : path) {
-        Vertex next = boost::source(e, g) == at ? boost::target(e, g) : boost::source(e, g);
-        ++load[{at, next}];
-        at = next;
-      }
-    };
-    int local_cpus = box_.cpus;
-    for (std::size_t i = 0; i < members.size(); ++i) {
-      Vertex a = members[i], b = members[(i + 1) % members.size()];
-      if (box_.p2p) {
-        add_path(a, b);
-      } else {
-        // Without peer-to-peer the data is staged in host memory of the sender's CPU.
-        auto to_cpu = route(g, a, cpu_vertices_[0], not_nvlink);
-        Vertex cpu = cpu_vertices_[0];
-        for (int c = 0; c < local_cpus; ++c) {
-          auto p = route(g, a, cpu_vertices_[c], not_nvlink);
-          if (p.size() < to_cpu.size()) to_cpu = p, cpu = cpu_vertices_[c];
-        }
-        add_path(a, cpu);
-        add_path(cpu, b);
-      }
-    }
-    double bw = std::numeric_limits<double>::infinity();
-    double latency = 0;
-    for (const auto& [dir, count] : load) {
-      auto [e, ok] = boost::edge(dir.first, dir.second, g);
-      assert(ok);
-      bw = std::min(bw, g[e].bw_GBps / count);
-      latency = std::max(latency, g[e].latency_us);
-    }
-    intra.link = LinkClass::pcie;
-    intra.bw_GBps = bw;
-    intra.latency_us = latency;
-    intra.kind = box_.pcie + (box_.p2p ? "" : " (via host memory)");
-  }
-  f.intra = intra;
+  f.intra = intra_level(graph_, box_, members, cpu_vertices_);
   const LinkSpec* nvlink = box_.nvlink.empty() ? nullptr : find_link(box_.nvlink);
   f.nvls = box_.fabric == IntraFabric::nvswitch && gpus_per_node > 1 && nvlink && nvlink->nvls;
-
-  if (nodes > 1) {
-    // Inter level: every NIC of a box carries one ring channel across the boundary, so a
-    // node's bandwidth into the ring is its NICs' summed effective rate (the multi-node
-    // rule of thumb busbw ~ min(intra busbw, NICs x NIC rate), nccl-tests #309), and
-    // nothing else: on a rail-optimised fat-tree NCCL keeps each ring channel on its own
-    // rail, so spine oversubscription does not slow rings.
-    const NetworkSpec& net = *cluster_.network;
-    const LinkSpec& nic = link_or_throw(net.nic, cluster_.name);
-    FabricLevel inter;
-    inter.ranks = nodes;
-    inter.link = LinkClass::network;
-    inter.bw_GBps = net.nics_per_node * nic.effective_GBps;
-    inter.latency_us = nic.latency_us;
-    inter.kind = std::to_string(net.nics_per_node) + "x " + nic.name;
-    inter.channels = net.nics_per_node;
-    f.inter = inter;
-  }
+  if (nodes > 1) f.inter = inter_level(cluster_, nodes);
   return f;
 }
 

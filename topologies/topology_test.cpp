@@ -115,3 +115,48 @@ TEST_CASE("a multi-node cluster without a network is rejected") {
   JsonObject o(doc.root(), doc.file(), "");
   CHECK_THROWS_AS(parse_cluster(o), InputError);
 }
+
+TEST_CASE("box and cluster counts are checked against int range and physical bounds, never wrapped") {
+  const auto box_path = [](const std::string& gpus) {
+    JsonDoc doc = JsonDoc::parse(R"({"name": "x", "display_name": "x", "gpu": "a100-sxm4-80gb", "gpus": )" +
+                                     gpus + R"(, "fabric": "pcie", "pcie": "pcie4-x16", "pcie_switches": 0,
+      "cpus": 1, "p2p": true, "nics": 0, "source": "test"})",
+                                 "box.json");
+    JsonObject o(doc.root(), doc.file(), "");
+    try {
+      parse_box(o);
+    } catch (const InputError& e) {
+      return e.json_path();
+    }
+    return std::string("(no InputError)");
+  };
+  CHECK(box_path("2") == "(no InputError)");
+  CHECK(box_path("4294967298") == "/gpus");  // 2^32 + 2 is not 2
+  CHECK(box_path("100000") == "/gpus");      // above limits::kMaxGpusPerBox
+  const auto cluster_what = [](const std::string& nodes) {
+    JsonDoc doc = JsonDoc::parse(R"({"name": "c", "box": "dgx-a100", "nodes": )" + nodes +
+                                     R"(, "network": {"nic": "ib-hdr", "nics_per_node": 8,
+      "topology": "single_switch"}, "source": "t"})",
+                                 "c.json");
+    JsonObject o(doc.root(), doc.file(), "");
+    try {
+      parse_cluster(o);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no InputError)");
+  };
+  CHECK(cluster_what("2") == "(no InputError)");
+  CHECK(cluster_what("4294967298").find("c.json: /nodes") != std::string::npos);
+  CHECK(cluster_what("1000000").find("kMaxClusterGpus") != std::string::npos);
+  // NICs in proportion to the GPUs: a thousand NICs on an 8-GPU node is no machine.
+  JsonDoc doc = JsonDoc::parse(R"({"name": "c", "box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr",
+    "nics_per_node": 1000, "topology": "single_switch"}, "source": "t"})", "n.json");
+  JsonObject o(doc.root(), doc.file(), "");
+  try {
+    parse_cluster(o);
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "/network/nics_per_node");
+  }
+}

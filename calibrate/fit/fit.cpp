@@ -1,6 +1,7 @@
 #include "calibrate/fit/fit.hpp"
 
 #include "base/json_input.hpp"
+#include "base/limits.hpp"
 #include "model/collective.hpp"
 #include "topologies/gpu.hpp"
 #include "topologies/topology.hpp"
@@ -40,24 +41,26 @@ std::vector<std::string> copy_kind_names() {
           std::string(name(CopyKind::device_to_host))};
 }
 
-/// A measured figure of a GEMM or collective row: a number >= 0; on a row whose check is not
-/// "ok" (skipped, failed) also null, which the benchmark writes for a figure it could not
-/// compute (calibrate/bench/json.cpp writes non-finite numbers as null). Null reads as 0.
-double measured(JsonObject& row, const std::string& key, bool ok) {
+/// A measured figure of a GEMM or collective row: a number in [0, max]; on a row whose check
+/// is not "ok" (skipped, failed) also null, which the benchmark writes for a figure it could
+/// not compute (calibrate/bench/json.cpp writes non-finite numbers as null). Null reads as 0.
+double measured(JsonObject& row, const std::string& key, bool ok, double max) {
   if (!ok && row.has(key) && row.raw(key).is_null()) return 0;
-  return row.non_negative(key);
+  return row.non_negative(key, max);
 }
 
-/// Iterations and the median time must be > 0 on a row the fits use; a skipped row carries
-/// zeros.
+/// Iterations must be >= 1 and the median time a physical one (limits::kMinMeasuredTime_s
+/// and up) on a row the fits use; a skipped row carries zeros.
 void require_measured(JsonObject& row, std::int64_t iterations, double time_s_median, bool ok) {
   if (!ok) return;
   if (iterations < 1)
     throw row.error("iterations", "expected an integer >= 1 on a row whose check is \"ok\", got " +
                                       std::to_string(iterations));
-  if (!(time_s_median > 0))
-    throw row.error("time_s_median", "expected a time > 0 on a row whose check is \"ok\", got " +
-                                         fmt::format("{}", time_s_median));
+  if (!(time_s_median >= limits::kMinMeasuredTime_s))
+    throw row.error("time_s_median",
+                    fmt::format("expected a time of at least {:g} s (limits::kMinMeasuredTime_s) "
+                                "on a row whose check is \"ok\", got {:g}",
+                                limits::kMinMeasuredTime_s, time_s_median));
 }
 
 RawGemm parse_gemm(JsonObject& o) {
@@ -67,14 +70,14 @@ RawGemm parse_gemm(JsonObject& o) {
   const bool ok = g.check == kCheckOk;
   g.name = o.string("name");
   g.dtype = parse_dtype(o.choice("dtype", dtype_names()));
-  g.m = o.integer("m");
-  g.n = o.integer("n");
-  g.k = o.integer("k");
-  g.iterations = o.integer("iterations", 0);
-  g.time_s_median = measured(o, "time_s_median", ok);
-  g.time_s_min = measured(o, "time_s_min", ok);
-  g.time_s_max = measured(o, "time_s_max", ok);
-  g.tflops = measured(o, "tflops", ok);
+  g.m = o.integer("m", 1, limits::kMaxGemmDim);
+  g.n = o.integer("n", 1, limits::kMaxGemmDim);
+  g.k = o.integer("k", 1, limits::kMaxGemmDim);
+  g.iterations = o.integer("iterations", 0, limits::kMaxIterations);
+  g.time_s_median = measured(o, "time_s_median", ok, limits::kMaxMeasuredTime_s);
+  g.time_s_min = measured(o, "time_s_min", ok, limits::kMaxMeasuredTime_s);
+  g.time_s_max = measured(o, "time_s_max", ok, limits::kMaxMeasuredTime_s);
+  g.tflops = measured(o, "tflops", ok, limits::kMaxMeasuredTflops);
   require_measured(o, g.iterations, g.time_s_median, ok);
   o.finish();
   return g;
@@ -87,10 +90,11 @@ RawMemory parse_memory(JsonObject& o) {
   m.kind = kind == name(CopyKind::device_to_device) ? CopyKind::device_to_device
            : kind == name(CopyKind::host_to_device) ? CopyKind::host_to_device
                                                      : CopyKind::device_to_host;
-  m.bytes = o.integer("bytes");
-  m.iterations = o.integer("iterations");
-  m.time_s_median = o.positive("time_s_median");
-  m.GBps = o.positive("GBps");
+  m.bytes = o.integer("bytes", 1, limits::kMaxMeasuredBytes);
+  m.iterations = o.integer("iterations", 1, limits::kMaxIterations);
+  m.time_s_median =
+      o.number("time_s_median", limits::kMinMeasuredTime_s, limits::kMaxMeasuredTime_s);
+  m.GBps = o.positive("GBps", limits::kMaxBandwidth_GBps);
   o.finish();
   return m;
 }
@@ -101,20 +105,20 @@ RawCollective parse_collective_row(JsonObject& o) {
   c.check = o.string("check");
   const bool ok = c.check == kCheckOk;
   c.collective = parse_collective(o.choice("collective", collective_names()));
-  c.ranks = o.integer("ranks");
-  c.nodes = o.integer("nodes");
-  c.gpus_per_node = o.integer("gpus_per_node");
+  c.ranks = o.integer("ranks", 1, limits::kMaxClusterGpus);
+  c.nodes = o.integer("nodes", 1, limits::kMaxClusterGpus);
+  c.gpus_per_node = o.integer("gpus_per_node", 1, limits::kMaxGpusPerBox);
   if (c.nodes * c.gpus_per_node != c.ranks)
     throw o.error("ranks", fmt::format("expected nodes x gpus_per_node = {} x {} = {}, got {}",
                                        c.nodes, c.gpus_per_node, c.nodes * c.gpus_per_node,
                                        c.ranks));
-  c.bytes = o.integer("bytes");
+  c.bytes = o.integer("bytes", 1, limits::kMaxMeasuredBytes);
   c.dtype = o.string("dtype");
-  c.iterations = o.integer("iterations", 0);
-  c.time_s_median = measured(o, "time_s_median", ok);
-  c.time_s_min = measured(o, "time_s_min", ok);
-  c.algbw_GBps = measured(o, "algbw_GBps", ok);
-  c.busbw_GBps = measured(o, "busbw_GBps", ok);
+  c.iterations = o.integer("iterations", 0, limits::kMaxIterations);
+  c.time_s_median = measured(o, "time_s_median", ok, limits::kMaxMeasuredTime_s);
+  c.time_s_min = measured(o, "time_s_min", ok, limits::kMaxMeasuredTime_s);
+  c.algbw_GBps = measured(o, "algbw_GBps", ok, limits::kMaxBandwidth_GBps);
+  c.busbw_GBps = measured(o, "busbw_GBps", ok, limits::kMaxBandwidth_GBps);
   c.nccl_algo = o.string("nccl_algo");
   c.nccl_proto = o.string("nccl_proto");
   require_measured(o, c.iterations, c.time_s_median, ok);
@@ -549,6 +553,21 @@ void fit_collectives(const RawCalibration& raw, const GpuSpec& gpu, const BoxSpe
   }
 }
 
+/// The hardware file must read back: written out and read by the hardware reader
+/// (topologies/hardware_file.cpp), with its bounds, before anything is written. A fitted
+/// value outside them (a GEMM curve above 1.5x the peak, a bandwidth near zero) comes from
+/// measurements that are not physical: bad input, naming the raw file.
+void check_readable(const HardwareFile& hw, const std::string& raw_file) {
+  try {
+    parse_hardware(JsonDoc::parse(hardware_json(hw), "fitted hardware file"));
+  } catch (const InputError& e) {
+    throw InputError(raw_file, "",
+                     "the fit gives a hardware file stepcast cannot use (" + std::string(e.what()) +
+                         "); the measurements behind it are not physical: check the rows it "
+                         "was fitted from");
+  }
+}
+
 }  // namespace
 
 FitResult fit_calibration(const RawCalibration& raw, const FitOptions& options) {
@@ -587,6 +606,7 @@ FitResult fit_calibration(const RawCalibration& raw, const FitOptions& options) 
   fit_gemms(raw, gpu, out);
   fit_memory(raw, gpu, out);
   fit_collectives(raw, gpu, box, out);
+  check_readable(out.hardware, raw.file);
   return out;
 }
 

@@ -367,3 +367,73 @@ TEST_CASE("reports_name_the_fitted_values_with_units") {
   CHECK(j.at("hardware").at("format") == kHardwareFormat);
   CHECK(j.at("output_file") == "out.json");
 }
+
+// ---- hostile measurements (issue 9) ----------------------------------------------------
+
+TEST_CASE("absurd_measurements_are_bad_input_at_their_json_path") {
+  nlohmann::json doc = synthetic_raw(SyntheticParams{});
+  doc["gemm"][4]["time_s_median"] = 1e300;  // a GEMM of 1e300 s
+  CHECK(input_error_path(doc) == "/gemm/4/time_s_median");
+  doc = synthetic_raw(SyntheticParams{});
+  doc["gemm"][4]["time_s_median"] = 1e-300;  // faster than any operation
+  CHECK(input_error_path(doc) == "/gemm/4/time_s_median");
+  doc = synthetic_raw(SyntheticParams{});
+  doc["gemm"][4]["time_s_min"] = -1;
+  CHECK(input_error_path(doc) == "/gemm/4/time_s_min");
+  doc = synthetic_raw(SyntheticParams{});
+  doc["gemm"][4]["m"] = 4294967298LL;
+  CHECK(input_error_path(doc) == "/gemm/4/m");
+  doc = synthetic_raw(SyntheticParams{});
+  doc["memory"][0]["time_s_median"] = 1e-300;
+  CHECK(input_error_path(doc) == "/memory/0/time_s_median");
+  doc = synthetic_raw(SyntheticParams{});
+  doc["memory"][0]["GBps"] = 1e300;
+  CHECK(input_error_path(doc) == "/memory/0/GBps");
+  doc = synthetic_raw(SyntheticParams{});
+  doc["nccl"][3]["algbw_GBps"] = 1e300;
+  CHECK(input_error_path(doc) == "/nccl/3/algbw_GBps");
+  doc = synthetic_raw(SyntheticParams{});
+  doc["nccl"][3]["ranks"] = 4294967304LL;  // 2^32 + 8: must not wrap to 8
+  CHECK(input_error_path(doc) == "/nccl/3/ranks");
+}
+
+TEST_CASE("a_fit_outside_the_hardware_bounds_is_bad_input_naming_the_raw_file") {
+  // Every copy 1e6 times slower than it could be: a bandwidth of 3 MB/s... then slower
+  // still, below limits::kMinBandwidth_GBps, which the hardware reader would refuse.
+  nlohmann::json doc = synthetic_raw(SyntheticParams{});
+  doc["memory"][1]["time_s_median"] = 9999.0;  // 1 GiB in 2.8 h: 1e-4 GB/s
+  doc["memory"][1]["GBps"] = 1e-4;
+  try {
+    fit_calibration(parse_raw_text(doc), {});
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(e.file() == "synthetic.json");
+    CHECK(std::string(e.what()).find("/memory/h2d_GBps") != std::string::npos);
+    CHECK(std::string(e.what()).find("not physical") != std::string::npos);
+  }
+  // GEMMs at 100x the dense peak: the fitted curve is beyond kMaxMeasuredFraction.
+  doc = synthetic_raw(SyntheticParams{});
+  for (auto& g : doc["gemm"]) g["time_s_median"] = g["time_s_median"].get<double>() / 100;
+  CHECK_THROWS_AS(fit_calibration(parse_raw_text(doc), {}), InputError);
+}
+
+TEST_CASE("the_hardware_file_fit_writes_always_reads_back") {
+  // Over noise levels and seeds, and with parts missing: whatever fit returns, the hardware
+  // reader accepts (fit checks this itself before returning; here it is checked again).
+  for (double noise : {0.0, 0.01, 0.2}) {
+    for (std::uint64_t seed : {1u, 2u, 3u}) {
+      SyntheticParams p;
+      p.noise = noise;
+      p.seed = seed;
+      nlohmann::json doc = synthetic_raw(p);
+      if (seed == 2) doc["memory"] = nlohmann::json::array();
+      if (seed == 3) doc["nccl"] = nlohmann::json::array();
+      const FitResult r = fit_calibration(parse_raw_text(doc), {});
+      const std::string text = hardware_json(r.hardware);
+      const HardwareFile back = parse_hardware(JsonDoc::parse(text, "hw.json"));
+      CHECK(back.gemm.size() == r.hardware.gemm.size());
+      CHECK(back.collectives.size() == r.hardware.collectives.size());
+      CHECK(hardware_json(back) == text);
+    }
+  }
+}

@@ -104,3 +104,23 @@ TEST_CASE("hardware_file_rejects_values_out_of_range") {
   doc["collectives"][0].erase("model_busbw_GBps");
   CHECK(hardware_error_path(doc) == "/collectives/0/model_busbw_GBps");
 }
+
+TEST_CASE("hardware_file_numbers_are_bounded_physically") {
+  const auto with = [](const std::string& pointer, const nlohmann::json& value) {
+    nlohmann::json doc = nlohmann::json::parse(hardware_json(fitted_hardware()));
+    doc[nlohmann::json::json_pointer(pointer)] = value;
+    return hardware_error_path(doc);
+  };
+  CHECK(with("/gemm/bf16/max_fraction", 1e-300) == "/gemm/bf16/max_fraction");
+  CHECK(with("/gemm/bf16/max_fraction", 37) == "/gemm/bf16/max_fraction");
+  CHECK(with("/gemm/bf16/half_flops", 1e300) == "/gemm/bf16/half_flops");
+  CHECK(with("/gemm/bf16/points", 4294967298LL) == "/gemm/bf16/points");
+  CHECK(with("/memory/memory_efficiency", 1e-300) == "/memory/memory_efficiency");
+  CHECK(with("/memory/device_bw_GBps", 1e-300) == "/memory/device_bw_GBps");
+  CHECK(with("/memory/h2d_GBps", 1e300) == "/memory/h2d_GBps");
+  CHECK(with("/collectives/0/algbw_GBps", 1e-300) == "/collectives/0/algbw_GBps");
+  CHECK(with("/collectives/0/latency_us", 1e300) == "/collectives/0/latency_us");
+  CHECK(with("/collectives/0/ranks", 4294967304LL) == "/collectives/0/ranks");
+  CHECK(with("/machine/gpus/0/sm_count", 1LL << 40) == "/machine/gpus/0/sm_count");
+  CHECK(with("/excluded_rows", -1) == "/excluded_rows");
+}

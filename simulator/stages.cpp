@@ -1,0 +1,613 @@
+/// \file
+/// The stages of one prediction (see stages.hpp). Each stage keeps the arithmetic of the
+/// single function it was cut from, in the same order, so predictions are unchanged to the
+/// last bit.
+#include "simulator/stages.hpp"
+
+#include "topologies/hardware_file.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <utility>
+
+namespace stepcast {
+
+namespace {
+
+/// Per-process GPU memory outside the model: CUDA context, cuBLAS workspace and NCCL
+/// channel buffers. Default 1.0 GiB: an idle PyTorch CUDA context takes 0.3-0.6 GiB on
+/// CUDA 11/12 (nvidia-smi on `torch.cuda.init()`), NCCL adds NCCL_BUFFSIZE = 4 MiB per
+/// channel and peer (NCCL environment-variable docs), cuBLAS a workspace per stream.
+/// A default until calibrate/ measures it.
+constexpr double kCudaContextBytes = 1.0 * 1024 * 1024 * 1024;
+
+/// DeepSpeed's reduce_bucket_size and allgather_bucket_size defaults, elements
+/// (deepspeed/runtime/zero/config.py, ZeRO docs "reduce_bucket_size: default 5e8").
+constexpr double kDeepSpeedBucketElements = 5e8;
+
+/// PyTorch DDP's first bucket: torch.distributed._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB
+/// (torch/nn/parallel/distributed.py), so the first all-reduce starts early.
+constexpr double kFirstBucketBytes = 1024.0 * 1024.0;
+
+/// NCCL_MAX_NCHANNELS tops out at 32 channels, fewer than half of any catalog GPU's SMs
+/// except the smallest (T4: 40): the slowdown of compute while NCCL runs is capped at half.
+constexpr double kMaxCommSlowdown = 0.5;
+
+bool zero12(Strategy st) { return st == Strategy::zero1 || st == Strategy::zero2; }
+
+FlopsOptions flops_options(const TrainingSpec& tr) {
+  FlopsOptions opts;
+  opts.recompute = tr.recompute;
+  opts.causal_halving = tr.flash_attention;
+  opts.lora = tr.lora ? &*tr.lora : nullptr;
+  return opts;
+}
+
+// ---- resolve ----------------------------------------------------------------------------
+
+/// Throws std::invalid_argument naming the field when the count `value` is below 1.
+void require_count(const Scenario& s, const char* field, long long value) {
+  if (value < 1)
+    throw std::invalid_argument(
+        fmt::format("scenario \"{}\": {} must be at least 1 to be predicted (got {})", s.name, field, value));
+}
+
+/// Throws std::invalid_argument naming the field when `value` is not a positive number.
+void require_positive(const Scenario& s, const char* field, double value) {
+  if (!(value > 0) || !std::isfinite(value))
+    throw std::invalid_argument(
+        fmt::format("scenario \"{}\": {} must be a finite number > 0 to be predicted (got {})", s.name, field, value));
+}
+
+/// Throws std::invalid_argument when a × b does not fit in `T`, the type the stages compute
+/// it in (GPU counts in int, token and sample counts in int64).
+template <typename T>
+void require_product_fits(const Scenario& s, const char* what, long long a, long long b) {
+  T product = 0;
+  if (__builtin_mul_overflow(a, b, &product))
+    throw std::invalid_argument(
+        fmt::format("scenario \"{}\": {} = {} x {} is too large to be predicted", s.name, what, a, b));
+}
+
+/// The preconditions of every later stage (counts that divide, sizes that exist). A
+/// scenario read by parse_scenario meets them; a Scenario built another way (a measured
+/// record, a test) that does not is refused here instead of reaching an assert, a division
+/// by zero or an empty optional.
+void check_predictable(const Scenario& s) {
+  const TransformerSpec& m = s.model;
+  require_count(s, "model.layers", m.layers);
+  require_count(s, "model.hidden", m.hidden);
+  require_count(s, "model.heads", m.heads);
+  require_count(s, "model.kv_heads", m.kv_heads);
+  require_count(s, "model.ffn_hidden", m.ffn_hidden);
+  require_count(s, "model.vocab", m.vocab);
+  const TrainingSpec& tr = s.training;
+  require_count(s, "training.micro_batch", tr.micro_batch);
+  require_count(s, "training.grad_accum", tr.grad_accum);
+  require_count(s, "training.seq_len", tr.seq_len);
+  const HardwareChoice& hw = s.hardware;
+  require_count(s, "hardware.nodes", hw.nodes);
+  require_count(s, "hardware.gpus_per_node", hw.gpus_per_node);
+  require_product_fits<int>(s, "GPUs (nodes x gpus_per_node)", hw.nodes, hw.gpus_per_node);
+  require_product_fits<std::int64_t>(s, "tokens per micro-batch (micro_batch x seq_len)", tr.micro_batch, tr.seq_len);
+  require_product_fits<std::int64_t>(s, "sequences per GPU and step (micro_batch x grad_accum)", tr.micro_batch,
+                                     tr.grad_accum);
+  long long straggling = 0;
+  for (const StragglerSpec& st : hw.stragglers) {
+    require_count(s, "hardware.stragglers[].nodes", st.nodes);
+    require_positive(s, "hardware.stragglers[].compute_speed", st.compute_speed);
+    require_positive(s, "hardware.stragglers[].link_speed", st.link_speed);
+    straggling += st.nodes;
+  }
+  require_count(s, "the number of nodes that are not stragglers", hw.nodes - straggling);
+  if (!s.dataset.tokens && !s.dataset.samples)
+    throw std::invalid_argument(fmt::format("scenario \"{}\": no dataset size (tokens or samples)", s.name));
+  require_positive(s, "dataset size", s.dataset.samples ? *s.dataset.samples : *s.dataset.tokens);
+}
+
+/// The bucket size the step uses, with the framework default it assumed when none is given.
+void resolve_buckets(Job& job) {
+  const StrategySpec& strat = job.scenario.strategy;
+  const Strategy st = strat.kind;
+  const double wb = working_bytes(job.scenario.training.precision);
+  job.bucket_bytes = sim::StepPlan{}.bucket_bytes;
+  if (strat.bucket_given) {
+    job.bucket_bytes = strat.bucket_bytes;
+  } else if (zero12(st)) {
+    job.bucket_bytes = kDeepSpeedBucketElements * wb;
+    job.assumptions.push_back("reduce/all-gather bucket 5e8 elements (DeepSpeed reduce_bucket_size and "
+                              "allgather_bucket_size defaults; set strategy.bucket_mb)");
+  } else if (st == Strategy::ddp) {
+    job.assumptions.push_back("gradient bucket 25 MB, the first 1 MiB (PyTorch DDP bucket_cap_mb and "
+                              "_DEFAULT_FIRST_BUCKET_BYTES defaults; set strategy.bucket_mb)");
+  }
+  job.first_bucket_bytes = st == Strategy::ddp ? std::min(kFirstBucketBytes, job.bucket_bytes) : job.bucket_bytes;
+}
+
+/// Rank groups: the typical nodes first, then each straggler group as its own class.
+void resolve_groups(Job& job) {
+  const std::vector<StragglerSpec>& stragglers = job.scenario.hardware.stragglers;
+  if (stragglers.empty()) return;
+  int typical = job.nodes;
+  for (const StragglerSpec& st : stragglers) typical -= st.nodes;
+  job.groups.push_back(sim::RankGroup{"typical nodes", typical * job.gpus_per_node, typical, 1.0, 1.0});
+  for (const StragglerSpec& st : stragglers) {
+    job.groups.push_back(
+        sim::RankGroup{st.name, st.nodes * job.gpus_per_node, st.nodes, st.compute_speed, st.link_speed});
+    job.assumptions.push_back(fmt::format("{}: {} node(s) at {:.0f}% compute and {:.0f}% link speed, simulated as "
+                                          "their own rank class",
+                                          st.name, st.nodes, 100 * st.compute_speed, 100 * st.link_speed));
+  }
+}
+
+/// NCCL's channels and the compute they take: one CUDA block per channel on its own SM.
+void resolve_comm_slowdown(Job& job) {
+  job.nccl_channels = job.gpus > 1 ? nccl_channels(job.fabric) : 0;
+  job.comm_slowdown = std::min(kMaxCommSlowdown, static_cast<double>(job.nccl_channels) / job.gpu.sm_count);
+  if (job.gpus > 1)
+    job.assumptions.push_back(fmt::format("compute runs {:.0f}% slower while a collective runs: {} NCCL channels "
+                                          "of {} SMs (one CUDA block per channel)",
+                                          100 * job.comm_slowdown, job.nccl_channels, job.gpu.sm_count));
+}
+
+std::vector<sim::MeasuredCollective> measured_collectives(const HardwareFile* cal) {
+  std::vector<sim::MeasuredCollective> out;
+  if (!cal) return out;
+  for (const FittedCollective& fc : cal->collectives)
+    out.push_back(sim::MeasuredCollective{fc.collective, static_cast<int>(fc.ranks), static_cast<int>(fc.nodes),
+                                          fc.latency_us * 1e-6, fc.algbw_GBps});
+  return out;
+}
+
+// ---- cost -------------------------------------------------------------------------------
+
+/// Optimizer step of the local shard of the trainable parameters.
+double optimizer_step_s(const Job& job, double trainable) {
+  const TrainingSpec& tr = job.scenario.training;
+  const Strategy st = job.scenario.strategy.kind;
+  const double optimizer_shards =
+      !shards_optimizer(st) ? 1.0 : st == Strategy::fsdp_hybrid_shard ? job.gpus_per_node : job.gpus;
+  const bool fp32_grads = tr.optimizer == OptimizerKind::adam_deepspeed_18;
+  return optimizer_time_s(trainable / optimizer_shards,
+                          optimizer_bytes_per_param(tr.precision, fp32_grads, tr.optimizer == OptimizerKind::sgd_momentum),
+                          job.device);
+}
+
+/// FLOPs per layer and of the LM head for one micro-step, and per optimizer step on all GPUs.
+void cost_flops(const Job& job, Costs& c) {
+  const TransformerSpec& model = job.scenario.model;
+  const TrainingSpec& tr = job.scenario.training;
+  const double tokens = static_cast<double>(tr.micro_batch * tr.seq_len);
+  const StepFlops mf = training_flops(model, tr.seq_len, tokens, flops_options(tr));
+  const double head = 2.0 * tokens * static_cast<double>(model.hidden) * static_cast<double>(model.vocab);
+  const double bwd_ratio = mf.forward > 0 ? mf.backward / mf.forward : 2.0;
+  const double L = static_cast<double>(model.layers);
+  c.head_flops_forward = head;
+  c.head_flops_backward = bwd_ratio * head;
+  c.layer_flops_forward = std::max(0.0, mf.forward - head) / L;
+  c.layer_flops_backward = std::max(0.0, mf.backward - bwd_ratio * head) / L;
+  c.layer_flops_recompute = mf.recompute / L;
+  const double m = static_cast<double>(tr.grad_accum);
+  c.model_flops_per_step = mf.model * m * job.gpus;
+  c.hardware_flops_per_step = mf.hardware() * m * job.gpus;
+}
+
+/// Bytes of weights and trainable gradients per layer, root unit and untied LM head.
+void cost_bytes(const Job& job, Costs& c) {
+  const TransformerSpec& model = job.scenario.model;
+  const TrainingSpec& tr = job.scenario.training;
+  const double wb = working_bytes(tr.precision);
+  const ParameterBreakdown pb = parameter_breakdown(model);
+  const double layer_params = static_cast<double>(pb.per_layer);
+  const double root_params = c.parameters - layer_params * static_cast<double>(model.layers);
+  c.layer_param_bytes = layer_params * wb;
+  c.root_param_bytes = root_params * wb;
+  c.head_param_bytes = static_cast<double>(pb.lm_head) * wb;
+  if (tr.lora) {
+    c.layer_grad_bytes = c.trainable * wb / static_cast<double>(model.layers);  // adapters only
+  } else {
+    c.layer_grad_bytes = c.layer_param_bytes;
+    c.root_grad_bytes = c.root_param_bytes;
+    c.head_grad_bytes = c.head_param_bytes;
+  }
+}
+
+/// Memory per GPU, term by term, and the parts the simulation plays as events.
+void cost_memory(const Job& job, Costs& c) {
+  const Scenario& s = job.scenario;
+  const TrainingSpec& tr = s.training;
+  const double grad_bytes = c.trainable * working_bytes(tr.precision);
+  MemoryInputs mem;
+  mem.model = &s.model;
+  mem.micro_batch = tr.micro_batch;
+  mem.seq_len = tr.seq_len;
+  mem.precision = tr.precision;
+  mem.optimizer = tr.optimizer;
+  mem.recompute = tr.recompute;
+  mem.flash_attention = tr.flash_attention;
+  mem.lora = tr.lora ? &*tr.lora : nullptr;
+  mem.strategy = s.strategy.kind;
+  mem.gpus = job.gpus;
+  mem.gpus_per_node = job.gpus_per_node;
+  mem.bucket_bytes = zero12(s.strategy.kind) ? std::min(job.bucket_bytes, grad_bytes) : job.bucket_bytes;
+  mem.prefetch_layers = s.strategy.prefetch_layers;
+  mem.capacity_bytes = job.gpu.memory_bytes;
+  mem.cuda_context_bytes = kCudaContextBytes;
+  c.memory = memory_per_gpu(mem);
+  c.assumptions.push_back("CUDA context, cuBLAS workspace and NCCL buffers: 1.0 GiB per GPU (default)");
+  auto term = [&](const char* name) {
+    for (const MemoryTerm& t : c.memory.terms)
+      if (t.name == name) return t.bytes;
+    return 0.0;
+  };
+  c.activation_bytes_per_layer = term("activations") / static_cast<double>(s.model.layers);
+  c.logits_bytes = term("logits");
+  c.static_memory_bytes = c.memory.total_bytes - term("activations") - term("logits") - term("gathered_params") -
+                          term("fragmentation");
+}
+
+// ---- assemble ---------------------------------------------------------------------------
+
+/// The simulation's cross-check: a finite, non-negative step within its closed-form bounds,
+/// up to rounding (relative 1e-9, plus the engine's 1 ns per task); with free communication
+/// (a limiting case the bounds do not know) the lower bound is the compute alone. A step
+/// outside them is a broken invariant of the simulator (or of the checks on its inputs),
+/// not bad input.
+void check_simulation(const sim::StepGraph& graph, const sim::SimResult& r, const sim::StepBounds& b,
+                      const PredictOptions& options) {
+  const double step = r.step_s();
+  const double lower = options.free_communication ? b.compute_s : b.perfect_overlap_s;
+  const double slack_s = 1e-9 * static_cast<double>(graph.tasks.size());
+  const bool ok = std::isfinite(step) && step >= 0 && std::isfinite(b.no_overlap_s) &&
+                  step >= lower * (1 - 1e-9) - slack_s && step <= b.no_overlap_s * (1 + 1e-9) + slack_s;
+  if (!ok)
+    throw std::logic_error(fmt::format("simulated step {} s lies outside its closed-form bounds [{}, {}] s; "
+                                       "please report this with the scenario",
+                                       step, lower, b.no_overlap_s));
+}
+
+/// The simulated figures of the representative rank: busy times, critical path, streams,
+/// links and peak memory.
+void assemble_simulation(const sim::StepGraph& graph, const sim::SimResult& r, Prediction& p) {
+  p.step_time_s = r.step_s();
+  p.comm_busy_s = sim::to_seconds(r.comm_busy_ns);
+  p.comm_hidden_s = sim::to_seconds(r.overlap_ns);
+  p.comm_exposed_s = r.comm_exposed_s();
+  p.overlap_ratio = r.overlap_ratio();
+  p.compute_busy_s = sim::to_seconds(r.compute_busy_ns);
+  p.simulated_peak_memory_bytes = r.peak_memory_bytes.empty() ? 0.0 : r.peak_memory_bytes[0];
+  p.simulation_events = r.events;
+  p.simulation_tasks = static_cast<int>(graph.tasks.size());
+  for (int t : r.critical_path)
+    p.critical_path.push_back({graph.tasks[t].name, graph.tasks[t].category, sim::to_seconds(r.tasks[t].start),
+                               sim::to_seconds(r.tasks[t].end)});
+  for (std::size_t i = 0; i < graph.streams.size(); ++i) {
+    const std::string& cls = graph.classes[graph.streams[i].rank_class].name;
+    p.streams.push_back({graph.classes.size() > 1 ? cls + ": " + graph.streams[i].name : graph.streams[i].name,
+                         sim::to_seconds(r.streams[i].busy_ns)});
+  }
+  for (std::size_t i = 0; i < graph.links.size(); ++i)
+    p.links.push_back({graph.links[i].name, graph.links[i].capacity_GBps, sim::to_seconds(r.links[i].busy_ns),
+                       r.links[i].bytes});
+}
+
+/// Tokens and samples per second, MFU/HFU, and the epoch with its price.
+void assemble_throughput(const Job& job, const Costs& c, Prediction& p) {
+  const Scenario& s = job.scenario;
+  const TrainingSpec& tr = s.training;
+  const int gpus = job.gpus;
+  p.global_batch_samples = static_cast<double>(tr.micro_batch * tr.grad_accum) * gpus;
+  p.tokens_per_step = p.global_batch_samples * static_cast<double>(tr.seq_len);
+  p.model_flops_per_step = c.model_flops_per_step;
+  p.hardware_flops_per_step = c.hardware_flops_per_step;
+  p.tokens_per_s = p.tokens_per_step / p.step_time_s;
+  p.tokens_per_s_per_gpu = p.tokens_per_s / gpus;
+  p.samples_per_s = p.global_batch_samples / p.step_time_s;
+  p.mfu = p.model_flops_per_step / (p.step_time_s * gpus * job.device.peak_tflops * 1e12);
+  p.hfu = p.hardware_flops_per_step / (p.step_time_s * gpus * job.device.peak_tflops * 1e12);
+
+  const double samples = s.dataset.samples ? *s.dataset.samples : *s.dataset.tokens / static_cast<double>(tr.seq_len);
+  p.steps_per_epoch = std::ceil(samples / p.global_batch_samples);
+  p.time_per_epoch_s = p.steps_per_epoch * p.step_time_s;
+  if (s.price_per_gpu_hour_usd) p.cost_per_epoch_usd = *s.price_per_gpu_hour_usd * gpus * p.time_per_epoch_s / 3600.0;
+}
+
+}  // namespace
+
+std::string_view name(RateSource s) {
+  switch (s) {
+    case RateSource::catalog: return "catalog";
+    case RateSource::fitted: return "fitted";
+    case RateSource::calibration: return "calibration";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------
+// resolve
+
+DeviceRates device_rates(const GpuSpec& gpu, Dtype dtype, const FittedEfficiency* fit, const HardwareFile* cal,
+                         const std::string& calibration_file, RateProvenance& provenance,
+                         std::vector<std::string>& assumptions) {
+  DeviceRates device;
+  device.arch = gpu.arch;
+  device.peak_tflops = gpu.peak(dtype);
+  device.memory_bw_GBps = gpu.memory_bw_GBps;
+  device.gemm = default_gemm_efficiency(gpu.arch, dtype);
+  device.memory_efficiency = default_memory_efficiency(gpu.arch);
+  device.attention_efficiency = default_attention_efficiency(gpu.arch);
+  if (dtype == Dtype::fp8) device.attention_peak_tflops = gpu.peak(Dtype::bf16);
+  provenance = RateProvenance{};
+  if (fit) {
+    // Fitted values replace the defaults for 16-bit GEMMs; fp8 and fp32 keep their ratio.
+    if (fit->gemm_max_fraction) {
+      device.gemm.max_fraction *=
+          *fit->gemm_max_fraction / default_gemm_efficiency(gpu.arch, Dtype::bf16).max_fraction;
+      provenance.gemm = RateSource::fitted;
+    }
+    if (fit->attention_efficiency) {
+      device.attention_efficiency = *fit->attention_efficiency;
+      provenance.attention = RateSource::fitted;
+    }
+    if (fit->memory_efficiency) {
+      device.memory_efficiency = *fit->memory_efficiency;
+      provenance.memory = RateSource::fitted;
+    }
+    device.gemm.source = "fitted: " + fit->fitted_on;
+    assumptions.push_back(fmt::format("{} efficiencies fitted to measured runs (model/catalog/fitted.json): {}",
+                                      name(gpu.arch), fit->fitted_on));
+  }
+  if (cal) {
+    if (auto it = cal->gemm.find(dtype); it != cal->gemm.end()) {
+      device.gemm = GemmEfficiency{it->second.max_fraction, it->second.half_flops, "measured: " + calibration_file};
+      provenance.gemm = RateSource::calibration;
+    }
+    if (cal->memory.memory_efficiency) {
+      device.memory_efficiency = *cal->memory.memory_efficiency;
+      provenance.memory = RateSource::calibration;
+    }
+    assumptions.push_back(fmt::format("calibration {} (measured on {}, {}): GEMM efficiency, memory bandwidth "
+                                      "and measured collectives replace the defaults",
+                                      calibration_file, cal->machine.hostname, cal->machine.date_utc));
+  }
+  return device;
+}
+
+Job resolve(const Scenario& s) {
+  check_predictable(s);
+  Job job;
+  job.scenario = s;
+  job.nodes = s.hardware.nodes;
+  job.gpus_per_node = s.hardware.gpus_per_node;
+  job.gpus = job.nodes * job.gpus_per_node;
+  ClusterSpec used = s.hardware.cluster;
+  used.nodes = job.nodes;
+  const Topology topo = Topology::build(used);
+  job.gpu = topo.gpu();
+  job.fabric = topo.fabric(job.nodes, job.gpus_per_node);
+  job.hardware = job.nodes > 1 ? fmt::format("{} x {} ({})", job.nodes, topo.box().name, job.fabric.inter->kind)
+                               : topo.box().name;
+
+  const TrainingSpec& tr = s.training;
+  job.dtype = gemm_dtype(tr.precision);
+  job.device = device_rates(job.gpu, job.dtype, fitted_efficiency(job.gpu.arch), s.hardware.calibration.get(),
+                            s.hardware.calibration_file, job.provenance, job.assumptions);
+  const DeviceRates& device = job.device;
+  job.assumptions.push_back(fmt::format("GEMM efficiency {:.2f} of the {} {} peak ({:.0f} TFLOP/s) for large GEMMs, "
+                                        "half of it at {:.1g} FLOP per GEMM: {}",
+                                        device.gemm.max_fraction, job.gpu.name, name(job.dtype), device.peak_tflops,
+                                        device.gemm.half_flops, device.gemm.source));
+  if (tr.flash_attention)
+    job.assumptions.push_back(fmt::format("flash attention reaches {:.0f}% of peak on the attention scores, backward "
+                                          "2.5x forward (FlashAttention-2)",
+                                          100 * device.attention_efficiency));
+  job.assumptions.push_back(fmt::format("memory-bound kernels reach {:.0f}% of {:.0f} GB/s",
+                                        100 * device.memory_efficiency, device.memory_bw_GBps));
+  resolve_buckets(job);
+  resolve_groups(job);
+  job.measured_collectives = measured_collectives(s.hardware.calibration.get());
+  resolve_comm_slowdown(job);
+  return job;
+}
+
+// ---------------------------------------------------------------------------------------
+// cost
+
+double LayerTimes::micro_step_s() const {
+  return layers * (forward_s + backward_s + recompute_s) + head_forward_s + head_backward_s;
+}
+
+LayerTimes layer_times(const MicroStepTimes& micro, int layers) {
+  LayerTimes t;
+  const double L = layers;
+  t.layers = layers;
+  t.forward_s = std::max(0.0, micro.forward_s - micro.head_forward_s) / L;
+  t.backward_s = std::max(0.0, micro.backward_s - micro.head_backward_s) / L;
+  t.recompute_s = micro.recompute_s / L;
+  t.head_forward_s = micro.head_forward_s;
+  t.head_backward_s = micro.head_backward_s;
+  return t;
+}
+
+Costs cost(const Job& job) {
+  const TransformerSpec& model = job.scenario.model;
+  const TrainingSpec& tr = job.scenario.training;
+  Costs c;
+  c.micro = micro_step_times(model, tr.micro_batch, tr.seq_len, tr.precision, flops_options(tr), tr.flash_attention,
+                             job.device);
+  c.per_layer = layer_times(c.micro, static_cast<int>(model.layers));
+  const double m = static_cast<double>(tr.grad_accum);
+  c.forward_s = m * c.micro.forward_s;
+  c.backward_s = m * c.micro.backward_s;
+  c.recompute_s = m * c.micro.recompute_s;
+  c.parameters = static_cast<double>(parameter_count(model));
+  c.trainable = tr.lora ? static_cast<double>(lora_parameter_count(model, *tr.lora)) : c.parameters;
+  c.optimizer_s = optimizer_step_s(job, c.trainable);
+  c.compute_s = c.forward_s + c.backward_s + c.recompute_s + c.optimizer_s;
+  cost_flops(job, c);
+  cost_bytes(job, c);
+  cost_memory(job, c);
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------
+// lower, simulate, bound
+
+sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& options) {
+  const Scenario& s = job.scenario;
+  sim::StepPlan plan;
+  plan.strategy = s.strategy.kind;
+  plan.micro_steps = static_cast<int>(s.training.grad_accum);
+  plan.layers = static_cast<int>(s.model.layers);
+  plan.micro = c.micro;
+  plan.optimizer_s = c.optimizer_s;
+  plan.head_flops_forward = c.head_flops_forward;
+  plan.head_flops_backward = c.head_flops_backward;
+  plan.layer_flops_forward = c.layer_flops_forward;
+  plan.layer_flops_backward = c.layer_flops_backward;
+  plan.layer_flops_recompute = c.layer_flops_recompute;
+  plan.layer_param_bytes = c.layer_param_bytes;
+  plan.root_param_bytes = c.root_param_bytes;
+  plan.head_param_bytes = c.head_param_bytes;
+  plan.layer_grad_bytes = c.layer_grad_bytes;
+  plan.root_grad_bytes = c.root_grad_bytes;
+  plan.head_grad_bytes = c.head_grad_bytes;
+  plan.bucket_bytes = job.bucket_bytes;
+  plan.first_bucket_bytes = job.first_bucket_bytes;
+  plan.prefetch_layers = s.strategy.prefetch_layers;
+  plan.gpus = job.gpus;
+  plan.nodes = job.nodes;
+  plan.gpus_per_node = job.gpus_per_node;
+  plan.fabric = job.fabric;
+  plan.algorithm = s.strategy.algorithm;
+  plan.comm_on_compute_stream = options.comm_on_compute_stream;
+  plan.measured_collectives = job.measured_collectives;
+  plan.groups = job.groups;
+  plan.comm_slowdown = job.comm_slowdown;
+  plan.activation_bytes_per_layer = c.activation_bytes_per_layer;
+  plan.logits_bytes = c.logits_bytes;
+  plan.static_memory_bytes = c.static_memory_bytes;
+  return plan;
+}
+
+Lowered lower(const Job& job, const Costs& costs, const PredictOptions& options) {
+  Lowered out;
+  out.plan = step_plan(job, costs, options);
+  out.graph = sim::lower_step(out.plan);
+  return out;
+}
+
+sim::SimResult simulate(const sim::StepGraph& graph, const PredictOptions& options) {
+  sim::SimOptions so;
+  so.record_timelines = options.record_timelines;
+  so.free_communication = options.free_communication;
+  return sim::simulate(graph, so);
+}
+
+sim::StepBounds bound(const sim::StepGraph& graph) { return sim::closed_form_bounds(graph); }
+
+// ---------------------------------------------------------------------------------------
+// assemble
+
+CollectiveCost phases_cost(Collective collective, double bytes, const std::vector<CollectivePhase>& phases,
+                           int ranks, std::optional<double> played_s) {
+  CollectiveCost out;
+  out.algorithm = "ring";
+  out.protocol = "Simple";
+  if (phases.empty()) return out;  // nothing moves (collective_cost's convention)
+  double time_s = 0;
+  for (const CollectivePhase& ph : phases) time_s += ph.time_s();
+  if (played_s) time_s = *played_s;
+  const bool hierarchical = std::any_of(phases.begin(), phases.end(),
+                                        [](const CollectivePhase& ph) { return ph.level != FabricScope::all; });
+  if (phases.size() == 1 && phases[0].algorithm == "measured") {  // the calibration's fit
+    out.algorithm = "measured";
+    out.protocol = "n/a";
+  } else if (hierarchical) {
+    out.algorithm = "hierarchical";
+    for (const CollectivePhase& ph : phases)
+      if (ph.level == FabricScope::inter_node) out.protocol = ph.protocol;
+  } else {
+    out.algorithm = phases[0].algorithm;
+    out.protocol = phases[0].protocol;
+  }
+  out.time_s = time_s;
+  out.algbw_GBps = bytes / time_s / 1e9;
+  out.busbw_GBps = out.algbw_GBps * bus_bandwidth_factor(collective, ranks);
+  return out;
+}
+
+std::vector<CollectiveUse> collective_uses(const sim::StepGraph& graph, const CommFabric& fabric) {
+  std::vector<CollectiveUse> uses;
+  for (const sim::CollectiveOp& op : graph.ops) {
+    if (op.phases.empty()) continue;
+    auto it = std::find_if(uses.begin(), uses.end(), [&](const CollectiveUse& u) {
+      return u.purpose == op.purpose && u.level == op.level && u.bytes == op.bytes;
+    });
+    if (it != uses.end()) {
+      ++it->calls_per_step;
+      continue;
+    }
+    CollectiveUse use;
+    use.purpose = op.purpose;
+    use.collective = op.collective;
+    use.level = op.level;
+    use.bytes = op.bytes;
+    use.ranks = restrict_fabric(fabric, op.level).ranks();
+    use.calls_per_step = 1;
+    use.phases = op.phases;
+    double alone_s = 0;
+    for (const CollectivePhase& ph : op.phases) alone_s += sim::phase_alone_s(graph, op, ph);
+    use.cost = phases_cost(op.collective, op.bytes, op.phases, use.ranks, alone_s);
+    uses.push_back(std::move(use));
+  }
+  return uses;
+}
+
+Prediction assemble(const Job& job, const Costs& costs, Lowered lowered, sim::SimResult result,
+                    const sim::StepBounds& bounds, const PredictOptions& options) {
+  check_simulation(lowered.graph, result, bounds, options);
+  Prediction p;
+  p.scenario = job.scenario.name;
+  p.gpus = job.gpus;
+  p.nodes = job.nodes;
+  p.gpus_per_node = job.gpus_per_node;
+  p.strategy = job.scenario.strategy.kind;
+  p.gpu = job.gpu.name;
+  p.hardware = job.hardware;
+  p.fabric = job.fabric;
+  p.parameters = static_cast<std::int64_t>(costs.parameters);
+  p.peak_dtype = job.dtype;
+  p.peak_tflops = job.device.peak_tflops;
+  p.comm_slowdown = job.comm_slowdown;
+  p.assumptions = job.assumptions;
+  p.assumptions.insert(p.assumptions.end(), costs.assumptions.begin(), costs.assumptions.end());
+
+  p.forward_s = costs.forward_s;
+  p.backward_s = costs.backward_s;
+  p.recompute_s = costs.recompute_s;
+  p.optimizer_s = costs.optimizer_s;
+  p.compute_s = costs.compute_s;
+  p.memory = costs.memory;
+
+  assemble_simulation(lowered.graph, result, p);
+  p.step_no_overlap_s = bounds.no_overlap_s;
+  p.step_perfect_overlap_s = bounds.perfect_overlap_s;
+  p.comm_total_s = bounds.comm_total_s;
+  p.collectives = collective_uses(lowered.graph, job.fabric);
+  assemble_throughput(job, costs, p);
+  if (options.keep_simulation) {
+    auto kept = std::make_shared<StepSimulation>();
+    kept->plan = std::move(lowered.plan);
+    kept->graph = std::move(lowered.graph);
+    kept->result = std::move(result);
+    p.simulation = std::move(kept);
+  }
+  return p;
+}
+
+}  // namespace stepcast

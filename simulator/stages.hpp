@@ -1,0 +1,203 @@
+/// \file
+/// One prediction as a pipeline of named stages, each a function that can be called and
+/// tested alone (design notes, "One prediction as a pipeline of named stages"):
+///
+///   resolve(Scenario)                  -> Job      catalog lookups, device rates with their
+///                                                  provenance, fabric, rank groups, defaults
+///                                                  (each recorded as an assumption)
+///   cost(Job)                          -> Costs    per-layer compute times and FLOPs, byte
+///                                                  counts, memory terms; pure
+///   lower(Job, Costs, PredictOptions)  -> Lowered  the StepPlan and its StepGraph
+///                                                  (sim::lower_step)
+///   simulate(StepGraph, PredictOptions) -> SimResult
+///   bound(StepGraph)                   -> StepBounds  closed-form cross-check
+///   assemble(Job, Costs, Lowered, SimResult, StepBounds) -> Prediction
+///
+/// predict() (predict.hpp) is their composition. The Prediction carries the collectives
+/// with the phases the lowering put into the step graph, so reports read what the
+/// simulation played and never re-cost anything.
+#pragma once
+
+#include "model/compute.hpp"
+#include "model/flops.hpp"
+#include "model/memory.hpp"
+#include "simulator/bounds.hpp"
+#include "simulator/lowering.hpp"
+#include "simulator/predict.hpp"
+#include "simulator/scenario.hpp"
+#include "simulator/simulation.hpp"
+#include "simulator/step_graph.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stepcast {
+
+// ---------------------------------------------------------------------------------------
+// resolve
+
+/// Where a device rate came from.
+enum class RateSource {
+  catalog,      ///< documented per-generation default (model/compute.cpp) or datasheet
+  fitted,       ///< fitted to measured runs per generation (model/catalog/fitted.json)
+  calibration,  ///< measured on the machine (the scenario's hardware file, `stepcast fit`)
+};
+std::string_view name(RateSource);
+
+/// The provenance of each efficiency in DeviceRates (peaks and datasheet memory bandwidth
+/// always come from the GPU catalog).
+struct RateProvenance {
+  RateSource gemm = RateSource::catalog;       ///< DeviceRates::gemm (max_fraction, half_flops)
+  RateSource attention = RateSource::catalog;  ///< DeviceRates::attention_efficiency
+  RateSource memory = RateSource::catalog;     ///< DeviceRates::memory_efficiency
+};
+
+/// A scenario resolved against the catalogs: the hardware it runs on, the rates of its
+/// GPU, and every default it takes, recorded as an assumption.
+struct Job {
+  Scenario scenario;           ///< the scenario as given (a copy: a Job stands alone)
+  int nodes = 1;
+  int gpus_per_node = 1;
+  int gpus = 1;
+  GpuSpec gpu;                 ///< catalog entry of the box's GPU
+  std::string hardware;        ///< "2 x dgx-a100 (8x ib-hdr)" / "dgx-a100"
+  CommFabric fabric;           ///< what a collective over all the job's GPUs sees
+  Dtype dtype = Dtype::bf16;   ///< dtype of the GEMMs (peak used for MFU)
+  DeviceRates device;
+  RateProvenance provenance;
+  double bucket_bytes = 0;     ///< gradient / ZeRO bucket, bytes (given or the framework default)
+  double first_bucket_bytes = 0;  ///< DDP's first bucket (others: bucket_bytes)
+  std::vector<sim::RankGroup> groups;  ///< empty: all ranks alike; else typical nodes first
+  std::vector<sim::MeasuredCollective> measured_collectives;  ///< from the calibration
+  int nccl_channels = 0;       ///< channels a collective runs on (0 on one GPU)
+  double comm_slowdown = 0;    ///< compute throughput lost while a collective runs
+  std::vector<std::string> assumptions;
+};
+
+/// Resolves the scenario: builds the topology of the GPUs used, derives the fabric and the
+/// device rates (catalog defaults, replaced by fitted values for the GPU's generation, then
+/// by the scenario's calibration file), picks the bucket size, the rank groups (stragglers)
+/// and the NCCL slowdown of compute. Throws std::invalid_argument, naming the field, for a
+/// scenario no later stage can take (a count below 1, no straggler-free node, no dataset
+/// size) and for an inconsistent hardware choice; parse_scenario refuses all of those, so
+/// only a Scenario built another way (a measured record) can get here with one.
+Job resolve(const Scenario& scenario);
+
+/// The device rates of `gpu` training at `dtype`: catalog defaults, then the generation's
+/// fitted efficiencies (`fitted`, may be null), then the calibration (`calibration`, may be
+/// null; `calibration_file` names it in the GEMM source). Appends what it assumed.
+DeviceRates device_rates(const GpuSpec& gpu, Dtype dtype, const FittedEfficiency* fitted,
+                         const HardwareFile* calibration, const std::string& calibration_file,
+                         RateProvenance& provenance, std::vector<std::string>& assumptions);
+
+// ---------------------------------------------------------------------------------------
+// cost
+
+/// Compute time of one micro-step on one GPU at full speed, split the way the lowering
+/// plays it: `layers` equal transformer layers and the LM head.
+struct LayerTimes {
+  int layers = 1;
+  double forward_s = 0;        ///< one layer
+  double backward_s = 0;       ///< one layer
+  double recompute_s = 0;      ///< one layer (0 without recompute)
+  double head_forward_s = 0;
+  double head_backward_s = 0;
+  /// layers x (forward + backward + recompute) + head forward + head backward
+  double micro_step_s() const;
+};
+
+/// What one optimizer step costs before any scheduling: compute times, FLOPs, byte counts
+/// of what the collectives move, and memory per GPU. A pure function of the Job.
+struct Costs {
+  MicroStepTimes micro;        ///< one micro-step on one GPU
+  LayerTimes per_layer;        ///< the same, per layer and head
+  double forward_s = 0;        ///< per optimizer step (grad_accum micro-steps)
+  double backward_s = 0;
+  double recompute_s = 0;
+  double optimizer_s = 0;
+  double compute_s = 0;        ///< forward + backward + recompute + optimizer
+
+  /// FLOPs of one micro-step on one GPU, per layer and for the LM head.
+  double layer_flops_forward = 0;
+  double layer_flops_backward = 0;
+  double layer_flops_recompute = 0;
+  double head_flops_forward = 0;
+  double head_flops_backward = 0;
+  double model_flops_per_step = 0;     ///< all GPUs, one optimizer step
+  double hardware_flops_per_step = 0;  ///< with recompute
+
+  double parameters = 0;       ///< all parameters
+  double trainable = 0;        ///< parameters the optimizer updates (LoRA: adapters)
+  /// Bytes in the working dtype: one layer's weights, the root unit (embeddings, final
+  /// norm, untied LM head), the untied LM head alone; and the trainable gradients of each.
+  double layer_param_bytes = 0;
+  double root_param_bytes = 0;
+  double head_param_bytes = 0;
+  double layer_grad_bytes = 0;
+  double root_grad_bytes = 0;
+  double head_grad_bytes = 0;
+
+  MemoryBreakdown memory;      ///< per GPU, term by term
+  double activation_bytes_per_layer = 0;  ///< per micro-step, kept from forward to backward
+  double logits_bytes = 0;
+  double static_memory_bytes = 0;  ///< held all step (total less the transient terms)
+  std::vector<std::string> assumptions;
+};
+
+/// Costs the job's step. Pure: same Job, same Costs.
+Costs cost(const Job& job);
+
+/// Splits a micro-step into its per-layer and head parts (the lowering's split).
+LayerTimes layer_times(const MicroStepTimes& micro, int layers);
+
+// ---------------------------------------------------------------------------------------
+// lower, simulate, bound
+
+/// The plan the lowering reads and the step graph it made of it.
+struct Lowered {
+  sim::StepPlan plan;
+  sim::StepGraph graph;
+};
+
+/// The StepPlan of the job with its costs: plain numbers for sim::lower_step.
+sim::StepPlan step_plan(const Job& job, const Costs& costs, const PredictOptions& options);
+
+/// Lowers the step: step_plan, then sim::lower_step.
+Lowered lower(const Job& job, const Costs& costs, const PredictOptions& options);
+
+/// Plays the step graph (sim::simulate with the options' limiting cases and timelines).
+sim::SimResult simulate(const sim::StepGraph& graph, const PredictOptions& options);
+
+/// Closed-form bounds on the lowered step (sim::closed_form_bounds).
+sim::StepBounds bound(const sim::StepGraph& graph);
+
+// ---------------------------------------------------------------------------------------
+// assemble
+
+/// The cost of one collective call as the simulation plays it, summarised from its phases:
+/// time = `time_s` if given (the phases alone on the step's links, sim::phase_alone_s),
+/// else Σ phase times (latency + S / algbw); algorithm "measured" where the calibration's
+/// measurement replaced the model, "hierarchical" where the phases span the intra- and
+/// inter-node levels (then the protocol is the inter-node phase's), else the single phase's
+/// algorithm and protocol; algbw = S / time, busbw = algbw x the bus factor over `ranks`.
+/// Empty phases (one rank, zero bytes) cost nothing.
+CollectiveCost phases_cost(Collective collective, double bytes, const std::vector<CollectivePhase>& phases,
+                           int ranks, std::optional<double> time_s = std::nullopt);
+
+/// One row per kind of collective (purpose, level, size) in the order the graph issues
+/// them, with the phases the lowering put in the graph and their cost: phases_cost with
+/// each phase alone on the graph's links (sim::phase_alone_s: a straggler's degraded link
+/// slows every collective it takes part in), the time closed_form_bounds adds up.
+std::vector<CollectiveUse> collective_uses(const sim::StepGraph& graph, const CommFabric& fabric);
+
+/// The Prediction: the job's description, the costs, the simulated figures, the bounds,
+/// throughput, FLOPs utilisation, epoch and its price. Moves `lowered` and `result` into
+/// Prediction::simulation when the options keep it. Throws std::logic_error (a broken
+/// invariant: "please report") when the simulated step is not finite or lies outside its
+/// closed-form bounds beyond rounding.
+Prediction assemble(const Job& job, const Costs& costs, Lowered lowered, sim::SimResult result,
+                    const sim::StepBounds& bounds, const PredictOptions& options);
+
+}  // namespace stepcast

@@ -1,0 +1,470 @@
+// Rules of each stage of a prediction, tested alone, and of their composition.
+#include "simulator/stages.hpp"
+
+#include "base/json_input.hpp"
+#include "topologies/hardware_file.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace stepcast;
+
+namespace {
+
+std::string scenario(const std::string& strategy, const std::string& hardware, const std::string& extra = "",
+                     const std::string& precision = "bf16_mixed") {
+  return R"({"name": "t", "description": "test", "model": "gpt2-xl",
+    "training": {"precision": ")" + precision + R"(", "optimizer": "adam", "micro_batch": 4, "grad_accum": 3,
+                 "seq_len": 1024, "recompute": "full", "flash_attention": true)" +
+         extra + R"(},
+    "strategy": )" + strategy + R"(, "hardware": )" + hardware + R"(, "dataset": {"tokens": 1e9}})";
+}
+
+const std::string kTwoNodesIb =
+    R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 16})";
+const std::string kDgx1 = R"({"box": "dgx-1-v100", "nodes": 1, "gpus": 8})";
+
+Scenario parsed(const std::string& strategy, const std::string& hardware, const std::string& extra = "",
+                const std::string& precision = "bf16_mixed") {
+  return parse_scenario(scenario("\"" + strategy + "\"", hardware, extra, precision), "t.json");
+}
+
+Scenario calibrated() { return load_scenario(STEPCAST_SOURCE_DIR "/tests/data/good/calibrated.json"); }
+
+/// A two-node A100 fabric with 8 GPUs per node and 8 NICs.
+CommFabric two_node_fabric() {
+  CommFabric f;
+  f.arch = GpuArch::ampere;
+  f.intra.ranks = 8;
+  f.intra.link = LinkClass::nvlink;
+  f.intra.bw_GBps = 240;
+  f.intra.kind = "nvlink3";
+  FabricLevel inter;
+  inter.ranks = 2;
+  inter.link = LinkClass::network;
+  inter.bw_GBps = 8 * 23.5;
+  inter.kind = "8x ib-hdr";
+  inter.channels = 8;
+  f.inter = inter;
+  return f;
+}
+
+}  // namespace
+
+// ---- resolve ----------------------------------------------------------------------------
+
+TEST_CASE("resolve: a catalog GPU without fitted values runs at the catalog's peak and documented efficiencies") {
+  REQUIRE(fitted_efficiency(GpuArch::volta) == nullptr);
+  const Job job = resolve(parsed("ddp", kDgx1, "", "fp16_mixed"));
+  CHECK(job.gpus == 8);
+  CHECK(job.dtype == Dtype::fp16);
+  CHECK(job.device.peak_tflops == job.gpu.peak(Dtype::fp16));
+  CHECK(job.device.memory_bw_GBps == job.gpu.memory_bw_GBps);
+  CHECK(job.device.gemm.max_fraction == default_gemm_efficiency(GpuArch::volta, Dtype::fp16).max_fraction);
+  CHECK(job.device.gemm.half_flops == default_gemm_efficiency(GpuArch::volta, Dtype::fp16).half_flops);
+  CHECK(job.device.memory_efficiency == default_memory_efficiency(GpuArch::volta));
+  CHECK(job.device.attention_efficiency == default_attention_efficiency(GpuArch::volta));
+  CHECK(job.provenance.gemm == RateSource::catalog);
+  CHECK(job.provenance.attention == RateSource::catalog);
+  CHECK(job.provenance.memory == RateSource::catalog);
+}
+
+TEST_CASE("resolve: a generation with fitted efficiencies takes them, and says so") {
+  const FittedEfficiency* fit = fitted_efficiency(GpuArch::ampere);
+  REQUIRE(fit != nullptr);
+  const Job job = resolve(parsed("ddp", kTwoNodesIb));
+  CHECK(job.provenance.gemm == (fit->gemm_max_fraction ? RateSource::fitted : RateSource::catalog));
+  if (fit->attention_efficiency) {
+    CHECK(job.provenance.attention == RateSource::fitted);
+    CHECK(job.device.attention_efficiency == *fit->attention_efficiency);
+  }
+  if (fit->memory_efficiency) {
+    CHECK(job.provenance.memory == RateSource::fitted);
+    CHECK(job.device.memory_efficiency == *fit->memory_efficiency);
+  }
+  CHECK(job.assumptions.front().find("fitted") != std::string::npos);
+  CHECK(job.hardware == "2 x dgx-a100 (8x ib-hdr)");
+}
+
+TEST_CASE("resolve: a calibration file's GEMM curve, memory efficiency and collectives replace the defaults") {
+  const Scenario s = calibrated();
+  REQUIRE(s.hardware.calibration);
+  const HardwareFile& cal = *s.hardware.calibration;
+  const Job job = resolve(s);
+  REQUIRE(cal.gemm.count(job.dtype) == 1);
+  CHECK(job.provenance.gemm == RateSource::calibration);
+  CHECK(job.device.gemm.max_fraction == cal.gemm.at(job.dtype).max_fraction);
+  CHECK(job.device.gemm.half_flops == cal.gemm.at(job.dtype).half_flops);
+  CHECK(job.device.gemm.source.rfind("measured: ", 0) == 0);
+  REQUIRE(cal.memory.memory_efficiency);
+  CHECK(job.provenance.memory == RateSource::calibration);
+  CHECK(job.device.memory_efficiency == *cal.memory.memory_efficiency);
+  // The hardware file does not measure attention: the generation's value stays.
+  CHECK(job.provenance.attention != RateSource::calibration);
+  CHECK(job.measured_collectives.size() == cal.collectives.size());
+}
+
+TEST_CASE("device_rates: a calibration without the training dtype's GEMM keeps the GEMM curve it had") {
+  const Job job = resolve(parsed("ddp", kTwoNodesIb));
+  HardwareFile cal;
+  cal.gemm[Dtype::fp32] = FittedGemm{0.5, 1e9, 0, 3};  // not bf16
+  RateProvenance prov;
+  std::vector<std::string> assumptions;
+  const DeviceRates d = device_rates(job.gpu, Dtype::bf16, nullptr, &cal, "cal.json", prov, assumptions);
+  CHECK(prov.gemm == RateSource::catalog);
+  CHECK(prov.memory == RateSource::catalog);  // no memory_efficiency measured either
+  CHECK(d.gemm.max_fraction == default_gemm_efficiency(job.gpu.arch, Dtype::bf16).max_fraction);
+  REQUIRE(assumptions.size() == 1);
+  CHECK(assumptions[0].find("cal.json") != std::string::npos);
+}
+
+TEST_CASE("device_rates: a fitted value replaces only what was fitted") {
+  const Job job = resolve(parsed("ddp", kTwoNodesIb));
+  FittedEfficiency fit;
+  fit.arch = job.gpu.arch;
+  fit.memory_efficiency = 0.6;
+  fit.fitted_on = "test";
+  RateProvenance prov;
+  std::vector<std::string> assumptions;
+  const DeviceRates d = device_rates(job.gpu, Dtype::bf16, &fit, nullptr, "", prov, assumptions);
+  CHECK(prov.memory == RateSource::fitted);
+  CHECK(d.memory_efficiency == 0.6);
+  CHECK(prov.gemm == RateSource::catalog);
+  CHECK(d.gemm.max_fraction == default_gemm_efficiency(job.gpu.arch, Dtype::bf16).max_fraction);
+  CHECK(prov.attention == RateSource::catalog);
+}
+
+TEST_CASE("resolve: bucket sizes are the framework defaults unless the scenario gives one") {
+  const Job ddp = resolve(parsed("ddp", kTwoNodesIb));
+  CHECK(ddp.bucket_bytes == 25e6);
+  CHECK(ddp.first_bucket_bytes == 1024.0 * 1024.0);
+  const Job zero2 = resolve(parsed("zero2", kTwoNodesIb));
+  CHECK(zero2.bucket_bytes == 5e8 * 2);  // 5e8 elements of bf16
+  CHECK(zero2.first_bucket_bytes == zero2.bucket_bytes);
+  const Job given = resolve(parse_scenario(
+      scenario(R"({"name": "ddp", "bucket_mb": 100})", kTwoNodesIb), "t.json"));
+  CHECK(given.bucket_bytes == 100e6);
+  CHECK(given.first_bucket_bytes == 1024.0 * 1024.0);  // DDP's first bucket stays 1 MiB
+}
+
+TEST_CASE("resolve: stragglers become rank groups after the typical nodes, covering every GPU once") {
+  const std::string four =
+      R"({"box": "dgx-a100", "nodes": 4, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 32,
+          "stragglers": [{"name": "slow", "nodes": 1, "compute_speed": 0.8, "link_speed": 1}]})";
+  const Job job = resolve(parsed("ddp", four));
+  REQUIRE(job.groups.size() == 2);
+  CHECK(job.groups[0].name == "typical nodes");
+  CHECK(job.groups[0].ranks + job.groups[1].ranks == job.gpus);
+  CHECK(job.groups[1].compute_speed == 0.8);
+  CHECK(resolve(parsed("ddp", kTwoNodesIb)).groups.empty());
+}
+
+TEST_CASE("resolve: one GPU runs no NCCL channel, so compute is never slowed") {
+  const Job one = resolve(parsed("ddp", R"({"box": "dgx-a100", "nodes": 1, "gpus": 1})"));
+  CHECK(one.nccl_channels == 0);
+  CHECK(one.comm_slowdown == 0);
+  const Job many = resolve(parsed("ddp", kTwoNodesIb));
+  CHECK(many.comm_slowdown > 0);
+  CHECK(many.comm_slowdown <= 0.5);
+}
+
+// ---- cost -------------------------------------------------------------------------------
+
+TEST_CASE("cost: per-layer times sum to the micro-step, and micro-steps to the compute total") {
+  for (const std::string& st : strategy_names()) {
+    CAPTURE(st);
+    const Job job = resolve(parsed(st, kTwoNodesIb));
+    const Costs c = cost(job);
+    const LayerTimes& l = c.per_layer;
+    CHECK(l.layers == job.scenario.model.layers);
+    CHECK(l.recompute_s > 0);  // recompute "full"
+    const MicroStepTimes& m = c.micro;
+    CHECK(l.micro_step_s() == doctest::Approx(m.forward_s + m.backward_s + m.recompute_s).epsilon(1e-12));
+    const double accum = static_cast<double>(job.scenario.training.grad_accum);
+    CHECK(accum * l.micro_step_s() + c.optimizer_s == doctest::Approx(c.compute_s).epsilon(1e-12));
+    CHECK(c.compute_s == c.forward_s + c.backward_s + c.recompute_s + c.optimizer_s);
+  }
+}
+
+TEST_CASE("cost: the lowered step's compute tasks on one rank add up to the compute total") {
+  for (const std::string& st : strategy_names()) {
+    CAPTURE(st);
+    const Job job = resolve(parsed(st, kTwoNodesIb));
+    const Costs c = cost(job);
+    const Lowered low = lower(job, c, {});
+    double compute_s = 0;
+    for (const sim::Task& t : low.graph.tasks)
+      if (t.kind == sim::TaskKind::compute && low.graph.streams[t.stream].rank_class == 0) compute_s += t.work_s;
+    CHECK(compute_s == doctest::Approx(c.compute_s).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("cost: LoRA reduces adapter gradients only, the frozen weights are still there to gather") {
+  const Job full = resolve(parsed("zero3", kTwoNodesIb));
+  const Job lora = resolve(parsed("zero3", kTwoNodesIb, R"(, "lora": {"rank": 8, "targets": ["q", "v"]})"));
+  const Costs cf = cost(full);
+  const Costs cl = cost(lora);
+  CHECK(cl.layer_param_bytes == cf.layer_param_bytes);
+  CHECK(cl.layer_grad_bytes < cf.layer_grad_bytes / 100);
+  CHECK(cl.root_grad_bytes == 0);
+  CHECK(cf.layer_grad_bytes == cf.layer_param_bytes);
+  CHECK(cl.trainable < cl.parameters);
+}
+
+TEST_CASE("cost: memory terms held all step are the total less the transient ones, and cost is pure") {
+  const Job job = resolve(parsed("zero3", kTwoNodesIb));
+  const Costs a = cost(job);
+  const Costs b = cost(job);
+  CHECK(a.static_memory_bytes > 0);
+  CHECK(a.static_memory_bytes < a.memory.total_bytes);
+  CHECK(a.activation_bytes_per_layer * job.scenario.model.layers + a.logits_bytes < a.memory.total_bytes);
+  CHECK(a.compute_s == b.compute_s);
+  CHECK(a.memory.total_bytes == b.memory.total_bytes);
+  CHECK(a.model_flops_per_step == b.model_flops_per_step);
+  CHECK(a.assumptions == b.assumptions);
+}
+
+// ---- lower, simulate, bound ---------------------------------------------------------------
+
+TEST_CASE("bound: the lower bound never exceeds the upper one, and the simulated step lies between") {
+  for (const std::string& st : strategy_names()) {
+    CAPTURE(st);
+    const Job job = resolve(parsed(st, kTwoNodesIb));
+    const Costs c = cost(job);
+    const Lowered low = lower(job, c, {});
+    const sim::StepBounds b = bound(low.graph);
+    CHECK(b.perfect_overlap_s <= b.no_overlap_s);
+    CHECK(b.compute_s == doctest::Approx(c.compute_s).epsilon(1e-9));
+    const sim::SimResult r = simulate(low.graph, PredictOptions{});
+    CHECK(r.step_s() >= b.perfect_overlap_s * (1 - 1e-9));
+    CHECK(r.step_s() <= b.no_overlap_s * (1 + 1e-9));
+  }
+}
+
+TEST_CASE("step_plan: the plan carries the costs and the resolved job unchanged") {
+  const Job job = resolve(parsed("ddp", kTwoNodesIb));
+  const Costs c = cost(job);
+  PredictOptions o;
+  o.comm_on_compute_stream = true;
+  const sim::StepPlan plan = step_plan(job, c, o);
+  CHECK(plan.micro_steps == 3);
+  CHECK(plan.optimizer_s == c.optimizer_s);
+  CHECK(plan.layer_grad_bytes == c.layer_grad_bytes);
+  CHECK(plan.bucket_bytes == job.bucket_bytes);
+  CHECK(plan.comm_slowdown == job.comm_slowdown);
+  CHECK(plan.static_memory_bytes == c.static_memory_bytes);
+  CHECK(plan.comm_on_compute_stream);
+}
+
+// ---- assemble -----------------------------------------------------------------------------
+
+TEST_CASE("phases_cost: one phase costs exactly what the collective model says") {
+  const CommFabric f = two_node_fabric();
+  for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter}) {
+    for (double bytes : {8.0, 1e6, 1e9}) {
+      CAPTURE(bytes);
+      const auto phases = collective_phases(c, bytes, f);
+      const CollectiveCost model = collective_cost(c, bytes, f);
+      const CollectiveCost played = phases_cost(c, bytes, phases, f.ranks());
+      CHECK(played.time_s == model.time_s);
+      CHECK(played.algorithm == model.algorithm);
+      CHECK(played.protocol == model.protocol);
+      CHECK(played.algbw_GBps == model.algbw_GBps);
+      CHECK(played.busbw_GBps == model.busbw_GBps);
+    }
+  }
+}
+
+TEST_CASE("phases_cost: a hierarchical collective is the sum of its phases, with the inter-node protocol") {
+  const CommFabric f = two_node_fabric();
+  for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter}) {
+    const auto phases = collective_phases(c, 64e6, f, "hierarchical");
+    REQUIRE(phases.size() >= 2);
+    const CollectiveCost model = collective_cost(c, 64e6, f, "hierarchical");
+    const CollectiveCost played = phases_cost(c, 64e6, phases, f.ranks());
+    CHECK(played.algorithm == "hierarchical");
+    CHECK(played.time_s == model.time_s);
+    CHECK(played.protocol == model.protocol);
+    CHECK(played.busbw_GBps == model.busbw_GBps);
+  }
+}
+
+TEST_CASE("phases_cost: no phase costs nothing; a measured phase is reported as measured") {
+  const CollectiveCost none = phases_cost(Collective::all_reduce, 0, {}, 8);
+  CHECK(none.time_s == 0);
+  CHECK(none.busbw_GBps == 0);
+  CollectivePhase ph;
+  ph.collective = Collective::all_reduce;
+  ph.bytes = 1e8;
+  ph.latency_s = 20e-6;
+  ph.algbw_GBps = 100;
+  ph.algorithm = "measured";
+  const CollectiveCost m = phases_cost(Collective::all_reduce, 1e8, {ph}, 8);
+  CHECK(m.algorithm == "measured");
+  CHECK(m.protocol == "n/a");
+  CHECK(m.time_s == ph.time_s());
+  CHECK(m.busbw_GBps == doctest::Approx(1e8 / ph.time_s() / 1e9 * 2 * 7 / 8.0));
+}
+
+TEST_CASE("collective_uses: every collective op of the graph is in one row, with the phases it was played with") {
+  for (const std::string& st : strategy_names()) {
+    CAPTURE(st);
+    const Job job = resolve(parsed(st, kTwoNodesIb));
+    const Lowered low = lower(job, cost(job), {});
+    const std::vector<CollectiveUse> uses = collective_uses(low.graph, job.fabric);
+    int ops = 0;
+    double graph_bytes = 0;
+    for (const sim::CollectiveOp& op : low.graph.ops)
+      if (!op.phases.empty()) ++ops, graph_bytes += op.bytes;
+    int calls = 0;
+    double use_bytes = 0;
+    for (const CollectiveUse& u : uses) {
+      calls += u.calls_per_step;
+      use_bytes += u.bytes * u.calls_per_step;
+      REQUIRE(!u.phases.empty());
+      double phases_s = 0;
+      for (const CollectivePhase& ph : u.phases) phases_s += ph.time_s();
+      CHECK(u.cost.time_s == phases_s);
+    }
+    CHECK(calls == ops);
+    CHECK(use_bytes == doctest::Approx(graph_bytes));
+  }
+}
+
+TEST_CASE("a calibrated scenario reports the measured collectives the simulation played") {
+  const Prediction p = predict(calibrated());
+  REQUIRE(!p.collectives.empty());
+  for (const CollectiveUse& u : p.collectives) {
+    CHECK(u.cost.algorithm == "measured");
+    REQUIRE(u.phases.size() == 1);
+    CHECK(u.phases[0].algorithm == "measured");
+  }
+}
+
+TEST_CASE("the composition of the stages is predict()") {
+  for (const Scenario& s : {parsed("zero3", kTwoNodesIb), parsed("ddp", kDgx1, "", "fp16_mixed"), calibrated()}) {
+    const std::string strategy(name(s.strategy.kind));
+    CAPTURE(strategy);
+    PredictOptions o;
+    o.keep_simulation = true;
+    const Job job = resolve(s);
+    const Costs c = cost(job);
+    Lowered low = lower(job, c, o);
+    sim::SimResult r = simulate(low.graph, o);
+    const sim::StepBounds b = bound(low.graph);
+    const Prediction staged = assemble(job, c, std::move(low), std::move(r), b, o);
+    const Prediction p = predict(s, o);
+    CHECK(staged.step_time_s == p.step_time_s);
+    CHECK(staged.step_no_overlap_s == p.step_no_overlap_s);
+    CHECK(staged.step_perfect_overlap_s == p.step_perfect_overlap_s);
+    CHECK(staged.compute_s == p.compute_s);
+    CHECK(staged.comm_exposed_s == p.comm_exposed_s);
+    CHECK(staged.mfu == p.mfu);
+    CHECK(staged.time_per_epoch_s == p.time_per_epoch_s);
+    CHECK(staged.memory.total_bytes == p.memory.total_bytes);
+    CHECK(staged.simulation_events == p.simulation_events);
+    CHECK(staged.assumptions == p.assumptions);
+    REQUIRE(staged.collectives.size() == p.collectives.size());
+    for (std::size_t i = 0; i < p.collectives.size(); ++i) {
+      CHECK(staged.collectives[i].cost.time_s == p.collectives[i].cost.time_s);
+      CHECK(staged.collectives[i].calls_per_step == p.collectives[i].calls_per_step);
+    }
+    REQUIRE(staged.simulation);
+    CHECK(staged.simulation->graph.tasks.size() == p.simulation->graph.tasks.size());
+  }
+}
+
+TEST_CASE("collective_uses: a straggler's degraded link slows every collective it takes part in, as the bound counts it") {
+  const std::string degraded =
+      R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 16,
+          "stragglers": [{"name": "bad NIC", "nodes": 1, "compute_speed": 1, "link_speed": 0.25}]})";
+  const Job job = resolve(parsed("ddp", degraded));
+  const Lowered low = lower(job, cost(job), {});
+  const std::vector<CollectiveUse> uses = collective_uses(low.graph, job.fabric);
+  REQUIRE(!uses.empty());
+  double table_s = 0;
+  for (const CollectiveUse& u : uses) {
+    double model_s = 0;
+    for (const CollectivePhase& ph : u.phases) model_s += ph.time_s();
+    CHECK(u.cost.time_s > model_s);  // the NIC at a quarter of its rate
+    CHECK(u.cost.busbw_GBps < phases_cost(u.collective, u.bytes, u.phases, u.ranks).busbw_GBps);
+    table_s += u.total_s();
+  }
+  CHECK(table_s == doctest::Approx(bound(low.graph).comm_total_s).epsilon(1e-12));
+}
+
+// ---- preconditions (fuzz findings F3, F4: records reached the simulator's asserts) --------
+
+TEST_CASE("resolve refuses, naming the field, a scenario no stage can take instead of asserting later") {
+  const Scenario good = parsed("ddp", kTwoNodesIb);
+  auto refused = [&](const std::string& field, auto&& spoil) {
+    Scenario s = good;
+    spoil(s);
+    try {
+      (void)predict(s);
+      FAIL("expected std::invalid_argument for " << field);
+    } catch (const std::invalid_argument& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(field) != std::string::npos, e.what());
+    }
+  };
+  refused("training.grad_accum", [](Scenario& s) { s.training.grad_accum = 0; });   // F3
+  refused("training.micro_batch", [](Scenario& s) { s.training.micro_batch = 0; }); // F4
+  refused("training.seq_len", [](Scenario& s) { s.training.seq_len = -1; });
+  refused("model.layers", [](Scenario& s) { s.model.layers = 0; });
+  refused("model.heads", [](Scenario& s) { s.model.heads = 0; });
+  refused("model.kv_heads", [](Scenario& s) { s.model.kv_heads = 0; });
+  refused("model.hidden", [](Scenario& s) { s.model.hidden = 0; });
+  refused("hardware.gpus_per_node", [](Scenario& s) { s.hardware.gpus_per_node = 0; });
+  refused("hardware.nodes", [](Scenario& s) { s.hardware.nodes = 0; });
+  refused("not stragglers", [](Scenario& s) {
+    s.hardware.stragglers.push_back(StragglerSpec{"all", 2, 0.5, 1.0});
+  });
+  refused("compute_speed", [](Scenario& s) {
+    s.hardware.stragglers.push_back(StragglerSpec{"stopped", 1, 0.0, 1.0});
+  });
+  refused("dataset", [](Scenario& s) { s.dataset = DatasetSpec{}; });
+  // Products the stages compute in a fixed-width integer must not wrap.
+  refused("micro_batch x seq_len", [](Scenario& s) { s.training.micro_batch = std::int64_t{1} << 62; });
+  refused("micro_batch x grad_accum", [](Scenario& s) {
+    s.training.seq_len = 1;
+    s.training.micro_batch = std::int64_t{1} << 32;
+    s.training.grad_accum = std::int64_t{1} << 32;
+  });
+  refused("nodes x gpus_per_node", [](Scenario& s) { s.hardware.nodes = 1 << 30; });
+  // The boundary: one of each is enough.
+  Scenario one = good;
+  one.training.grad_accum = 1;
+  one.training.micro_batch = 1;
+  one.training.seq_len = 1;
+  CHECK_NOTHROW(predict(one));
+}
+
+TEST_CASE("assemble refuses a simulated step outside its closed-form bounds: a broken invariant, never a figure") {
+  const Job job = resolve(parsed("ddp", kTwoNodesIb));
+  const Costs c = cost(job);
+  Lowered low = lower(job, c, {});
+  const sim::SimResult r = simulate(low.graph, PredictOptions{});
+  const sim::StepBounds b = bound(low.graph);
+  CHECK_NOTHROW(assemble(job, c, low, r, b, {}));
+  sim::StepBounds above = b;  // a lower bound above the step
+  above.perfect_overlap_s = 1.01 * r.step_s();
+  CHECK_THROWS_AS(assemble(job, c, low, r, above, {}), std::logic_error);
+  sim::StepBounds below = b;  // an upper bound below it
+  below.no_overlap_s = 0.99 * r.step_s();
+  CHECK_THROWS_AS(assemble(job, c, low, r, below, {}), std::logic_error);
+}
+
+TEST_CASE("a straggler so slow that the step overflows is refused, never reported below its own lower bound") {
+  // Issue 9: compute_speed 1e-300 gave a 0.047 s step against a 4.5e298 s lower bound, exit 0.
+  const std::string slow =
+      R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 16,
+          "stragglers": [{"name": "stuck", "nodes": 1, "compute_speed": 1e-300, "link_speed": 1}]})";
+  Scenario s;
+  try {
+    s = parsed("ddp", slow);
+  } catch (const std::exception&) {
+    return;  // refused as bad input by the reader (a sanity bound on speeds): as good
+  }
+  CHECK_THROWS_AS(predict(s), std::exception);
+}
