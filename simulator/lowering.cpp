@@ -102,7 +102,15 @@ StepGraph lower_step(const StepPlan& plan) {
   if (plan.layers < 1 || plan.micro_steps < 1 || plan.gpus < 1)
     throw InternalError(fmt::format("lowering a step of {} layers, {} micro-steps on {} GPUs", plan.layers,
                                     plan.micro_steps, plan.gpus));
-  StepGraph g = lower_micro_steps(plan, lowering::explicit_micro_steps(plan, std::max(4, plan.max_explicit_micro_steps)));
+  const std::vector<std::int64_t> ks = lowering::explicit_micro_steps(plan, std::max(4, plan.max_explicit_micro_steps));
+  // At least a forward and a backward task per layer, micro-step and rank class: refuse a
+  // graph past kMaxTasks before building any of it.
+  const double classes = std::max<double>(1, static_cast<double>(plan.groups.size()));
+  const double least_tasks = 2.0 * plan.layers * static_cast<double>(ks.size()) * classes;
+  if (least_tasks > kMaxTasks)
+    throw InternalError(fmt::format("a step of {} layers, {} micro-steps held and {} rank classes: more than {} tasks",
+                                    plan.layers, ks.size(), classes, kMaxTasks));
+  StepGraph g = lower_micro_steps(plan, ks);
   if (g.repeat_count == 0 || !plan.explicit_when_inexact) return g;
   SimOptions trial;
   trial.check_invariants = false;

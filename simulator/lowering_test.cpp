@@ -139,3 +139,18 @@ TEST_CASE("a plan without micro-steps, layers or GPUs is an internal error") {
   p.gpus = 0;
   CHECK_THROWS_AS(lower_step(p), InternalError);
 }
+
+// Fuzz finding F10 (10^8 layers: predict never finished): the graph's size is bounded, and
+// a step past it is refused before any of it is built.
+TEST_CASE("a step graph past kMaxTasks is an internal error, refused at once") {
+  StepPlan p = plan(Strategy::zero3);
+  p.layers = 100'000'000;
+  CHECK_THROWS_AS(lower_step(p), InternalError);
+  p.layers = 10'000;  // 10^4 layers: well inside
+  CHECK(lower_step(p).tasks.size() < static_cast<std::size_t>(kMaxTasks));
+  StepGraph g;
+  g.classes.push_back(RankClass{});
+  const int s = g.add_stream("compute", StreamKind::compute, 0);
+  g.tasks.resize(static_cast<std::size_t>(kMaxTasks));
+  CHECK_THROWS_AS(g.add_compute(s, "one too many", TaskCategory::forward, 1.0, 0), InternalError);
+}

@@ -61,6 +61,8 @@ int StepGraph::add_compute(int stream, std::string name, Category category, doub
                            std::vector<int> deps) {
   if (stream < 0 || stream >= static_cast<int>(streams.size()))
     throw InternalError("task \"" + name + "\" on a stream that does not exist");
+  if (tasks.size() >= static_cast<std::size_t>(kMaxTasks))
+    throw InternalError("a step graph of more than " + std::to_string(kMaxTasks) + " tasks");
   if (!(work_s >= 0) || !std::isfinite(work_s))
     throw InternalError("task \"" + name + "\" of " + std::to_string(work_s) + " s");
   Task t;
@@ -80,6 +82,8 @@ std::vector<int> StepGraph::add_collective(std::string name, std::string purpose
                                            std::vector<CollectivePhase> phases,
                                            const std::vector<std::pair<int, std::vector<int>>>& members) {
   if (members.empty()) throw InternalError("collective \"" + name + "\" without members");
+  if (tasks.size() + members.size() > static_cast<std::size_t>(kMaxTasks))
+    throw InternalError("a step graph of more than " + std::to_string(kMaxTasks) + " tasks");
   CollectiveOp op;
   op.name = name;
   op.purpose = std::move(purpose);

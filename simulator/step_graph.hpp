@@ -109,6 +109,11 @@ struct LinkResource {
   double capacity_GBps = 0;   ///< per direction, GB/s (1e9 B/s)
 };
 
+/// Most tasks a step graph may hold: 2^23, about 1.5 GB and ten seconds of simulation. The
+/// scenario reader bounds layers, rank classes and buckets well below; a graph that grows
+/// past it is an internal error, never an exhausted machine.
+constexpr int kMaxTasks = 1 << 23;
+
 /// The tasks of one micro-step that the graph holds explicitly: ids [first_task, end_task).
 struct MicroStepSpan {
   std::int64_t index = 0;  ///< which micro-step of the optimizer step (0-based)
