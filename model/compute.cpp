@@ -2,9 +2,12 @@
 
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
+#include "model/flops.hpp"
 #include "model/memory.hpp"
 
 #include <cassert>
+#include <stdexcept>
+#include <string>
 
 namespace stepcast {
 
@@ -134,16 +137,22 @@ constexpr double kFlashBackwardRatio = 2.5;
 MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch,
                                 std::int64_t seq_len, Precision precision, const FlopsOptions& opts,
                                 bool flash_attention, const DeviceRates& device) {
-  assert(device.peak_tflops > 0 && device.memory_bw_GBps > 0);
-  const double tokens = static_cast<double>(micro_batch * seq_len);
+  if (!(device.peak_tflops > 0) || !(device.memory_bw_GBps > 0))
+    throw std::invalid_argument("micro-step times need a peak and a memory bandwidth > 0");
+  if (micro_batch < 1 || seq_len < 1)
+    throw std::invalid_argument("micro-step times need micro_batch >= 1 and seq_len >= 1, got " +
+                                std::to_string(micro_batch) + " and " + std::to_string(seq_len));
+  const std::int64_t rows = checked_product(micro_batch, seq_len, "tokens per micro-batch (micro_batch x seq_len)");
+  const double tokens = static_cast<double>(rows);
   const double peak = device.peak_tflops * 1e12;
 
   // GEMM time at each GEMM's own efficiency, forward only; backward GEMMs have the same
   // shapes transposed (2x the work, or 1x when the weights are frozen: no weight grads).
   double gemm_fwd_s = 0, gemm_flops_fwd = 0, head_fwd_s = 0;
-  for (const GemmShape& g : layer_gemms(spec, micro_batch * seq_len)) {
-    const double f = 2.0 * g.m * g.n * g.k;
-    const double calls = g.name == "lm_head" ? 1.0 : static_cast<double>(g.count_per_layer * spec.layers);
+  for (const GemmShape& g : layer_gemms(spec, rows)) {
+    const double f = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+    const double calls =
+        g.name == "lm_head" ? 1.0 : static_cast<double>(g.count_per_layer) * static_cast<double>(spec.layers);
     const double s = calls * f / (peak * gemm_efficiency(device.gemm, f));
     gemm_fwd_s += s;
     if (g.name == "lm_head") head_fwd_s = s;
@@ -162,7 +171,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
 
   // Memory-bound work: activations written and read once in forward, twice in backward.
   const double act_bytes =
-      activation_bytes_per_layer(spec, micro_batch, seq_len, Recompute::none, flash_attention) * spec.layers;
+      activation_bytes_per_layer(spec, micro_batch, seq_len, Recompute::none, flash_attention) *
+      static_cast<double>(spec.layers);
   const double bw = device.memory_bw_GBps * 1e9 * device.memory_efficiency;
   const double mem_fwd_s = 2.0 * act_bytes / bw * (working_bytes(precision) / 2.0);
 

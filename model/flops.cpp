@@ -67,6 +67,14 @@ std::pair<std::int64_t, std::int64_t> projection_shape(const TransformerSpec& sp
 
 }  // namespace
 
+std::int64_t checked_product(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out))
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(a) + " x " + std::to_string(b) +
+                                " overflows a 64-bit integer");
+  return out;
+}
+
 /// Trainable LoRA parameters over all layers (Hu et al. 2021, arXiv 2106.09685, Sec. 4.1):
 /// L · Σ_targets r·(d_in + d_out), since A is r×d_in and B is d_out×r. For q and v of a
 /// multi-head model this is L·2·r·(h + h). Throws std::invalid_argument on a rank < 1, an
@@ -80,15 +88,18 @@ std::int64_t lora_parameter_count(const TransformerSpec& spec, const LoraSpec& l
     if (!seen.insert(target).second)
       throw std::invalid_argument("LoRA target \"" + target + "\" listed twice");
     auto [d_in, d_out] = projection_shape(spec, target);
-    per_layer += lora.rank * (d_in + d_out);
+    per_layer += checked_product(lora.rank, d_in + d_out, "LoRA parameters per target");
+    if (per_layer < 0) throw std::invalid_argument("LoRA parameters per layer overflow a 64-bit integer");
   }
-  return spec.layers * per_layer;
+  return checked_product(spec.layers, per_layer, "LoRA parameters");
 }
 
 /// 6·P·D: 2·P·D forward + 4·P·D backward (Kaplan et al. 2020, arXiv 2001.08361, Sec. 2.1;
 /// EleutherAI "Transformer Math 101").
 double headline_training_flops(double params, double tokens) {
-  assert(params >= 0 && tokens >= 0);
+  if (!(params >= 0) || !(tokens >= 0))
+    throw std::invalid_argument("headline FLOPs of " + std::to_string(params) + " parameters and " +
+                                std::to_string(tokens) + " tokens");
   return 6.0 * params * tokens;
 }
 
@@ -118,7 +129,9 @@ double headline_training_flops(double params, double tokens) {
 ///     Under LoRA: (4·N + 6·P_a + 12·L·h·s) per token (no weight gradients for frozen N).
 StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, double tokens,
                          const FlopsOptions& options) {
-  assert(seq_len >= 1 && tokens >= 0);
+  if (seq_len < 1 || !(tokens >= 0))
+    throw std::invalid_argument("training FLOPs need seq_len >= 1 and tokens >= 0, got " + std::to_string(seq_len) +
+                                " and " + std::to_string(tokens));
   const double layers = static_cast<double>(spec.layers);
   const double layer_w = layers * layer_gemm_weights(spec);
   const double head_w = lm_head_weights(spec);
@@ -163,7 +176,7 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
 /// (q → h), MLP up (h → f, twice when gated: gate and up), MLP down (f → h), and the LM
 /// head (h → V) once per model.
 std::vector<GemmShape> layer_gemms(const TransformerSpec& spec, std::int64_t tokens) {
-  assert(tokens >= 1);
+  if (tokens < 1) throw std::invalid_argument("GEMM shapes need >= 1 token, got " + std::to_string(tokens));
   const std::int64_t h = spec.hidden, q = q_dim(spec), kv = spec.kv_dim(), f = spec.ffn_hidden;
   return {
       GemmShape{"qkv", tokens, q + 2 * kv, h, 1},

@@ -22,6 +22,11 @@ struct LoraSpec {
 };
 
 /// Trainable adapter parameters of LoRA over all layers: sum over targets of r·(d_in+d_out).
+/// a·b for counts (tokens, parameters, elements) that must fit an int64; throws
+/// std::invalid_argument naming `what` when the product would overflow (inputs that large
+/// are refused upstream; this keeps a wrapped product from becoming a plausible number).
+std::int64_t checked_product(std::int64_t a, std::int64_t b, const char* what);
+
 std::int64_t lora_parameter_count(const TransformerSpec& spec, const LoraSpec& lora);
 
 /// The 6·P·D headline (Kaplan et al. 2020; EleutherAI "Transformer Math 101"): 2PD forward,

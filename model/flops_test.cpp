@@ -197,3 +197,22 @@ TEST_CASE("recompute never lowers hardware FLOPs and never changes model FLOPs")
     }
   }
 }
+
+TEST_CASE("int64 products of counts are checked: a wrapped product never passes for a small count") {
+  const std::int64_t big = std::int64_t{1} << 62;
+  CHECK(checked_product(big, 1, "x") == big);
+  CHECK(checked_product(std::int64_t{1} << 31, std::int64_t{1} << 31, "x") == std::int64_t{1} << 62);
+  CHECK_THROWS_AS(checked_product(big, 2, "x"), std::invalid_argument);
+  CHECK_THROWS_AS(checked_product(std::int64_t{1} << 32, std::int64_t{1} << 32, "x"), std::invalid_argument);
+  // A LoRA rank near 2^62 no longer wraps to a negative or small adapter count.
+  CHECK_THROWS_AS(lora_parameter_count(tiny_gpt(), LoraSpec{big, {"q"}}), std::invalid_argument);
+  CHECK(lora_parameter_count(tiny_gpt(), LoraSpec{1 << 20, {"q"}}) == 2 * (1 << 20) * 128);
+}
+
+// Fuzz finding F4 (a record with micro_batch 0): an error, never an assert.
+TEST_CASE("GEMM shapes and training FLOPs refuse empty batches with an error") {
+  CHECK_THROWS_AS(layer_gemms(tiny_gpt(), 0), std::invalid_argument);
+  CHECK_THROWS_AS(training_flops(tiny_gpt(), 0, 1, opts(Recompute::none, false)), std::invalid_argument);
+  CHECK_THROWS_AS(training_flops(tiny_gpt(), 128, -1, opts(Recompute::none, false)), std::invalid_argument);
+  CHECK(layer_gemms(tiny_gpt(), 1).size() == 5);
+}

@@ -261,23 +261,31 @@ std::string_view name(MemoryVerdict v) { return kVerdictNames[static_cast<int>(v
 std::int64_t largest_module_params(const TransformerSpec& spec) {
   const std::int64_t h = spec.hidden, v = spec.vocab, f = spec.ffn_hidden, d = spec.kv_dim();
   const std::int64_t bias = spec.linear_bias ? 1 : 0;
+  // Products of model dimensions, checked: a wrapped one would pass for a small module.
+  auto mul = [](std::int64_t a, std::int64_t b) { return checked_product(a, b, "parameters of one module"); };
+  auto add = [](std::int64_t a, std::int64_t b) {
+    std::int64_t out = 0;
+    if (__builtin_add_overflow(a, b, &out))
+      throw std::invalid_argument("parameters of one module overflow a 64-bit integer");
+    return out;
+  };
   const std::array<std::int64_t, 10> modules{
-      v * h,                                            // token embedding
-      spec.positional == Positional::learned ? spec.max_positions * h : 0,
-      spec.type_vocab * h,                              // BERT token types
-      spec.tied_embeddings ? 0 : v * h,                 // untied LM head
-      h * h + bias * h,                                 // q (and o)
-      d * h + bias * d,                                 // k, v
-      f * h + bias * f,                                 // up (gate)
-      h * f + bias * h,                                 // down
-      spec.pooler ? h * h + h : 0,                      // pooler
+      mul(v, h),                                             // token embedding
+      spec.positional == Positional::learned ? mul(spec.max_positions, h) : 0,
+      mul(spec.type_vocab, h),                               // BERT token types
+      spec.tied_embeddings ? 0 : mul(v, h),                  // untied LM head
+      add(mul(h, h), bias * h),                              // q (and o)
+      add(mul(d, h), bias * d),                              // k, v
+      add(mul(f, h), bias * f),                              // up (gate)
+      add(mul(h, f), bias * h),                              // down
+      spec.pooler ? add(mul(h, h), h) : 0,                   // pooler
       0,
   };
   return *std::max_element(modules.begin(), modules.end());
 }
 
 ParamCounts param_counts(const TransformerSpec& spec, const LoraSpec* lora) {
-  assert(spec.layers > 0);
+  if (spec.layers < 1) throw std::invalid_argument("model \"" + spec.name + "\" needs layers >= 1");
   const ParameterBreakdown bd = parameter_breakdown(spec);
   const double layers = static_cast<double>(spec.layers);
   ParamCounts c;
@@ -298,7 +306,8 @@ ParamCounts param_counts(const TransformerSpec& spec, const LoraSpec* lora) {
 }
 
 std::int64_t shard_degree(Strategy strategy, std::int64_t gpus, std::int64_t gpus_per_node) {
-  assert(gpus >= 1 && gpus_per_node >= 1);
+  if (gpus < 1 || gpus_per_node < 1)
+    throw std::invalid_argument("shard degree needs gpus >= 1 and gpus_per_node >= 1");
   switch (strategy) {
     case Strategy::ddp:
     case Strategy::fsdp_no_shard: return 1;

@@ -23,12 +23,14 @@ StepBounds closed_form_bounds(const StepGraph& g) {
   StepBounds b;
   // The slowest class sets the pace: every collective waits for all of them.
   std::vector<double> compute(g.classes.size(), 0.0), optimizer(g.classes.size(), 0.0);
-  for (const Task& t : g.tasks) {
+  for (std::size_t i = 0; i < g.tasks.size(); ++i) {
+    const Task& t = g.tasks[i];
     if (t.kind != TaskKind::compute) continue;
     const int c = g.streams[t.stream].rank_class;
-    const double s = t.work_s / g.classes[c].compute_speed;
+    // A task of the repeated micro-step stands for 1 + repeat_count (step_graph.hpp).
+    const double s = t.work_s / g.classes[c].compute_speed * g.multiplicity(static_cast<int>(i));
     compute[c] += s;
-    if (t.category == "optimizer") optimizer[c] += s;
+    if (t.category == TaskCategory::optimizer) optimizer[c] += s;
   }
   for (std::size_t c = 0; c < g.classes.size(); ++c) {
     if (compute[c] >= b.compute_s) {
@@ -42,16 +44,17 @@ StepBounds closed_form_bounds(const StepGraph& g) {
   std::vector<double> link_s(g.links.size(), 0.0);
   auto capacity_Bps = [&](int link) { return g.links[link].capacity_GBps * 1e9; };
   for (const CollectiveOp& op : g.ops) {
+    const double times = g.op_multiplicity(static_cast<int>(&op - g.ops.data()));
     for (const CollectivePhase& ph : op.phases) {
       for (int m : op.members) {
         const RankClass& rc = g.classes[g.streams[g.tasks[m].stream].rank_class];
         if (rc.intra_resource >= 0 && ph.intra_load > 0)
-          link_s[rc.intra_resource] += ph.bytes * ph.intra_load / capacity_Bps(rc.intra_resource);
+          link_s[rc.intra_resource] += times * ph.bytes * ph.intra_load / capacity_Bps(rc.intra_resource);
         if (rc.nic_resource >= 0 && ph.inter_load > 0)
-          link_s[rc.nic_resource] += ph.bytes * ph.inter_load / capacity_Bps(rc.nic_resource);
+          link_s[rc.nic_resource] += times * ph.bytes * ph.inter_load / capacity_Bps(rc.nic_resource);
       }
       const double alone_s = phase_alone_s(g, op, ph);
-      b.comm_total_s += alone_s;
+      b.comm_total_s += times * alone_s;
       if (unhideable[&op - g.ops.data()]) b.unhideable_s += alone_s;
     }
   }

@@ -15,8 +15,18 @@ using Time = std::int64_t;
 
 constexpr Time kNsPerSecond = 1'000'000'000;
 
+/// The latest instant the clock holds: 2^62 ns, about 146 years. Durations and instants
+/// stay below it, so that adding one duration to one instant never overflows an int64.
+constexpr Time kMaxTime = Time{1} << 62;
+
 /// Seconds -> nanoseconds, rounded up so that no positive duration becomes zero.
+/// InternalError for a negative or NaN duration or one beyond kMaxTime (the scenario reader
+/// refuses inputs that could make one).
 Time to_ns(double seconds);
+/// a + b for a, b in [0, kMaxTime]; InternalError if the sum passes kMaxTime.
+Time add_time(Time a, Time b);
+/// n * t for n, t >= 0; InternalError if the product passes kMaxTime.
+Time mul_time(std::int64_t n, Time t);
 inline double to_seconds(Time t) { return static_cast<double>(t) * 1e-9; }
 
 class Engine;
@@ -32,7 +42,7 @@ class Component {
 class Engine {
  public:
   Time now() const { return now_; }
-  /// Schedules `who->fire(tag)` at `at` (>= now).
+  /// Schedules `who->fire(tag)` at `at` (now <= at <= kMaxTime; else InternalError).
   void schedule(Time at, Component* who, std::uint64_t tag);
   /// Fires events in (time, scheduling order) until none are left.
   void run();

@@ -21,6 +21,18 @@
 ///    and all-reduces each unit's gradient shard across nodes.
 ///  - Gradient accumulation: micro-steps in sequence; recompute: a recompute task before
 ///    each layer's backward; LoRA: frozen weights still gathered, adapter gradients reduced.
+///
+/// One lowering per strategy family (lowering_common.hpp): replicated (lowering_ddp.cpp),
+/// ZeRO-1/2 (lowering_zero.cpp), sharded (lowering_fsdp.cpp), sharing the micro-step
+/// program. Gradient accumulation in closed form: of more than max_explicit_micro_steps
+/// micro-steps, the graph holds the first ones and the last; the middle micro-steps beyond
+/// are identical to the last explicit middle one (same tasks, durations, dependencies) and
+/// the graph says how many (StepGraph::repeat_count), so that lowering and simulating cost
+/// the same for any number of micro-steps. The lowering plays that graph once: where the
+/// middle micro-steps do not repeat exactly (a backlog of collectives whose contention
+/// drifts from one micro-step to the next) and the whole step has at most
+/// kMaxExplicitTasks tasks, it lowers every micro-step instead (exact); beyond, the closed
+/// form extrapolates (SimResult::repetition_exact false).
 #pragma once
 
 #include "model/collective.hpp"
@@ -28,10 +40,21 @@
 #include "base/types.hpp"
 #include "simulator/step_graph.hpp"
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace stepcast::sim {
+
+/// Most gradient buckets one reduction may use: a guard against absurd vectors (the
+/// scenario reader bounds bucket_mb). 10^6 buckets of 4 MB hold the bf16 gradient of a
+/// 2-trillion-parameter model; simulating them takes seconds.
+constexpr double kMaxBuckets = 1e6;
+
+/// Most tasks of a step lowered micro-step by micro-step when the middle micro-steps do not
+/// repeat exactly: about a second of simulation.
+constexpr double kMaxExplicitTasks = 1e6;
 
 /// Ranks that behave alike: simulated once, as one RankClass.
 struct RankGroup {
@@ -55,7 +78,13 @@ struct MeasuredCollective {
 
 struct StepPlan {
   Strategy strategy = Strategy::ddp;
-  int micro_steps = 1;
+  std::int64_t micro_steps = 1;
+  /// Micro-steps held explicitly when there are more (>= 4: the first, at least two middle
+  /// ones to check that the middle ones repeat, the last); the others in closed form.
+  int max_explicit_micro_steps = 6;
+  /// Lower every micro-step when the closed form is not exact and the step small enough
+  /// (kMaxExplicitTasks); false: always the closed form (tests of the extrapolation).
+  bool explicit_when_inexact = true;
   int layers = 1;
   MicroStepTimes micro;              ///< one micro-step on one GPU at full speed
   /// FLOPs of one micro-step, for reports: per layer and for the LM head.
@@ -99,6 +128,14 @@ struct StepPlan {
 };
 
 StepGraph lower_step(const StepPlan& plan);
+
+/// The name of the lowering family of strategy `s` ("replicated (DDP, FSDP NO_SHARD)",
+/// "ZeRO-1/2", "sharded (ZeRO-3, FSDP FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD)").
+std::string_view lowering_family(Strategy s);
+
+/// How many buckets `total_bytes` fills when the first holds up to `first_bytes` and the
+/// others up to `cap_bytes`, in closed form (no vector). InternalError above kMaxBuckets.
+double bucket_count(double total_bytes, double first_bytes, double cap_bytes);
 
 /// Sizes of the buckets `total_bytes` fills when the first holds up to `first_bytes` and
 /// the others up to `cap_bytes` (all full but the last).

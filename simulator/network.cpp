@@ -1,5 +1,9 @@
 #include "simulator/network.hpp"
 
+#include "simulator/internal_error.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -12,7 +16,8 @@ constexpr std::uint64_t kZeroByteFlow = 1ull << 63;
 }
 
 int Network::add_resource(std::string name, double capacity_Bps) {
-  assert(capacity_Bps > 0);
+  if (!(capacity_Bps > 0) || !std::isfinite(capacity_Bps))
+    throw InternalError(fmt::format("link \"{}\" with a capacity of {} B/s", name, capacity_Bps));
   Resource r;
   r.name = std::move(name);
   r.capacity_Bps = capacity_Bps;
@@ -23,7 +28,8 @@ int Network::add_resource(std::string name, double capacity_Bps) {
 
 void Network::start(Engine& engine, double bytes, double max_rate_Bps, std::vector<ResourceUse> uses,
                     Listener* listener, std::uint64_t cookie) {
-  assert(bytes >= 0 && max_rate_Bps > 0 && listener);
+  if (!(bytes >= 0) || !std::isfinite(bytes) || !(max_rate_Bps > 0) || !listener)
+    throw InternalError(fmt::format("a flow of {} B at up to {} B/s", bytes, max_rate_Bps));
   int id;
   if (!free_slots_.empty()) {
     id = free_slots_.back();
@@ -110,12 +116,23 @@ void Network::reallocate(Engine& engine) {
   }
   for (int id : active_) {
     Flow& f = flows_[id];
-    assert(f.rate > 0);
+    if (!(f.rate > 0)) throw InternalError(fmt::format("a flow got a rate of {} B/s", f.rate));
     ++f.version;
     const double left_s = std::max(0.0, f.remaining) / f.rate;
-    engine.schedule(engine.now() + to_ns(left_s), this, static_cast<std::uint64_t>(id) << 32 | f.version);
+    engine.schedule(add_time(engine.now(), to_ns(left_s)), this, static_cast<std::uint64_t>(id) << 32 | f.version);
   }
   record_usage(engine.now());
+}
+
+Network::Usage Network::usage_at(Time now) const {
+  Usage u;
+  const Time dt = std::max<Time>(0, now - last_);
+  for (std::size_t r = 0; r < resources_.size(); ++r) {
+    const bool busy = usage_Bps_[r] > 0;
+    u.bytes.push_back(resources_[r].bytes + (busy ? usage_Bps_[r] * to_seconds(dt) : 0.0));
+    u.busy_ns.push_back(resources_[r].busy_ns + (busy ? dt : 0));
+  }
+  return u;
 }
 
 void Network::record_usage(Time now) {

@@ -61,6 +61,14 @@ class Network : public Component {
   void start(Engine& engine, double bytes, double max_rate_Bps, std::vector<ResourceUse> uses,
              Listener* listener, std::uint64_t cookie);
 
+  /// Each resource's carried bytes and busy time as of `now` (>= the last event), without
+  /// moving any flow: for snapshots between events.
+  struct Usage {
+    std::vector<double> bytes;
+    std::vector<Time> busy_ns;
+  };
+  Usage usage_at(Time now) const;
+
   /// Current rate of every active flow is recomputed on each start and end; for tests.
   std::size_t active_flows() const { return active_.size(); }
 

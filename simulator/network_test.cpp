@@ -1,8 +1,11 @@
 // Flow-level sharing: max-min fairness with rate caps and loads, exact end events.
 #include "simulator/network.hpp"
 
+#include "simulator/internal_error.hpp"
+
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <map>
 
 using namespace stepcast::sim;
@@ -126,4 +129,45 @@ TEST_CASE("utilization timeline records each change of a link's load") {
   CHECK(tl[0].utilization == doctest::Approx(0.5));
   CHECK(tl[1].at == 2'000'000'000);
   CHECK(tl[1].utilization == 0);
+}
+
+TEST_CASE("a flow that would not end within the clock's range is an internal error, never a wrapped time") {
+  Engine e;
+  Network net;
+  const int link = net.add_resource("link", 1e-300 * GBps);  // a near-zero bandwidth
+  Ends ends;
+  CHECK_THROWS_AS(net.start(e, 1e9, 10 * GBps, {{link, 1.0}}, &ends, 1), InternalError);
+  // The boundary: 1 GB at 1 B/s ends after 31.7 years, inside the clock's 146.
+  Engine e2;
+  Network net2;
+  const int slow = net2.add_resource("slow", 1.0);
+  net2.start(e2, 1e9, 10 * GBps, {{slow, 1.0}}, &ends, 2);
+  e2.run();
+  CHECK(ends.at[2] == 1'000'000'000 * kNsPerSecond);
+}
+
+TEST_CASE("links and flows with a capacity, size or rate that is not a positive number are internal errors") {
+  Engine e;
+  Network net;
+  CHECK_THROWS_AS(net.add_resource("zero", 0.0), InternalError);
+  CHECK_THROWS_AS(net.add_resource("nan", std::nan("")), InternalError);
+  const int link = net.add_resource("link", GBps);
+  Ends ends;
+  CHECK_THROWS_AS(net.start(e, -1.0, GBps, {{link, 1.0}}, &ends, 1), InternalError);
+  CHECK_THROWS_AS(net.start(e, std::nan(""), GBps, {{link, 1.0}}, &ends, 1), InternalError);
+  CHECK_THROWS_AS(net.start(e, 1.0, 0.0, {{link, 1.0}}, &ends, 1), InternalError);
+}
+
+TEST_CASE("usage_at reads carried bytes and busy time between events without moving any flow") {
+  Engine e;
+  Network net;
+  const int link = net.add_resource("link", GBps);
+  Ends ends;
+  net.start(e, 1e9, 10 * GBps, {{link, 1.0}}, &ends, 1);
+  const Network::Usage half = net.usage_at(500'000'000);
+  CHECK(half.bytes[0] == doctest::Approx(0.5e9));
+  CHECK(half.busy_ns[0] == 500'000'000);
+  e.run();
+  CHECK(ends.at[1] == kNsPerSecond);  // unchanged by the read
+  CHECK(net.resources()[0].bytes == doctest::Approx(1e9));
 }

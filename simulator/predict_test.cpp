@@ -199,3 +199,24 @@ TEST_CASE("the collectives reported are the ones simulated: their totals add up 
     }
   }
 }
+
+TEST_CASE("a million micro-steps are predicted in closed form: the cost of one, the calls of all, within the bounds") {
+  for (const std::string& st : {std::string("ddp"), std::string("zero2"), std::string("fsdp_full_shard")}) {
+    CAPTURE(st);
+    std::string many = scenario(st, kTwoNodes100g);
+    many.replace(many.find("\"grad_accum\": 2"), 15, "\"grad_accum\": 1000000");
+    std::string one_gpu = scenario(st, R"({"box": "dgx-a100", "nodes": 1, "gpus": 1})");
+    one_gpu.replace(one_gpu.find("\"grad_accum\": 2"), 15, "\"grad_accum\": 1000000");
+    const Prediction two = predict(parse_scenario(scenario(st, kTwoNodes100g), "t.json"));
+    const Prediction p = predict(parse_scenario(many, "t.json"));
+    // One GPU: every task on one stream, the step at its no-overlap bound up to 1 ns per
+    // event rounded, a million times over (the closed form keeps that rounding).
+    const Prediction q = predict(parse_scenario(one_gpu, "t.json"));
+    CHECK(q.step_time_s >= q.step_no_overlap_s);
+    CHECK(p.simulation_events < 10 * two.simulation_events);
+    CHECK(p.step_time_s > 2e5 * two.step_time_s);  // 5e5 times the micro-steps, one optimizer step
+    for (const CollectiveUse& c : p.collectives)
+      if (c.purpose == "gradient reduce-scatter (bucketed)" || c.purpose == "gradient reduce-scatter")
+        CHECK(c.calls_per_step >= 1'000'000);
+  }
+}

@@ -1,8 +1,12 @@
 #include "simulator/simulation.hpp"
 
+#include "simulator/bounds.hpp"
+#include "simulator/internal_error.hpp"
+#include "simulator/repetition.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cassert>
-#include <stdexcept>
 #include <string>
 
 namespace stepcast::sim {
@@ -21,6 +25,10 @@ class Executor final : public Component, public Network::Listener {
   Executor(const StepGraph& g, const SimOptions& o) : g_(g), opt_(o), net_(o.record_timelines) {
     for (const LinkResource& l : g_.links) net_.add_resource(l.name, l.capacity_GBps * 1e9);
     const std::size_t n = g_.tasks.size();
+    if (n >= (std::size_t{1} << 28)) throw InternalError(fmt::format("a step graph of {} tasks", n));
+    mark_of_.assign(n, -1);
+    for (std::size_t i = 0; i < g_.micro_steps.size(); ++i) mark_of_[g_.micro_steps[i].first_task] = static_cast<int>(i);
+    marks_.resize(g_.micro_steps.size());
     pending_.assign(n, 0);
     succ_.assign(n, {});
     enabler_.assign(n, -1);
@@ -36,10 +44,12 @@ class Executor final : public Component, public Network::Listener {
     head_.assign(g_.streams.size(), 0);
     for (std::size_t t = 0; t < n; ++t) {
       const Task& task = g_.tasks[t];
-      assert(task.stream >= 0 && task.stream < static_cast<int>(g_.streams.size()));
+      if (task.stream < 0 || task.stream >= static_cast<int>(g_.streams.size()))
+        throw InternalError("task \"" + task.name + "\" on a stream that does not exist");
       queue_[task.stream].push_back(static_cast<int>(t));
       for (int d : task.deps) {
-        assert(d >= 0 && d < static_cast<int>(n) && d != static_cast<int>(t));
+        if (d < 0 || d >= static_cast<int>(n) || d == static_cast<int>(t))
+          throw InternalError("task \"" + task.name + "\" depends on a task that does not exist or on itself");
         ++pending_[t];
         succ_[d].push_back(static_cast<int>(t));
       }
@@ -54,6 +64,7 @@ class Executor final : public Component, public Network::Listener {
       memory_[c] = g_.classes[c].static_memory_bytes;
       res_.peak_memory_bytes[c] = memory_[c];
     }
+    segment_peak_.assign(g_.micro_steps.size() + 1, memory_);
     res_.tasks.resize(n);
     res_.streams.resize(g_.streams.size());
     if (opt_.record_timelines) res_.memory_timeline.push_back({0, memory_.empty() ? 0.0 : memory_[0]});
@@ -64,11 +75,12 @@ class Executor final : public Component, public Network::Listener {
     engine_.run();
     for (std::size_t t = 0; t < g_.tasks.size(); ++t)
       if (state_[t] != State::done)
-        throw std::logic_error("simulation stuck: task \"" + g_.tasks[t].name +
-                               "\" never ran (a dependency cycle or a collective member missing)");
+        throw InternalError("simulation stuck: task \"" + g_.tasks[t].name +
+                            "\" never ran (a dependency cycle or a collective member missing)");
     account(engine_.now());
     res_.links = net_.resources();
-    res_.events = engine_.events_fired() ;
+    res_.events = engine_.events_fired();
+    res_.events_represented = res_.events;
     int last = -1;
     for (std::size_t t = 0; t < g_.tasks.size(); ++t) {
       res_.step_ns = std::max(res_.step_ns, res_.tasks[t].end);
@@ -76,6 +88,8 @@ class Executor final : public Component, public Network::Listener {
     }
     for (int t = last; t >= 0; t = res_.tasks[t].enabler) res_.critical_path.push_back(t);
     std::reverse(res_.critical_path.begin(), res_.critical_path.end());
+    for (std::size_t i = 0; i < marks_.size(); ++i) marks_[i].segment_peak_bytes = segment_peak_[i + 1];
+    extrapolate_repeats(g_, marks_, res_);
     return std::move(res_);
   }
 
@@ -88,7 +102,7 @@ class Executor final : public Component, public Network::Listener {
         break;
       case kPhaseStart: start_flow(e, id); break;
       case kOpFinish: finish_op(id); break;
-      default: assert(false);
+      default: throw InternalError(fmt::format("an event of unknown kind {}", kind));
     }
   }
 
@@ -114,10 +128,23 @@ class Executor final : public Component, public Network::Listener {
     last_account_ = now;
   }
 
+  /// The first task of an explicit micro-step starts: keep the accumulators (repetition.hpp).
+  void mark(int t) {
+    const int i = mark_of_[t];
+    if (i < 0 || marks_[i].at >= 0) return;
+    const Time now = engine_.now();
+    marks_[i] = MarkSnapshot{now,      res_.compute_busy_ns, res_.comm_busy_ns, res_.overlap_ns, engine_.events_fired(),
+                             net_.usage_at(now), memory_, {}};
+    segment_ = i + 1;
+    segment_peak_[segment_] = memory_;
+  }
+
   void change_memory(int cls, double delta) {
     if (delta == 0) return;
     memory_[cls] += delta;
     res_.peak_memory_bytes[cls] = std::max(res_.peak_memory_bytes[cls], memory_[cls]);
+    if (!segment_peak_.empty())
+      segment_peak_[segment_][cls] = std::max(segment_peak_[segment_][cls], memory_[cls]);
     if (cls == 0 && opt_.record_timelines) {
       auto& tl = res_.memory_timeline;
       if (!tl.empty() && tl.back().at == engine_.now()) tl.back().bytes = memory_[0];
@@ -132,7 +159,8 @@ class Executor final : public Component, public Network::Listener {
 
   void schedule_compute_end(int t) {
     ++version_[t];
-    engine_.schedule(engine_.now() + to_ns(remaining_s_[t] / speed_[t]), this, tag(kComputeEnd, t, version_[t]));
+    engine_.schedule(add_time(engine_.now(), to_ns(remaining_s_[t] / speed_[t])), this,
+                     tag(kComputeEnd, t, version_[t]));
   }
 
   /// A class's collective count changed: running compute tasks of that class change speed.
@@ -162,6 +190,7 @@ class Executor final : public Component, public Network::Listener {
       state_[t] = State::running;
       res_.tasks[t].start = engine_.now();
       res_.tasks[t].enabler = enabler_[t];
+      mark(t);
       change_memory(class_of(t), task.alloc_bytes);
       if (class_of(t) == 0) ++rep_compute_;
       remaining_s_[t] = task.work_s;
@@ -182,6 +211,7 @@ class Executor final : public Component, public Network::Listener {
       state_[m] = State::running;
       res_.tasks[m].start = engine_.now();
       res_.tasks[m].enabler = op_enabler_[op];
+      mark(m);
       change_memory(class_of(m), g_.tasks[m].alloc_bytes);
       if (class_of(m) == 0) ++rep_comm_;
       set_comm_active(class_of(m), +1);
@@ -196,7 +226,7 @@ class Executor final : public Component, public Network::Listener {
       e.schedule(e.now(), this, tag(kOpFinish, op));
       return;
     }
-    e.schedule(e.now() + to_ns(o.phases[phase_[op]].latency_s), this, tag(kPhaseStart, op));
+    e.schedule(add_time(e.now(), to_ns(o.phases[phase_[op]].latency_s)), this, tag(kPhaseStart, op));
   }
 
   void start_flow(Engine& e, int op) {
@@ -248,6 +278,11 @@ class Executor final : public Component, public Network::Listener {
   Network net_;
   SimResult res_;
 
+  std::vector<int> mark_of_;          ///< per task: the micro-step it starts, or -1
+  std::vector<MarkSnapshot> marks_;   ///< per explicit micro-step
+  /// Peak memory per class between marks: [0] before the first, [i + 1] from mark i on.
+  std::vector<std::vector<double>> segment_peak_;
+  std::size_t segment_ = 0;
   std::vector<int> pending_;
   std::vector<std::vector<int>> succ_;
   std::vector<int> enabler_;
@@ -273,7 +308,30 @@ class Executor final : public Component, public Network::Listener {
 
 SimResult simulate(const StepGraph& graph, const SimOptions& options) {
   Executor ex(graph, options);
-  return ex.run();
+  SimResult r = ex.run();
+  if (options.check_invariants) check_step_invariants(graph, options, r);
+  return r;
+}
+
+void check_step_invariants(const StepGraph& g, const SimOptions& options, const SimResult& r) {
+  auto fail = [](const std::string& what) { throw InternalError("simulated step: " + what); };
+  if (r.step_ns < 0 || r.compute_busy_ns < 0 || r.comm_busy_ns < 0 || r.overlap_ns < 0)
+    fail(fmt::format("negative time (step {} ns, compute busy {} ns, communication busy {} ns, overlap {} ns)",
+                     r.step_ns, r.compute_busy_ns, r.comm_busy_ns, r.overlap_ns));
+  if (r.overlap_ns > std::min(r.compute_busy_ns, r.comm_busy_ns) || r.compute_busy_ns > r.step_ns ||
+      r.comm_busy_ns > r.step_ns)
+    fail(fmt::format("busy times beyond the step ({} ns): compute {} ns, communication {} ns, overlap {} ns",
+                     r.step_ns, r.compute_busy_ns, r.comm_busy_ns, r.overlap_ns));
+  for (std::size_t s = 0; s < r.streams.size(); ++s)
+    if (r.streams[s].busy_ns < 0 || r.streams[s].busy_ns > r.step_ns)
+      fail(fmt::format("stream {} busy {} ns in a step of {} ns", s, r.streams[s].busy_ns, r.step_ns));
+  const StepBounds b = closed_form_bounds(g);
+  const double lower_s = options.free_communication ? b.compute_s : b.perfect_overlap_s;
+  // Each event rounds one duration up to the next nanosecond; sums of doubles drift by ulps.
+  const double slack_s = static_cast<double>(r.events_represented) * 1e-9 + 1e-9 * b.no_overlap_s + 1e-9;
+  if (!(r.step_s() >= lower_s - slack_s) || !(r.step_s() <= b.no_overlap_s + slack_s))
+    fail(fmt::format("{:.9g} s outside its closed-form bounds [{:.9g} s, {:.9g} s]", r.step_s(), lower_s,
+                     b.no_overlap_s));
 }
 
 }  // namespace stepcast::sim

@@ -19,6 +19,8 @@ struct SimOptions {
   bool record_timelines = false;
   /// Limiting case: every collective takes no time (infinite bandwidth, no latency).
   bool free_communication = false;
+  /// Check the result's invariants (check_step_invariants); off only for trial runs.
+  bool check_invariants = true;
 };
 
 struct TaskRecord {
@@ -51,7 +53,18 @@ struct SimResult {
   std::vector<int> critical_path;       ///< task ids, first to last
   std::vector<double> peak_memory_bytes;    ///< per rank class
   std::vector<MemorySample> memory_timeline; ///< class 0, when recorded
-  std::uint64_t events = 0;
+  std::uint64_t events = 0;             ///< events the engine fired
+  /// Events the whole step stands for: `events` plus those of the micro-steps accounted in
+  /// closed form (repetition.hpp).
+  std::uint64_t events_represented = 0;
+  /// Middle micro-steps accounted in closed form, not simulated (StepGraph::repeat_count).
+  std::int64_t micro_steps_repeated = 0;
+  /// Whether those repeated exactly (every stream's work moving by one period per
+  /// micro-step); when not (a backlog of collectives growing each micro-step), they are
+  /// extrapolated stream by stream from the last two explicit ones: the step's end is
+  /// still what an explicit simulation gives in the cases tested, busy times and events
+  /// are approximate.
+  bool repetition_exact = true;
 
   double step_s() const { return to_seconds(step_ns); }
   /// Communication not hidden behind compute on the representative rank.
@@ -62,8 +75,15 @@ struct SimResult {
   }
 };
 
-/// Simulates one step. Asserts the graph is well formed (every task reachable, no cycles:
-/// a stuck graph is a lowering bug).
+/// Simulates one step. InternalError when the graph is not well formed (a task never
+/// reachable, a cycle: a lowering bug), when a time leaves the clock's range (engine.hpp),
+/// or when the result breaks an invariant (check_step_invariants).
 SimResult simulate(const StepGraph& graph, const SimOptions& options = {});
+
+/// The invariants of a simulated step: no negative busy time, no more overlap than either
+/// side, and the closed-form bounds (bounds.hpp) hold: perfect_overlap <= step <=
+/// no_overlap (with free communication: compute <= step), within 1 ns per event for the
+/// rounding of each duration up to the nanosecond. InternalError when broken.
+void check_step_invariants(const StepGraph& graph, const SimOptions& options, const SimResult& result);
 
 }  // namespace stepcast::sim

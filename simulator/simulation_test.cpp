@@ -51,8 +51,8 @@ int collective(StepGraph& g, int stream, double bytes, double algbw_GBps, std::v
 
 TEST_CASE("a stream runs its tasks one at a time in the order they were added") {
   StepGraph g = one_class();
-  const int a = g.add_compute(0, "a", "forward", 1.0, 0);
-  const int b = g.add_compute(0, "b", "forward", 2.0, 0);
+  const int a = g.add_compute(0, "a", TaskCategory::forward, 1.0, 0);
+  const int b = g.add_compute(0, "b", TaskCategory::forward, 2.0, 0);
   const SimResult r = simulate(g);
   CHECK(r.tasks[a].start == 0);
   CHECK(r.tasks[a].end == 1 * kS);
@@ -63,10 +63,10 @@ TEST_CASE("a stream runs its tasks one at a time in the order they were added") 
 
 TEST_CASE("work on two streams overlaps, and a dependency across streams waits") {
   StepGraph g = one_class(10.0);
-  const int c = g.add_compute(0, "fwd", "forward", 1.0, 0);
+  const int c = g.add_compute(0, "fwd", TaskCategory::forward, 1.0, 0);
   const int ar = collective(g, 1, 5e9, 10.0, {c});  // 0.5 s after fwd
-  const int next = g.add_compute(0, "fwd 2", "forward", 1.0, 0);
-  const int opt = g.add_compute(0, "opt", "optimizer", 0.25, 0, {ar});
+  const int next = g.add_compute(0, "fwd 2", TaskCategory::forward, 1.0, 0);
+  const int opt = g.add_compute(0, "opt", TaskCategory::optimizer, 0.25, 0, {ar});
   const SimResult r = simulate(g);
   CHECK(r.tasks[ar].start == 1 * kS);
   CHECK(r.tasks[ar].end == 1 * kS + kS / 2);
@@ -101,7 +101,7 @@ TEST_CASE("compute slows down by comm_slowdown while a collective runs on its GP
   // 1 s of compute beside a 0.5 s collective at 20% slowdown: 0.4 s of work done in the
   // first 0.5 s, the remaining 0.6 s at full speed: ends at 1.1 s.
   StepGraph g = one_class(1.0, 0.2);
-  const int c = g.add_compute(0, "fwd", "forward", 1.0, 0);
+  const int c = g.add_compute(0, "fwd", TaskCategory::forward, 1.0, 0);
   collective(g, 1, 0.5e9, 1.0);
   const SimResult r = simulate(g);
   CHECK(r.tasks[c].end == 1'100'000'000);
@@ -120,8 +120,8 @@ TEST_CASE("a collective starts only when every rank class has reached it; classe
     g.add_stream("compute", StreamKind::compute, k);  // stream 2k
     g.add_stream("nccl", StreamKind::communication, k);  // stream 2k+1
   }
-  const int c0 = g.add_compute(0, "bwd", "backward", 1.0, 0);
-  const int c1 = g.add_compute(2, "bwd", "backward", 1.0, 0);  // takes 2 s
+  const int c0 = g.add_compute(0, "bwd", TaskCategory::backward, 1.0, 0);
+  const int c1 = g.add_compute(2, "bwd", TaskCategory::backward, 1.0, 0);  // takes 2 s
   const auto ar = g.add_collective("ar", "test", FabricScope::all, Collective::all_reduce, 1e9, {phase(1e9, 10.0)},
                                    {{1, {c0}}, {3, {c1}}});
   const SimResult r = simulate(g);
@@ -156,9 +156,9 @@ TEST_CASE("a slower link in one class slows the whole collective") {
 TEST_CASE("memory: the peak is the static part plus the most live allocations at once") {
   StepGraph g = one_class();
   g.classes[0].static_memory_bytes = 10;
-  const int a = g.add_compute(0, "fwd", "forward", 1.0, 0);
+  const int a = g.add_compute(0, "fwd", TaskCategory::forward, 1.0, 0);
   g.tasks[a].alloc_bytes = 5;  // activations
-  const int b = g.add_compute(0, "bwd", "backward", 1.0, 0);
+  const int b = g.add_compute(0, "bwd", TaskCategory::backward, 1.0, 0);
   g.tasks[b].alloc_bytes = 2;
   g.tasks[b].free_bytes = 7;
   const SimResult r = simulate(g, SimOptions{true, false});
@@ -173,7 +173,7 @@ TEST_CASE("memory: the peak is the static part plus the most live allocations at
 
 TEST_CASE("free communication: collectives take no time") {
   StepGraph g = one_class(0.001);
-  const int c = g.add_compute(0, "fwd", "forward", 1.0, 0);
+  const int c = g.add_compute(0, "fwd", TaskCategory::forward, 1.0, 0);
   collective(g, 1, 1e12, 0.001, {c});
   SimOptions o;
   o.free_communication = true;
@@ -182,8 +182,8 @@ TEST_CASE("free communication: collectives take no time") {
 
 TEST_CASE("a graph that cannot finish is a lowering bug, reported with the stuck task") {
   StepGraph g = one_class();
-  const int a = g.add_compute(0, "a", "forward", 1.0, 0);
-  const int b = g.add_compute(1, "b", "forward", 1.0, 0, {a});
+  const int a = g.add_compute(0, "a", TaskCategory::forward, 1.0, 0);
+  const int b = g.add_compute(1, "b", TaskCategory::forward, 1.0, 0, {a});
   g.tasks[a].deps.push_back(b);  // a cycle
   CHECK_THROWS_AS(simulate(g), std::logic_error);
 }
@@ -191,7 +191,7 @@ TEST_CASE("a graph that cannot finish is a lowering bug, reported with the stuck
 TEST_CASE("the same graph gives the same result bit for bit") {
   StepGraph g = one_class(0.3, 0.1);
   for (int i = 0; i < 20; ++i) {
-    const int c = g.add_compute(0, "c", "forward", 0.013 * (i + 1), 0);
+    const int c = g.add_compute(0, "c", TaskCategory::forward, 0.013 * (i + 1), 0);
     collective(g, 1 + i % 2, 1e7 * (i + 1), 0.7, {c}, 1e-5);
   }
   const SimResult a = simulate(g), b = simulate(g);

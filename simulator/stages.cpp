@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -261,7 +262,8 @@ void check_simulation(const sim::StepGraph& graph, const sim::SimResult& r, cons
                       const PredictOptions& options) {
   const double step = r.step_s();
   const double lower = options.free_communication ? b.compute_s : b.perfect_overlap_s;
-  const double slack_s = 1e-9 * static_cast<double>(graph.tasks.size());
+  // 1 ns per event the step stands for (the micro-steps in closed form included).
+  const double slack_s = 1e-9 * static_cast<double>(std::max<std::uint64_t>(graph.tasks.size(), r.events_represented));
   const bool ok = std::isfinite(step) && step >= 0 && std::isfinite(b.no_overlap_s) &&
                   step >= lower * (1 - 1e-9) - slack_s && step <= b.no_overlap_s * (1 + 1e-9) + slack_s;
   if (!ok)
@@ -461,7 +463,7 @@ sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& op
   const Scenario& s = job.scenario;
   sim::StepPlan plan;
   plan.strategy = s.strategy.kind;
-  plan.micro_steps = static_cast<int>(s.training.grad_accum);
+  plan.micro_steps = s.training.grad_accum;
   plan.layers = static_cast<int>(s.model.layers);
   plan.micro = c.micro;
   plan.optimizer_s = c.optimizer_s;
@@ -548,8 +550,9 @@ std::vector<CollectiveUse> collective_uses(const sim::StepGraph& graph, const Co
     auto it = std::find_if(uses.begin(), uses.end(), [&](const CollectiveUse& u) {
       return u.purpose == op.purpose && u.level == op.level && u.bytes == op.bytes;
     });
+    const int calls = static_cast<int>(graph.op_multiplicity(static_cast<int>(&op - graph.ops.data())));
     if (it != uses.end()) {
-      ++it->calls_per_step;
+      it->calls_per_step += calls;  // an op of the repeated micro-step stands for several
       continue;
     }
     CollectiveUse use;
@@ -558,7 +561,7 @@ std::vector<CollectiveUse> collective_uses(const sim::StepGraph& graph, const Co
     use.level = op.level;
     use.bytes = op.bytes;
     use.ranks = restrict_fabric(fabric, op.level).ranks();
-    use.calls_per_step = 1;
+    use.calls_per_step = calls;
     use.phases = op.phases;
     double alone_s = 0;
     for (const CollectivePhase& ph : op.phases) alone_s += sim::phase_alone_s(graph, op, ph);

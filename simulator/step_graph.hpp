@@ -11,7 +11,9 @@
 
 #include "model/collective.hpp"
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace stepcast::sim {
@@ -41,10 +43,45 @@ struct Stream {
 
 enum class TaskKind { compute, collective };
 
+/// What a task does, for reports and bounds. Collectives take the category of their
+/// collective (all_reduce, all_gather, reduce_scatter, broadcast).
+enum class TaskCategory : std::uint8_t {
+  forward,
+  backward,
+  recompute,
+  optimizer,
+  head,
+  all_reduce,
+  all_gather,
+  reduce_scatter,
+  broadcast,
+};
+
+/// The printed name: "forward", "backward", "recompute", "optimizer", "head", "all_reduce",
+/// "all_gather", "reduce_scatter", "broadcast" (the trace's "cat", the reports' rows).
+std::string_view name(TaskCategory c);
+/// The category of a collective's member tasks.
+TaskCategory category_of(Collective c);
+
+/// The category printed as `n`; InternalError if none is.
+TaskCategory parse_task_category(std::string_view n);
+
+/// A task's category as the graph stores it: the enum, converting to its printed name for
+/// the readers that print it (trace, reports), so that they need not know the enum.
+class Category {
+ public:
+  constexpr Category(TaskCategory c = TaskCategory::forward) : c_(c) {}  // NOLINT: implicit
+  constexpr TaskCategory value() const { return c_; }
+  operator std::string() const { return std::string(name(c_)); }  // NOLINT: implicit
+  friend constexpr bool operator==(Category a, Category b) { return a.c_ == b.c_; }
+
+ private:
+  TaskCategory c_;
+};
+
 struct Task {
   std::string name;           ///< "fwd L12", "all-gather L12 (fwd)"
-  std::string category;       ///< "forward", "backward", "recompute", "optimizer", "head",
-                              ///< "all_gather", "reduce_scatter", "all_reduce"
+  Category category;          ///< forward, backward, ..., all_gather (printed by name())
   TaskKind kind = TaskKind::compute;
   int stream = 0;
   double work_s = 0;          ///< compute: duration at full speed, seconds
@@ -72,6 +109,18 @@ struct LinkResource {
   double capacity_GBps = 0;   ///< per direction, GB/s (1e9 B/s)
 };
 
+/// Most tasks a step graph may hold: 2^23, about 1.5 GB and ten seconds of simulation. The
+/// scenario reader bounds layers, rank classes and buckets well below; a graph that grows
+/// past it is an internal error, never an exhausted machine.
+constexpr int kMaxTasks = 1 << 23;
+
+/// The tasks of one micro-step that the graph holds explicitly: ids [first_task, end_task).
+struct MicroStepSpan {
+  std::int64_t index = 0;  ///< which micro-step of the optimizer step (0-based)
+  int first_task = 0;
+  int end_task = 0;
+};
+
 struct StepGraph {
   std::vector<RankClass> classes;
   std::vector<Stream> streams;
@@ -82,11 +131,31 @@ struct StepGraph {
   /// start after the last one but the optimizer (the closed-form lower bound adds them).
   std::vector<int> unhideable_ops;
 
+  /// Gradient accumulation in closed form (lowering.hpp): the micro-steps held explicitly,
+  /// in order; after the one at `repeat_after` come `repeat_count` more micro-steps
+  /// identical to it that the graph does not hold (their tasks, durations and dependencies
+  /// are those of a middle micro-step). repeat_count 0: every micro-step is explicit.
+  std::vector<MicroStepSpan> micro_steps;
+  int repeat_after = -1;
+  std::int64_t repeat_count = 0;
+
+  /// How many tasks of the step `task` stands for: 1 + repeat_count in the repeated
+  /// micro-step, else 1.
+  double multiplicity(int task) const;
+  /// The same for a collective (its members' multiplicity).
+  double op_multiplicity(int op) const { return multiplicity(ops[op].members.front()); }
+
   int add_stream(std::string name, StreamKind kind, int rank_class);
   int add_link(std::string name, double capacity_GBps);
   /// Adds a compute task; returns its id.
-  int add_compute(int stream, std::string name, std::string category, double work_s, double flops,
+  int add_compute(int stream, std::string name, Category category, double work_s, double flops,
                   std::vector<int> deps = {});
+  /// The same with the category by its printed name (hand-made graphs in tests).
+  int add_compute(int stream, std::string name, const char* category, double work_s, double flops,
+                  std::vector<int> deps = {}) {
+    return add_compute(stream, std::move(name), Category(parse_task_category(category)), work_s, flops,
+                       std::move(deps));
+  }
   /// Adds a collective with one member per (stream, deps) pair, one per rank class; returns
   /// the member task ids in that order.
   std::vector<int> add_collective(std::string name, std::string purpose, FabricScope level,

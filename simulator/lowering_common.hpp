@@ -1,0 +1,134 @@
+/// \file
+/// What every strategy family's lowering shares (lowering.hpp): the graph under
+/// construction with its rank classes and streams, collectives and compute tasks replicated
+/// over the rank classes, and the micro-step program (forward, LM head, recompute and
+/// backward compute tasks in the order a framework issues them) with hooks where a family
+/// adds its collectives. Internal to simulator/.
+#pragma once
+
+#include "simulator/lowering.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stepcast::sim::lowering {
+
+/// A gradient (or parameter) chunk that becomes ready when `task` ends.
+struct Chunk {
+  int task = -1;
+  double bytes = 0;
+};
+
+/// Which NCCL stream of a class a collective goes to.
+enum class Lane { gather, reduce };
+
+/// The communication streams a family uses per rank class.
+struct StreamLayout {
+  std::string gather_name = "nccl";  ///< "nccl" or "nccl all-gather"
+  bool separate_reduce = false;      ///< a second stream "nccl reduce"
+};
+
+/// The graph under construction. Task ids returned are class 0's; class c's copy of a task
+/// is that id + c (the copies of one task are added together).
+class Builder {
+ public:
+  Builder(const StepPlan& plan, const StreamLayout& layout);
+
+  const StepPlan& plan() const { return p_; }
+  StepGraph& graph() { return g_; }
+
+  /// A collective across every rank class; `deps` are class-0 task ids.
+  int collective(Lane lane, std::string name, std::string purpose, Collective c, double bytes, FabricScope level,
+                 const std::vector<int>& deps, double alloc = 0, double free = 0);
+  /// A compute task on every rank class.
+  int compute(const std::string& name, TaskCategory category, double s, double flops,
+              const std::vector<int>& deps = {}, double alloc = 0, double free = 0);
+  /// Adds `bytes` to what every class's copy of `task` frees when it ends.
+  void add_free(int task, double bytes);
+  /// Marks the collective of class-0 task `task` as unhideable (bounds.hpp).
+  void mark_unhideable(int task) { g_.unhideable_ops.push_back(g_.tasks[task].op); }
+
+  /// Per-layer compute times of one micro-step at full speed.
+  double forward_s() const { return fwd_s_; }
+  double backward_s() const { return bwd_s_; }
+  double recompute_s() const { return rec_s_; }
+
+  /// The last gradient reduction issued (the optimizer waits for it); -1: none.
+  int last_reduce = -1;
+
+  StepGraph take() { return std::move(g_); }
+
+ private:
+  void add_class(const RankGroup& grp, bool several, const StreamLayout& layout);
+  void use_measurement(CollectivePhase& ph, const CommFabric& f) const;
+
+  const StepPlan& p_;
+  StepGraph g_;
+  std::vector<int> compute_, gather_, reduce_;  ///< streams per class
+  int classes_ = 1;
+  double fwd_s_ = 0, bwd_s_ = 0, rec_s_ = 0;
+};
+
+/// The micro-step suffix of task names: " m3" when there are several micro-steps.
+std::string micro_suffix(const StepPlan& p, std::int64_t k);
+
+/// Ids of one micro-step's compute tasks (index 1..layers; 0 unused).
+struct MicroStepTasks {
+  std::vector<int> forward, backward;
+  int head_backward = -1;
+};
+
+/// Where a family adds its work to the micro-step program, and the memory its compute
+/// tasks allocate and free beyond activations and logits.
+struct ProgramHooks {
+  /// Before `fwd L{i}`: issue what it needs; returns its dependencies.
+  std::function<std::vector<int>(int layer, const MicroStepTasks&)> before_forward;
+  double forward_free_bytes = 0;          ///< freed when each layer's forward ends
+  std::vector<int> head_forward_deps;
+  /// Before `recompute L{i}` / `bwd L{i}`: issue what it needs; returns their dependencies.
+  std::function<std::vector<int>(int layer, const MicroStepTasks&)> before_backward;
+  double backward_alloc_bytes = 0;        ///< allocated when each layer's backward starts
+  double backward_extra_free_bytes = 0;   ///< freed (beyond activations) when it ends
+  /// After `bwd L{i}` was added.
+  std::function<void(int layer, int bwd_task)> after_backward;
+};
+
+/// The common micro-step program: fwd L1..L, fwd head, bwd head, then for L..1 an optional
+/// recompute and the backward, with the hooks in between.
+MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks& hooks);
+
+/// One micro-step with replicated parameters (DDP, NO_SHARD, ZeRO-1/2, or any strategy on
+/// one GPU): the program without collectives; returns the gradient chunks in ready order
+/// (LM head, layers last to first, the embeddings with layer 1).
+std::vector<Chunk> replicated_micro_step(Builder& b, std::int64_t k);
+
+/// Fills buckets in ready order; each bucket is reduced when its last gradient exists.
+void reduce_buckets(Builder& b, const std::vector<Chunk>& chunks, Collective c, const std::string& purpose,
+                    double first_cap, const std::string& suffix, bool mark_last_unhideable);
+
+/// A strategy family's lowering: its streams, one micro-step, and what follows the optimizer.
+class StrategyLowering {
+ public:
+  virtual ~StrategyLowering() = default;
+  /// The family's name, for tests and messages.
+  virtual std::string_view name() const = 0;
+  virtual StreamLayout streams() const = 0;
+  /// Micro-step `k` (0-based) of the optimizer step; `last`: the last one.
+  virtual void micro_step(Builder& b, std::int64_t k, bool last) const = 0;
+  /// After the optimizer step task `opt`.
+  virtual void after_optimizer(Builder& b, int opt) const { (void)b, (void)opt; }
+};
+
+/// The registered families (lowering_ddp.cpp, lowering_zero.cpp, lowering_fsdp.cpp).
+std::unique_ptr<StrategyLowering> replicated_lowering(Strategy s);
+std::unique_ptr<StrategyLowering> zero12_lowering(Strategy s);
+std::unique_ptr<StrategyLowering> sharded_lowering(Strategy s);
+
+/// The family that lowers strategy `s`.
+std::unique_ptr<StrategyLowering> lowering_for(Strategy s);
+
+}  // namespace stepcast::sim::lowering
