@@ -141,9 +141,10 @@ inline constexpr std::int64_t kMaxGpusPerNode = 1024;
 /// short sequences; 2^20 keeps micro_batch x seq_len (a tensor's rows) far inside int64.
 inline constexpr std::int64_t kMaxMicroBatch = 1LL << 20;
 
-/// Most micro-steps per optimizer step: real runs accumulate at most a few thousand;
-/// the bound is large but finite because every micro-step is simulated today.
-inline constexpr std::int64_t kMaxGradAccum = 1LL << 16;
+/// Most micro-steps per optimizer step: real runs accumulate at most a few thousand. The
+/// simulator plays a few and adds the repeating rest in closed form, so its cost does not
+/// grow with this; 2^20 only keeps the step's task and event counts far inside int64.
+inline constexpr std::int64_t kMaxGradAccum = 1LL << 20;
 
 /// Longest sequence, tokens: the longest contexts trained are about 1 M tokens; 2^22
 /// keeps micro_batch x seq_len far inside int64 and attention's s^2 exact in a double.
