@@ -585,15 +585,21 @@ Candidate choose(Collective c, double bytes, const CommFabric& fabric, const std
                                     : best_single(c, bytes, fabric, {algo});
 }
 
-void check_inputs(double bytes, const CommFabric& fabric, const std::string& algorithm) {
-  if (!(bytes >= 0) || !std::isfinite(bytes))
-    throw std::invalid_argument("collective bytes must be a finite number >= 0");
-  validate(fabric);
-  if (algorithm != "auto" && std::find(kAlgoNames.begin(), kAlgoNames.end(), algorithm) == kAlgoNames.end()) {
+Algo parse_algo(const std::string& algorithm) {
+  const auto it = std::find(kAlgoNames.begin(), kAlgoNames.end(), algorithm);
+  if (it == kAlgoNames.end()) {
     std::string msg = "unknown collective algorithm \"" + algorithm + "\"; valid: \"auto\"";
     for (auto n : kAlgoNames) msg += ", \"" + std::string(n) + "\"";
     throw std::invalid_argument(msg);
   }
+  return static_cast<Algo>(it - kAlgoNames.begin());
+}
+
+void check_inputs(double bytes, const CommFabric& fabric, const std::string& algorithm) {
+  if (!(bytes >= 0) || !std::isfinite(bytes))
+    throw std::invalid_argument("collective bytes must be a finite number >= 0");
+  validate(fabric);
+  if (algorithm != "auto") parse_algo(algorithm);
 }
 
 CollectivePhase make_phase(Collective c, double bytes, const CommFabric& f, Algo a, Proto p,
@@ -613,6 +619,11 @@ CollectivePhase make_phase(Collective c, double bytes, const CommFabric& f, Algo
 }
 
 }  // namespace
+
+std::string algorithm_unavailable(Collective c, const CommFabric& fabric, const std::string& algorithm) {
+  if (algorithm == "auto" || fabric.ranks() <= 1) return {};
+  return ineligible_reason(parse_algo(algorithm), c, fabric);
+}
 
 CollectiveCost collective_cost(Collective c, double bytes, const CommFabric& fabric,
                                const std::string& algorithm) {

@@ -50,6 +50,11 @@ const std::vector<AlgorithmInfo>& collective_algorithms();
 CollectiveCost collective_cost(Collective c, double bytes, const CommFabric& fabric,
                                const std::string& algorithm = "auto");
 
+/// Why the named `algorithm` cannot run collective `c` on `fabric` (e.g. NCCL's tree runs
+/// all-reduce only; hierarchical needs two nodes); empty when it can, for "auto", and when
+/// nothing moves (one rank). Throws std::invalid_argument for an unregistered name.
+std::string algorithm_unavailable(Collective c, const CommFabric& fabric, const std::string& algorithm);
+
 /// One phase of a collective as the simulator plays it: a fixed latency, then S bytes at up
 /// to `algbw_GBps`, loading the links as follows. A single-phase algorithm (ring, tree,
 /// nvls) is one phase; hierarchical is its intra and inter phases in order.

@@ -3,6 +3,7 @@
 #include "model/transformer.hpp"
 
 #include "base/json_input.hpp"
+#include "base/limits.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -13,24 +14,13 @@ namespace stepcast {
 
 namespace {
 
-// Bounds on a model's shape, checked by parse_transformer. Generous: they admit every
-// published model by orders of magnitude and keep the parameter arithmetic (products of
-// layers, hidden, ffn_hidden and vocab in int64) far from overflow.
-
-/// Most transformer blocks: the deepest models trained have ~130; the simulator's cost
-/// grows with the layer count.
-constexpr std::int64_t kMaxModelLayers = 10'000;
-/// Widest hidden size: the widest models have 25,600; 2^20 keeps layers x 12 hidden^2
-/// inside int64.
-constexpr std::int64_t kMaxModelHidden = 1LL << 20;
-/// Widest MLP: 4 x kMaxModelHidden (the usual expansion; gated MLPs use less).
-constexpr std::int64_t kMaxModelFfnHidden = 4 * kMaxModelHidden;
-/// Largest vocabulary (and token-type vocabulary): real ones have at most ~256 k tokens;
-/// 2^24 keeps vocab x hidden inside int64.
-constexpr std::int64_t kMaxModelVocab = 1LL << 24;
-/// Longest sequence or position table, tokens: the longest contexts trained are ~1 M
-/// tokens; 2^22 keeps attention's seq_len^2 exact in a double.
-constexpr std::int64_t kMaxModelSeqLen = 1LL << 22;
+// Bounds on a model's shape (base/limits.hpp, workload section) keep the parameter
+// arithmetic (products of layers, hidden, ffn_hidden and vocab in int64) far from overflow.
+using limits::kMaxFfnHidden;
+using limits::kMaxHidden;
+using limits::kMaxLayers;
+using limits::kMaxSeqLen;
+using limits::kMaxVocab;
 /// Largest published parameter count: 1e15, a thousand times the largest models.
 constexpr std::int64_t kMaxPublishedParams = 1'000'000'000'000'000LL;
 
@@ -91,7 +81,7 @@ std::string_view name(Norm n) {
 /// `positional` ("learned" | "rope" | "alibi"), `norm` ("layernorm" | "rmsnorm"),
 /// `gated_mlp`, `tied_embeddings`, `linear_bias` (booleans), and `max_positions`
 /// (integer >= 1) exactly when `positional` is "learned" (it is rejected otherwise).
-/// Every count is bounded above by the kMaxModel* constants at the top of this file.
+/// Every count is bounded above by the shape bounds of base/limits.hpp.
 ///
 /// Optional keys and their defaults (the defaults of TransformerSpec):
 ///   - `kv_heads`: defaults to `heads` (multi-head attention) when ABSENT; it must divide
@@ -113,24 +103,24 @@ TransformerSpec parse_transformer(JsonObject& obj) {
   if (auto kind = obj.optional_choice("kind", kKindNames))
     spec.kind = *kind == "encoder" ? ModelKind::encoder : ModelKind::decoder;
 
-  spec.layers = obj.integer("layers", 1, kMaxModelLayers);
-  spec.hidden = obj.integer("hidden", 1, kMaxModelHidden);
-  spec.heads = obj.integer("heads", 1, kMaxModelHidden);
+  spec.layers = obj.integer("layers", 1, kMaxLayers);
+  spec.hidden = obj.integer("hidden", 1, kMaxHidden);
+  spec.heads = obj.integer("heads", 1, kMaxHidden);
   if (spec.hidden % spec.heads != 0)
     throw obj.error("heads", "expected a divisor of hidden (" + std::to_string(spec.hidden) +
                                  "), got " + std::to_string(spec.heads));
-  spec.kv_heads = obj.optional_integer("kv_heads", 1, kMaxModelHidden).value_or(spec.heads);
+  spec.kv_heads = obj.optional_integer("kv_heads", 1, kMaxHidden).value_or(spec.heads);
   if (spec.kv_heads > spec.heads || spec.heads % spec.kv_heads != 0)
     throw obj.error("kv_heads", "expected a divisor of heads (" + std::to_string(spec.heads) +
                                     "), got " + std::to_string(spec.kv_heads));
-  spec.ffn_hidden = obj.integer("ffn_hidden", 1, kMaxModelFfnHidden);
+  spec.ffn_hidden = obj.integer("ffn_hidden", 1, kMaxFfnHidden);
   spec.gated_mlp = obj.boolean("gated_mlp");
-  spec.vocab = obj.integer("vocab", 1, kMaxModelVocab);
-  spec.seq_len = obj.integer("seq_len", 1, kMaxModelSeqLen);
+  spec.vocab = obj.integer("vocab", 1, kMaxVocab);
+  spec.seq_len = obj.integer("seq_len", 1, kMaxSeqLen);
 
   spec.positional = positional_from(obj.choice("positional", kPositionalNames));
   if (spec.positional == Positional::learned) {
-    spec.max_positions = obj.integer("max_positions", 1, kMaxModelSeqLen);
+    spec.max_positions = obj.integer("max_positions", 1, kMaxSeqLen);
   } else if (obj.has("max_positions")) {
     throw obj.error("max_positions", "only allowed with \"positional\": \"learned\"");
   }
@@ -140,7 +130,7 @@ TransformerSpec parse_transformer(JsonObject& obj) {
   spec.linear_bias = obj.boolean("linear_bias");
   spec.qkv_bias = obj.optional_boolean("qkv_bias").value_or(false);
   spec.parallel_attn_mlp = obj.optional_boolean("parallel_attn_mlp").value_or(false);
-  spec.type_vocab = obj.optional_integer("type_vocab", 0, kMaxModelVocab).value_or(0);
+  spec.type_vocab = obj.optional_integer("type_vocab", 0, kMaxVocab).value_or(0);
   spec.pooler = obj.optional_boolean("pooler").value_or(false);
   spec.published_params = obj.optional_integer("published_params", 1, kMaxPublishedParams);
   obj.optional_string("notes");

@@ -348,7 +348,8 @@ void check_sizes(const Scenario& s, const ScenarioSource& w) {
     check_number(*s.price_per_gpu_hour_usd, 1e-6, limits::kMaxPricePerGpuHourUsd, w.file, w.price, "USD per GPU-hour");
 }
 
-/// A precision the GPU computes in, and NVLS only on third-generation NVSwitch.
+/// A precision the GPU computes in, and a named collective algorithm that can run every
+/// collective the strategy issues on the hardware (NVLS only on third-generation NVSwitch).
 void check_runnable(const Scenario& s, const ScenarioSource& w) {
   const BoxSpec* box = find_box(s.hardware.cluster.box);
   if (!box) throw std::logic_error("scenario " + s.name + ": box \"" + s.hardware.cluster.box + "\" is not in the catalog");
@@ -362,15 +363,41 @@ void check_runnable(const Scenario& s, const ScenarioSource& w) {
     throw InputError(w.file, w.gpus_per_node,
                      fmt::format("expected at most the {} GPUs of one {}, got {}", box->gpus, box->name,
                                  s.hardware.gpus_per_node));
-  if (s.strategy.algorithm == "nvls") {
-    Topology t = Topology::build(s.hardware.cluster);
-    if (!t.fabric(s.hardware.nodes, s.hardware.gpus_per_node).nvls)
-      throw InputError(w.file, w.algorithm, "NVLS needs third-generation NVSwitch (NVLink SHARP); " +
-                                                s.hardware.cluster.box + " has none");
+  if (s.strategy.algorithm == "auto") return;
+  const CommFabric fabric = Topology::build(s.hardware.cluster).fabric(s.hardware.nodes, s.hardware.gpus_per_node);
+  if (s.strategy.algorithm == "nvls" && !fabric.nvls)
+    throw InputError(w.file, w.algorithm, "NVLS needs third-generation NVSwitch (NVLink SHARP); " +
+                                              s.hardware.cluster.box + " has none");
+  for (const auto& [c, scope] : collectives_issued(s.strategy.kind)) {
+    if (scope == FabricScope::inter_node && !fabric.inter) continue;
+    const std::string why = algorithm_unavailable(c, restrict_fabric(fabric, scope), s.strategy.algorithm);
+    if (!why.empty())
+      throw InputError(w.file, w.algorithm,
+                       fmt::format("{} issues {} ({}), which \"{}\" cannot run here: {}; use \"auto\" or another "
+                                   "algorithm (`stepcast catalog algorithms`)",
+                                   name(s.strategy.kind), name(c), name(scope), s.strategy.algorithm, why));
   }
 }
 
 }  // namespace
+
+std::vector<std::pair<Collective, FabricScope>> collectives_issued(Strategy s) {
+  switch (s) {
+    case Strategy::ddp:
+    case Strategy::fsdp_no_shard: return {{Collective::all_reduce, FabricScope::all}};
+    case Strategy::fsdp_hybrid_shard:
+      return {{Collective::all_gather, FabricScope::intra_node},
+              {Collective::reduce_scatter, FabricScope::intra_node},
+              {Collective::all_reduce, FabricScope::inter_node}};
+    case Strategy::zero1:
+    case Strategy::zero2:
+    case Strategy::zero3:
+    case Strategy::fsdp_full_shard:
+    case Strategy::fsdp_shard_grad_op:
+      return {{Collective::all_gather, FabricScope::all}, {Collective::reduce_scatter, FabricScope::all}};
+  }
+  throw std::logic_error("collectives_issued: unknown strategy");
+}
 
 std::string ScenarioSource::model_field(const std::string& key) const { return model_inline ? model + "/" + key : model; }
 

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace stepcast {
@@ -88,6 +89,12 @@ struct Scenario {
   std::optional<MeasuredFigures> measured;
   std::vector<std::string> notes;    ///< choices the author made (why this batch, ...)
 };
+
+/// The collectives a data-parallel strategy issues in one step, each with the GPUs it spans,
+/// as the lowerings emit them (simulator/lowering_*.cpp; a test holds the two together):
+/// DDP and NO_SHARD all-reduce; ZeRO and FSDP all-gather and reduce-scatter; HYBRID_SHARD
+/// inside the node, plus the all-reduce of each shard across nodes.
+std::vector<std::pair<Collective, FabricScope>> collectives_issued(Strategy s);
 
 /// Reads and validates a scenario file; every problem is an InputError naming the file and
 /// the JSON path (`/training/micro_batch`), including unknown keys, unknown model/GPU/box

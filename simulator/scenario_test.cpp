@@ -2,6 +2,7 @@
 // InputError naming the file, the JSON path and the bound, probed at the bound and one past
 // it; the same checks run on a scenario however it was built (check_scenario, with_gpus).
 #include "simulator/scenario.hpp"
+#include "simulator/predict.hpp"
 
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -205,4 +207,38 @@ TEST_CASE("with_gpus: the GPU bound and the same checks") {
   const Scenario s = parse(good());
   CHECK_THROWS_AS(with_gpus(s, static_cast<int>(limits::kMaxGpus) + 8), std::invalid_argument);
   CHECK(with_gpus(s, 4).hardware.gpus() == 4);
+}
+
+namespace {
+json two_dgx_a100() {
+  return json{{"box", "dgx-a100"}, {"nodes", 2}, {"gpus", 16},
+              {"network", {{"nic", "eth-100g"}, {"nics_per_node", 1}, {"topology", "single_switch"}}}};
+}
+}  // namespace
+
+TEST_CASE("a named algorithm must run every collective the strategy issues: tree cannot all-gather") {
+  json j = good();  // FSDP FULL_SHARD on one DGX A100: all-gathers and reduce-scatters
+  j["strategy"]["algorithm"] = "tree";
+  CHECK(mentions(error_of(j), "/strategy/algorithm: fsdp_full_shard issues all_gather (all), which \"tree\" cannot run"));
+  j["strategy"]["name"] = "ddp";  // all-reduce only: tree runs it
+  CHECK(error_of(j).empty());
+  j["strategy"]["algorithm"] = "hierarchical";  // one node
+  CHECK(mentions(error_of(j), "hierarchical needs at least 2 nodes"));
+  j["hardware"] = two_dgx_a100();
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("collectives_issued names exactly what each strategy's lowering puts in the step") {
+  json j = good();
+  j["hardware"] = two_dgx_a100();  // so HYBRID_SHARD's across-node all-reduce appears
+  for (const std::string& st : strategy_names()) {
+    j["strategy"]["name"] = st;
+    const Scenario s = parse(j);
+    std::set<std::pair<Collective, FabricScope>> lowered;
+    for (const CollectiveUse& u : predict(s).collectives) lowered.insert({u.collective, u.level});
+    const auto issued = collectives_issued(s.strategy.kind);
+    const std::set<std::pair<Collective, FabricScope>> declared(issued.begin(), issued.end());
+    CAPTURE(st);
+    CHECK(lowered == declared);
+  }
 }
