@@ -5,7 +5,7 @@
 
 #include "fuzz/fuzz_input.hpp"
 
-#include "calibrate/fit/hardware.hpp"
+#include "topologies/hardware_file.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -7,8 +7,8 @@
 
 #include "fuzz/fuzz_input.hpp"
 
-#include "calibrate/fit/hardware.hpp"
-#include "simulator/validation.hpp"
+#include "topologies/hardware_file.hpp"
+#include "validate/validation.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -6,7 +6,7 @@
 #include "fuzz/fuzz_input.hpp"
 
 #include "calibrate/fit/fit.hpp"
-#include "calibrate/fit/hardware.hpp"
+#include "topologies/hardware_file.hpp"
 
 #include <cstddef>
 #include <cstdint>
