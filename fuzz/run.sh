@@ -122,9 +122,9 @@ for h in "${harnesses[@]}"; do
   "build-fuzz/fuzz/fuzz_$h" "$corpus" -dict=fuzz/json.dict -max_len=$max_len -timeout=10 \
     -rss_limit_mb=2048 -max_total_time="$seconds" -print_final_stats=1 \
     -artifact_prefix="$root/$crashes/" ${FUZZ_FLAGS:-} >"$log" 2>&1 || rc=$?
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{s += $2} END {print s + 0}')
+  execs=$( (grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" || true) | awk '{s += $2} END {print s + 0}')
   # -fork prints no final stats: its last status line ("#55430: cov: ...") counts them.
-  [ "$execs" -gt 0 ] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -n 1 | tr -d '#')
+  [ "$execs" -gt 0 ] || execs=$( (grep -oE '^#[0-9]+' "$log" || echo 0) | tail -n 1 | tr -d '#')
   artifacts=$(find "$crashes" -type f | wc -l)
   summary+=("$(printf '%-16s %10s execs  %3s finding(s)  rc %s' "$h" "$execs" "$artifacts" "$rc")")
   if [ "$rc" -ne 0 ] || [ "$artifacts" -gt 0 ]; then
