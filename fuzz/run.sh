@@ -81,7 +81,23 @@ seed() {
   local dir=$2
   case $1 in
     scenario)
-      copy_seeds "$dir" scenarios/seeds/*.json scenarios/bench/*.json tests/data/good/*.json tests/data/bad/*.json ;;
+      copy_seeds "$dir" scenarios/seeds/*.json scenarios/bench/*.json tests/data/good/*.json tests/data/bad/*.json
+      # Only two seeds have an inline model (a GPT): more kinds, from catalog entries inlined.
+      if command -v python3 >/dev/null; then
+        python3 - "$dir" <<'EOF' || true
+import json, os, sys
+models = {m["name"]: m for m in json.load(open(os.path.join("model", "catalog", "models.json")))["models"]}
+for seed, model in [("tests/data/good/minimal.json", "gpt2"), ("tests/data/good/straggler.json", "llama-2-7b"),
+                    ("scenarios/seeds/falcon7b-lora-zero3-8gpu.json", "falcon-7b"),
+                    ("tests/data/good/minimal.json", "bert-large"), ("tests/data/good/minimal.json", "mpt-7b")]:
+    if not os.path.exists(seed) or model not in models:
+        continue
+    scenario = json.load(open(seed))
+    scenario["model"] = models[model]
+    with open(os.path.join(sys.argv[1], f"seed-inline-{model}-{os.path.basename(seed)}"), "w") as f:
+        json.dump(scenario, f, indent=2)
+EOF
+      fi ;;
     measured_run)
       split_records "$dir" ../shared/validation/runs.jsonl tests/data/good/*.jsonl tests/data/bad/*.jsonl
       # Two records as calibrate/probe/record.py writes them (its test's example).
