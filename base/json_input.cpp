@@ -175,7 +175,7 @@ std::string summary(const nlohmann::json& v) {
   return s;
 }
 
-std::string read_input_file(const std::filesystem::path& path) {
+std::string read_input_file(const std::filesystem::path& path, std::int64_t max_bytes) {
   namespace fs = std::filesystem;
   const std::string name = path.string();
   std::error_code ec;
@@ -189,12 +189,12 @@ std::string read_input_file(const std::filesystem::path& path) {
                                "JSON file");
   const std::uintmax_t size = fs::file_size(path, ec);
   const auto too_big = [&](std::uintmax_t bytes, const char* qualifier) {
-    return InputError(name, "", fmt::format("is {}{} bytes, over the {} bytes an input may have "
-                                            "(limits::kMaxInputFileBytes)",
-                                            qualifier, bytes, limits::kMaxInputFileBytes));
+    return InputError(name, "", fmt::format("is {}{} bytes, over the {} bytes a file of this kind may "
+                                            "have (base/limits.hpp)",
+                                            qualifier, bytes, max_bytes));
   };
   if (ec) throw InputError(name, "", "cannot read the file's size (" + ec.message() + ")");
-  if (size > static_cast<std::uintmax_t>(limits::kMaxInputFileBytes)) throw too_big(size, "");
+  if (size > static_cast<std::uintmax_t>(max_bytes)) throw too_big(size, "");
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -205,7 +205,7 @@ std::string read_input_file(const std::filesystem::path& path) {
   char chunk[1 << 16];
   while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
     text.append(chunk, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > static_cast<std::size_t>(limits::kMaxInputFileBytes))
+    if (text.size() > static_cast<std::size_t>(max_bytes))
       throw too_big(text.size(), "at least ");  // it grew while being read
     if (!in) break;
   }

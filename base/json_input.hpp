@@ -6,12 +6,14 @@
 /// values are std::optional and the caller decides.
 ///
 /// Hostile input is refused before it can hurt: only regular files up to
-/// limits::kMaxInputFileBytes are read (no FIFO, device or directory), nesting deeper than
+/// limits::kMaxDocumentBytes are read (no FIFO, device or directory), nesting deeper than
 /// limits::kMaxJsonDepth, a key given twice in one object and a number beyond double range
 /// are InputErrors with the file and JSON path, and every integer is checked against the
 /// range of the type it lands in (`integer(key, min, max)`, `int32(key, min, max)`).
 /// Error messages print a bounded summary of a value, never a recursive dump.
 #pragma once
+
+#include "base/limits.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -41,9 +43,10 @@ class InputError : public std::runtime_error {
 };
 
 /// The whole text of an input file. Refuses (InputError naming the file) anything that is
-/// not a regular file (a directory, FIFO, device or socket), a file over
-/// limits::kMaxInputFileBytes (checked before reading and while reading), and read errors.
-std::string read_input_file(const std::filesystem::path& path);
+/// not a regular file (a directory, FIFO, device or socket), a file over `max_bytes`
+/// (checked before reading and while reading), and read errors.
+std::string read_input_file(const std::filesystem::path& path,
+                            std::int64_t max_bytes = limits::kMaxDocumentBytes);
 
 /// A bounded, non-recursive summary of a value for error messages: scalars as JSON (cut to
 /// 60 characters), arrays and objects by their type and size ("an array of 3 elements").

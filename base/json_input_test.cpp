@@ -213,7 +213,7 @@ TEST_CASE("only regular files are read: a directory, a FIFO and a device are ref
         std::string::npos);
 }
 
-TEST_CASE("a file over kMaxInputFileBytes is refused before it is read") {
+TEST_CASE("a JSON document over kMaxDocumentBytes is refused before it is read") {
   TempDir tmp;
   const auto big = tmp.path / "big.json";
   {
@@ -221,8 +221,8 @@ TEST_CASE("a file over kMaxInputFileBytes is refused before it is read") {
     out << "[]";
   }
   // A sparse file: the size is checked, the bytes are never read.
-  std::filesystem::resize_file(big, static_cast<std::uintmax_t>(limits::kMaxInputFileBytes) + 1);
-  CHECK(input_error([&] { JsonDoc::load(big); }).find("kMaxInputFileBytes") != std::string::npos);
+  std::filesystem::resize_file(big, static_cast<std::uintmax_t>(limits::kMaxDocumentBytes) + 1);
+  CHECK(input_error([&] { JsonDoc::load(big); }).find("over the 16777216 bytes") != std::string::npos);
   std::filesystem::resize_file(big, 2);
   CHECK_NOTHROW(JsonDoc::load(big));
 }

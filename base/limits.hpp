@@ -16,10 +16,14 @@ namespace stepcast::limits {
 // Reading files: what a well-formed input can look like at all.
 // ---------------------------------------------------------------------------------------
 
-/// Largest input file read, bytes. The largest real inputs (a measured-run .jsonl of
-/// 100,000 records, a catalog) are a few tens of MB; this keeps a wrong path (a disk image,
-/// /dev/zero) from being read whole.
-inline constexpr std::int64_t kMaxInputFileBytes = 256LL << 20;
+/// Largest JSON document read (a scenario, catalog, hardware or raw calibration file), bytes.
+/// The largest real ones (the model catalog, a raw calibration sweep) are well under 1 MB;
+/// this keeps a wrong path (a disk image, a data set) from being read whole.
+inline constexpr std::int64_t kMaxDocumentBytes = 16LL << 20;
+
+/// Largest measured-run file (.jsonl) read, bytes: 100,000 records of ~2 kB each are about
+/// 220 MB; 1 GiB admits five times that and keeps memory bounded.
+inline constexpr std::int64_t kMaxRecordFileBytes = 1LL << 30;
 
 /// Deepest nesting of JSON arrays and objects. stepcast's formats nest at most 5 deep; the
 /// bound keeps recursive parsing and error messages far from the stack's limit.

@@ -58,9 +58,12 @@ stepcast_hostile_sh(hostile_fifo RC 2 STDERR "fifo.json: is not a regular file"
                   SCRIPT "mkfifo @TMP@/fifo.json && exec ${S} predict @TMP@/fifo.json")
 stepcast_cli_case(hostile_directory RC 2 STDERR "is a directory"
                   ARGS predict ${STEPCAST_HOSTILE})
-# A sparse file of 300 MB: refused by its size, before a byte is read.
-stepcast_hostile_sh(hostile_file_too_large RC 2 STDERR "big.json" "kMaxInputFileBytes"
-                  SCRIPT "truncate -s 300M @TMP@/big.json && exec ${S} predict @TMP@/big.json")
+# A sparse scenario of 200 MB, and a sparse record file of 2 GB: refused by their size
+# (16 MiB for a JSON document, 1 GiB for records), before a byte is read.
+stepcast_hostile_sh(hostile_file_too_large RC 2 STDERR "big.json" "over the 16777216 bytes"
+                  SCRIPT "truncate -s 200M @TMP@/big.json && exec ${S} predict @TMP@/big.json")
+stepcast_hostile_sh(hostile_records_too_large RC 2 STDERR "big.jsonl" "over the 1073741824 bytes"
+                  SCRIPT "truncate -s 2G @TMP@/big.jsonl && exec ${S} validate @TMP@/big.jsonl")
 stepcast_hostile_sh(hostile_fit_raw_fifo RC 2 STDERR "raw.json: is not a regular file"
                   SCRIPT "mkfifo @TMP@/raw.json && exec ${S} fit @TMP@/raw.json -o @TMP@/hw.json")
 stepcast_cli_case(hostile_validate_calibration_dev_zero RC 2 STDERR "/dev/zero: is not a regular file"

@@ -156,7 +156,7 @@ std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& path) {
   }
   std::vector<MeasuredRun> out;
   for (const auto& f : files) {
-    const std::string text = read_input_file(f);  // regular files of bounded size only
+    const std::string text = read_input_file(f, limits::kMaxRecordFileBytes);  // regular files only
     int n = 0;
     for (std::size_t begin = 0; begin < text.size();) {
       std::size_t end = text.find('\n', begin);
