@@ -589,6 +589,12 @@ Prediction assemble(const Job& job, const Costs& costs, Lowered lowered, sim::Si
   p.comm_slowdown = job.comm_slowdown;
   p.assumptions = job.assumptions;
   p.assumptions.insert(p.assumptions.end(), costs.assumptions.begin(), costs.assumptions.end());
+  if (!result.repetition_exact)
+    p.assumptions.push_back(fmt::format(
+        "the {} micro-steps were too many to simulate one by one and their middle ones do not repeat "
+        "exactly (reductions queue up behind compute): the step adds them from the pattern of the first "
+        "few, which can read up to ~10% short",
+        job.scenario.training.grad_accum));
 
   p.forward_s = costs.forward_s;
   p.backward_s = costs.backward_s;

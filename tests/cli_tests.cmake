@@ -193,3 +193,8 @@ stepcast_cli_case(bad_calibration_wrong_gpu RC 2 STDERR "calibration_wrong_gpu.j
 stepcast_cli_case(validate_with_calibration RC 0 STDOUT "Summary: checking part"
                   ARGS validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl
                        --calibration ${CMAKE_CURRENT_LIST_DIR}/data/good/synthetic_hardware.json)
+
+# A step whose micro-steps are added from their pattern, not simulated one by one, says so.
+stepcast_cli_case(predict_pattern_assumption
+                  STDOUT "100000 micro-steps were too many to simulate one by one"
+                  ARGS predict tests/data/good/hybrid_many_microsteps.json)
