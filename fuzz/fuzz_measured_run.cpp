@@ -1,7 +1,7 @@
 /// \file
-/// libFuzzer harness: one measured-run record line -> parse_measured_run -> validate_run
-/// (scenario_for, then the prediction of the record's metric) -> summarize, as `stepcast
-/// validate` treats each line of a .jsonl file. Records whose GPU is the synthetic hardware
+/// libFuzzer harness: one measured-run record line -> parse_measured_run -> validate_runs
+/// (scenario_for, then the prediction of the record's metric; one thread) -> summarize, as
+/// `stepcast validate` treats the lines of a .jsonl file. Records whose GPU is the synthetic hardware
 /// file's (tests/data/good/synthetic_hardware.json) are validated with it as the calibration,
 /// as `stepcast validate --calibration` does.
 
@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       std::make_shared<const stepcast::HardwareFile>(stepcast::load_hardware(calibration_file));
   return stepcast::fuzz::read_input(data, size, [](const std::string& text) {
     const stepcast::MeasuredRun run = stepcast::parse_measured_run(text, "fuzz-runs.jsonl", 1);
-    const std::vector<stepcast::ValidationRow> rows{stepcast::validate_run(run, calibration, calibration_file)};
+    const std::vector<stepcast::ValidationRow> rows = stepcast::validate_runs({run}, calibration, calibration_file, 1);
     (void)stepcast::summarize(rows);
   });
 }

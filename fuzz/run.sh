@@ -26,8 +26,12 @@ jobs="${JOBS:-2}"
 max_len=65536  # fuzz/fuzz_input.hpp: kMaxInputBytes
 all_harnesses=(scenario measured_run raw_calibration hardware catalog)
 
-# UBSan prints a stack only when asked; ASan finds llvm-symbolizer on the PATH.
+# UBSan prints a stack only when asked; the sanitizers symbolize with llvm-symbolizer from the
+# PATH, or the versioned one of Debian's llvm-14 when the unversioned link is missing.
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+if ! command -v llvm-symbolizer >/dev/null && command -v llvm-symbolizer-14 >/dev/null; then
+  export ASAN_SYMBOLIZER_PATH="$(command -v llvm-symbolizer-14)"
+fi
 
 if [ "${1:-}" = "asan" ]; then
   start=$SECONDS
