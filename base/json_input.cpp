@@ -325,14 +325,18 @@ double JsonObject::number(const std::string& key) {
 }
 
 double JsonObject::number(const std::string& key, double min, double max) {
+  return ranged_number(key, min, max, false);
+}
+
+double JsonObject::ranged_number(const std::string& key, double min, double max, bool min_open) {
   read_.insert(key);
   const auto& v = at(key, "a number");
   if (!v.is_number()) throw error(key, "expected a number, got " + describe(v));
-  const std::optional<double> d = number_in(v, min, max, false);
+  const std::optional<double> d = number_in(v, min, max, min_open);
   if (!d) {
     if (min == std::numeric_limits<double>::lowest() && max == std::numeric_limits<double>::max())
       throw error(key, "expected a finite number, got " + describe(v));
-    throw error(key, "expected a number " + number_range_text(min, max, false) + ", got " +
+    throw error(key, "expected a number " + number_range_text(min, max, min_open) + ", got " +
                          describe(v));
   }
   return *d;
@@ -347,15 +351,7 @@ double JsonObject::positive(const std::string& key) {
   return positive(key, std::numeric_limits<double>::max());
 }
 
-double JsonObject::positive(const std::string& key, double max) {
-  read_.insert(key);
-  const auto& v = at(key, "a number");
-  if (!v.is_number()) throw error(key, "expected a number, got " + describe(v));
-  const std::optional<double> d = number_in(v, 0, max, true);
-  if (!d)
-    throw error(key, "expected a number " + number_range_text(0, max, true) + ", got " + describe(v));
-  return *d;
-}
+double JsonObject::positive(const std::string& key, double max) { return ranged_number(key, 0, max, true); }
 
 std::optional<double> JsonObject::optional_positive(const std::string& key) {
   if (!has(key)) return std::nullopt;
@@ -372,13 +368,7 @@ double JsonObject::non_negative(const std::string& key) {
 }
 
 double JsonObject::non_negative(const std::string& key, double max) {
-  read_.insert(key);
-  const auto& v = at(key, "a number");
-  if (!v.is_number()) throw error(key, "expected a number, got " + describe(v));
-  const std::optional<double> d = number_in(v, 0, max, false);
-  if (!d)
-    throw error(key, "expected a number " + number_range_text(0, max, false) + ", got " + describe(v));
-  return *d;
+  return ranged_number(key, 0, max, false);
 }
 
 std::optional<double> JsonObject::optional_non_negative(const std::string& key) {

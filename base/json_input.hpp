@@ -152,6 +152,8 @@ class JsonObject {
   std::string path_of(const std::string& key) const;
 
  private:
+  /// A finite number in [min, max] (min_open: (min, max]), marked read.
+  double ranged_number(const std::string& key, double min, double max, bool min_open);
   const nlohmann::json& at(const std::string& key, const char* what) const;
   const nlohmann::json* value_;
   std::string file_;

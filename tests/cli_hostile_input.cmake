@@ -20,16 +20,7 @@ set(S $<TARGET_FILE:stepcast>)
 # script is the stepcast binary.
 function(stepcast_hostile_sh name)
   cmake_parse_arguments(ARG "" "RC;SCRIPT" "STDERR;STDOUT" ${ARGN})
-  set(checks)
-  if(DEFINED ARG_RC)
-    list(APPEND checks --rc ${ARG_RC})
-  endif()
-  foreach(fragment IN LISTS ARG_STDERR)
-    list(APPEND checks --stderr ${fragment})
-  endforeach()
-  foreach(fragment IN LISTS ARG_STDOUT)
-    list(APPEND checks --stdout ${fragment})
-  endforeach()
+  stepcast_cli_checks()
   add_test(NAME cli.${name}
            COMMAND bash ${STEPCAST_CLI_DRIVER} ${checks} -- sh -c "${ARG_SCRIPT}"
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

@@ -7,6 +7,18 @@
 
 set(STEPCAST_HOSTILE ${CMAKE_CURRENT_LIST_DIR}/data/hostile_records)
 
+# stepcast_hostile_case("<case>|<JSON path>" <kind> <ext[:line]> <command>): `stepcast
+# <command>` on <case>.<ext> exits 2 naming "<case>.<ext>[:line]: <JSON path>".
+function(stepcast_hostile_case case_path kind where command)
+  string(REPLACE "|" ";" parts "${case_path}")
+  list(GET parts 0 case)
+  list(GET parts 1 path)
+  string(REPLACE ":" ";" ext_line "${where}")
+  list(GET ext_line 0 ext)
+  stepcast_cli_case(hostile_${kind}_${case} RC 2 STDERR "${case}.${where}: ${path}"
+                    ARGS ${command} ${STEPCAST_HOSTILE}/${case}.${ext})
+endfunction()
+
 # ---- records: line 1 is a good record, line 2 the hostile one ----
 stepcast_cli_case(hostile_record_good_is_ok RC 0 STDOUT "ok"
                   ARGS validate ${STEPCAST_HOSTILE}/good.jsonl)
@@ -32,11 +44,7 @@ foreach(case_path
         # F5, F6 are gpus_per_node_zero and micro_batch_zero_with_global_batch above; F7, F8:
         "micro_batch_2pow62|/batch/micro_batch"
         "layers_2pow40|/model/layers")
-  string(REPLACE "|" ";" parts "${case_path}")
-  list(GET parts 0 case)
-  list(GET parts 1 path)
-  stepcast_cli_case(hostile_record_${case} RC 2 STDERR "${case}.jsonl:2: ${path}"
-                    ARGS validate ${STEPCAST_HOSTILE}/${case}.jsonl)
+  stepcast_hostile_case("${case_path}" record jsonl:2 validate)
 endforeach()
 stepcast_cli_case(hostile_record_head_dim_is_an_explicit_skip RC 0
                   STDOUT "skipped: cannot represent a head dimension"
@@ -60,11 +68,7 @@ foreach(case_path
         "layers_2pow40|/model/layers"
         "price_huge|/price_per_gpu_hour_usd"
         "dataset_huge|/dataset/tokens")
-  string(REPLACE "|" ";" parts "${case_path}")
-  list(GET parts 0 case)
-  list(GET parts 1 path)
-  stepcast_cli_case(hostile_scenario_${case} RC 2 STDERR "${case}.json: ${path}"
-                    ARGS predict ${STEPCAST_HOSTILE}/${case}.json)
+  stepcast_hostile_case("${case_path}" scenario json predict)
 endforeach()
 stepcast_cli_case(hostile_scenario_gpus_flag_beyond_bound RC 2 STDERR "--gpus 2097152"
                   ARGS predict ${CMAKE_CURRENT_LIST_DIR}/data/good/minimal.json --gpus 2097152)

@@ -11,8 +11,9 @@ set(STEPCAST_CLI_GOOD ${CMAKE_CURRENT_LIST_DIR}/data/good/minimal.json)
 
 # stepcast_cli_case(<name> [RC <status>] [STDERR <fragment>...] [STDOUT <fragment>...]
 #                   [JSON] [JSON_KEYS <key>...] ARGS <stepcast arguments>...)
-function(stepcast_cli_case name)
-  cmake_parse_arguments(ARG "JSON" "RC" "STDERR;STDOUT;JSON_KEYS;ARGS" ${ARGN})
+# stepcast_cli_checks(): the driver's flags for a case's parsed ARG_RC, ARG_STDERR and
+# ARG_STDOUT, in `checks` (a macro, so it reads and sets the caller's variables).
+macro(stepcast_cli_checks)
   set(checks)
   if(DEFINED ARG_RC)
     list(APPEND checks --rc ${ARG_RC})
@@ -23,6 +24,11 @@ function(stepcast_cli_case name)
   foreach(fragment IN LISTS ARG_STDOUT)
     list(APPEND checks --stdout ${fragment})
   endforeach()
+endmacro()
+
+function(stepcast_cli_case name)
+  cmake_parse_arguments(ARG "JSON" "RC" "STDERR;STDOUT;JSON_KEYS;ARGS" ${ARGN})
+  stepcast_cli_checks()
   if(ARG_JSON)
     list(APPEND checks --json)
   endif()
