@@ -159,6 +159,178 @@ std::string grouped(std::uint64_t n) {
 
 std::string verdict(bool met) { return met ? "met" : "MISSED"; }
 
+/// Times predict() and lower+simulate for each benchmark scenario; keeps the sweep case's plan.
+std::vector<CaseResult> time_cases(const std::string& scenario_dir, int repeat, sim::StepPlan& sweep_plan,
+                                   std::uint64_t& sink) {
+  std::vector<CaseResult> cases;
+  for (const CaseSpec& spec : kCases) {
+    const Scenario s = load_scenario(fs::path(scenario_dir) / spec.file);
+    PredictOptions keep;
+    keep.keep_simulation = true;
+    const Prediction p = predict(s, keep);
+    const sim::StepPlan plan = p.simulation->plan;
+    CaseResult c;
+    c.label = spec.label;
+    c.scenario = s.name;
+    c.gpus = p.gpus;
+    c.classes = static_cast<int>(p.simulation->graph.classes.size());
+    c.tasks = p.simulation_tasks;
+    c.events = p.simulation_events;
+    c.step_time_s = p.step_time_s;
+    c.predict = time_it(repeat, [&] { sink += predict(s).simulation_events; });
+    c.sim = time_it(repeat, [&] { sink += sim::simulate(sim::lower_step(plan)).events; });
+    c.events_per_s = static_cast<double>(c.events) / (c.sim.median_ms * 1e-3);
+    c.peak_rss_mib = peak_rss_mib();
+    cases.push_back(c);
+    if (&spec == &kCases[kSweepCase]) sweep_plan = plan;
+  }
+  return cases;
+}
+
+/// Times lower+simulate of `plan` split into each of kSweepClasses rank classes.
+std::vector<SweepRow> time_sweep(const sim::StepPlan& sweep_plan, int repeat, std::uint64_t& sink) {
+  std::vector<SweepRow> sweep;
+  for (int n : kSweepClasses) {
+    const sim::StepPlan plan = with_classes(sweep_plan, n);
+    const sim::StepGraph graph = sim::lower_step(plan);
+    const sim::SimResult r = sim::simulate(graph);
+    SweepRow row;
+    row.classes = static_cast<int>(graph.classes.size());
+    row.tasks = static_cast<int>(graph.tasks.size());
+    row.events = r.events;
+    row.sim = time_it(repeat, [&] { sink += sim::simulate(sim::lower_step(plan)).events; });
+    row.ms_per_class = row.sim.min_ms / row.classes;
+    row.vs_previous = sweep.empty() ? 0.0 : row.sim.min_ms / sweep.back().sim.min_ms;
+    row.events_per_s = static_cast<double>(row.events) / (row.sim.median_ms * 1e-3);
+    sweep.push_back(row);
+  }
+  return sweep;
+}
+
+/// The targets' figures. Growth, from minimum times: time per class at the most classes over
+/// that at one class (<= 1: no worse than linear, fixed costs included), and the time over
+/// the last two doublings of the class count (4: linear; 16 would be quadratic), allowed 10%
+/// for noise.
+struct Targets {
+  double rss_mib = 0, ms1024 = 0, ms16k = 0, growth = 0, last_x4 = 0;
+  int quarter_classes = 0;
+  bool linear = false;
+};
+
+Targets targets_of(const std::vector<CaseResult>& cases, const std::vector<SweepRow>& sweep) {
+  Targets t;
+  t.rss_mib = peak_rss_mib();
+  t.ms1024 = cases[1].predict.median_ms;
+  t.ms16k = cases[2].predict.median_ms;
+  t.growth = sweep.back().ms_per_class / sweep.front().ms_per_class;
+  const SweepRow& quarter = sweep[sweep.size() - 3];
+  t.quarter_classes = quarter.classes;
+  t.last_x4 = sweep.back().sim.min_ms / quarter.sim.min_ms;
+  t.linear = t.growth <= 1.0 && t.last_x4 <= 4.4;
+  return t;
+}
+
+nlohmann::ordered_json case_json(const CaseResult& c) {
+  nlohmann::ordered_json o;
+  o["case"] = c.label;
+  o["scenario"] = c.scenario;
+  o["gpus"] = c.gpus;
+  o["rank_classes"] = c.classes;
+  o["tasks"] = c.tasks;
+  o["events"] = c.events;
+  o["step_time_s"] = c.step_time_s;
+  o["predict_median_ms"] = c.predict.median_ms;
+  o["predict_min_ms"] = c.predict.min_ms;
+  o["lower_simulate_median_ms"] = c.sim.median_ms;
+  o["lower_simulate_min_ms"] = c.sim.min_ms;
+  o["events_per_s"] = c.events_per_s;
+  o["peak_rss_mib"] = c.peak_rss_mib;
+  return o;
+}
+
+nlohmann::ordered_json sweep_json(const std::string& label, const std::vector<SweepRow>& sweep, const Targets& t) {
+  nlohmann::ordered_json sw;
+  sw["case"] = label;
+  sw["rows"] = nlohmann::json::array();
+  for (const SweepRow& r : sweep) {
+    nlohmann::ordered_json o;
+    o["rank_classes"] = r.classes;
+    o["tasks"] = r.tasks;
+    o["events"] = r.events;
+    o["lower_simulate_median_ms"] = r.sim.median_ms;
+    o["lower_simulate_min_ms"] = r.sim.min_ms;
+    o["ms_per_class"] = r.ms_per_class;
+    if (r.vs_previous > 0) o["vs_previous"] = r.vs_previous;
+    o["events_per_s"] = r.events_per_s;
+    sw["rows"].push_back(o);
+  }
+  sw["per_class_growth"] = t.growth;
+  sw["last_x4_classes"] = {{"from", t.quarter_classes}, {"to", sweep.back().classes}, {"time_ratio", t.last_x4}};
+  return sw;
+}
+
+void print_json(int repeat, const std::vector<CaseResult>& cases, const std::vector<SweepRow>& sweep,
+                const Targets& t) {
+  nlohmann::ordered_json j;
+  j["cpu"] = cpu_name();
+  j["repeat"] = repeat;
+  j["cases"] = nlohmann::json::array();
+  for (const CaseResult& c : cases) j["cases"].push_back(case_json(c));
+  j["rank_class_sweep"] = sweep_json(cases[kSweepCase].label, sweep, t);
+  nlohmann::ordered_json g;
+  g["gpus_1024_under_50_ms"] = {{"median_ms", t.ms1024}, {"met", t.ms1024 < kTarget1024Ms}};
+  g["gpus_16384_under_1_s"] = {{"median_ms", t.ms16k}, {"met", t.ms16k < kTarget16384Ms}};
+  g["memory_under_1_gb"] = {{"peak_rss_mib", t.rss_mib}, {"met", t.rss_mib < kTargetRssMiB}};
+  g["linear_in_rank_classes"] = {{"per_class_growth", t.growth}, {"last_x4_time_ratio", t.last_x4}, {"met", t.linear}};
+  j["targets"] = g;
+  std::cout << j.dump(2) << "\n";
+}
+
+void print_cases(int repeat, const std::vector<CaseResult>& cases) {
+  std::cout << fmt::format("stepcast_bench: one step, median and min of {} runs after one warm-up; CPU: {}\n\n",
+                           repeat, cpu_name());
+  std::cout << fmt::format("{:<31} {:>6} {:>7} {:>7} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>11} {:>9}\n", "", "",
+                           "rank", "", "", "predict()", "", "lower+sim", "", "", "peak RSS");
+  std::cout << fmt::format("{:<31} {:>6} {:>7} {:>7} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>11} {:>9}\n", "case",
+                           "GPUs", "classes", "tasks", "events", "med (ms)", "min (ms)", "med (ms)", "min (ms)",
+                           "events/s", "(MiB)");
+  for (const CaseResult& c : cases)
+    std::cout << fmt::format(
+        "{:<31} {:>6} {:>7} {:>7} {:>9} | {:>9.3f} {:>9.3f} | {:>9.3f} {:>9.3f} | {:>11} {:>9.1f}\n", c.label,
+        grouped(static_cast<std::uint64_t>(c.gpus)), c.classes, grouped(static_cast<std::uint64_t>(c.tasks)),
+        grouped(c.events), c.predict.median_ms, c.predict.min_ms, c.sim.median_ms, c.sim.min_ms,
+        grouped(static_cast<std::uint64_t>(std::llround(c.events_per_s))), c.peak_rss_mib);
+  std::cout << "events/s: simulated events over the median lower+sim time; peak RSS: the process's peak after "
+               "the case\n\n";
+}
+
+void print_sweep(const std::string& label, const std::vector<SweepRow>& sweep) {
+  std::cout << fmt::format("Rank-class sweep: {}, lower_step() + simulate(), classes at compute speed 1 - k/1000\n",
+                           label);
+  std::cout << "(per class and x previous from the min times: the least disturbed runs)\n";
+  std::cout << fmt::format("{:>12} {:>7} {:>9} | {:>9} {:>9} | {:>14} {:>14} | {:>11}\n", "rank classes", "tasks",
+                           "events", "med (ms)", "min (ms)", "min/class (ms)", "x previous (x)", "events/s");
+  for (const SweepRow& r : sweep)
+    std::cout << fmt::format("{:>12} {:>7} {:>9} | {:>9.3f} {:>9.3f} | {:>14.3f} {:>14} | {:>11}\n", r.classes,
+                             grouped(static_cast<std::uint64_t>(r.tasks)), grouped(r.events), r.sim.median_ms,
+                             r.sim.min_ms, r.ms_per_class, r.vs_previous > 0 ? fmt::format("{:.2f}", r.vs_previous) : "",
+                             grouped(static_cast<std::uint64_t>(std::llround(r.events_per_s))));
+}
+
+void print_targets(const std::vector<SweepRow>& sweep, const Targets& t) {
+  std::cout << "\nTargets (one core):\n";
+  std::cout << fmt::format("  1,024 GPUs under {:.0f} ms:   predict() median {:.3f} ms: {}\n", kTarget1024Ms, t.ms1024,
+                           verdict(t.ms1024 < kTarget1024Ms));
+  std::cout << fmt::format("  16,384 GPUs under {:.0f} ms: predict() median {:.3f} ms: {}\n", kTarget16384Ms, t.ms16k,
+                           verdict(t.ms16k < kTarget16384Ms));
+  std::cout << fmt::format("  memory under 1 GB:         peak RSS {:.1f} MiB: {}\n", t.rss_mib,
+                           verdict(t.rss_mib < kTargetRssMiB));
+  std::cout << fmt::format(
+      "  linear in rank classes:    min time per class at {} classes / at 1 class = {:.2f} (<= 1); {} -> {} "
+      "classes: x{:.2f} time (4: linear, <= 4.4 allowed): {}\n",
+      sweep.back().classes, t.growth, t.quarter_classes, sweep.back().classes, t.last_x4, verdict(t.linear));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,147 +348,23 @@ int main(int argc, char** argv) {
   std::uint64_t sink = 0;  // keeps the timed work observable
   std::vector<CaseResult> cases;
   std::vector<SweepRow> sweep;
-  sim::StepPlan sweep_plan;
   try {
-    for (const CaseSpec& spec : kCases) {
-      const Scenario s = load_scenario(fs::path(scenario_dir) / spec.file);
-      PredictOptions keep;
-      keep.keep_simulation = true;
-      const Prediction p = predict(s, keep);
-      const sim::StepPlan plan = p.simulation->plan;
-      const sim::StepGraph& graph = p.simulation->graph;
-      CaseResult c;
-      c.label = spec.label;
-      c.scenario = s.name;
-      c.gpus = p.gpus;
-      c.classes = static_cast<int>(graph.classes.size());
-      c.tasks = p.simulation_tasks;
-      c.events = p.simulation_events;
-      c.step_time_s = p.step_time_s;
-      c.predict = time_it(repeat, [&] { sink += predict(s).simulation_events; });
-      c.sim = time_it(repeat, [&] { sink += sim::simulate(sim::lower_step(plan)).events; });
-      c.events_per_s = static_cast<double>(c.events) / (c.sim.median_ms * 1e-3);
-      c.peak_rss_mib = peak_rss_mib();
-      cases.push_back(c);
-      if (&spec == &kCases[kSweepCase]) sweep_plan = plan;
-    }
-    for (int n : kSweepClasses) {
-      const sim::StepPlan plan = with_classes(sweep_plan, n);
-      const sim::StepGraph graph = sim::lower_step(plan);
-      const sim::SimResult r = sim::simulate(graph);
-      SweepRow row;
-      row.classes = static_cast<int>(graph.classes.size());
-      row.tasks = static_cast<int>(graph.tasks.size());
-      row.events = r.events;
-      row.sim = time_it(repeat, [&] { sink += sim::simulate(sim::lower_step(plan)).events; });
-      row.ms_per_class = row.sim.min_ms / row.classes;
-      row.vs_previous = sweep.empty() ? 0.0 : row.sim.min_ms / sweep.back().sim.min_ms;
-      row.events_per_s = static_cast<double>(row.events) / (row.sim.median_ms * 1e-3);
-      sweep.push_back(row);
-    }
+    sim::StepPlan sweep_plan;
+    cases = time_cases(scenario_dir, repeat, sweep_plan, sink);
+    sweep = time_sweep(sweep_plan, repeat, sink);
   } catch (const std::exception& e) {
     std::cerr << "stepcast_bench: " << e.what() << "\n";
     return 1;
   }
   if (sink == 0) std::cerr << "stepcast_bench: no events simulated\n";
 
-  const double rss = peak_rss_mib();
-  const double ms1024 = cases[1].predict.median_ms;
-  const double ms16k = cases[2].predict.median_ms;
-  // Growth, from minimum times: time per class at the most classes over that at one class
-  // (<= 1: no worse than linear, fixed costs included), and the time over the last two
-  // doublings of the class count (4: linear; 16 would be quadratic), allowed 10% for noise.
-  const double growth = sweep.back().ms_per_class / sweep.front().ms_per_class;
-  const SweepRow& quarter = sweep[sweep.size() - 3];
-  const double last_x4 = sweep.back().sim.min_ms / quarter.sim.min_ms;
-  const bool linear = growth <= 1.0 && last_x4 <= 4.4;
-
+  const Targets t = targets_of(cases, sweep);
   if (json) {
-    nlohmann::ordered_json j;
-    j["cpu"] = cpu_name();
-    j["repeat"] = repeat;
-    j["cases"] = nlohmann::json::array();
-    for (const CaseResult& c : cases) {
-      nlohmann::ordered_json o;
-      o["case"] = c.label;
-      o["scenario"] = c.scenario;
-      o["gpus"] = c.gpus;
-      o["rank_classes"] = c.classes;
-      o["tasks"] = c.tasks;
-      o["events"] = c.events;
-      o["step_time_s"] = c.step_time_s;
-      o["predict_median_ms"] = c.predict.median_ms;
-      o["predict_min_ms"] = c.predict.min_ms;
-      o["lower_simulate_median_ms"] = c.sim.median_ms;
-      o["lower_simulate_min_ms"] = c.sim.min_ms;
-      o["events_per_s"] = c.events_per_s;
-      o["peak_rss_mib"] = c.peak_rss_mib;
-      j["cases"].push_back(o);
-    }
-    nlohmann::ordered_json sw;
-    sw["case"] = cases[kSweepCase].label;
-    sw["rows"] = nlohmann::json::array();
-    for (const SweepRow& r : sweep) {
-      nlohmann::ordered_json o;
-      o["rank_classes"] = r.classes;
-      o["tasks"] = r.tasks;
-      o["events"] = r.events;
-      o["lower_simulate_median_ms"] = r.sim.median_ms;
-      o["lower_simulate_min_ms"] = r.sim.min_ms;
-      o["ms_per_class"] = r.ms_per_class;
-      if (r.vs_previous > 0) o["vs_previous"] = r.vs_previous;
-      o["events_per_s"] = r.events_per_s;
-      sw["rows"].push_back(o);
-    }
-    sw["per_class_growth"] = growth;
-    sw["last_x4_classes"] = {{"from", quarter.classes}, {"to", sweep.back().classes}, {"time_ratio", last_x4}};
-    j["rank_class_sweep"] = sw;
-    nlohmann::ordered_json t;
-    t["gpus_1024_under_50_ms"] = {{"median_ms", ms1024}, {"met", ms1024 < kTarget1024Ms}};
-    t["gpus_16384_under_1_s"] = {{"median_ms", ms16k}, {"met", ms16k < kTarget16384Ms}};
-    t["memory_under_1_gb"] = {{"peak_rss_mib", rss}, {"met", rss < kTargetRssMiB}};
-    t["linear_in_rank_classes"] = {{"per_class_growth", growth}, {"last_x4_time_ratio", last_x4}, {"met", linear}};
-    j["targets"] = t;
-    std::cout << j.dump(2) << "\n";
+    print_json(repeat, cases, sweep, t);
     return 0;
   }
-
-  std::cout << fmt::format("stepcast_bench: one step, median and min of {} runs after one warm-up; CPU: {}\n\n",
-                           repeat, cpu_name());
-  std::cout << fmt::format("{:<31} {:>6} {:>7} {:>7} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>11} {:>9}\n", "", "",
-                           "rank", "", "", "predict()", "", "lower+sim", "", "", "peak RSS");
-  std::cout << fmt::format("{:<31} {:>6} {:>7} {:>7} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>11} {:>9}\n", "case",
-                           "GPUs", "classes", "tasks", "events", "med (ms)", "min (ms)", "med (ms)", "min (ms)",
-                           "events/s", "(MiB)");
-  for (const CaseResult& c : cases)
-    std::cout << fmt::format(
-        "{:<31} {:>6} {:>7} {:>7} {:>9} | {:>9.3f} {:>9.3f} | {:>9.3f} {:>9.3f} | {:>11} {:>9.1f}\n", c.label,
-        grouped(static_cast<std::uint64_t>(c.gpus)), c.classes, grouped(static_cast<std::uint64_t>(c.tasks)),
-        grouped(c.events), c.predict.median_ms, c.predict.min_ms, c.sim.median_ms, c.sim.min_ms,
-        grouped(static_cast<std::uint64_t>(std::llround(c.events_per_s))), c.peak_rss_mib);
-  std::cout << "events/s: simulated events over the median lower+sim time; peak RSS: the process's peak after "
-               "the case\n\n";
-
-  std::cout << fmt::format("Rank-class sweep: {}, lower_step() + simulate(), classes at compute speed 1 - k/1000\n",
-                           cases[kSweepCase].label);
-  std::cout << "(per class and x previous from the min times: the least disturbed runs)\n";
-  std::cout << fmt::format("{:>12} {:>7} {:>9} | {:>9} {:>9} | {:>14} {:>14} | {:>11}\n", "rank classes", "tasks",
-                           "events", "med (ms)", "min (ms)", "min/class (ms)", "x previous (x)", "events/s");
-  for (const SweepRow& r : sweep)
-    std::cout << fmt::format("{:>12} {:>7} {:>9} | {:>9.3f} {:>9.3f} | {:>14.3f} {:>14} | {:>11}\n", r.classes,
-                             grouped(static_cast<std::uint64_t>(r.tasks)), grouped(r.events), r.sim.median_ms,
-                             r.sim.min_ms, r.ms_per_class, r.vs_previous > 0 ? fmt::format("{:.2f}", r.vs_previous) : "",
-                             grouped(static_cast<std::uint64_t>(std::llround(r.events_per_s))));
-  std::cout << "\nTargets (one core):\n";
-  std::cout << fmt::format("  1,024 GPUs under {:.0f} ms:   predict() median {:.3f} ms: {}\n", kTarget1024Ms, ms1024,
-                           verdict(ms1024 < kTarget1024Ms));
-  std::cout << fmt::format("  16,384 GPUs under {:.0f} ms: predict() median {:.3f} ms: {}\n", kTarget16384Ms, ms16k,
-                           verdict(ms16k < kTarget16384Ms));
-  std::cout << fmt::format("  memory under 1 GB:         peak RSS {:.1f} MiB: {}\n", rss,
-                           verdict(rss < kTargetRssMiB));
-  std::cout << fmt::format(
-      "  linear in rank classes:    min time per class at {} classes / at 1 class = {:.2f} (<= 1); {} -> {} "
-      "classes: x{:.2f} time (4: linear, <= 4.4 allowed): {}\n",
-      sweep.back().classes, growth, quarter.classes, sweep.back().classes, last_x4, verdict(linear));
+  print_cases(repeat, cases);
+  print_sweep(cases[kSweepCase].label, sweep);
+  print_targets(sweep, t);
   return 0;
 }
