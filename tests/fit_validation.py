@@ -2,8 +2,10 @@
 """Fits the global efficiencies per GPU generation to the fitting part of the validation
 records and writes model/catalog/fitted.json.
 
-    tests/fit_validation.py STEPCAST RUNS show    # fit and print, write nothing
-    tests/fit_validation.py STEPCAST RUNS write   # fit and write model/catalog/fitted.json
+    tests/fit_validation.py STEPCAST [RUNS] show    # fit and print, write nothing
+    tests/fit_validation.py STEPCAST [RUNS] write   # fit and write model/catalog/fitted.json
+
+RUNS defaults to data/validation/runs.jsonl, the measured runs shipped with the project.
 
 What is fitted, per GPU generation with at least MIN_RECORDS trusted, predicted records in
 the fitting part (FNV-1a of the id even, as `stepcast validate` splits): the large-GEMM
@@ -24,6 +26,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PARAMS = ["gemm_max_fraction", "attention_efficiency", "memory_efficiency"]
 MIN_RECORDS = 10
+RUNS = os.path.join(ROOT, "data", "validation", "runs.jsonl")
 
 
 def arch_of_gpu():
@@ -47,9 +50,13 @@ def objective(rows, arch, archs, split="fit"):
 
 
 def main():
+    if len(sys.argv) == 3:
+        sys.argv.insert(2, RUNS)
     if len(sys.argv) != 4 or sys.argv[3] not in ("show", "write"):
         sys.exit(__doc__)
     stepcast, runs, mode = sys.argv[1:]
+    if not os.path.exists(runs):
+        sys.exit(f"{runs} is absent")
     archs = arch_of_gpu()
     tmp = tempfile.mkdtemp(prefix="stepcast-fit-")
     try:
@@ -89,7 +96,7 @@ def main():
             after = validate(stepcast, runs, tmp)
             check_before, nc = objective(base, arch, archs, "check")
             check_after, _ = objective(after, arch, archs, "check")
-            note = (f"{n} trusted fitting-part records of {arch} GPUs in shared/validation/runs.jsonl "
+            note = (f"{n} trusted fitting-part records of {arch} GPUs in data/validation/runs.jsonl "
                     f"(FNV-1a(id) even); mean |ln(pred/meas)| {start:.3f} -> {best:.3f} on them, "
                     f"{check_before:.3f} -> {check_after:.3f} on the {nc} checking-part records")
             print(f"{arch}: " + ", ".join(f"{k} {v:.2f}" for k, v in values.items()) + f"; {note}")
