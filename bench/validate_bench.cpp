@@ -2,7 +2,7 @@
 /// stepcast_validate_bench: how long `stepcast validate` takes as the number of measured-run
 /// records grows. A plain timing harness (std::chrono, one thread). It builds N synthetic
 /// records in memory by replicating the records of a .jsonl file (default
-/// tests/data/good/runs.jsonl; ../shared/validation/runs.jsonl is richer) with new ids and
+/// tests/data/good/runs.jsonl; data/validation/runs.jsonl is richer) with new ids and
 /// varied knobs (micro-batch x1..x4 and the measured value with it, so that ordering pairs
 /// exist), then times, separately and in all:
 ///  (a) reading: parse_measured_run on every line;

@@ -483,7 +483,7 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
       "the summaries give count, median, p90 and max |error| and ordering accuracy over pairs\n"
       "of records from one source that differ in one knob. Low-trust records are shown but\n"
       "kept out of the summaries.\n",
-      examples({{"stepcast validate ../shared/validation/runs.jsonl", "the published runs"},
+      examples({{"stepcast validate data/validation/runs.jsonl", "the published runs"},
                 {"stepcast validate runs/ --json", "every .jsonl in a folder, as JSON"}}),
       true));
 

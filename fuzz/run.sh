@@ -103,7 +103,7 @@ for seed, model in [("tests/data/good/minimal.json", "gpt2"), ("tests/data/good/
 EOF
       fi ;;
     measured_run)
-      split_records "$dir" ../shared/validation/runs.jsonl tests/data/good/*.jsonl tests/data/bad/*.jsonl
+      split_records "$dir" data/validation/runs.jsonl tests/data/good/*.jsonl tests/data/bad/*.jsonl
       # Two records as calibrate/probe/record.py writes them (its test's example).
       if command -v python3 >/dev/null; then
         python3 - "$dir" <<'EOF' || true
