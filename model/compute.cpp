@@ -190,8 +190,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
 double optimizer_bytes_per_param(Precision precision, bool fp32_gradients, bool sgd) {
   const double grad = fp32_gradients || precision == Precision::fp32 ? 4 : 2;
   const double copy = precision == Precision::fp32 ? 0 : 2;
-  if (sgd) return 4 + 4 + grad + 4 + 4 + copy;    // master r/w, momentum r/w, grad, copy
-  return 4 * 3 + grad + 4 * 3 + copy;             // master, m, v read+write, grad, copy
+  if (sgd) return 4 + 4 + grad + 4 + 4 + copy;  // master r/w, momentum r/w, grad read, copy write
+  return 4 * 3 + grad + 4 * 3 + copy;           // master, m, v read; grad read; master, m, v, copy write
 }
 
 double optimizer_time_s(double local_params, double bytes_per_param, const DeviceRates& device) {
