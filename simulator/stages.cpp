@@ -30,6 +30,10 @@ constexpr double kCudaContextBytes = 1.0 * 1024 * 1024 * 1024;
 /// (deepspeed/runtime/zero/config.py, ZeRO docs "reduce_bucket_size: default 5e8").
 constexpr double kDeepSpeedBucketElements = 5e8;
 
+/// PyTorch DDP's bucket_cap_mb default, 25 MiB: torch/nn/parallel/distributed.py takes
+/// bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024).
+constexpr double kDdpBucketBytes = 25.0 * 1024.0 * 1024.0;
+
 /// PyTorch DDP's first bucket: torch.distributed._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB
 /// (torch/nn/parallel/distributed.py), so the first all-reduce starts early.
 constexpr double kFirstBucketBytes = 1024.0 * 1024.0;
@@ -123,7 +127,8 @@ void resolve_buckets(Job& job) {
     job.assumptions.push_back("reduce/all-gather bucket 5e8 elements (DeepSpeed reduce_bucket_size and "
                               "allgather_bucket_size defaults; set strategy.bucket_mb)");
   } else if (st == Strategy::ddp) {
-    job.assumptions.push_back("gradient bucket 25 MB, the first 1 MiB (PyTorch DDP bucket_cap_mb and "
+    job.bucket_bytes = kDdpBucketBytes;
+    job.assumptions.push_back("gradient bucket 25 MiB, the first 1 MiB (PyTorch DDP bucket_cap_mb and "
                               "_DEFAULT_FIRST_BUCKET_BYTES defaults; set strategy.bucket_mb)");
   }
   job.first_bucket_bytes = st == Strategy::ddp ? std::min(kFirstBucketBytes, job.bucket_bytes) : job.bucket_bytes;

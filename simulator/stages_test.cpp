@@ -135,16 +135,17 @@ TEST_CASE("device_rates: a fitted value replaces only what was fitted") {
   CHECK(prov.attention == RateSource::catalog);
 }
 
-TEST_CASE("resolve: bucket sizes are the framework defaults unless the scenario gives one") {
+TEST_CASE("resolve: bucket sizes are the framework defaults (DDP 25 MiB, ZeRO 5e8 elements) unless the scenario "
+          "gives one, in MiB") {
   const Job ddp = resolve(parsed("ddp", kTwoNodesIb));
-  CHECK(ddp.bucket_bytes == 25e6);
+  CHECK(ddp.bucket_bytes == 25.0 * (1 << 20));  // bucket_cap_mb = 25 MiB, not 25e6 bytes
   CHECK(ddp.first_bucket_bytes == 1024.0 * 1024.0);
   const Job zero2 = resolve(parsed("zero2", kTwoNodesIb));
   CHECK(zero2.bucket_bytes == 5e8 * 2);  // 5e8 elements of bf16
   CHECK(zero2.first_bucket_bytes == zero2.bucket_bytes);
   const Job given = resolve(parse_scenario(
       scenario(R"({"name": "ddp", "bucket_mb": 100})", kTwoNodesIb), "t.json"));
-  CHECK(given.bucket_bytes == 100e6);
+  CHECK(given.bucket_bytes == 100.0 * (1 << 20));  // bucket_mb is MiB, as PyTorch's bucket_cap_mb
   CHECK(given.first_bucket_bytes == 1024.0 * 1024.0);  // DDP's first bucket stays 1 MiB
 }
 
