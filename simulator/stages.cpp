@@ -199,7 +199,7 @@ void cost_flops(const Job& job, Costs& c) {
   c.layer_flops_recompute = mf.recompute / L;
   const double m = static_cast<double>(tr.grad_accum);
   c.model_flops_per_step = mf.model * m * job.gpus;
-  c.hardware_flops_per_step = mf.hardware() * m * job.gpus;
+  c.hardware_flops_per_step = mf.hfu_flops() * m * job.gpus;  // MFU's convention plus recompute
 }
 
 /// Bytes of weights and trainable gradients per layer, root unit and untied LM head.
@@ -302,7 +302,10 @@ void assemble_simulation(const sim::StepGraph& graph, const sim::SimResult& r, P
                        r.links[i].bytes});
 }
 
-/// Tokens and samples per second, MFU/HFU, and the epoch with its price.
+/// Tokens and samples per second, MFU/HFU, and the epoch with its price. MFU and HFU share
+/// one attention convention (StepFlops::model: 12·L·h·s per token, no causal halving, PaLM
+/// App. B / llm-foundry), HFU adding the recomputed forward in that convention
+/// (StepFlops::hfu_flops), so HFU >= MFU, with equality without recompute.
 void assemble_throughput(const Job& job, const Costs& c, Prediction& p) {
   const Scenario& s = job.scenario;
   const TrainingSpec& tr = s.training;

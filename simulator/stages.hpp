@@ -126,7 +126,7 @@ struct Costs {
   double head_flops_forward = 0;
   double head_flops_backward = 0;
   double model_flops_per_step = 0;     ///< all GPUs, one optimizer step
-  double hardware_flops_per_step = 0;  ///< with recompute
+  double hardware_flops_per_step = 0;  ///< HFU's: model FLOPs + recompute, MFU's attention convention
 
   double parameters = 0;       ///< all parameters
   double trainable = 0;        ///< parameters the optimizer updates (LoRA: adapters)
