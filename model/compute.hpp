@@ -76,9 +76,12 @@ struct MicroStepTimes {
 };
 
 /// Forward/backward/recompute time of one micro-batch (`micro_batch` sequences of `seq_len`).
-/// GEMM work: each GEMM of layer_gemms() at its own efficiency; attention-score work at the
+/// GEMM work: each GEMM of layer_gemms() at its own efficiency, backward 2x (input and
+/// weight gradients) or, under LoRA, 1x (frozen weights: the input gradient only); LoRA's
+/// adapters as their own thin GEMMs (lora_adapter_gemms()) at their own GEMM efficiency,
+/// backward 2x (input and weight gradients of A and B); attention-score work at the
 /// efficiency of a GEMM of the same FLOPs, or with flash attention at
-/// DeviceRates::attention_efficiency, its backward 2.5x its forward (FlashAttention-2
+/// DeviceRates::attention_efficiency, its backward 2x its forward, or 2.5x (FlashAttention-2
 /// recomputes the scores: 5 matmuls against 2; Dao 2023, arXiv 2307.08691, Sec. 3.1); memory-bound work: the activations of every layer
 /// written once and read once in forward, twice that in backward
 /// (activation_bytes_per_layer, model/memory.hpp), over achieved memory bandwidth.

@@ -197,4 +197,17 @@ std::vector<GemmShape> layer_gemms(const TransformerSpec& spec, std::int64_t tok
   };
 }
 
+std::vector<GemmShape> lora_adapter_gemms(const TransformerSpec& spec, const LoraSpec& lora,
+                                          std::int64_t tokens) {
+  if (tokens < 1) throw std::invalid_argument("GEMM shapes need >= 1 token, got " + std::to_string(tokens));
+  lora_parameter_count(spec, lora);  // validates rank and targets
+  std::vector<GemmShape> out;
+  for (const auto& target : lora.targets) {
+    auto [d_in, d_out] = projection_shape(spec, target);
+    out.push_back(GemmShape{"lora_" + target + "_a", tokens, lora.rank, d_in, 1});
+    out.push_back(GemmShape{"lora_" + target + "_b", tokens, d_out, lora.rank, 1});
+  }
+  return out;
+}
+
 }  // namespace stepcast

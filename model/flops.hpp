@@ -81,4 +81,12 @@ struct GemmShape {
 /// The forward GEMMs of one layer for `tokens` tokens per micro-batch, plus the LM head.
 std::vector<GemmShape> layer_gemms(const TransformerSpec& spec, std::int64_t tokens);
 
+/// The forward GEMMs of one layer's LoRA adapters for `tokens` rows: per target (d_in ->
+/// d_out) the thin down-projection x·A^T (tokens x r, k = d_in) and up-projection (·B^T:
+/// tokens x d_out, k = r); Hu et al. 2021, arXiv 2106.09685, Sec. 4.1. Their backward is,
+/// per GEMM, an input-gradient and a weight-gradient GEMM of the same FLOPs. Throws
+/// std::invalid_argument as lora_parameter_count does.
+std::vector<GemmShape> lora_adapter_gemms(const TransformerSpec& spec, const LoraSpec& lora,
+                                          std::int64_t tokens);
+
 }  // namespace stepcast

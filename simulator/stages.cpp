@@ -190,7 +190,9 @@ void cost_flops(const Job& job, Costs& c) {
   const double tokens = static_cast<double>(tr.micro_batch * tr.seq_len);
   const StepFlops mf = training_flops(model, tr.seq_len, tokens, flops_options(tr));
   const double head = 2.0 * tokens * static_cast<double>(model.hidden) * static_cast<double>(model.vocab);
-  const double bwd_ratio = mf.forward > 0 ? mf.backward / mf.forward : 2.0;
+  // The LM head's backward: input and weight gradients (2x), or the input gradient only
+  // when LoRA freezes it (1x).
+  const double bwd_ratio = tr.lora ? 1.0 : 2.0;
   const double L = static_cast<double>(model.layers);
   c.head_flops_forward = head;
   c.head_flops_backward = bwd_ratio * head;
