@@ -201,7 +201,8 @@ void cost_flops(const Job& job, Costs& c) {
   c.layer_flops_recompute = mf.recompute / L;
   const double m = static_cast<double>(tr.grad_accum);
   c.model_flops_per_step = mf.model * m * job.gpus;
-  c.hardware_flops_per_step = mf.hfu_flops() * m * job.gpus;  // MFU's convention plus recompute
+  c.hardware_flops_per_step = mf.hardware() * m * job.gpus;
+  c.hfu_flops_per_step = mf.hfu_flops() * m * job.gpus;  // MFU's convention plus recompute
 }
 
 /// Bytes of weights and trainable gradients per layer, root unit and untied LM head.
@@ -320,7 +321,7 @@ void assemble_throughput(const Job& job, const Costs& c, Prediction& p) {
   p.tokens_per_s_per_gpu = p.tokens_per_s / gpus;
   p.samples_per_s = p.global_batch_samples / p.step_time_s;
   p.mfu = p.model_flops_per_step / (p.step_time_s * gpus * job.device.peak_tflops * 1e12);
-  p.hfu = p.hardware_flops_per_step / (p.step_time_s * gpus * job.device.peak_tflops * 1e12);
+  p.hfu = c.hfu_flops_per_step / (p.step_time_s * gpus * job.device.peak_tflops * 1e12);
 
   const double samples = s.dataset.samples ? *s.dataset.samples : *s.dataset.tokens / static_cast<double>(tr.seq_len);
   p.steps_per_epoch = std::ceil(samples / p.global_batch_samples);
