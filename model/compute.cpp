@@ -147,7 +147,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   const double peak = device.peak_tflops * 1e12;
 
   // GEMM time at each GEMM's own efficiency, forward only; backward GEMMs have the same
-  // shapes transposed (2x the work, or 1x when the weights are frozen: no weight grads).
+  // shapes transposed: an input-gradient and a weight-gradient GEMM per weight (2x), or,
+  // under LoRA, the input gradient only (1x: frozen weights get no weight gradient).
   double gemm_fwd_s = 0, gemm_flops_fwd = 0, head_fwd_s = 0;
   for (const GemmShape& g : layer_gemms(spec, rows)) {
     const double f = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
@@ -158,12 +159,26 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
     if (g.name == "lm_head") head_fwd_s = s;
     gemm_flops_fwd += calls * f;
   }
+  const double frozen_bwd_ratio = opts.lora != nullptr ? 1.0 : 2.0;
+
+  // LoRA adapters: their own thin GEMMs at the efficiency of their size; backward, per
+  // GEMM, its input gradient and its weight gradient (same FLOPs each, so 2x forward).
+  double adapter_fwd_s = 0, adapter_flops_fwd = 0;
+  if (opts.lora != nullptr) {
+    for (const GemmShape& g : lora_adapter_gemms(spec, *opts.lora, rows)) {
+      const double f = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+      const double calls = static_cast<double>(g.count_per_layer) * static_cast<double>(spec.layers);
+      adapter_fwd_s += calls * f / (peak * gemm_efficiency(device.gemm, f));
+      adapter_flops_fwd += calls * f;
+    }
+  }
+  const double adapter_bwd_s = 2.0 * adapter_fwd_s;
 
   const StepFlops flops = training_flops(spec, seq_len, tokens, opts);
-  // Whatever the refined count has beyond the GEMMs (attention scores and their product
-  // with V) runs as one batched call per layer (bmm over sequences and heads, or one fused
-  // attention kernel), at the efficiency of a GEMM of that size.
-  const double attn_fwd = std::max(0.0, flops.forward - gemm_flops_fwd);
+  // Whatever the refined count has beyond the GEMMs and adapters (attention scores and
+  // their product with V) runs as one batched call per layer (bmm over sequences and heads,
+  // or one fused attention kernel), at the efficiency of a GEMM of that size.
+  const double attn_fwd = std::max(0.0, flops.forward - gemm_flops_fwd - adapter_flops_fwd);
   const double attn_call = attn_fwd / static_cast<double>(spec.layers);
   const double attn_eff = flash_attention ? device.attention_efficiency : gemm_efficiency(device.gemm, attn_call);
   const double attn_peak = device.attention_peak_tflops > 0 ? device.attention_peak_tflops * 1e12 : peak;
@@ -177,21 +192,22 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   const double mem_fwd_s = 2.0 * act_bytes / bw * (working_bytes(precision) / 2.0);
 
   MicroStepTimes t;
-  t.forward_s = gemm_fwd_s + attn_fwd_s + mem_fwd_s;
-  const double bwd_ratio = flops.forward > 0 ? flops.backward / flops.forward : 2.0;
-  const double attn_bwd_s = (flash_attention ? kFlashBackwardRatio : bwd_ratio) * attn_fwd_s;
-  t.backward_s = bwd_ratio * gemm_fwd_s + attn_bwd_s + 2.0 * mem_fwd_s;
+  t.forward_s = gemm_fwd_s + attn_fwd_s + mem_fwd_s + adapter_fwd_s;
+  // Attention backward: both operands of each product need gradients (2x), or
+  // FlashAttention-2's 2.5x; frozen weights do not change it.
+  const double attn_bwd_s = (flash_attention ? kFlashBackwardRatio : 2.0) * attn_fwd_s;
+  t.backward_s = frozen_bwd_ratio * gemm_fwd_s + attn_bwd_s + 2.0 * mem_fwd_s + adapter_bwd_s;
   t.recompute_s = flops.forward > 0 ? flops.recompute / flops.forward * t.forward_s : 0;
   t.head_forward_s = head_fwd_s;
-  t.head_backward_s = bwd_ratio * head_fwd_s;
+  t.head_backward_s = frozen_bwd_ratio * head_fwd_s;
   return t;
 }
 
 double optimizer_bytes_per_param(Precision precision, bool fp32_gradients, bool sgd) {
   const double grad = fp32_gradients || precision == Precision::fp32 ? 4 : 2;
   const double copy = precision == Precision::fp32 ? 0 : 2;
-  if (sgd) return 4 + 4 + grad + 4 + 4 + copy;    // master r/w, momentum r/w, grad, copy
-  return 4 * 3 + grad + 4 * 3 + copy;             // master, m, v read+write, grad, copy
+  if (sgd) return 4 + 4 + grad + 4 + 4 + copy;  // master r/w, momentum r/w, grad read, copy write
+  return 4 * 3 + grad + 4 * 3 + copy;           // master, m, v read; grad read; master, m, v, copy write
 }
 
 double optimizer_time_s(double local_params, double bytes_per_param, const DeviceRates& device) {

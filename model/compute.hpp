@@ -76,9 +76,12 @@ struct MicroStepTimes {
 };
 
 /// Forward/backward/recompute time of one micro-batch (`micro_batch` sequences of `seq_len`).
-/// GEMM work: each GEMM of layer_gemms() at its own efficiency; attention-score work at the
+/// GEMM work: each GEMM of layer_gemms() at its own efficiency, backward 2x (input and
+/// weight gradients) or, under LoRA, 1x (frozen weights: the input gradient only); LoRA's
+/// adapters as their own thin GEMMs (lora_adapter_gemms()) at their own GEMM efficiency,
+/// backward 2x (input and weight gradients of A and B); attention-score work at the
 /// efficiency of a GEMM of the same FLOPs, or with flash attention at
-/// DeviceRates::attention_efficiency, its backward 2.5x its forward (FlashAttention-2
+/// DeviceRates::attention_efficiency, its backward 2x its forward, or 2.5x (FlashAttention-2
 /// recomputes the scores: 5 matmuls against 2; Dao 2023, arXiv 2307.08691, Sec. 3.1); memory-bound work: the activations of every layer
 /// written once and read once in forward, twice that in backward
 /// (activation_bytes_per_layer, model/memory.hpp), over achieved memory bandwidth.
@@ -86,10 +89,17 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
                                 std::int64_t seq_len, Precision precision, const FlopsOptions& opts,
                                 bool flash_attention, const DeviceRates& device);
 
-/// Bytes an Adam step moves per parameter of the local shard: read fp32 master, m, v and the
-/// gradient, write master, m, v and the 16-bit working weight:
-/// 4+4+4+4 (read) + 4+4+4 (write) + 2 (16-bit copy) = 26 B (fp32 grads: +2; fp32 training:
-/// no 16-bit copy, 24 B). SGD with momentum: master, momentum r/w + grad read + copy.
+/// Bytes an Adam step moves per parameter of the local shard. PyTorch's AdamW
+/// (torch/optim/adamw.py, the foreach and fused paths alike) reads param, grad, exp_avg and
+/// exp_avg_sq and updates param, exp_avg and exp_avg_sq in place; under mixed precision the
+/// param it steps is the fp32 master and the 16-bit working weight is written afterwards
+/// (Megatron-LM's copy of main params to model params, DeepSpeed's bf16 optimizer):
+///   read  fp32 master 4 + m 4 + v 4 + 16-bit gradient 2 = 14
+///   write fp32 master 4 + m 4 + v 4 + 16-bit weight   2 = 14
+///   = 28 B per parameter. fp32 gradients (adam_deepspeed_18): the gradient read is 4, 30 B.
+///   fp32 training: a 4-byte gradient and no 16-bit copy, 16 + 12 = 28 B.
+/// SGD with momentum: master and momentum read and written (16), gradient read, 16-bit copy
+/// written: 20 B under mixed precision.
 double optimizer_bytes_per_param(Precision precision, bool fp32_gradients, bool sgd);
 
 /// Optimizer step over `local_params` parameters as a memory-bound pass.

@@ -169,6 +169,16 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
     const double adapters = static_cast<double>(lora_parameter_count(spec, *options.lora));
     out.model = (4.0 * n + 6.0 * adapters + mfu_attention) * tokens;
   }
+  // Recompute in the model convention: the attention core's forward is a third of the
+  // 12·L·h·s term (forward 4·L·h·s, backward 8·L·h·s).
+  const double model_attention_forward = mfu_attention / 3.0;
+  switch (options.recompute) {
+    case Recompute::none: out.model_recompute = 0; break;
+    case Recompute::selective: out.model_recompute = model_attention_forward * tokens; break;
+    case Recompute::full:
+      out.model_recompute = (kFlopsPerMac * layer_w + model_attention_forward + adapter_forward) * tokens;
+      break;
+  }
   return out;
 }
 
@@ -185,6 +195,19 @@ std::vector<GemmShape> layer_gemms(const TransformerSpec& spec, std::int64_t tok
       GemmShape{"mlp_down", tokens, h, f, 1},
       GemmShape{"lm_head", tokens, spec.vocab, h, 1},
   };
+}
+
+std::vector<GemmShape> lora_adapter_gemms(const TransformerSpec& spec, const LoraSpec& lora,
+                                          std::int64_t tokens) {
+  if (tokens < 1) throw std::invalid_argument("GEMM shapes need >= 1 token, got " + std::to_string(tokens));
+  lora_parameter_count(spec, lora);  // validates rank and targets
+  std::vector<GemmShape> out;
+  for (const auto& target : lora.targets) {
+    auto [d_in, d_out] = projection_shape(spec, target);
+    out.push_back(GemmShape{"lora_" + target + "_a", tokens, lora.rank, d_in, 1});
+    out.push_back(GemmShape{"lora_" + target + "_b", tokens, d_out, lora.rank, 1});
+  }
+  return out;
 }
 
 }  // namespace stepcast

@@ -45,8 +45,19 @@ struct StepFlops {
   /// Under LoRA the frozen weights get no weight gradients: (4·N + 6·P_a + 12·L·h·s).
   /// See training_flops().
   double model = 0;
-  /// Hardware FLOPs (what the GPU actually executes): forward + backward + recompute.
+  /// Recompute FLOPs under the attention convention of `model` (one convention for MFU and
+  /// HFU: attention core 4·h·s per token and layer forward, no causal halving, PaLM App. B):
+  /// none 0; selective 4·L·h·s per token (the attention core, Korthikanti et al. 2022);
+  /// full 2·W_layers + 4·L·h·s (+ 2·P_a under LoRA) per token, W_layers the layers' GEMM
+  /// weights (one forward of the layers, LM head excluded; Narayanan et al. 2021).
+  double model_recompute = 0;
+  /// Executed FLOPs under the refined count (causal halving when the kernel skips the
+  /// masked half): forward + backward + recompute. For timing, not for HFU.
   double hardware() const { return forward + backward + recompute; }
+  /// HFU's FLOPs: model + model_recompute, the same attention convention as MFU, so that
+  /// HFU >= MFU always and HFU == MFU without recompute (the Megatron-LM SC'21 and PaLM
+  /// definitions: hardware FLOPs are model FLOPs plus the recomputed forward).
+  double hfu_flops() const { return model + model_recompute; }
 };
 
 struct FlopsOptions {
@@ -69,5 +80,13 @@ struct GemmShape {
 
 /// The forward GEMMs of one layer for `tokens` tokens per micro-batch, plus the LM head.
 std::vector<GemmShape> layer_gemms(const TransformerSpec& spec, std::int64_t tokens);
+
+/// The forward GEMMs of one layer's LoRA adapters for `tokens` rows: per target (d_in ->
+/// d_out) the thin down-projection x·A^T (tokens x r, k = d_in) and up-projection (·B^T:
+/// tokens x d_out, k = r); Hu et al. 2021, arXiv 2106.09685, Sec. 4.1. Their backward is,
+/// per GEMM, an input-gradient and a weight-gradient GEMM of the same FLOPs. Throws
+/// std::invalid_argument as lora_parameter_count does.
+std::vector<GemmShape> lora_adapter_gemms(const TransformerSpec& spec, const LoraSpec& lora,
+                                          std::int64_t tokens);
 
 }  // namespace stepcast

@@ -216,3 +216,40 @@ TEST_CASE("GEMM shapes and training FLOPs refuse empty batches with an error") {
   CHECK_THROWS_AS(training_flops(tiny_gpt(), 128, -1, opts(Recompute::none, false)), std::invalid_argument);
   CHECK(layer_gemms(tiny_gpt(), 1).size() == 5);
 }
+
+namespace stepcast {
+namespace {
+
+TEST_CASE("HFU's FLOPs are MFU's plus recompute in the same attention convention: >= model FLOPs, equal "
+          "without recompute, whatever the kernel's causal halving") {
+  const LoraSpec lora{8, {"q", "v"}};
+  for (const auto& spec : model_catalog()) {
+    for (bool causal : {false, true}) {
+      for (const LoraSpec* l : {static_cast<const LoraSpec*>(nullptr), &lora}) {
+        const double tokens = 4.0 * static_cast<double>(spec.seq_len);
+        const auto none = training_flops(spec, spec.seq_len, tokens, opts(Recompute::none, causal, l));
+        const auto sel = training_flops(spec, spec.seq_len, tokens, opts(Recompute::selective, causal, l));
+        const auto full = training_flops(spec, spec.seq_len, tokens, opts(Recompute::full, causal, l));
+        CHECK_MESSAGE(none.hfu_flops() == none.model, spec.name);
+        CHECK_MESSAGE(sel.hfu_flops() > sel.model, spec.name);
+        CHECK_MESSAGE(full.hfu_flops() > sel.hfu_flops(), spec.name);
+        // Selective recompute re-does the attention core's forward: 4·L·h·s per token, a
+        // third of MFU's 12·L·h·s attention term, with or without causal halving.
+        const double attention_forward = 4.0 * static_cast<double>(spec.layers) * static_cast<double>(spec.hidden) *
+                                         static_cast<double>(spec.seq_len) * tokens;
+        CHECK_MESSAGE(sel.hfu_flops() - sel.model == doctest::Approx(attention_forward).epsilon(1e-12), spec.name);
+      }
+    }
+  }
+}
+
+TEST_CASE("full recompute adds one forward of the layers' GEMMs and the uncausal attention core") {
+  // tiny GPT: L 2, h 64, 4 heads, ffn 4h, no gating: layer GEMM weights 4h² + 2·h·4h = 12h².
+  const TransformerSpec spec = tiny_gpt();
+  const double tokens = 64, s = 64, h = 64, L = 2;
+  const auto full = training_flops(spec, 64, tokens, opts(Recompute::full, true));
+  CHECK(full.model_recompute == doctest::Approx((2 * L * 12 * h * h + 4 * L * h * s) * tokens).epsilon(1e-12));
+}
+
+}  // namespace
+}  // namespace stepcast

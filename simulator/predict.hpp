@@ -115,7 +115,7 @@ struct Prediction {
   double model_flops_per_step = 0;
   double hardware_flops_per_step = 0;
   double mfu = 0;              ///< model FLOPs / (step time x GPUs x dense peak)
-  double hfu = 0;              ///< hardware FLOPs (with recompute) / same
+  double hfu = 0;              ///< (model FLOPs + recompute in MFU's convention) / same
   double peak_tflops = 0;      ///< dense peak used for MFU, TFLOP/s per GPU
   Dtype peak_dtype = Dtype::bf16;  ///< the dtype of that peak (the GEMMs' dtype)
 

@@ -17,6 +17,10 @@ namespace stepcast {
 
 namespace {
 
+/// `bucket_mb` is in MiB, as PyTorch DDP's bucket_cap_mb (torch/nn/parallel/distributed.py:
+/// bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024)).
+constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+
 /// Wraps a parser that throws std::invalid_argument into an InputError at `key`.
 template <typename F>
 auto parse_name(JsonObject& obj, const std::string& key, F parse) {
@@ -75,7 +79,7 @@ StrategySpec parse_strategy_spec(JsonObject& top) {
     if (!raw.is_object()) throw top.error("strategy", "expected a strategy name or an object with \"name\"");
     JsonObject obj(raw, top.file(), top.path_of("strategy"));
     s.kind = parse_name(obj, "name", parse_strategy);
-    if (auto mb = obj.optional_positive("bucket_mb")) s.bucket_bytes = *mb * 1e6, s.bucket_given = true;
+    if (auto mb = obj.optional_positive("bucket_mb")) s.bucket_bytes = *mb * kBytesPerMiB, s.bucket_given = true;
     if (obj.has("prefetch_layers"))
       s.prefetch_layers = obj.int32("prefetch_layers", 0, limits::kMaxLayers);
     if (auto a = obj.optional_string("algorithm")) {
@@ -282,7 +286,7 @@ void check_training(const Scenario& s, const ScenarioSource& w) {
 /// Prefetch depth within the model; a gradient bucket large enough that one step has at
 /// most kMaxBucketsPerStep buckets (each is a simulated collective). PyTorch accepts any
 /// bucket_cap_mb, so the count is bounded, not the size. Without bucket_mb the bound uses
-/// the smallest default (DDP's 25 MB; ZeRO-1/2's 5e8 elements are larger), which refuses
+/// the smallest default (DDP's 25 MiB; ZeRO-1/2's 5e8 elements are larger), which refuses
 /// only models beyond ~1.25 T parameters in 16-bit gradients.
 void check_strategy(const Scenario& s, const ScenarioSource& w) {
   const StrategySpec& st = s.strategy;
@@ -290,17 +294,17 @@ void check_strategy(const Scenario& s, const ScenarioSource& w) {
               "layers gathered ahead, at most the model's layers");
   const std::string bucket = w.strategy + "/bucket_mb";
   if (!std::isfinite(st.bucket_bytes) || !(st.bucket_bytes > 0))
-    throw InputError(w.file, bucket, fmt::format("expected a finite bucket size > 0 MB, got {} MB", st.bucket_bytes / 1e6));
+    throw InputError(w.file, bucket, fmt::format("expected a finite bucket size > 0 MiB, got {} MiB", st.bucket_bytes / kBytesPerMiB));
   const double trainable = static_cast<double>(s.training.lora ? lora_parameter_count(s.model, *s.training.lora)
                                                                : parameter_count(s.model));
   const double grad_bytes = trainable * working_bytes(s.training.precision);
   const double buckets = std::ceil(grad_bytes / st.bucket_bytes);
   if (buckets > static_cast<double>(limits::kMaxBucketsPerStep))
     throw InputError(w.file, bucket,
-                     fmt::format("expected a bucket of at least {:.4g} MB: {:.4g} MB of gradients in buckets of {:.4g} MB "
+                     fmt::format("expected a bucket of at least {:.4g} MiB: {:.4g} MiB of gradients in buckets of {:.4g} MiB "
                                  "make {:.0f} buckets per step, more than {}",
-                                 grad_bytes / static_cast<double>(limits::kMaxBucketsPerStep) / 1e6, grad_bytes / 1e6,
-                                 st.bucket_bytes / 1e6, buckets, limits::kMaxBucketsPerStep));
+                                 grad_bytes / static_cast<double>(limits::kMaxBucketsPerStep) / kBytesPerMiB,
+                                 grad_bytes / kBytesPerMiB, st.bucket_bytes / kBytesPerMiB, buckets, limits::kMaxBucketsPerStep));
 }
 
 /// GPUs per node, nodes and their product within bounds; straggler groups of 1..nodes-1

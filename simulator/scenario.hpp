@@ -35,7 +35,7 @@ struct TrainingSpec {
 
 struct StrategySpec {
   Strategy kind = Strategy::ddp;
-  double bucket_bytes = 25e6;        ///< gradient bucket (PyTorch DDP bucket_cap_mb default 25)
+  double bucket_bytes = 25.0 * 1024 * 1024;  ///< gradient bucket (PyTorch DDP bucket_cap_mb default 25 MiB)
   bool bucket_given = false;         ///< false: the default above was assumed
   int prefetch_layers = 1;           ///< ZeRO-3/FSDP layers gathered ahead (FSDP backward_prefetch: 1)
   std::string algorithm = "auto";    ///< collective algorithm (a registered name or "auto")

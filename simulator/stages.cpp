@@ -30,6 +30,10 @@ constexpr double kCudaContextBytes = 1.0 * 1024 * 1024 * 1024;
 /// (deepspeed/runtime/zero/config.py, ZeRO docs "reduce_bucket_size: default 5e8").
 constexpr double kDeepSpeedBucketElements = 5e8;
 
+/// PyTorch DDP's bucket_cap_mb default, 25 MiB: torch/nn/parallel/distributed.py takes
+/// bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024).
+constexpr double kDdpBucketBytes = 25.0 * 1024.0 * 1024.0;
+
 /// PyTorch DDP's first bucket: torch.distributed._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB
 /// (torch/nn/parallel/distributed.py), so the first all-reduce starts early.
 constexpr double kFirstBucketBytes = 1024.0 * 1024.0;
@@ -123,7 +127,8 @@ void resolve_buckets(Job& job) {
     job.assumptions.push_back("reduce/all-gather bucket 5e8 elements (DeepSpeed reduce_bucket_size and "
                               "allgather_bucket_size defaults; set strategy.bucket_mb)");
   } else if (st == Strategy::ddp) {
-    job.assumptions.push_back("gradient bucket 25 MB, the first 1 MiB (PyTorch DDP bucket_cap_mb and "
+    job.bucket_bytes = kDdpBucketBytes;
+    job.assumptions.push_back("gradient bucket 25 MiB, the first 1 MiB (PyTorch DDP bucket_cap_mb and "
                               "_DEFAULT_FIRST_BUCKET_BYTES defaults; set strategy.bucket_mb)");
   }
   job.first_bucket_bytes = st == Strategy::ddp ? std::min(kFirstBucketBytes, job.bucket_bytes) : job.bucket_bytes;
@@ -185,7 +190,9 @@ void cost_flops(const Job& job, Costs& c) {
   const double tokens = static_cast<double>(tr.micro_batch * tr.seq_len);
   const StepFlops mf = training_flops(model, tr.seq_len, tokens, flops_options(tr));
   const double head = 2.0 * tokens * static_cast<double>(model.hidden) * static_cast<double>(model.vocab);
-  const double bwd_ratio = mf.forward > 0 ? mf.backward / mf.forward : 2.0;
+  // The LM head's backward: input and weight gradients (2x), or the input gradient only
+  // when LoRA freezes it (1x).
+  const double bwd_ratio = tr.lora ? 1.0 : 2.0;
   const double L = static_cast<double>(model.layers);
   c.head_flops_forward = head;
   c.head_flops_backward = bwd_ratio * head;
@@ -195,6 +202,7 @@ void cost_flops(const Job& job, Costs& c) {
   const double m = static_cast<double>(tr.grad_accum);
   c.model_flops_per_step = mf.model * m * job.gpus;
   c.hardware_flops_per_step = mf.hardware() * m * job.gpus;
+  c.hfu_flops_per_step = mf.hfu_flops() * m * job.gpus;  // MFU's convention plus recompute
 }
 
 /// Bytes of weights and trainable gradients per layer, root unit and untied LM head.
@@ -297,7 +305,10 @@ void assemble_simulation(const sim::StepGraph& graph, const sim::SimResult& r, P
                        r.links[i].bytes});
 }
 
-/// Tokens and samples per second, MFU/HFU, and the epoch with its price.
+/// Tokens and samples per second, MFU/HFU, and the epoch with its price. MFU and HFU share
+/// one attention convention (StepFlops::model: 12·L·h·s per token, no causal halving, PaLM
+/// App. B / llm-foundry), HFU adding the recomputed forward in that convention
+/// (StepFlops::hfu_flops), so HFU >= MFU, with equality without recompute.
 void assemble_throughput(const Job& job, const Costs& c, Prediction& p) {
   const Scenario& s = job.scenario;
   const TrainingSpec& tr = s.training;
@@ -310,7 +321,7 @@ void assemble_throughput(const Job& job, const Costs& c, Prediction& p) {
   p.tokens_per_s_per_gpu = p.tokens_per_s / gpus;
   p.samples_per_s = p.global_batch_samples / p.step_time_s;
   p.mfu = p.model_flops_per_step / (p.step_time_s * gpus * job.device.peak_tflops * 1e12);
-  p.hfu = p.hardware_flops_per_step / (p.step_time_s * gpus * job.device.peak_tflops * 1e12);
+  p.hfu = c.hfu_flops_per_step / (p.step_time_s * gpus * job.device.peak_tflops * 1e12);
 
   const double samples = s.dataset.samples ? *s.dataset.samples : *s.dataset.tokens / static_cast<double>(tr.seq_len);
   p.steps_per_epoch = std::ceil(samples / p.global_batch_samples);

@@ -126,7 +126,11 @@ struct Costs {
   double head_flops_forward = 0;
   double head_flops_backward = 0;
   double model_flops_per_step = 0;     ///< all GPUs, one optimizer step
-  double hardware_flops_per_step = 0;  ///< with recompute
+  /// Executed FLOPs with recompute (the kernels' count: causal halving under flash
+  /// attention), what `validate` compares with records that count executed work.
+  double hardware_flops_per_step = 0;
+  /// HFU's FLOPs: model FLOPs + recompute in MFU's attention convention (StepFlops::hfu_flops).
+  double hfu_flops_per_step = 0;
 
   double parameters = 0;       ///< all parameters
   double trainable = 0;        ///< parameters the optimizer updates (LoRA: adapters)
