@@ -359,7 +359,7 @@ std::string throughput_section(const Prediction& p) {
   t.add({"HFU", percent(p.hfu), "% (with recompute)"});
   out += t.render();
   out += fmt::format("  peak used: {:.1f} TFLOP/s per GPU, dense {} ({}); model {:.3g} FLOP/step, "
-                     "hardware {:.3g} FLOP/step\n",
+                     "executed {:.3g} FLOP/step (causal attention halved, recompute included)\n",
                      p.peak_tflops, name(p.peak_dtype), p.gpu,
                      p.model_flops_per_step, p.hardware_flops_per_step);
   return out;

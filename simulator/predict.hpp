@@ -112,7 +112,9 @@ struct Prediction {
   double tokens_per_s = 0;
   double tokens_per_s_per_gpu = 0;
   double samples_per_s = 0;
-  double model_flops_per_step = 0;
+  double model_flops_per_step = 0;     ///< MFU's numerator: 6N + 12Lhs per token, no causal halving
+  /// FLOPs the GPUs execute: causal attention halved under flash attention, recompute
+  /// included (what measured-run definitions of "hardware FLOPs" count); not HFU's numerator.
   double hardware_flops_per_step = 0;
   double mfu = 0;              ///< model FLOPs / (step time x GPUs x dense peak)
   double hfu = 0;              ///< (model FLOPs + recompute in MFU's convention) / same
