@@ -24,12 +24,6 @@ TEST_CASE("an Adam step moves 28 bytes per parameter: fp32 master, m, v read and
   CHECK(optimizer_bytes_per_param(Precision::bf16_mixed, false, true) == 20);
 }
 
-}  // namespace
-}  // namespace stepcast
-
-namespace stepcast {
-namespace {
-
 /// One layer, h 8, 2 heads of 4, ffn 16, V 32, no gating: GEMM weights per layer
 /// h·(q+2kv) 192 + q·h 64 + h·f 128 + f·h 128 = 512, LM head V·h 256.
 TransformerSpec small_gpt() {
