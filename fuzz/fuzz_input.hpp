@@ -19,7 +19,7 @@
 namespace stepcast::fuzz {
 
 /// Inputs above this size are skipped. The readers' own bound (limits::kMaxDocumentBytes,
-/// 256 MiB, for files) is far beyond what a fuzzer can explore, and JsonDoc::parse and
+/// 16 MiB, for files) is far beyond what a fuzzer can explore, and JsonDoc::parse and
 /// parse_measured_run take text of any length; every real input of one reader is well below
 /// 64 KiB. run.sh passes the same figure as -max_len.
 inline constexpr std::size_t kMaxInputBytes = 64 * 1024;
