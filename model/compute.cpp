@@ -4,124 +4,23 @@
 #include "base/limits.hpp"
 #include "model/flops.hpp"
 #include "model/memory.hpp"
+#include "model/transformer.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <cstdlib>
+#include <tuple>
 #include <stdexcept>
 #include <string>
 
 namespace stepcast {
 
-GemmEfficiency default_gemm_efficiency(GpuArch arch, Dtype dtype) {
-  // Large-GEMM fractions of dense peak that cuBLAS reaches, per generation. These are
-  // defaults to be replaced by calibrate/ fits; the half-size is where small GEMMs stop
-  // filling the SMs (about one wave of 128x128x32 tiles: 108-132 SMs x 2·128·128·k).
-  GemmEfficiency e;
-  e.half_flops = 2e9;
-  switch (arch) {
-    case GpuArch::volta:
-      // V100 fp16 tensor cores: ~90-100 TFLOP/s of 125 reached by large cuBLAS HGEMMs
-      // (NVIDIA "Deep Learning Performance Documentation: Matrix Multiplication Background").
-      e.max_fraction = 0.75;
-      e.half_flops = 1e9;
-      break;
-    case GpuArch::turing:
-    case GpuArch::ada:
-      // Guess: no published cuBLAS fraction found for GeForce/Ada parts; set a little below
-      // the data-centre parts. To be replaced by a calibrate/ fit.
-      e.max_fraction = 0.70;
-      e.half_flops = 1e9;
-      break;
-    case GpuArch::ampere:
-      // A100: ~230-260 of 312 TFLOP/s bf16 for large square GEMMs (NVIDIA Matrix
-      // Multiplication Background guide, Fig. "A100 GEMM performance").
-      e.max_fraction = 0.78;
-      break;
-    case GpuArch::hopper:
-      // H100 SXM: ~650-750 of 989 TFLOP/s bf16 for large cuBLASLt GEMMs (NVIDIA H100
-      // Transformer Engine blog and cuBLAS 12 release notes report ~ 70-75%).
-      e.max_fraction = 0.72;
-      e.half_flops = 4e9;
-      break;
-    case GpuArch::blackwell:
-      // Guess: Hopper's fraction, slightly lower for a larger tile wave; no measurement yet.
-      e.max_fraction = 0.70;
-      e.half_flops = 8e9;
-      break;
-  }
-  // Guesses until calibrate/ measures them: CUDA-core SGEMM sits close to its (low) peak;
-  // fp8 GEMMs reach a lower fraction of their doubled peak than bf16 does.
-  if (dtype == Dtype::fp32) e.max_fraction = 0.85;
-  if (dtype == Dtype::fp8) e.max_fraction *= 0.85;
-  e.source = "default for " + std::string(name(arch)) + "/" + std::string(name(dtype)) +
-             " (model/compute.cpp; replace with a calibrate/ fit)";
-  return e;
-}
-
 double gemm_efficiency(const GemmEfficiency& e, double gemm_flops) {
   assert(gemm_flops >= 0);
   return e.max_fraction * gemm_flops / (gemm_flops + e.half_flops);
-}
-
-double default_attention_efficiency(GpuArch arch) {
-  switch (arch) {
-    case GpuArch::ampere:
-      // FlashAttention-2 forward+backward on A100: 50-73% of peak forward, lower backward
-      // (Dao 2023, arXiv 2307.08691, Fig. 4-6, head dims 64-128); the middle of the range.
-      return 0.55;
-    case GpuArch::hopper:
-      // FlashAttention-2 on H100 SXM5: up to 335 TFLOP/s forward+backward of 989 (same
-      // paper, Fig. 7): it does not use Hopper's wgmma/TMA.
-      return 0.34;
-    case GpuArch::blackwell:
-      // Guess: the Hopper figure (FA2-class kernels); no measurement yet.
-      return 0.34;
-    case GpuArch::ada:
-      // Guess: a little below Ampere (FA2 runs on sm89 without changes).
-      return 0.5;
-    case GpuArch::volta:
-    case GpuArch::turing:
-      // Guess: FlashAttention-2 does not run on Volta/Turing; fused attention from xFormers
-      // or PyTorch SDPA's memory-efficient kernel reaches less.
-      return 0.35;
-  }
-  return 0.5;
-}
-
-namespace {
-
-std::vector<FittedEfficiency> load_fitted() {
-  const JsonDoc doc = JsonDoc::load(data_dir() / "model" / "catalog" / "fitted.json");
-  JsonObject root(doc.root(), doc.file(), "");
-  root.ignore("about");
-  JsonArray list = root.array("fitted");
-  root.finish();
-  std::vector<FittedEfficiency> out;
-  auto fraction = [](JsonObject& o, const char* key) -> std::optional<double> {
-    return o.optional_number(key, limits::kMinEfficiency, limits::kMaxEfficiency);
-  };
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    JsonObject e = list.object(i);
-    FittedEfficiency f;
-    f.arch = parse_gpu_arch(e.string("arch"));
-    f.gemm_max_fraction = fraction(e, "gemm_max_fraction");
-    f.attention_efficiency = fraction(e, "attention_efficiency");
-    f.memory_efficiency = fraction(e, "memory_efficiency");
-    f.fitted_on = e.string("fitted_on");
-    e.finish();
-    for (const FittedEfficiency& g : out)
-      if (g.arch == f.arch) throw list.error(i, "a second entry for " + std::string(name(f.arch)));
-    out.push_back(f);
-  }
-  return out;
-}
-
-}  // namespace
-
-const FittedEfficiency* fitted_efficiency(GpuArch arch) {
-  static const std::vector<FittedEfficiency> fitted = load_fitted();
-  for (const FittedEfficiency& f : fitted)
-    if (f.arch == arch) return &f;
-  return nullptr;
 }
 
 double default_memory_efficiency(GpuArch arch) {
@@ -130,76 +29,285 @@ double default_memory_efficiency(GpuArch arch) {
   return arch == GpuArch::hopper || arch == GpuArch::blackwell ? 0.85 : 0.82;
 }
 
-/// FlashAttention-2's backward does 5 matmuls to the forward's 2 (it recomputes the scores):
-/// Dao 2023, arXiv 2307.08691, Sec. 3.1-3.2.
-constexpr double kFlashBackwardRatio = 2.5;
+std::pair<double, std::string> gemm_ceiling(const GpuSpec& gpu, Dtype dtype) {
+  const double peak = gpu.peak(dtype);
+  if (auto it = gpu.gemm_ceiling_tflops.find(dtype); it != gpu.gemm_ceiling_tflops.end())
+    return {it->second, gpu.gemm_ceiling_source};
+  if (dtype == Dtype::fp16 && gpu.supports(Dtype::bf16) && gpu.peak(Dtype::bf16) == peak) {
+    if (auto it = gpu.gemm_ceiling_tflops.find(Dtype::bf16); it != gpu.gemm_ceiling_tflops.end())
+      return {it->second, "the bf16 measurement (equal fp16 and bf16 peaks): " + gpu.gemm_ceiling_source};
+  }
+  const double fraction = dtype == Dtype::fp8 ? 0.735 : dtype == Dtype::fp32 ? 0.85 : 0.814;
+  return {fraction * peak, fmt::format("{:.1f}% of the {} peak: the mean measured fraction of peak (no "
+                                       "measurement of this GPU; model/compute.hpp gemm_ceiling)",
+                                       100 * fraction, name(dtype))};
+}
+
+namespace {
+
+AttentionPass parse_pass(JsonObject& o) {
+  const std::string p = o.string("pass");
+  if (p == "forward") return AttentionPass::forward;
+  if (p == "backward") return AttentionPass::backward;
+  throw o.error("pass", "expected \"forward\" or \"backward\", got \"" + p + "\"");
+}
+
+AttentionTableRow parse_attention_row(JsonObject& o) {
+  AttentionTableRow row;
+  row.gpu = o.string("gpu");
+  try {
+    row.kernel = parse_attention_kernel(o.string("kernel"));
+  } catch (const std::invalid_argument& e) {
+    throw o.error("kernel", e.what());
+  }
+  row.curve.head_dim = o.int32("head_dim", 16, 512);
+  row.curve.causal = o.boolean("causal");
+  row.curve.pass = parse_pass(o);
+  JsonObject points = o.object("tflops_by_seq");
+  for (const std::string& key : points.keys()) {
+    char* end = nullptr;
+    const double seq = std::strtod(key.c_str(), &end);
+    if (end == key.c_str() || *end != '\0' || !(seq >= 1) || seq > limits::kMaxSeqLen)
+      throw points.error(key, "expected a sequence length as the key");
+    row.curve.tflops_by_seq.emplace_back(seq, points.number(key, limits::kMinPeakTflops, limits::kMaxPeakTflops));
+  }
+  points.finish();
+  if (row.curve.tflops_by_seq.empty()) throw o.error("tflops_by_seq", "expected at least one point");
+  std::sort(row.curve.tflops_by_seq.begin(), row.curve.tflops_by_seq.end());
+  row.curve.source = o.string("source");
+  if (row.curve.source.empty()) throw o.error("source", "expected where the numbers come from");
+  o.ignore("how_read");
+  o.finish();
+  return row;
+}
+
+std::vector<AttentionTableRow> load_attention_table() {
+  const JsonDoc doc = JsonDoc::load(data_dir() / "model" / "catalog" / "attention_kernels.json");
+  JsonObject root(doc.root(), doc.file(), "");
+  root.ignore("about");
+  JsonArray list = root.array("rows");
+  root.finish();
+  std::vector<AttentionTableRow> rows;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    JsonObject o = list.object(i);
+    rows.push_back(parse_attention_row(o));
+  }
+  return rows;
+}
+
+int generation(GpuArch a) {
+  switch (a) {
+    case GpuArch::volta: return 0;
+    case GpuArch::turing: return 1;
+    case GpuArch::ampere: return 2;
+    case GpuArch::ada: return 3;
+    case GpuArch::hopper: return 4;
+    case GpuArch::blackwell: return 5;
+  }
+  return 0;
+}
+
+/// The tabled GPU for `kernel` nearest to `gpu` in generation (ties: the newer one).
+const GpuSpec* nearest_tabled(const GpuSpec& gpu, AttentionKernel kernel) {
+  const GpuSpec* best = nullptr;
+  for (const AttentionTableRow& r : attention_table()) {
+    if (r.kernel != kernel) continue;
+    const GpuSpec* g = find_gpu(r.gpu);
+    if (!g) continue;
+    const int d = std::abs(generation(g->arch) - generation(gpu.arch));
+    const int best_d = best ? std::abs(generation(best->arch) - generation(gpu.arch)) : 1 << 20;
+    if (d < best_d || (d == best_d && generation(g->arch) > generation(best->arch))) best = g;
+  }
+  return best;
+}
+
+double ceiling16(const GpuSpec& g) {
+  return gemm_ceiling(g, g.supports(Dtype::bf16) ? Dtype::bf16 : Dtype::fp16).first;
+}
+
+}  // namespace
+
+const std::vector<AttentionTableRow>& attention_table() {
+  static const std::vector<AttentionTableRow> rows = load_attention_table();
+  return rows;
+}
+
+AttentionRates attention_rates(const GpuSpec& gpu, AttentionKernel kernel) {
+  AttentionRates out;
+  out.kernel = kernel;
+  if (kernel == AttentionKernel::unfused) {
+    out.source = "unfused attention: batched GEMMs and softmax passes";
+    return out;
+  }
+  const GpuSpec* tabled = nullptr;
+  for (const AttentionTableRow& r : attention_table())
+    if (r.kernel == kernel && r.gpu == gpu.name) tabled = &gpu;
+  if (!tabled) tabled = nearest_tabled(gpu, kernel);
+  if (!tabled && kernel == AttentionKernel::triton) {
+    // FlashAttention-2 "is around 1.3-1.5x faster than FlashAttention in Triton in the
+    // forward pass and around 2x faster in the backward pass" (Dao 2023, arXiv 2307.08691,
+    // Sec. 4.1, A100): FlashAttention-2's curves / 1.4 forward, / 2 backward.
+    AttentionRates fa2 = attention_rates(gpu, AttentionKernel::flash2);
+    fa2.kernel = kernel;
+    fa2.scale /= 1.4;
+    fa2.backward_scale = 1.4 / 2.0;
+    fa2.source = "FlashAttention-2's rates / 1.4 forward and / 2 backward (FlashAttention-2 paper, Sec. 4.1, on "
+                 "FlashAttention in Triton): " + fa2.source;
+    return fa2;
+  }
+  if (!tabled && kernel != AttentionKernel::flash2) {
+    // No published table for this kernel: FlashAttention-2's rates, said so.
+    AttentionRates fa2 = attention_rates(gpu, AttentionKernel::flash2);
+    fa2.kernel = kernel;
+    fa2.source = fmt::format("no published table for {}; taken at FlashAttention-2's rates: {}", name(kernel),
+                             fa2.source);
+    return fa2;
+  }
+  if (!tabled)
+    throw std::invalid_argument("no published table for attention kernel " + std::string(name(kernel)) +
+                                " (model/catalog/attention_kernels.json); name another kernel");
+  for (const AttentionTableRow& r : attention_table())
+    if (r.kernel == kernel && r.gpu == tabled->name) out.curves.push_back(r.curve);
+  if (tabled == &gpu) {
+    out.source = fmt::format("{} on {}: {}", name(kernel), gpu.name, out.curves.front().source);
+  } else {
+    out.scale = ceiling16(gpu) / ceiling16(*tabled);
+    out.source = fmt::format("{} measured on {}, scaled by the 16-bit GEMM ceiling ratio {:.2f} to {}: {}",
+                             name(kernel), tabled->name, out.scale, gpu.name, out.curves.front().source);
+  }
+  return out;
+}
+
+DeviceRates catalog_device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKernel kernel) {
+  DeviceRates d;
+  d.arch = gpu.arch;
+  d.sm_count = gpu.sm_count;
+  d.peak_tflops = gpu.peak(dtype);
+  std::tie(d.gemm_ceiling_tflops, d.gemm_source) = gemm_ceiling(gpu, dtype);
+  d.attention_gemm_ceiling_tflops = dtype == Dtype::fp8 ? ceiling16(gpu) : d.gemm_ceiling_tflops;
+  d.memory_bw_GBps = gpu.memory_bw_GBps;
+  d.memory_efficiency = default_memory_efficiency(gpu.arch);
+  d.memory_source = "datasheet bandwidth at the documented streaming efficiency (model/compute.cpp)";
+  d.launch_s = kLaunchOverhead_s;
+  d.attention = attention_rates(gpu, kernel);
+  return d;
+}
+
+namespace {
+
+/// Forward and backward time of one layer's GEMMs (and LoRA adapters), and their count.
+struct GemmTimes {
+  double forward_s = 0, backward_s = 0;
+  double head_forward_s = 0, head_backward_s = 0;
+  double kernels_forward = 0, kernels_backward = 0;  ///< per layer
+};
+
+GemmTimes gemm_times(const TransformerSpec& spec, std::int64_t rows, const FlopsOptions& opts, double elem_bytes,
+                     const DeviceRates& d) {
+  const double bw = d.achieved_memory_GBps();
+  auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return gemm_time_s(m, n, k, 1, elem_bytes, d.gemm_ceiling_tflops, d.sm_count, bw);
+  };
+  const bool frozen = opts.lora != nullptr;
+  GemmTimes out;
+  for (const GemmShape& g : layer_gemms(spec, rows)) {
+    const double fwd = t(g.m, g.n, g.k);
+    const double bwd = t(g.m, g.k, g.n) + (frozen ? 0.0 : t(g.n, g.k, g.m));
+    if (g.name == "lm_head") {
+      out.head_forward_s = fwd;
+      out.head_backward_s = bwd;
+      continue;
+    }
+    out.forward_s += g.count_per_layer * fwd;
+    out.backward_s += g.count_per_layer * bwd;
+    out.kernels_forward += g.count_per_layer;
+    out.kernels_backward += g.count_per_layer * (frozen ? 1 : 2);
+  }
+  if (frozen) {
+    for (const GemmShape& g : lora_adapter_gemms(spec, *opts.lora, rows)) {
+      out.forward_s += g.count_per_layer * t(g.m, g.n, g.k);
+      out.backward_s += g.count_per_layer * (t(g.m, g.k, g.n) + t(g.n, g.k, g.m));
+      out.kernels_forward += g.count_per_layer;
+      out.kernels_backward += 2 * g.count_per_layer;
+    }
+  }
+  return out;
+}
+
+/// One layer's attention: forward and backward time and kernels.
+struct AttentionTimes {
+  double forward_s = 0, backward_s = 0;
+  double kernels_forward = 1, kernels_backward = 3;
+};
+
+AttentionTimes attention_times(const TransformerSpec& spec, double b, std::int64_t s, double w,
+                               const KernelChoice& k, const DeviceRates& d) {
+  AttentionTimes out;
+  const double seq = static_cast<double>(s);
+  if (k.attention != AttentionKernel::unfused) {
+    auto time = [&](AttentionPass p) {
+      return attention_flops(spec, b, seq, k.causal, p) /
+             (attention_tflops(d.attention, spec.head_dim(), k.causal, p, seq) * 1e12);
+    };
+    out.forward_s = time(AttentionPass::forward);
+    out.backward_s = time(AttentionPass::backward);
+    return out;
+  }
+  // Unfused: scores Q·K^T and context P·V as batched GEMMs over b·heads, the whole score
+  // matrix written and read by scale+mask and softmax; backward, two GEMMs per product
+  // and twice the softmax traffic.
+  const double bw = d.achieved_memory_GBps();
+  const std::int64_t batch = static_cast<std::int64_t>(b) * spec.heads;
+  const double gemms = gemm_time_s(s, s, spec.head_dim(), batch, w, d.attention_gemm_ceiling_tflops, d.sm_count, bw) +
+                       gemm_time_s(s, spec.head_dim(), s, batch, w, d.attention_gemm_ceiling_tflops, d.sm_count, bw);
+  const double softmax = 2.0 * 2.0 * w * static_cast<double>(batch) * seq * seq / (bw * 1e9);
+  out.forward_s = gemms + softmax;
+  out.backward_s = 2.0 * gemms + 2.0 * softmax;
+  out.kernels_forward = 4;
+  out.kernels_backward = 8;
+  return out;
+}
+
+}  // namespace
 
 MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch,
                                 std::int64_t seq_len, Precision precision, const FlopsOptions& opts,
-                                bool flash_attention, const DeviceRates& device) {
-  if (!(device.peak_tflops > 0) || !(device.memory_bw_GBps > 0))
-    throw std::invalid_argument("micro-step times need a peak and a memory bandwidth > 0");
+                                const KernelChoice& kernels, const DeviceRates& device) {
+  if (!(device.gemm_ceiling_tflops > 0) || !(device.memory_bw_GBps > 0) || device.sm_count < 1)
+    throw std::invalid_argument("micro-step times need a GEMM ceiling, a memory bandwidth and SMs > 0");
   if (micro_batch < 1 || seq_len < 1)
     throw std::invalid_argument("micro-step times need micro_batch >= 1 and seq_len >= 1, got " +
                                 std::to_string(micro_batch) + " and " + std::to_string(seq_len));
   const std::int64_t rows = checked_product(micro_batch, seq_len, "tokens per micro-batch (micro_batch x seq_len)");
   const double tokens = static_cast<double>(rows);
-  const double peak = device.peak_tflops * 1e12;
+  const double w = working_bytes(precision);
+  const bool fp8 = precision == Precision::fp8_mixed;
+  const double bw = device.achieved_memory_GBps() * 1e9;
 
-  // GEMM time at each GEMM's own efficiency, forward only; backward GEMMs have the same
-  // shapes transposed: an input-gradient and a weight-gradient GEMM per weight (2x), or,
-  // under LoRA, the input gradient only (1x: frozen weights get no weight gradient).
-  double gemm_fwd_s = 0, gemm_flops_fwd = 0, head_fwd_s = 0;
-  for (const GemmShape& g : layer_gemms(spec, rows)) {
-    const double f = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
-    const double calls =
-        g.name == "lm_head" ? 1.0 : static_cast<double>(g.count_per_layer) * static_cast<double>(spec.layers);
-    const double s = calls * f / (peak * gemm_efficiency(device.gemm, f));
-    gemm_fwd_s += s;
-    if (g.name == "lm_head") head_fwd_s = s;
-    gemm_flops_fwd += calls * f;
+  const GemmTimes g = gemm_times(spec, rows, opts, fp8 ? 1.0 : w, device);
+  const AttentionTimes a = attention_times(spec, static_cast<double>(micro_batch), seq_len, w, kernels, device);
+  const MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, fp8);
+  MemoryWork loss = loss_memory_work(spec, tokens, w, kernels.fused_loss ? KernelProfile::compiled : kernels.profile);
+  if (kernels.metric_loss_passes > 0) {
+    const MemoryWork metric = loss_memory_work(spec, tokens, w, KernelProfile::eager);
+    loss.bytes_forward += kernels.metric_loss_passes * metric.bytes_forward;
+    loss.kernels_forward += kernels.metric_loss_passes * metric.kernels_forward;
   }
-  const double frozen_bwd_ratio = opts.lora != nullptr ? 1.0 : 2.0;
 
-  // LoRA adapters: their own thin GEMMs at the efficiency of their size; backward, per
-  // GEMM, its input gradient and its weight gradient (same FLOPs each, so 2x forward).
-  double adapter_fwd_s = 0, adapter_flops_fwd = 0;
-  if (opts.lora != nullptr) {
-    for (const GemmShape& g : lora_adapter_gemms(spec, *opts.lora, rows)) {
-      const double f = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
-      const double calls = static_cast<double>(g.count_per_layer) * static_cast<double>(spec.layers);
-      adapter_fwd_s += calls * f / (peak * gemm_efficiency(device.gemm, f));
-      adapter_flops_fwd += calls * f;
-    }
-  }
-  const double adapter_bwd_s = 2.0 * adapter_fwd_s;
-
-  const StepFlops flops = training_flops(spec, seq_len, tokens, opts);
-  // Whatever the refined count has beyond the GEMMs and adapters (attention scores and
-  // their product with V) runs as one batched call per layer (bmm over sequences and heads,
-  // or one fused attention kernel), at the efficiency of a GEMM of that size.
-  const double attn_fwd = std::max(0.0, flops.forward - gemm_flops_fwd - adapter_flops_fwd);
-  const double attn_call = attn_fwd / static_cast<double>(spec.layers);
-  const double attn_eff = flash_attention ? device.attention_efficiency : gemm_efficiency(device.gemm, attn_call);
-  const double attn_peak = device.attention_peak_tflops > 0 ? device.attention_peak_tflops * 1e12 : peak;
-  const double attn_fwd_s = attn_fwd > 0 ? attn_fwd / (attn_peak * attn_eff) : 0;
-
-  // Memory-bound work: activations written and read once in forward, twice in backward.
-  const double act_bytes =
-      activation_bytes_per_layer(spec, micro_batch, seq_len, Recompute::none, flash_attention) *
-      static_cast<double>(spec.layers);
-  const double bw = device.memory_bw_GBps * 1e9 * device.memory_efficiency;
-  const double mem_fwd_s = 2.0 * act_bytes / bw * (working_bytes(precision) / 2.0);
+  const double launch = device.launch_s;
+  const double layer_fwd = std::max(g.forward_s + a.forward_s + mem.bytes_forward / bw,
+                                    launch * (g.kernels_forward + a.kernels_forward + mem.kernels_forward));
+  const double layer_bwd = std::max(g.backward_s + a.backward_s + mem.bytes_backward / bw,
+                                    launch * (g.kernels_backward + a.kernels_backward + mem.kernels_backward));
+  const double L = static_cast<double>(spec.layers);
 
   MicroStepTimes t;
-  t.forward_s = gemm_fwd_s + attn_fwd_s + mem_fwd_s + adapter_fwd_s;
-  // Attention backward: both operands of each product need gradients (2x), or
-  // FlashAttention-2's 2.5x; frozen weights do not change it.
-  const double attn_bwd_s = (flash_attention ? kFlashBackwardRatio : 2.0) * attn_fwd_s;
-  t.backward_s = frozen_bwd_ratio * gemm_fwd_s + attn_bwd_s + 2.0 * mem_fwd_s + adapter_bwd_s;
-  t.recompute_s = flops.forward > 0 ? flops.recompute / flops.forward * t.forward_s : 0;
-  t.head_forward_s = head_fwd_s;
-  t.head_backward_s = frozen_bwd_ratio * head_fwd_s;
+  t.head_forward_s = std::max(g.head_forward_s + loss.bytes_forward / bw, launch * (1 + loss.kernels_forward));
+  t.head_backward_s = std::max(g.head_backward_s + loss.bytes_backward / bw, launch * (2 + loss.kernels_backward));
+  t.forward_s = L * layer_fwd + t.head_forward_s;
+  t.backward_s = L * layer_bwd + t.head_backward_s;
+  if (opts.recompute == Recompute::full) t.recompute_s = L * layer_fwd;
+  if (opts.recompute == Recompute::selective) t.recompute_s = L * a.forward_s;
   return t;
 }
 
@@ -211,7 +319,7 @@ double optimizer_bytes_per_param(Precision precision, bool fp32_gradients, bool 
 }
 
 double optimizer_time_s(double local_params, double bytes_per_param, const DeviceRates& device) {
-  return local_params * bytes_per_param / (device.memory_bw_GBps * 1e9 * device.memory_efficiency);
+  return local_params * bytes_per_param / (device.achieved_memory_GBps() * 1e9);
 }
 
 }  // namespace stepcast

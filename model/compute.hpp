@@ -1,30 +1,32 @@
 /// \file
-/// Compute time on one GPU: FLOPs over achieved throughput, where achieved = dense peak x
-/// an efficiency that grows with the GEMM size and saturates; memory-bound work (norms,
-/// activations, softmax, the optimizer step) as bytes over achieved memory bandwidth.
+/// Compute time of a micro-step on one GPU as the sum of its kernels (model/kernels.hpp),
+/// the device rates it runs at (from the catalogs, with their sources), and the optimizer
+/// step as a memory-bound pass.
 #pragma once
 
 #include "model/flops.hpp"
+#include "model/kernels.hpp"
+#include "topologies/gpu.hpp"
 #include "model/transformer.hpp"
 #include "base/types.hpp"
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace stepcast {
 
-/// A saturating efficiency curve for GEMMs: eff(F) = max_fraction · F / (F + half_flops),
-/// with F the FLOPs of one GEMM call. `max_fraction` is what the largest GEMMs reach;
-/// `half_flops` the size at which half of that is reached.
+/// A saturating efficiency curve for GEMMs, eff(F) = max_fraction · F / (F + half_flops)
+/// with F the FLOPs of one call: what `stepcast fit` fits to a calibration's cuBLAS sweep.
+/// The compute model takes max_fraction · peak as the GPU's GEMM ceiling; its own tile and
+/// wave model (gemm_time_s) gives the small sizes.
 struct GemmEfficiency {
   double max_fraction = 0.7;
   double half_flops = 1e9;
   std::string source;
 };
-
-/// Documented defaults per GPU generation and dtype until calibrate/ fits them.
-GemmEfficiency default_gemm_efficiency(GpuArch arch, Dtype dtype);
 
 /// eff(F) = max_fraction · F / (F + half_flops)
 double gemm_efficiency(const GemmEfficiency& e, double gemm_flops);
@@ -32,37 +34,48 @@ double gemm_efficiency(const GemmEfficiency& e, double gemm_flops);
 /// Fraction of datasheet memory bandwidth that streaming kernels reach (documented default).
 double default_memory_efficiency(GpuArch arch);
 
-/// What the compute model needs to know about the GPU (plain numbers: the model does not
-/// depend on the hardware catalog).
-struct DeviceRates {
-  GpuArch arch = GpuArch::ampere;
-  double peak_tflops = 0;          ///< dense peak for the GEMM dtype, TFLOP/s
-  double memory_bw_GBps = 0;       ///< datasheet memory bandwidth, GB/s
-  GemmEfficiency gemm;
-  double memory_efficiency = 0.8;
-  /// Fraction of dense peak a fused (flash) attention kernel reaches on the attention-score
-  /// work; used when flash attention is on.
-  double attention_efficiency = 0.5;
-  /// Dense peak the attention scores run at, TFLOP/s (0: peak_tflops). Under fp8 training
-  /// only the linear layers run in fp8; attention stays in bf16 (TransformerEngine).
-  double attention_peak_tflops = 0;
-};
+/// The GEMM ceiling of `gpu` for `dtype`, TFLOP/s, and where it comes from: the catalog's
+/// measured best achievable matmul (gemm_ceiling_tflops); for fp16 on a GPU whose fp16 and
+/// bf16 peaks are equal, the bf16 measurement; otherwise the dtype's peak times the mean
+/// measured fraction of peak (16-bit: 81.4%, the mean of the six bf16 rows of the MAMF
+/// table in kernel-benchmarks; fp8: 73.5%, the mean of its three fp8 rows; fp32 CUDA-core
+/// SGEMM: 85%, a guess).
+std::pair<double, std::string> gemm_ceiling(const GpuSpec& gpu, Dtype dtype);
 
-/// Documented defaults per GPU generation for fused attention (FlashAttention-2).
-double default_attention_efficiency(GpuArch arch);
-
-/// Efficiencies fitted to measured runs, per GPU generation (model/catalog/fitted.json,
-/// written by tests/fit_validation.py from the fitting part of the validation records).
-/// An absent value keeps the documented default.
-struct FittedEfficiency {
-  GpuArch arch = GpuArch::ampere;
-  std::optional<double> gemm_max_fraction;     ///< GemmEfficiency::max_fraction (bf16/fp16)
-  std::optional<double> attention_efficiency;  ///< DeviceRates::attention_efficiency
-  std::optional<double> memory_efficiency;     ///< DeviceRates::memory_efficiency
-  std::string fitted_on;                       ///< which records, which objective
+/// The published attention-kernel tables (model/catalog/attention_kernels.json), loaded
+/// once: every curve with its GPU and kernel.
+struct AttentionTableRow {
+  std::string gpu;
+  AttentionKernel kernel = AttentionKernel::flash2;
+  AttentionCurve curve;
 };
-/// The fitted values of `arch`, or nullptr when none were fitted.
-const FittedEfficiency* fitted_efficiency(GpuArch arch);
+const std::vector<AttentionTableRow>& attention_table();
+
+/// The curves of `kernel` on `gpu`: the GPU's own rows when the table has them; else the
+/// rows of the tabled GPU of the nearest generation with that kernel, scaled by the ratio of
+/// the two GPUs' 16-bit GEMM ceilings (stated in the source); for a kernel with no table at
+/// all (triton, mem_efficient), FlashAttention-2's, stated in the source. Empty curves for
+/// `unfused`.
+AttentionRates attention_rates(const GpuSpec& gpu, AttentionKernel kernel);
+
+/// The catalog's rates for `gpu` training with GEMMs in `dtype` and attention by `kernel`:
+/// GEMM ceiling (gemm_ceiling), datasheet memory bandwidth at default_memory_efficiency,
+/// the launch cost and the attention curves.
+DeviceRates catalog_device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKernel kernel);
+
+/// CPU cost of one kernel launch: 5 µs, the middle of the 4-6 µs per launch through the
+/// CUDA driver and runtime (kernel-benchmarks.md Sec. 3).
+inline constexpr double kLaunchOverhead_s = 5e-6;
+
+/// Which kernels a micro-step runs: the attention kernel, the profile of the memory-bound
+/// work, and whether attention is causal (decoders) or not (encoders).
+struct KernelChoice {
+  AttentionKernel attention = AttentionKernel::flash2;
+  KernelProfile profile = KernelProfile::eager;
+  bool causal = true;
+  bool fused_loss = false;     ///< the loss as one fused kernel each way (else the profile's)
+  int metric_loss_passes = 0;  ///< extra eager cross-entropy forwards over the logits
+};
 
 /// Time of one micro-step on one GPU, seconds.
 struct MicroStepTimes {
@@ -75,19 +88,23 @@ struct MicroStepTimes {
   double head_backward_s = 0;
 };
 
-/// Forward/backward/recompute time of one micro-batch (`micro_batch` sequences of `seq_len`).
-/// GEMM work: each GEMM of layer_gemms() at its own efficiency, backward 2x (input and
-/// weight gradients) or, under LoRA, 1x (frozen weights: the input gradient only); LoRA's
-/// adapters as their own thin GEMMs (lora_adapter_gemms()) at their own GEMM efficiency,
-/// backward 2x (input and weight gradients of A and B); attention-score work at the
-/// efficiency of a GEMM of the same FLOPs, or with flash attention at
-/// DeviceRates::attention_efficiency, its backward 2x its forward, or 2.5x (FlashAttention-2
-/// recomputes the scores: 5 matmuls against 2; Dao 2023, arXiv 2307.08691, Sec. 3.1); memory-bound work: the activations of every layer
-/// written once and read once in forward, twice that in backward
-/// (activation_bytes_per_layer, model/memory.hpp), over achieved memory bandwidth.
+/// Forward/backward/recompute time of one micro-batch (`micro_batch` sequences of `seq_len`)
+/// as the sum of its kernels (model/kernels.hpp), layer by layer:
+///   GEMMs     each of layer_gemms() forward; backward its input-gradient GEMM (m x k from
+///             m x n · n x k) and weight-gradient GEMM (n x k from n x m · m x k), or under
+///             LoRA the input gradient only; LoRA's thin adapter GEMMs forward and both
+///             backward; each shape through gemm_time_s (fp8 operands under fp8 training)
+///   attention the flash-class kernel's published rate at the sequence and head size, or,
+///             unfused, the score and context batched GEMMs and the score matrix's
+///             softmax passes (eager: scale+mask and softmax, each reading and writing it)
+///   memory    layer_memory_work and, on the LM head, loss_memory_work, over achieved
+///             memory bandwidth
+///   launches  a layer takes max(GPU time, kernels x launch cost): the CPU runs ahead of
+///             the GPU within a layer, so launches only matter when kernels are short.
+/// Recompute: full, one more forward of every layer; selective, attention's forward.
 MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch,
                                 std::int64_t seq_len, Precision precision, const FlopsOptions& opts,
-                                bool flash_attention, const DeviceRates& device);
+                                const KernelChoice& kernels, const DeviceRates& device);
 
 /// Bytes an Adam step moves per parameter of the local shard. PyTorch's AdamW
 /// (torch/optim/adamw.py, the foreach and fused paths alike) reads param, grad, exp_avg and

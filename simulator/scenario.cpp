@@ -54,6 +54,16 @@ TrainingSpec parse_training(JsonObject& obj) {
   t.seq_len = obj.integer("seq_len", 1, limits::kMaxSeqLen);
   t.recompute = parse_name(obj, "recompute", parse_recompute);
   t.flash_attention = obj.boolean("flash_attention");
+  if (obj.has("attention_kernel")) {
+    const AttentionKernel k = parse_name(obj, "attention_kernel", parse_attention_kernel);
+    if ((k == AttentionKernel::unfused) == t.flash_attention)
+      throw obj.error("attention_kernel", "contradicts flash_attention: " + std::string(name(k)) + " is " +
+                                              (t.flash_attention ? "not a fused kernel" : "a fused kernel"));
+    t.attention_kernel = k;
+  }
+  if (obj.has("kernels")) t.kernel_profile = parse_name(obj, "kernels", parse_kernel_profile);
+  if (obj.has("fused_loss")) t.fused_loss = obj.boolean("fused_loss");
+  if (obj.has("metric_loss_passes")) t.metric_loss_passes = obj.int32("metric_loss_passes", 0, 16);
   if (auto lora = obj.optional_object("lora")) {
     LoraSpec l;
     l.rank = lora->integer("rank", 1, limits::kMaxHidden);
@@ -80,6 +90,12 @@ StrategySpec parse_strategy_spec(JsonObject& top) {
     JsonObject obj(raw, top.file(), top.path_of("strategy"));
     s.kind = parse_name(obj, "name", parse_strategy);
     if (auto mb = obj.optional_positive("bucket_mb")) s.bucket_bytes = *mb * kBytesPerMiB, s.bucket_given = true;
+    if (auto r = obj.optional_string("reduce_dtype")) {
+      if (*r != "fp32" && *r != "working")
+        throw obj.error("reduce_dtype", "expected \"fp32\" or \"working\" (the precision's 16-bit dtype), got \"" +
+                                            *r + "\"");
+      s.reduce_fp32 = *r == "fp32";
+    }
     if (obj.has("prefetch_layers"))
       s.prefetch_layers = obj.int32("prefetch_layers", 0, limits::kMaxLayers);
     if (auto a = obj.optional_string("algorithm")) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "model/flops.hpp"
+#include "model/kernels.hpp"
 #include "model/memory.hpp"
 #include "model/transformer.hpp"
 #include "base/types.hpp"
@@ -30,6 +31,17 @@ struct TrainingSpec {
   std::int64_t seq_len = 0;          ///< tokens per sequence
   Recompute recompute = Recompute::none;
   bool flash_attention = false;
+  /// The flash-class kernel ("attention_kernel"); absent: default_flash_kernel() of the GPU.
+  std::optional<AttentionKernel> attention_kernel;
+  /// What runs the memory-bound work ("kernels": eager, compiled, fused); absent: eager,
+  /// printed under Assumptions.
+  std::optional<KernelProfile> kernel_profile;
+  /// The loss runs as a fused kernel ("fused_loss"); absent: fused unless the profile is eager.
+  std::optional<bool> fused_loss;
+  /// Extra forward passes of an eager cross-entropy over the logits per micro-batch
+  /// ("metric_loss_passes"): training metrics computed on the logits (Composer's
+  /// LanguageCrossEntropy and LanguagePerplexity: 2). Default 0.
+  int metric_loss_passes = 0;
   std::optional<LoraSpec> lora;
 };
 
@@ -39,6 +51,10 @@ struct StrategySpec {
   bool bucket_given = false;         ///< false: the default above was assumed
   int prefetch_layers = 1;           ///< ZeRO-3/FSDP layers gathered ahead (FSDP backward_prefetch: 1)
   std::string algorithm = "auto";    ///< collective algorithm (a registered name or "auto")
+  /// Gradients are reduced in fp32 ("reduce_dtype": "fp32"), as FSDP's mixed precision
+  /// with reduce_dtype=float32 does (Composer's DEFAULT mode); otherwise in the working
+  /// dtype of the precision.
+  bool reduce_fp32 = false;
 };
 
 /// Whole nodes that differ from the rest: slower GPUs (thermal throttling, an older part)

@@ -223,6 +223,12 @@ void cost_bytes(const Job& job, Costs& c) {
     c.root_grad_bytes = c.root_param_bytes;
     c.head_grad_bytes = c.head_param_bytes;
   }
+  if (job.scenario.strategy.reduce_fp32) {  // gradients cast up and reduced in fp32
+    const double up = 4.0 / wb;
+    c.layer_grad_bytes *= up;
+    c.root_grad_bytes *= up;
+    c.head_grad_bytes *= up;
+  }
 }
 
 /// Memory per GPU, term by term, and the parts the simulation plays as events.
@@ -334,7 +340,6 @@ void assemble_throughput(const Job& job, const Costs& c, Prediction& p) {
 std::string_view name(RateSource s) {
   switch (s) {
     case RateSource::catalog: return "catalog";
-    case RateSource::fitted: return "fitted";
     case RateSource::calibration: return "calibration";
   }
   return "?";
@@ -343,52 +348,72 @@ std::string_view name(RateSource s) {
 // ---------------------------------------------------------------------------------------
 // resolve
 
-DeviceRates device_rates(const GpuSpec& gpu, Dtype dtype, const FittedEfficiency* fit, const HardwareFile* cal,
+DeviceRates device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKernel kernel, const HardwareFile* cal,
                          const std::string& calibration_file, RateProvenance& provenance,
                          std::vector<std::string>& assumptions) {
-  DeviceRates device;
-  device.arch = gpu.arch;
-  device.peak_tflops = gpu.peak(dtype);
-  device.memory_bw_GBps = gpu.memory_bw_GBps;
-  device.gemm = default_gemm_efficiency(gpu.arch, dtype);
-  device.memory_efficiency = default_memory_efficiency(gpu.arch);
-  device.attention_efficiency = default_attention_efficiency(gpu.arch);
-  if (dtype == Dtype::fp8) device.attention_peak_tflops = gpu.peak(Dtype::bf16);
+  DeviceRates device = catalog_device_rates(gpu, dtype, kernel);
   provenance = RateProvenance{};
-  if (fit) {
-    // Fitted values replace the defaults for 16-bit GEMMs; fp8 and fp32 keep their ratio.
-    if (fit->gemm_max_fraction) {
-      device.gemm.max_fraction *=
-          *fit->gemm_max_fraction / default_gemm_efficiency(gpu.arch, Dtype::bf16).max_fraction;
-      provenance.gemm = RateSource::fitted;
-    }
-    if (fit->attention_efficiency) {
-      device.attention_efficiency = *fit->attention_efficiency;
-      provenance.attention = RateSource::fitted;
-    }
-    if (fit->memory_efficiency) {
-      device.memory_efficiency = *fit->memory_efficiency;
-      provenance.memory = RateSource::fitted;
-    }
-    device.gemm.source = "fitted: " + fit->fitted_on;
-    assumptions.push_back(fmt::format("{} efficiencies fitted to measured runs (model/catalog/fitted.json): {}",
-                                      name(gpu.arch), fit->fitted_on));
-  }
   if (cal) {
     if (auto it = cal->gemm.find(dtype); it != cal->gemm.end()) {
-      device.gemm = GemmEfficiency{it->second.max_fraction, it->second.half_flops, "measured: " + calibration_file};
+      device.gemm_ceiling_tflops = it->second.max_fraction * device.peak_tflops;
+      device.gemm_source = "measured: " + calibration_file + " (its large-GEMM fraction of peak)";
       provenance.gemm = RateSource::calibration;
     }
     if (cal->memory.memory_efficiency) {
       device.memory_efficiency = *cal->memory.memory_efficiency;
+      device.memory_source = "measured: " + calibration_file;
       provenance.memory = RateSource::calibration;
     }
-    assumptions.push_back(fmt::format("calibration {} (measured on {}, {}): GEMM efficiency, memory bandwidth "
-                                      "and measured collectives replace the defaults",
+    assumptions.push_back(fmt::format("calibration {} (measured on {}, {}): GEMM ceiling, memory bandwidth "
+                                      "and measured collectives replace the catalog's",
                                       calibration_file, cal->machine.hostname, cal->machine.date_utc));
   }
   return device;
 }
+
+namespace {
+
+/// The kernels the scenario runs, each default printed under Assumptions.
+KernelChoice resolve_kernels(const Scenario& s, GpuArch arch, std::vector<std::string>& assumptions) {
+  const TrainingSpec& tr = s.training;
+  KernelChoice k;
+  k.causal = s.model.kind == ModelKind::decoder;
+  if (!tr.flash_attention) {
+    k.attention = AttentionKernel::unfused;
+  } else if (tr.attention_kernel) {
+    k.attention = *tr.attention_kernel;
+  } else {
+    k.attention = default_flash_kernel(arch);
+    assumptions.push_back(fmt::format("attention kernel {} (the flash-class kernel a {} GPU runs; name another "
+                                      "with training.attention_kernel)",
+                                      name(k.attention), name(arch)));
+  }
+  if (tr.kernel_profile) {
+    k.profile = *tr.kernel_profile;
+  } else {
+    k.profile = KernelProfile::eager;
+    assumptions.push_back("kernels: eager PyTorch (one kernel per op; set training.kernels to compiled or fused)");
+  }
+  k.fused_loss = tr.fused_loss.value_or(k.profile != KernelProfile::eager);
+  k.metric_loss_passes = tr.metric_loss_passes;
+  return k;
+}
+
+void describe_rates(const Job& job, std::vector<std::string>& assumptions) {
+  const DeviceRates& d = job.device;
+  assumptions.push_back(fmt::format("GEMMs against a ceiling of {:.0f} TFLOP/s {} ({:.0f}% of the {:.0f} TFLOP/s "
+                                    "peak) on {} SMs, tile and wave quantized: {}",
+                                    d.gemm_ceiling_tflops, name(job.dtype),
+                                    100 * d.gemm_ceiling_tflops / d.peak_tflops, d.peak_tflops, d.sm_count,
+                                    d.gemm_source));
+  if (job.kernels.attention != AttentionKernel::unfused)
+    assumptions.push_back("attention: " + d.attention.source);
+  assumptions.push_back(fmt::format("memory-bound kernels reach {:.0f}% of {:.0f} GB/s ({}); {:.0f} µs per kernel "
+                                    "launch",
+                                    100 * d.memory_efficiency, d.memory_bw_GBps, d.memory_source, 1e6 * d.launch_s));
+}
+
+}  // namespace
 
 Job resolve(const Scenario& s) {
   check_predictable(s);
@@ -407,19 +432,10 @@ Job resolve(const Scenario& s) {
 
   const TrainingSpec& tr = s.training;
   job.dtype = gemm_dtype(tr.precision);
-  job.device = device_rates(job.gpu, job.dtype, fitted_efficiency(job.gpu.arch), s.hardware.calibration.get(),
+  job.kernels = resolve_kernels(s, job.gpu.arch, job.assumptions);
+  job.device = device_rates(job.gpu, job.dtype, job.kernels.attention, s.hardware.calibration.get(),
                             s.hardware.calibration_file, job.provenance, job.assumptions);
-  const DeviceRates& device = job.device;
-  job.assumptions.push_back(fmt::format("GEMM efficiency {:.2f} of the {} {} peak ({:.0f} TFLOP/s) for large GEMMs, "
-                                        "half of it at {:.1g} FLOP per GEMM: {}",
-                                        device.gemm.max_fraction, job.gpu.name, name(job.dtype), device.peak_tflops,
-                                        device.gemm.half_flops, device.gemm.source));
-  if (tr.flash_attention)
-    job.assumptions.push_back(fmt::format("flash attention reaches {:.0f}% of peak on the attention scores, backward "
-                                          "2.5x forward (FlashAttention-2)",
-                                          100 * device.attention_efficiency));
-  job.assumptions.push_back(fmt::format("memory-bound kernels reach {:.0f}% of {:.0f} GB/s",
-                                        100 * device.memory_efficiency, device.memory_bw_GBps));
+  describe_rates(job, job.assumptions);
   resolve_buckets(job);
   resolve_groups(job);
   job.measured_collectives = measured_collectives(s.hardware.calibration.get());
@@ -450,7 +466,7 @@ Costs cost(const Job& job) {
   const TransformerSpec& model = job.scenario.model;
   const TrainingSpec& tr = job.scenario.training;
   Costs c;
-  c.micro = micro_step_times(model, tr.micro_batch, tr.seq_len, tr.precision, flops_options(tr), tr.flash_attention,
+  c.micro = micro_step_times(model, tr.micro_batch, tr.seq_len, tr.precision, flops_options(tr), job.kernels,
                              job.device);
   c.per_layer = layer_times(c.micro, static_cast<int>(model.layers));
   const double m = static_cast<double>(tr.grad_accum);

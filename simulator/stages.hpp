@@ -40,8 +40,7 @@ namespace stepcast {
 
 /// Where a device rate came from.
 enum class RateSource {
-  catalog,      ///< documented per-generation default (model/compute.cpp) or datasheet
-  fitted,       ///< fitted to measured runs per generation (model/catalog/fitted.json)
+  catalog,      ///< the catalogs: datasheets, published kernel measurements, documented defaults
   calibration,  ///< measured on the machine (the scenario's hardware file, `stepcast fit`)
 };
 std::string_view name(RateSource);
@@ -49,8 +48,8 @@ std::string_view name(RateSource);
 /// The provenance of each efficiency in DeviceRates (peaks and datasheet memory bandwidth
 /// always come from the GPU catalog).
 struct RateProvenance {
-  RateSource gemm = RateSource::catalog;       ///< DeviceRates::gemm (max_fraction, half_flops)
-  RateSource attention = RateSource::catalog;  ///< DeviceRates::attention_efficiency
+  RateSource gemm = RateSource::catalog;       ///< DeviceRates::gemm_ceiling_tflops
+  RateSource attention = RateSource::catalog;  ///< DeviceRates::attention
   RateSource memory = RateSource::catalog;     ///< DeviceRates::memory_efficiency
 };
 
@@ -65,6 +64,7 @@ struct Job {
   std::string hardware;        ///< "2 x dgx-a100 (8x ib-hdr)" / "dgx-a100"
   CommFabric fabric;           ///< what a collective over all the job's GPUs sees
   Dtype dtype = Dtype::bf16;   ///< dtype of the GEMMs (peak used for MFU)
+  KernelChoice kernels;        ///< attention kernel, kernel profile, causal or not
   DeviceRates device;
   RateProvenance provenance;
   double bucket_bytes = 0;     ///< gradient / ZeRO bucket, bytes (given or the framework default)
@@ -77,20 +77,19 @@ struct Job {
 };
 
 /// Resolves the scenario: builds the topology of the GPUs used, derives the fabric and the
-/// device rates (catalog defaults, replaced by fitted values for the GPU's generation, then
-/// by the scenario's calibration file), picks the bucket size, the rank groups (stragglers)
+/// device rates (the catalogs', then the scenario's calibration file), picks the bucket size, the rank groups (stragglers)
 /// and the NCCL slowdown of compute. Throws std::invalid_argument, naming the field, for a
 /// scenario no later stage can take (a count below 1, no straggler-free node, no dataset
 /// size) and for an inconsistent hardware choice; parse_scenario refuses all of those, so
 /// only a Scenario built another way (a measured record) can get here with one.
 Job resolve(const Scenario& scenario);
 
-/// The device rates of `gpu` training at `dtype`: catalog defaults, then the generation's
-/// fitted efficiencies (`fitted`, may be null), then the calibration (`calibration`, may be
-/// null; `calibration_file` names it in the GEMM source). Appends what it assumed.
-DeviceRates device_rates(const GpuSpec& gpu, Dtype dtype, const FittedEfficiency* fitted,
-                         const HardwareFile* calibration, const std::string& calibration_file,
-                         RateProvenance& provenance, std::vector<std::string>& assumptions);
+/// The device rates of `gpu` training at `dtype` with attention by `kernel`: the catalog's
+/// (catalog_device_rates), then the calibration's measurements (`calibration`, may be null;
+/// `calibration_file` names it in the sources). Appends what it assumed.
+DeviceRates device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKernel kernel, const HardwareFile* calibration,
+                         const std::string& calibration_file, RateProvenance& provenance,
+                         std::vector<std::string>& assumptions);
 
 // ---------------------------------------------------------------------------------------
 // cost

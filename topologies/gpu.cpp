@@ -63,6 +63,33 @@ std::map<Dtype, double> parse_peaks(JsonObject& peaks, GpuArch arch) {
   return out;
 }
 
+/// Reads the optional "gemm_ceiling_tflops" {dtype: TFLOP/s} and "gemm_ceiling_source": a
+/// ceiling needs the dtype's peak and cannot exceed it.
+void parse_ceilings(JsonObject& obj, GpuSpec& g) {
+  const bool has_ceiling = obj.has("gemm_ceiling_tflops");
+  if (has_ceiling != obj.has("gemm_ceiling_source"))
+    throw obj.error(has_ceiling ? "gemm_ceiling_tflops" : "gemm_ceiling_source",
+                    "gemm_ceiling_tflops and gemm_ceiling_source come together (both or neither)");
+  if (!has_ceiling) return;
+  JsonObject ceilings = obj.object("gemm_ceiling_tflops");
+  for (const std::string& key : ceilings.keys()) {
+    Dtype d = Dtype::fp32;
+    try {
+      d = parse_dtype(key);
+    } catch (const std::invalid_argument& e) {
+      throw ceilings.error(key, e.what());
+    }
+    auto peak = g.peak_tflops.find(d);
+    if (peak == g.peak_tflops.end())
+      throw ceilings.error(key, "no " + std::string(name(d)) + " peak in peak_tflops for this ceiling");
+    g.gemm_ceiling_tflops[d] = ceilings.number(key, limits::kMinPeakTflops, peak->second);
+  }
+  ceilings.finish();
+  g.gemm_ceiling_source = obj.string("gemm_ceiling_source");
+  if (g.gemm_ceiling_source.empty())
+    throw obj.error("gemm_ceiling_source", "expected the measurement the ceilings come from");
+}
+
 }  // namespace
 
 double GpuSpec::peak(Dtype d) const {
@@ -112,6 +139,7 @@ GpuSpec parse_gpu(JsonObject& obj) {
   g.tdp_w = obj.optional_positive("tdp_w", limits::kMaxTdpW).value_or(0.0);
   g.source = obj.string("source");
   if (g.source.empty()) throw obj.error("source", "expected the datasheet(s) the numbers come from");
+  parse_ceilings(obj, g);
   obj.finish();
   return g;
 }

@@ -31,6 +31,11 @@ struct GpuSpec {
   int pcie_lanes = 16;
   double tdp_w = 0;            ///< board power, W (informational)
   std::string source;          ///< datasheet(s)
+  /// Best achievable dense matmul per dtype, TFLOP/s: the "maximum achievable matmul
+  /// FLOPS" (MAMF) of a brute-force shape search, not the datasheet peak. Absent where no
+  /// measurement was published; the compute model then takes its documented default.
+  std::map<Dtype, double> gemm_ceiling_tflops;
+  std::string gemm_ceiling_source;  ///< where the ceilings come from (empty if none)
 
   /// Peak for a dtype; throws std::invalid_argument if the GPU has no such tensor core path.
   double peak(Dtype d) const;
@@ -41,7 +46,8 @@ struct GpuSpec {
 /// Keys: name, display_name, arch, sm_count (integer >= 1), peak_tflops {fp32 required;
 /// tf32/fp16/bf16/fp8 where the architecture has that tensor-core path}, memory_GiB,
 /// memory_bw_GBps, nvlink_gen, nvlink_links, nvlink_GBps_per_link (all three 0 or all > 0),
-/// pcie_gen, pcie_lanes, optional tdp_w, source.
+/// pcie_gen, pcie_lanes, optional tdp_w, source, optional gemm_ceiling_tflops {dtype: TFLOP/s,
+/// each <= that dtype's peak} with gemm_ceiling_source (both or neither).
 GpuSpec parse_gpu(JsonObject& obj);
 
 /// The GPU catalog, loaded once from topologies/catalog/gpus.json under data_dir().

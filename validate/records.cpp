@@ -111,6 +111,8 @@ MeasuredRun parse_measured_run(const std::string& json_line, const std::string& 
   {
     JsonObject src = top.object("source");
     r.source = source_label(top.raw("source"));
+    if (const json& raw = top.raw("source"); raw.contains("locator") && raw["locator"].is_string())
+      r.locator = raw["locator"].get<std::string>();
     for (const std::string& k : src.keys()) src.ignore(k);  // documentation: free-form
   }
   r.trust = top.choice("trust", {"high", "medium", "low"});

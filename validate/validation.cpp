@@ -184,6 +184,61 @@ TrainingSpec training_for(const MeasuredRun& r, const TransformerSpec& model) {
   return t;
 }
 
+bool has_extra(const MeasuredRun& r, const char* extra) {
+  return std::find(r.extras.begin(), r.extras.end(), extra) != r.extras.end();
+}
+
+bool framework_is(const MeasuredRun& r, const char* needle) {
+  return r.framework && r.framework->find(needle) != std::string::npos;
+}
+
+/// llm-foundry's benchmark table (scripts/train/benchmarking/README.md) ran its own Triton
+/// FlashAttention (submit_benchmarks.py default attn_impl 'triton', sweep.sh @ b2a43a147 never
+/// overrides it), except the "Large Scale" table's 1b/3b/7b/70b rows, which ran flash-attn
+/// 2.4.2 (sweep.py @ 5e85bd62d, lines 42-81).
+AttentionKernel foundry_attention(const MeasuredRun& r) {
+  if (r.locator.find("Large Scale") == std::string::npos) return AttentionKernel::triton;
+  for (const char* m : {"13b", "30b"})
+    if (r.model_name.find(m) != std::string::npos) return AttentionKernel::triton;
+  return AttentionKernel::flash2;
+}
+
+/// The kernels a record's framework runs, each listed as an assumption:
+///  - composer/llm-foundry: eager PyTorch ops (no torch.compile in its benchmark scripts),
+///    flash-attn's fused cross-entropy (modeling_mpt.py loss_fn 'fused_crossentropy'), and
+///    two eager cross-entropy forwards for the training metrics Composer computes after every
+///    micro-batch (LanguageCrossEntropy, LanguagePerplexity); gradients reduced in fp32 under
+///    Composer's FSDP mixed precision DEFAULT (mosaic_fsdp_utils.get_mixed_precision).
+///  - liger_kernel, deepspeed_transformer_kernels or Megatron: fused kernels.
+///  - torch_compile: compiled.
+///  - otherwise eager PyTorch.
+void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  TrainingSpec& t = s.training;
+  if (framework_is(r, "llm-foundry")) {
+    t.kernel_profile = KernelProfile::eager;
+    t.fused_loss = true;
+    t.metric_loss_passes = 2;
+    if (t.flash_attention) t.attention_kernel = foundry_attention(r);
+    assumed.push_back(fmt::format("llm-foundry kernels: eager ops, {} attention, fused cross-entropy, 2 metric "
+                                  "cross-entropy passes per micro-batch",
+                                  t.attention_kernel ? name(*t.attention_kernel) : "unfused"));
+  } else if (has_extra(r, "liger_kernel") || has_extra(r, "deepspeed_transformer_kernels") ||
+             framework_is(r, "megatron")) {
+    t.kernel_profile = KernelProfile::fused;
+    assumed.push_back("fused kernels (the record's framework or extras)");
+  } else if (has_extra(r, "torch_compile")) {
+    t.kernel_profile = KernelProfile::compiled;
+    assumed.push_back("torch.compile kernels (the record's extras)");
+  } else {
+    t.kernel_profile = KernelProfile::eager;
+    assumed.push_back("eager PyTorch kernels (no fused kernels named by the record)");
+  }
+  if (has_extra(r, "fsdp_mp_default")) {
+    s.strategy.reduce_fp32 = true;
+    assumed.push_back("gradients reduced in fp32 (FSDP mixed precision DEFAULT)");
+  }
+}
+
 /// The catalog box of the record's GPU, the nodes the GPUs fill, and the network between
 /// them (stated, or the box's standard NICs).
 HardwareChoice hardware_for(const MeasuredRun& r, const std::string& gpu, std::vector<std::string>& assumed) {
@@ -247,6 +302,7 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
   const std::string gpu = gpu_for(r);
   s.training = training_for(r, s.model);
   s.strategy.kind = strategy_for(r, assumed);
+  kernels_for(r, s, assumed);
   s.hardware = hardware_for(r, gpu, assumed);
   if (calibration && calibration->gpu == gpu) {
     s.hardware.calibration = calibration;

@@ -22,6 +22,7 @@ namespace stepcast {
 struct MeasuredRun {
   std::string id;
   std::string source;          ///< "repo · path", or the URL: groups records for ordering
+  std::string locator;         ///< where in the source (a table and row), if stated
   std::string trust;           ///< "high", "medium", "low"
   // model
   std::string model_name;

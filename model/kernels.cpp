@@ -1,0 +1,218 @@
+#include "model/kernels.hpp"
+
+#include "model/transformer.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace stepcast {
+
+std::string_view name(KernelProfile p) {
+  switch (p) {
+    case KernelProfile::eager: return "eager";
+    case KernelProfile::compiled: return "compiled";
+    case KernelProfile::fused: return "fused";
+  }
+  return "?";
+}
+
+KernelProfile parse_kernel_profile(std::string_view s) {
+  for (KernelProfile p : {KernelProfile::eager, KernelProfile::compiled, KernelProfile::fused})
+    if (s == name(p)) return p;
+  throw std::invalid_argument("unknown kernel profile \"" + std::string(s) + "\"; expected one of " +
+                              kernel_profile_names());
+}
+
+std::string kernel_profile_names() { return "eager, compiled, fused"; }
+
+std::string_view name(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::flash2: return "flash2";
+    case AttentionKernel::flash3: return "flash3";
+    case AttentionKernel::cudnn: return "cudnn";
+    case AttentionKernel::mem_efficient: return "mem_efficient";
+    case AttentionKernel::triton: return "triton";
+    case AttentionKernel::unfused: return "unfused";
+  }
+  return "?";
+}
+
+AttentionKernel parse_attention_kernel(std::string_view s) {
+  for (AttentionKernel k : {AttentionKernel::flash2, AttentionKernel::flash3, AttentionKernel::cudnn,
+                            AttentionKernel::mem_efficient, AttentionKernel::triton, AttentionKernel::unfused})
+    if (s == name(k)) return k;
+  throw std::invalid_argument("unknown attention kernel \"" + std::string(s) + "\"; expected one of " +
+                              attention_kernel_names());
+}
+
+std::string attention_kernel_names() { return "flash2, flash3, cudnn, mem_efficient, triton, unfused"; }
+
+AttentionKernel default_flash_kernel(GpuArch arch) {
+  return arch == GpuArch::volta || arch == GpuArch::turing ? AttentionKernel::mem_efficient
+                                                           : AttentionKernel::flash2;
+}
+
+namespace {
+
+/// A curve's TFLOP/s at `seq`: linear in log(seq) between points, flat beyond the ends.
+double curve_at(const AttentionCurve& c, double seq) {
+  const auto& p = c.tflops_by_seq;
+  assert(!p.empty());
+  if (seq <= p.front().first) return p.front().second;
+  if (seq >= p.back().first) return p.back().second;
+  auto hi = std::lower_bound(p.begin(), p.end(), seq, [](const auto& a, double s) { return a.first < s; });
+  auto lo = hi - 1;
+  const double t = (std::log(seq) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+  return lo->second + t * (hi->second - lo->second);
+}
+
+/// The curves of one pass, preferring the requested causality.
+std::vector<const AttentionCurve*> curves_of(const AttentionRates& r, bool causal, AttentionPass pass) {
+  std::vector<const AttentionCurve*> same, other;
+  for (const AttentionCurve& c : r.curves) {
+    if (c.pass != pass) continue;
+    (c.causal == causal ? same : other).push_back(&c);
+  }
+  return same.empty() ? other : same;
+}
+
+}  // namespace
+
+double attention_tflops(const AttentionRates& rates, std::int64_t head_dim, bool causal, AttentionPass pass,
+                        double seq_len) {
+  const std::vector<const AttentionCurve*> cs = curves_of(rates, causal, pass);
+  if (cs.empty())
+    throw std::invalid_argument("attention kernel " + std::string(name(rates.kernel)) + " has no " +
+                                (pass == AttentionPass::forward ? "forward" : "backward") + " curve");
+  const double d = static_cast<double>(head_dim);
+  const AttentionCurve* below = nullptr;
+  const AttentionCurve* above = nullptr;
+  for (const AttentionCurve* c : cs) {
+    if (c->head_dim <= d && (!below || c->head_dim > below->head_dim)) below = c;
+    if (c->head_dim >= d && (!above || c->head_dim < above->head_dim)) above = c;
+  }
+  double tf = 0;
+  if (!below) {
+    tf = curve_at(*above, seq_len);
+  } else if (!above || above->head_dim == below->head_dim) {
+    tf = curve_at(*below, seq_len);
+  } else {
+    const double t = (d - below->head_dim) / static_cast<double>(above->head_dim - below->head_dim);
+    tf = (1 - t) * curve_at(*below, seq_len) + t * curve_at(*above, seq_len);
+  }
+  return tf * rates.scale * (pass == AttentionPass::backward ? rates.backward_scale : 1.0);
+}
+
+double gemm_time_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, double elem_bytes,
+                   double ceiling_tflops, int sm_count, double memory_GBps) {
+  if (m < 1 || n < 1 || k < 1 || batch < 1 || !(ceiling_tflops > 0) || sm_count < 1 || !(memory_GBps > 0))
+    throw std::invalid_argument("gemm_time_s needs positive sizes, ceiling, SM count and bandwidth");
+  constexpr std::array<std::array<double, 2>, 3> kTiles{{{256, 128}, {128, 256}, {128, 128}}};
+  constexpr int kMaxSplitK = 16;  // cuBLAS's split-K heuristics stay within a few tens
+  const double sms = sm_count;
+  const double per_sm_flops = ceiling_tflops * 1e12 / sms;
+  const double bw = memory_GBps * 1e9;
+  const double M = static_cast<double>(m), N = static_cast<double>(n), K = static_cast<double>(k);
+  const double B = static_cast<double>(batch);
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& tile : kTiles) {
+    const double blocks = B * std::ceil(M / tile[0]) * std::ceil(N / tile[1]);
+    for (int p = 1; p <= kMaxSplitK; ++p) {
+      if (p > 1 && blocks * (p - 1) >= sms) break;  // splitting only helps while SMs idle
+      const double waves = std::ceil(blocks * p / sms);
+      double t = waves * 2.0 * tile[0] * tile[1] * std::ceil(K / p) / per_sm_flops;
+      if (p > 1) t += p * B * M * N * 4.0 / bw;
+      best = std::min(best, t);
+    }
+  }
+  const double bytes = B * (M * K + K * N + M * N) * elem_bytes;
+  return std::max(best, bytes / bw);
+}
+
+double attention_flops(const TransformerSpec& spec, double b, double s, bool causal, AttentionPass pass) {
+  const double fwd = 4.0 * b * s * s * static_cast<double>(spec.heads) * static_cast<double>(spec.head_dim()) *
+                     (causal ? 0.5 : 1.0);
+  return pass == AttentionPass::forward ? fwd : 2.5 * fwd;
+}
+
+namespace {
+
+/// Bytes per token of one norm's forward.
+double norm_bytes(const TransformerSpec& spec, double w, KernelProfile profile) {
+  const double h = static_cast<double>(spec.hidden);
+  if (spec.norm == Norm::rmsnorm && profile == KernelProfile::eager) return (28.0 + 4.0 * w) * h;
+  return 2.0 * w * h;
+}
+
+double norm_kernels(const TransformerSpec& spec, KernelProfile profile) {
+  return spec.norm == Norm::rmsnorm && profile == KernelProfile::eager ? 7.0 : 1.0;
+}
+
+}  // namespace
+
+MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile,
+                             bool fp8) {
+  const bool eager = profile == KernelProfile::eager;
+  const double h = static_cast<double>(spec.hidden);
+  const double q = static_cast<double>(spec.heads * spec.head_dim());
+  const double kv = static_cast<double>(spec.kv_dim());
+  const double f = static_cast<double>(spec.ffn_hidden);
+  const double norms = spec.parallel_attn_mlp ? 1.0 : 2.0;
+
+  double bytes = norms * norm_bytes(spec, w, profile);
+  double kernels = norms * norm_kernels(spec, profile);
+  if (spec.positional == Positional::rope) {
+    bytes += (eager ? 10.0 : 2.0) * w * (q + kv);
+    kernels += eager ? 10.0 : 1.0;
+  }
+  bytes += (eager ? 3.0 : 1.0) * w * h * 2.0;  // two residual adds (fused into the norms)
+  kernels += eager ? 2.0 : 0.0;
+  if (spec.gated_mlp) {
+    bytes += (eager ? 5.0 : 3.0) * w * f;
+    kernels += eager ? 2.0 : 1.0;
+  } else {
+    bytes += 2.0 * w * f;
+    kernels += 1.0;
+  }
+  if (fp8) {
+    bytes += (w + 1.0) * (h + q + h + f);  // casts of the qkv, out, up and down inputs
+    kernels += 4.0;
+  }
+  MemoryWork out;
+  out.bytes_forward = bytes * tokens;
+  out.bytes_backward = 2.0 * out.bytes_forward;
+  out.kernels_forward = kernels;
+  out.kernels_backward = 2.0 * kernels;
+  return out;
+}
+
+MemoryWork loss_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile) {
+  const double logits = tokens * static_cast<double>(spec.vocab);
+  MemoryWork out;
+  switch (profile) {
+    case KernelProfile::eager:
+      out.bytes_forward = (12.0 + w) * logits;
+      out.bytes_backward = (20.0 + w) * logits;
+      out.kernels_forward = 3;
+      out.kernels_backward = 3;
+      break;
+    case KernelProfile::compiled:
+      out.bytes_forward = 2.0 * w * logits;
+      out.bytes_backward = 2.0 * w * logits;
+      out.kernels_forward = 1;
+      out.kernels_backward = 1;
+      break;
+    case KernelProfile::fused:
+      out.bytes_forward = 2.0 * w * logits;
+      out.kernels_forward = 2;
+      break;
+  }
+  return out;
+}
+
+}  // namespace stepcast

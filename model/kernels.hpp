@@ -1,0 +1,151 @@
+/// \file
+/// The time of each kind of kernel a training step runs on one GPU, from what the hardware
+/// does: GEMMs by shape against the GPU's best achievable matmul (tile and wave
+/// quantization on its SMs), attention kernels from published per-kernel tables by sequence
+/// length and head size, memory-bound work as bytes over achieved memory bandwidth, and a
+/// CPU launch cost per kernel. A kernel profile (eager PyTorch, torch.compile, fused
+/// kernels) says what is fused, so it is an input, not a fitted constant.
+#pragma once
+
+#include "base/types.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace stepcast {
+
+struct TransformerSpec;
+
+/// What runs a layer's memory-bound work and the loss.
+enum class KernelProfile {
+  eager,     ///< PyTorch eager: one kernel per op, fp32 upcasts in norms and the loss
+  compiled,  ///< torch.compile (Inductor): element-wise chains and norms fused, fused loss
+  fused,     ///< hand-fused kernels (Liger, Transformer Engine, Megatron, DeepSpeed's)
+};
+std::string_view name(KernelProfile);
+KernelProfile parse_kernel_profile(std::string_view);  ///< throws std::invalid_argument
+/// "eager, compiled, fused"
+std::string kernel_profile_names();
+
+/// Which kernel computes attention.
+enum class AttentionKernel {
+  flash2,         ///< FlashAttention-2 (Dao 2023): Ampere, Ada, Hopper (no wgmma), Blackwell
+  flash3,         ///< FlashAttention-3 (Shah et al. 2024): Hopper
+  cudnn,          ///< cuDNN fused attention (Transformer Engine, PyTorch SDPA's cuDNN path)
+  mem_efficient,  ///< xFormers / PyTorch SDPA memory-efficient kernel (runs on Volta, Turing)
+  triton,         ///< a Triton port of FlashAttention (llm-foundry's flash_attn_triton)
+  unfused,        ///< batched GEMMs with the score matrix in memory (bmm, softmax, bmm)
+};
+std::string_view name(AttentionKernel);
+AttentionKernel parse_attention_kernel(std::string_view);  ///< throws std::invalid_argument
+std::string attention_kernel_names();
+
+/// The flash-class kernel a GPU generation runs when a scenario asks for flash attention
+/// without naming one: FlashAttention-2 from Ampere on (it needs sm80+), the
+/// memory-efficient kernel before (Dao-AILab/flash-attention README, "Requirements").
+AttentionKernel default_flash_kernel(GpuArch arch);
+
+enum class AttentionPass { forward, backward };
+
+/// Published throughput of one attention kernel on one GPU at one head size, causal or not,
+/// forward or backward, by sequence length. TFLOP/s in the flash-attention benchmark
+/// convention: forward 4·b·s²·heads·d FLOPs (half of it when causal), backward 2.5x that.
+struct AttentionCurve {
+  int head_dim = 128;
+  bool causal = true;
+  AttentionPass pass = AttentionPass::forward;
+  std::vector<std::pair<double, double>> tflops_by_seq;  ///< (seq_len, TFLOP/s), seq ascending
+  std::string source;
+};
+
+/// The attention kernel a GPU runs and its published curves (all of one GPU and kernel).
+/// `scale` multiplies every curve: 1 when the curves were measured on this GPU; the ratio of
+/// GEMM ceilings when they were measured on another GPU of the same kernel (stated in
+/// `source`).
+struct AttentionRates {
+  AttentionKernel kernel = AttentionKernel::flash2;
+  std::vector<AttentionCurve> curves;
+  double scale = 1;
+  double backward_scale = 1;  ///< a further factor on the backward curves
+  std::string source;
+};
+
+/// TFLOP/s of the attention kernel at (head_dim, causal, pass, seq): the curve of the same
+/// pass and causality (else the other causality) nearest in head size, interpolated
+/// linearly in log(seq) between its points and held flat beyond its ends; head sizes between
+/// two curves are interpolated linearly; times `scale` (and `backward_scale` backward). Throws std::invalid_argument when no curve has the
+/// pass.
+double attention_tflops(const AttentionRates& rates, std::int64_t head_dim, bool causal, AttentionPass pass,
+                        double seq_len);
+
+/// What the kernel model needs to know about the GPU, with where each number comes from.
+/// Plain numbers: the model does not depend on the hardware catalog.
+struct DeviceRates {
+  GpuArch arch = GpuArch::ampere;
+  int sm_count = 108;
+  double peak_tflops = 0;          ///< dense datasheet peak of the GEMM dtype, TFLOP/s (for MFU)
+  double gemm_ceiling_tflops = 0;  ///< best achievable matmul of the GEMM dtype, TFLOP/s
+  std::string gemm_source;
+  double memory_bw_GBps = 0;       ///< datasheet memory bandwidth, GB/s
+  double memory_efficiency = 0.85; ///< achieved fraction of it on streaming kernels
+  std::string memory_source;
+  double launch_s = 5e-6;          ///< CPU cost of launching one kernel, s
+  AttentionRates attention;        ///< the flash-class kernel's curves (unused when unfused)
+  /// Attention's achievable matmul rate for unfused attention's batched GEMMs, TFLOP/s: the
+  /// 16-bit ceiling (under fp8 training attention stays in bf16, Transformer Engine).
+  double attention_gemm_ceiling_tflops = 0;
+  double achieved_memory_GBps() const { return memory_bw_GBps * memory_efficiency; }
+};
+
+/// Time of one GEMM (batch x (m x k)·(k x n)) with operands of `elem_bytes`, seconds:
+///   t = max(t_tiles, bytes / achieved memory bandwidth)
+///   t_tiles = min over tiles T in {256x128, 128x256, 128x128} and split-K factors p:
+///             ceil(batch·ceil(m/Tm)·ceil(n/Tn)·p / SMs) waves x 2·Tm·Tn·(k/p) / (ceiling / SMs)
+///             + (p > 1: p·m·n·4 fp32 partial-sum bytes / bandwidth)
+/// A partial last wave costs a full one (NVIDIA "Matrix Multiplication Background" guide;
+/// Anthony et al. 2024, arXiv 2401.14489); the ceiling is the measured best achievable
+/// matmul, so the best shapes land on it. Bytes: batch·(m·k + k·n + m·n)·elem_bytes.
+double gemm_time_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, double elem_bytes,
+                   double ceiling_tflops, int sm_count, double memory_GBps);
+
+/// Executed FLOPs of attention's forward over b sequences of s tokens: 4·b·s²·heads·d,
+/// halved when causal (the kernel skips the masked half); backward 2.5x (FlashAttention-2
+/// recomputes the scores: 5 matmuls against 2; Dao 2023, arXiv 2307.08691, Sec. 3.1-3.2).
+double attention_flops(const TransformerSpec& spec, double b, double s, bool causal, AttentionPass pass);
+
+/// Memory-bound work of one layer or of the loss: bytes moved and kernels launched.
+struct MemoryWork {
+  double bytes_forward = 0;
+  double bytes_backward = 0;
+  double kernels_forward = 0;
+  double kernels_backward = 0;
+};
+
+/// One transformer layer's memory-bound work for `tokens` tokens at `w` bytes per element,
+/// attention and GEMMs excluded. Per token, in elements of the layer's widths (h hidden, q
+/// the query width, kv the key/value width, f the MLP inner width, g = 2 when gated):
+///   norm     eager LayerNorm: read h, write h (one kernel); eager RMSNorm (HF): fp32
+///            upcast, square, mean, rsqrt-scale, downcast, weight: 7 kernels, 18 element
+///            passes at mixed widths (counted in bytes below); fused/compiled: read h, write h
+///   rotary   eager: rotate-half and two products on q and k, about 11 bytes per element
+///            read+written per kernel over 5 kernels each; fused/compiled: read and write once
+///   residual each of 2 adds reads 2h and writes h (fused into the norm when compiled/fused)
+///   act      GELU reads f, writes f; SwiGLU eager: SiLU (f in, f out) and the product
+///            (2f in, f out); fused: 2f in, f out
+///   fp8      Transformer Engine casts each GEMM input to fp8: reads w, writes 1 byte
+/// Backward moves twice the forward bytes in twice the kernels (each op reads its saved
+/// input and the incoming gradient and writes the outgoing one; norms add a reduction).
+MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile,
+                             bool fp8);
+
+/// The loss over V logits per token: eager: the fp32 upcast (read w, write 4), log-softmax
+/// (read 4, write 4) and the loss (read 4), backward softmax gradient (read 8, write 4),
+/// downcast (read 4, write w): 32 + 2w bytes per logit over 6 kernels; compiled: one fused
+/// forward and one fused backward kernel, 4w bytes per logit; fused linear cross-entropy
+/// (Liger): the logits are consumed in chunks, 2w per logit.
+MemoryWork loss_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile);
+
+}  // namespace stepcast
