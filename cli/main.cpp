@@ -471,18 +471,19 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
                   "Hardware file from `stepcast fit`, used for records on its GPU")
       ->option_text("FILE");
   cmd->add_flag("--json", va.json,
-                "Print {\"runs\": [...], \"summary\": {...}} instead of the tables");
+                "Print {\"runs\": [...], \"summary_loso\": {...}, \"sources\": [...]} instead of the tables");
   cmd->footer(footer(
       "Each record (one JSON object per line, the measured-run record format of README.md)\n"
       "becomes a scenario where stepcast can represent it; the record's metric is predicted\n"
       "with the record's definition (tokens/s/GPU, step time, TFLOP/s per GPU, MFU,\n"
       "samples/s) and the signed error reported. Records stepcast cannot represent yet\n"
       "(tensor or pipeline parallelism, CPU offload, unstated batch, wall-clock metrics that\n"
-      "need the data set) are listed as `skipped: <reason>`, never dropped. Records are split\n"
-      "for fitting and checking by a fixed rule on the id (FNV-1a, even: fit, odd: check);\n"
-      "the summaries give count, median, p90 and max |error| and ordering accuracy over pairs\n"
-      "of records from one source that differ in one knob. Low-trust records are shown but\n"
-      "kept out of the summaries.\n",
+      "need the data set) are listed as `skipped: <reason>`, never dropped; any other failure\n"
+      "is an error. Nothing is fitted to measured runs: device rates come from kernel tables\n"
+      "and datasheets, so every figure is leave-one-source-out. The summaries (overall and per\n"
+      "source, strategy and GPU) give count, median, p90 and max |error| and ordering accuracy\n"
+      "over pairs of records from one source that differ in one knob. Low-trust records are\n"
+      "shown but kept out of the summaries.\n",
       examples({{"stepcast validate data/validation/runs.jsonl", "the published runs"},
                 {"stepcast validate runs/ --json", "every .jsonl in a folder, as JSON"}}),
       true));

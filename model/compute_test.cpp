@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 namespace stepcast {
@@ -39,43 +41,146 @@ TransformerSpec small_gpt() {
   return s;
 }
 
-/// 1 FLOP/s at every GEMM size (efficiency max_fraction · F/(F + 0) = 1) and a memory so
-/// fast that the memory-bound work is ~1e-18 s: times in seconds are FLOP counts.
-DeviceRates unit_device(double attention_efficiency) {
+/// A device with one SM at 1 TFLOP/s, memory so fast that memory-bound work is ~free, no
+/// launch cost, and flash attention at a flat 0.5 TFLOP/s.
+DeviceRates unit_device() {
   DeviceRates d;
-  d.peak_tflops = 1e-12;
-  d.memory_bw_GBps = 1e12;
+  d.sm_count = 1;
+  d.peak_tflops = 1;
+  d.gemm_ceiling_tflops = 1;
+  d.attention_gemm_ceiling_tflops = 1;
+  d.memory_bw_GBps = 1e15;
   d.memory_efficiency = 1;
-  d.gemm = GemmEfficiency{1.0, 0.0, "unit"};
-  d.attention_efficiency = attention_efficiency;
+  d.launch_s = 0;
+  d.attention.curves.push_back({64, true, AttentionPass::forward, {{1, 0.5}}, "flat"});
+  d.attention.curves.push_back({64, true, AttentionPass::backward, {{1, 0.5}}, "flat"});
   return d;
 }
+
+double gemm_s(std::int64_t m, std::int64_t n, std::int64_t k) { return gemm_time_s(m, n, k, 1, 2, 1, 1, 1e15); }
 
 TEST_CASE("LoRA backward = one input-gradient GEMM per frozen weight + the adapters' input and weight "
           "gradients; attention backward unchanged") {
   const TransformerSpec spec = small_gpt();
   const LoraSpec lora{2, {"q", "v"}};
-  FlopsOptions o;
-  o.lora = &lora;
-  o.causal_halving = false;
-  // 4 tokens. Frozen GEMMs forward 2·(512 + 256)·4 = 6144, backward 6144 (no weight
-  // gradients). Adapters q (8 -> 8) and v (8 -> 8) of rank 2: forward 2·2·(8+8)·2·4 = 512,
-  // backward 1024. Attention core 4·s·q = 4·4·8 = 128 per token: 512 forward, 1024 backward.
-  const MicroStepTimes t = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, false, unit_device(1));
-  CHECK(t.forward_s == doctest::Approx(6144 + 512 + 512).epsilon(1e-12));
-  CHECK(t.backward_s == doctest::Approx(6144 + 1024 + 1024).epsilon(1e-12));
-  // With unit efficiencies the times are the FLOP count's forward and backward.
-  const StepFlops f = training_flops(spec, 4, 4, o);
-  CHECK(t.backward_s == doctest::Approx(f.backward).epsilon(1e-12));
-  CHECK(t.head_forward_s == doctest::Approx(2 * 256 * 4));
-  CHECK(t.head_backward_s == doctest::Approx(2 * 256 * 4));  // frozen head: input gradient only
+  FlopsOptions full, frozen;
+  frozen.lora = &lora;
+  const KernelChoice k{AttentionKernel::flash2, KernelProfile::fused, true};
+  const MicroStepTimes a = micro_step_times(spec, 1, 4, Precision::bf16_mixed, full, k, unit_device());
+  const MicroStepTimes b = micro_step_times(spec, 1, 4, Precision::bf16_mixed, frozen, k, unit_device());
+  // Full training minus LoRA, backward: every weight-gradient GEMM (n x k from n x m · m x k)
+  // of the layers and the head, minus the adapters' input and weight gradients.
+  double weight_grads = 0, adapters = 0, adapters_fwd = 0;
+  for (const GemmShape& g : layer_gemms(spec, 4)) weight_grads += g.count_per_layer * gemm_s(g.n, g.k, g.m);
+  for (const GemmShape& g : lora_adapter_gemms(spec, lora, 4)) {
+    adapters += g.count_per_layer * (gemm_s(g.m, g.k, g.n) + gemm_s(g.n, g.k, g.m));
+    adapters_fwd += g.count_per_layer * gemm_s(g.m, g.n, g.k);
+  }
+  CHECK(a.backward_s - b.backward_s == doctest::Approx(weight_grads - adapters).epsilon(1e-9));
+  CHECK(b.forward_s - a.forward_s == doctest::Approx(adapters_fwd).epsilon(1e-9));
+  CHECK(b.head_backward_s == doctest::Approx(gemm_s(4, 8, 32)).epsilon(1e-9));  // input gradient only
+}
 
-  // Flash attention at half of peak: only the attention core slows (causal: 256 forward,
-  // backward 2.5x); the adapters stay at the GEMM efficiency.
-  o.causal_halving = true;
-  const MicroStepTimes flash = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, true, unit_device(0.5));
-  CHECK(flash.forward_s == doctest::Approx(6144 + 512 + 256 / 0.5).epsilon(1e-12));
-  CHECK(flash.backward_s == doctest::Approx(6144 + 1024 + 2.5 * 256 / 0.5).epsilon(1e-12));
+TEST_CASE("flash attention takes its published rate: forward 4·b·s²·heads·d/2 FLOPs at the curve, "
+          "backward 2.5x the FLOPs at the backward curve") {
+  const TransformerSpec spec = small_gpt();
+  const FlopsOptions o;
+  const KernelChoice flash{AttentionKernel::flash2, KernelProfile::fused, true};
+  DeviceRates slow = unit_device();
+  for (AttentionCurve& c : slow.attention.curves) c.tflops_by_seq[0].second = 0.25;  // half the rate
+  const MicroStepTimes fast_t = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, flash, unit_device());
+  const MicroStepTimes slow_t = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, flash, slow);
+  const double fwd_flops = 4.0 * 1 * 4 * 4 * 8 / 2;  // heads·d = 8, causal
+  CHECK(slow_t.forward_s - fast_t.forward_s == doctest::Approx(fwd_flops / 0.25e12 - fwd_flops / 0.5e12));
+  CHECK(slow_t.backward_s - fast_t.backward_s == doctest::Approx(2.5 * (fwd_flops / 0.25e12 - fwd_flops / 0.5e12)));
+}
+
+TEST_CASE("full recompute adds one forward of the layers (head excluded); selective the attention forward") {
+  const TransformerSpec spec = small_gpt();
+  FlopsOptions o;
+  const KernelChoice k{AttentionKernel::flash2, KernelProfile::fused, true};
+  const MicroStepTimes none = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, unit_device());
+  o.recompute = Recompute::full;
+  const MicroStepTimes full = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, unit_device());
+  CHECK(full.recompute_s == doctest::Approx(none.forward_s - none.head_forward_s));
+  o.recompute = Recompute::selective;
+  const MicroStepTimes sel = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, unit_device());
+  CHECK(sel.recompute_s == doctest::Approx(4.0 * 4 * 4 * 8 / 2 / 0.5e12));
+}
+
+TEST_CASE("a layer whose kernels are shorter than their launches is launch-bound") {
+  const TransformerSpec spec = small_gpt();
+  const FlopsOptions o;
+  const KernelChoice k{AttentionKernel::flash2, KernelProfile::eager, true};
+  DeviceRates d = unit_device();
+  d.launch_s = 1;  // 1 s per launch dwarfs every kernel
+  const MicroStepTimes t = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, d);
+  // Forward of the one layer: 4 GEMMs + 1 attention + eager memory-bound kernels: 2 norms,
+  // 10 rotary (rope is the default position scheme), 2 residual adds, 1 GELU = 20.
+  CHECK(t.forward_s - t.head_forward_s == doctest::Approx(20));
+  // Backward: 8 GEMMs + 3 attention kernels + twice the 15 memory-bound kernels = 41.
+  CHECK(t.backward_s - t.head_backward_s == doctest::Approx(41));
+}
+
+TEST_CASE("the catalog's GEMM ceiling: measured where published, else the mean measured fraction of peak") {
+  const GpuSpec* a100 = find_gpu("a100-sxm4-80gb");
+  REQUIRE(a100 != nullptr);
+  CHECK(gemm_ceiling(*a100, Dtype::bf16).first == 271.2);
+  CHECK(gemm_ceiling(*a100, Dtype::fp16).first == 271.2);  // equal fp16/bf16 peaks
+  const GpuSpec* v100 = find_gpu("v100-sxm2-16gb");
+  REQUIRE(v100 != nullptr);
+  CHECK(gemm_ceiling(*v100, Dtype::fp16).first == doctest::Approx(0.814 * 125));
+}
+
+TEST_CASE("attention curves: a GPU without its own rows borrows the nearest generation's, scaled by the "
+          "GEMM ceiling ratio; Triton FlashAttention is FlashAttention-2 / 1.4 forward, / 2 backward") {
+  const GpuSpec& a40 = *find_gpu("a100-sxm4-40gb");
+  const GpuSpec& a80 = *find_gpu("a100-sxm4-80gb");
+  const AttentionRates own = attention_rates(a80, AttentionKernel::flash2);
+  const AttentionRates borrowed = attention_rates(a40, AttentionKernel::flash2);
+  CHECK(own.scale == 1);
+  CHECK(borrowed.scale == doctest::Approx(1.0));  // same chip, same ceiling
+  const AttentionRates triton = attention_rates(a80, AttentionKernel::triton);
+  for (AttentionPass p : {AttentionPass::forward, AttentionPass::backward}) {
+    const double ratio = attention_tflops(own, 128, true, p, 2048) / attention_tflops(triton, 128, true, p, 2048);
+    CHECK(ratio == doctest::Approx(p == AttentionPass::forward ? 1.4 : 2.0));
+  }
+  CHECK(attention_rates(a80, AttentionKernel::unfused).curves.empty());
+}
+
+/// Micro-step time of Llama-2-7B, one sequence of 4096, FlashAttention-2, fused kernels.
+Dtype dtype16(const GpuSpec& gpu) { return gpu.supports(Dtype::bf16) ? Dtype::bf16 : Dtype::fp16; }
+
+double llama_step_s(const GpuSpec& gpu) {
+  const DeviceRates d = catalog_device_rates(gpu, dtype16(gpu), AttentionKernel::flash2);
+  const KernelChoice k{AttentionKernel::flash2, KernelProfile::fused, true};
+  const MicroStepTimes t = micro_step_times(*find_model("llama-2-7b"), 1, 4096, Precision::bf16_mixed, {}, k, d);
+  return t.forward_s + t.backward_s;
+}
+
+TEST_CASE("a job's speed-up between two GPUs stays within the ratios of their GEMM ceilings, memory "
+          "bandwidths and attention rates") {
+  const char* pairs[][2] = {{"a100-sxm4-80gb", "h100-sxm5-80gb"}, {"h100-sxm5-80gb", "b200-sxm-180gb"},
+                            {"v100-sxm2-32gb", "a100-sxm4-40gb"}, {"a100-sxm4-40gb", "h200-sxm-141gb"}};
+  for (const auto& pair : pairs) {
+    const GpuSpec& slow = *find_gpu(pair[0]);
+    const GpuSpec& fast = *find_gpu(pair[1]);
+    const DeviceRates ds = catalog_device_rates(slow, dtype16(slow), AttentionKernel::flash2);
+    const DeviceRates df = catalog_device_rates(fast, dtype16(fast), AttentionKernel::flash2);
+    const double ratios[] = {
+        df.gemm_ceiling_tflops / ds.gemm_ceiling_tflops,
+        df.achieved_memory_GBps() / ds.achieved_memory_GBps(),
+        attention_tflops(df.attention, 128, true, AttentionPass::forward, 4096) /
+            attention_tflops(ds.attention, 128, true, AttentionPass::forward, 4096),
+        attention_tflops(df.attention, 128, true, AttentionPass::backward, 4096) /
+            attention_tflops(ds.attention, 128, true, AttentionPass::backward, 4096)};
+    const double lo = *std::min_element(std::begin(ratios), std::end(ratios));
+    const double hi = *std::max_element(std::begin(ratios), std::end(ratios));
+    const double speedup = llama_step_s(slow) / llama_step_s(fast);
+    INFO(pair[0] << " -> " << pair[1] << ": speed-up " << speedup << " in [" << lo << ", " << hi << "]");
+    CHECK(speedup >= lo * (1 - 1e-9));
+    CHECK(speedup <= hi * (1 + 1e-9));
+  }
 }
 
 TEST_CASE("LoRA adapters are two thin GEMMs per target: tokens x r (k = d_in) and tokens x d_out (k = r)") {
@@ -87,16 +192,6 @@ TEST_CASE("LoRA adapters are two thin GEMMs per target: tokens x r (k = d_in) an
   CHECK(g[1].n == 8);
   CHECK(g[1].k == 2);
   CHECK_THROWS_AS(lora_adapter_gemms(small_gpt(), LoraSpec{2, {"gate"}}, 4), std::invalid_argument);
-}
-
-TEST_CASE("without LoRA, backward is twice the forward GEMMs (input and weight gradients)") {
-  const TransformerSpec spec = small_gpt();
-  FlopsOptions o;
-  o.causal_halving = false;
-  const MicroStepTimes t = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, false, unit_device(1));
-  CHECK(t.forward_s == doctest::Approx(6144 + 512).epsilon(1e-12));
-  CHECK(t.backward_s == doctest::Approx(2 * 6144 + 1024).epsilon(1e-12));
-  CHECK(t.head_backward_s == doctest::Approx(2 * 2 * 256 * 4));
 }
 
 }  // namespace

@@ -120,7 +120,9 @@ double gemm_time_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
   const double M = static_cast<double>(m), N = static_cast<double>(n), K = static_cast<double>(k);
   const double B = static_cast<double>(batch);
   double best = std::numeric_limits<double>::infinity();
-  for (const auto& tile : kTiles) {
+  auto cut = [](double tile, double dim) { return std::min(tile, 16.0 * std::ceil(dim / 16.0)); };
+  for (const auto& full : kTiles) {
+    const std::array<double, 2> tile{cut(full[0], M), cut(full[1], N)};
     const double blocks = B * std::ceil(M / tile[0]) * std::ceil(N / tile[1]);
     for (int p = 1; p <= kMaxSplitK; ++p) {
       if (p > 1 && blocks * (p - 1) >= sms) break;  // splitting only helps while SMs idle

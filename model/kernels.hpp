@@ -105,6 +105,7 @@ struct DeviceRates {
 ///   t_tiles = min over tiles T in {256x128, 128x256, 128x128} and split-K factors p:
 ///             ceil(batch·ceil(m/Tm)·ceil(n/Tn)·p / SMs) waves x 2·Tm·Tn·(k/p) / (ceiling / SMs)
 ///             + (p > 1: p·m·n·4 fp32 partial-sum bytes / bandwidth)
+/// A tile larger than the output is cut to it in steps of 16 (the tensor-core granule).
 /// A partial last wave costs a full one (NVIDIA "Matrix Multiplication Background" guide;
 /// Anthony et al. 2024, arXiv 2401.14489); the ceiling is the measured best achievable
 /// matmul, so the best shapes land on it. Bytes: batch·(m·k + k·n + m·n)·elem_bytes.

@@ -414,22 +414,17 @@ TEST_CASE("optimizer and verdict names round-trip") {
 
 TEST_CASE("micro-step times: micro_batch x seq_len is checked, huge but valid ones stay finite") {
   const TransformerSpec& spec = *find_model("llama-2-7b");
-  DeviceRates d;
-  d.arch = GpuArch::ampere;
-  d.peak_tflops = 312;
-  d.memory_bw_GBps = 2039;
-  d.gemm = default_gemm_efficiency(GpuArch::ampere, Dtype::bf16);
-  d.memory_efficiency = 0.8;
-  d.attention_efficiency = 0.5;
+  const DeviceRates d = catalog_device_rates(*find_gpu("a100-sxm4-80gb"), Dtype::bf16, AttentionKernel::flash2);
+  const KernelChoice k;
   FlopsOptions o;
   CHECK_THROWS_AS(micro_step_times(spec, std::int64_t{1} << 40, std::int64_t{1} << 30, Precision::bf16_mixed, o,
-                                   true, d),
+                                   k, d),
                   std::invalid_argument);
   // Fuzz finding F4: micro_batch 0 from a record is an error, never an assert.
-  CHECK_THROWS_AS(micro_step_times(spec, 0, 1024, Precision::bf16_mixed, o, true, d), std::invalid_argument);
-  CHECK_THROWS_AS(micro_step_times(spec, 4, 0, Precision::bf16_mixed, o, true, d), std::invalid_argument);
+  CHECK_THROWS_AS(micro_step_times(spec, 0, 1024, Precision::bf16_mixed, o, k, d), std::invalid_argument);
+  CHECK_THROWS_AS(micro_step_times(spec, 4, 0, Precision::bf16_mixed, o, k, d), std::invalid_argument);
   // seq_len 1e9: an absurd context, but finite and positive times (the reader bounds it).
-  const MicroStepTimes t = micro_step_times(spec, 1, 1'000'000'000, Precision::bf16_mixed, o, true, d);
+  const MicroStepTimes t = micro_step_times(spec, 1, 1'000'000'000, Precision::bf16_mixed, o, k, d);
   CHECK(std::isfinite(t.forward_s));
   CHECK(t.forward_s > 0);
   CHECK(t.backward_s > t.forward_s);

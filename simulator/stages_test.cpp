@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <string>
 
 using namespace stepcast;
@@ -54,85 +56,59 @@ CommFabric two_node_fabric() {
 
 // ---- resolve ----------------------------------------------------------------------------
 
-TEST_CASE("resolve: a catalog GPU without fitted values runs at the catalog's peak and documented efficiencies") {
-  REQUIRE(fitted_efficiency(GpuArch::volta) == nullptr);
+TEST_CASE("resolve: a catalog GPU runs at the catalog's rates, each with its source, and defaults are assumed") {
   const Job job = resolve(parsed("ddp", kDgx1, "", "fp16_mixed"));
   CHECK(job.gpus == 8);
   CHECK(job.dtype == Dtype::fp16);
   CHECK(job.device.peak_tflops == job.gpu.peak(Dtype::fp16));
   CHECK(job.device.memory_bw_GBps == job.gpu.memory_bw_GBps);
-  CHECK(job.device.gemm.max_fraction == default_gemm_efficiency(GpuArch::volta, Dtype::fp16).max_fraction);
-  CHECK(job.device.gemm.half_flops == default_gemm_efficiency(GpuArch::volta, Dtype::fp16).half_flops);
+  CHECK(job.device.gemm_ceiling_tflops == gemm_ceiling(job.gpu, Dtype::fp16).first);
   CHECK(job.device.memory_efficiency == default_memory_efficiency(GpuArch::volta));
-  CHECK(job.device.attention_efficiency == default_attention_efficiency(GpuArch::volta));
+  CHECK(job.device.sm_count == job.gpu.sm_count);
   CHECK(job.provenance.gemm == RateSource::catalog);
   CHECK(job.provenance.attention == RateSource::catalog);
   CHECK(job.provenance.memory == RateSource::catalog);
+  // Volta has no FlashAttention-2: the memory-efficient kernel, and eager kernels, assumed.
+  CHECK(job.kernels.attention == AttentionKernel::mem_efficient);
+  CHECK(job.kernels.profile == KernelProfile::eager);
+  auto said = [&](const char* what) {
+    return std::any_of(job.assumptions.begin(), job.assumptions.end(),
+                       [&](const std::string& a) { return a.find(what) != std::string::npos; });
+  };
+  CHECK(said("attention kernel mem_efficient"));
+  CHECK(said("kernels: eager"));
+  CHECK(said("GEMMs against a ceiling"));
 }
 
-TEST_CASE("resolve: a generation with fitted efficiencies takes them, and says so") {
-  const FittedEfficiency* fit = fitted_efficiency(GpuArch::ampere);
-  REQUIRE(fit != nullptr);
-  const Job job = resolve(parsed("ddp", kTwoNodesIb));
-  CHECK(job.provenance.gemm == (fit->gemm_max_fraction ? RateSource::fitted : RateSource::catalog));
-  if (fit->attention_efficiency) {
-    CHECK(job.provenance.attention == RateSource::fitted);
-    CHECK(job.device.attention_efficiency == *fit->attention_efficiency);
-  }
-  if (fit->memory_efficiency) {
-    CHECK(job.provenance.memory == RateSource::fitted);
-    CHECK(job.device.memory_efficiency == *fit->memory_efficiency);
-  }
-  CHECK(job.assumptions.front().find("fitted") != std::string::npos);
-  CHECK(job.hardware == "2 x dgx-a100 (8x ib-hdr)");
-}
-
-TEST_CASE("resolve: a calibration file's GEMM curve, memory efficiency and collectives replace the defaults") {
+TEST_CASE("resolve: a calibration file's GEMM ceiling, memory efficiency and collectives replace the catalog's") {
   const Scenario s = calibrated();
   REQUIRE(s.hardware.calibration);
   const HardwareFile& cal = *s.hardware.calibration;
   const Job job = resolve(s);
   REQUIRE(cal.gemm.count(job.dtype) == 1);
   CHECK(job.provenance.gemm == RateSource::calibration);
-  CHECK(job.device.gemm.max_fraction == cal.gemm.at(job.dtype).max_fraction);
-  CHECK(job.device.gemm.half_flops == cal.gemm.at(job.dtype).half_flops);
-  CHECK(job.device.gemm.source.rfind("measured: ", 0) == 0);
+  CHECK(job.device.gemm_ceiling_tflops == doctest::Approx(cal.gemm.at(job.dtype).max_fraction * job.device.peak_tflops));
+  CHECK(job.device.gemm_source.rfind("measured: ", 0) == 0);
   REQUIRE(cal.memory.memory_efficiency);
   CHECK(job.provenance.memory == RateSource::calibration);
   CHECK(job.device.memory_efficiency == *cal.memory.memory_efficiency);
-  // The hardware file does not measure attention: the generation's value stays.
+  // The hardware file does not measure attention: the published table stays.
   CHECK(job.provenance.attention != RateSource::calibration);
   CHECK(job.measured_collectives.size() == cal.collectives.size());
 }
 
-TEST_CASE("device_rates: a calibration without the training dtype's GEMM keeps the GEMM curve it had") {
+TEST_CASE("device_rates: a calibration without the training dtype's GEMM keeps the catalog's ceiling") {
   const Job job = resolve(parsed("ddp", kTwoNodesIb));
   HardwareFile cal;
   cal.gemm[Dtype::fp32] = FittedGemm{0.5, 1e9, 0, 3};  // not bf16
   RateProvenance prov;
   std::vector<std::string> assumptions;
-  const DeviceRates d = device_rates(job.gpu, Dtype::bf16, nullptr, &cal, "cal.json", prov, assumptions);
+  const DeviceRates d = device_rates(job.gpu, Dtype::bf16, AttentionKernel::flash2, &cal, "cal.json", prov, assumptions);
   CHECK(prov.gemm == RateSource::catalog);
   CHECK(prov.memory == RateSource::catalog);  // no memory_efficiency measured either
-  CHECK(d.gemm.max_fraction == default_gemm_efficiency(job.gpu.arch, Dtype::bf16).max_fraction);
+  CHECK(d.gemm_ceiling_tflops == gemm_ceiling(job.gpu, Dtype::bf16).first);
   REQUIRE(assumptions.size() == 1);
   CHECK(assumptions[0].find("cal.json") != std::string::npos);
-}
-
-TEST_CASE("device_rates: a fitted value replaces only what was fitted") {
-  const Job job = resolve(parsed("ddp", kTwoNodesIb));
-  FittedEfficiency fit;
-  fit.arch = job.gpu.arch;
-  fit.memory_efficiency = 0.6;
-  fit.fitted_on = "test";
-  RateProvenance prov;
-  std::vector<std::string> assumptions;
-  const DeviceRates d = device_rates(job.gpu, Dtype::bf16, &fit, nullptr, "", prov, assumptions);
-  CHECK(prov.memory == RateSource::fitted);
-  CHECK(d.memory_efficiency == 0.6);
-  CHECK(prov.gemm == RateSource::catalog);
-  CHECK(d.gemm.max_fraction == default_gemm_efficiency(job.gpu.arch, Dtype::bf16).max_fraction);
-  CHECK(prov.attention == RateSource::catalog);
 }
 
 TEST_CASE("resolve: bucket sizes are the framework defaults (DDP 25 MiB, ZeRO 5e8 elements) unless the scenario "

@@ -181,10 +181,10 @@ ErrorSummary summary_of(const std::string& group, const std::vector<const Valida
 
 }  // namespace
 
-std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows, const std::string& split) {
+std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows) {
   std::vector<const ValidationRow*> kept;
   for (const ValidationRow& r : rows)
-    if (r.trust != "low" && (split.empty() || r.split == split)) kept.push_back(&r);
+    if (r.trust != "low") kept.push_back(&r);
   std::vector<ErrorSummary> out = {summary_of("all", kept)};
   auto by = [&](const char* label, auto key) {
     std::map<std::string, std::vector<const ValidationRow*>> groups;  // sorted by name

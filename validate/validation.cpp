@@ -331,15 +331,6 @@ double predicted_metric(const MeasuredRun& r, const Prediction& p) {
   throw Skip{"metric " + r.metric + " needs figures a record does not give (data set size, overheads)"};
 }
 
-std::uint32_t fnv1a(const std::string& s) {
-  std::uint32_t h = 2166136261u;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 16777619u;
-  }
-  return h;
-}
-
 }  // namespace
 
 RunScenario scenario_for(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration,
@@ -352,8 +343,6 @@ RunScenario scenario_for(const MeasuredRun& run, const std::shared_ptr<const Har
   }
   return out;
 }
-
-std::string split_of(const std::string& id) { return fnv1a(id) % 2 == 0 ? "fit" : "check"; }
 
 void set_prediction(ValidationRow& row, const MeasuredRun& run, double predicted) {
   const double error_pct = 100.0 * (predicted - run.value) / run.value;
@@ -376,7 +365,6 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   row.gpu = run.gpu;
   row.metric = run.metric;
   row.measured = run.value;
-  row.split = split_of(run.id);
   row.gpus = run.gpus.value_or(0);
   row.link_gbps = run.inter_gbps_per_node.value_or(0);
   row.micro_batch = run.micro_batch.value_or(0);

@@ -81,7 +81,6 @@ struct ValidationRow {
   std::optional<double> predicted;
   std::optional<double> error_pct;        ///< 100 (predicted - measured) / measured
   std::string status;                      ///< "ok" or "skipped: <reason>"
-  std::string split;                       ///< "fit" or "check" (fixed rule on the id)
   std::vector<std::string> assumptions;
   // Knobs for ordering pairs.
   std::int64_t gpus = 0;
@@ -93,8 +92,6 @@ struct ValidationRow {
   std::string precision;
 };
 
-/// The fitting/checking split: FNV-1a (32-bit) of the id, even -> "fit", odd -> "check".
-std::string split_of(const std::string& id);
 
 /// Marks `row` "ok" with `predicted` and its error against the record's measured value.
 /// Throws std::logic_error (an internal error, exit 1) when either is not finite: a record
@@ -128,11 +125,13 @@ struct ErrorSummary {
   double ordering_accuracy = 0;            ///< fraction of them predicted in the same strict order (1 if none)
 };
 
-/// Summary of `rows` (low-trust rows shown but kept out), restricted to `split` ("fit",
-/// "check" or "" for all): overall, then per source, per strategy and per GPU. Ordering
+/// Summary of `rows` (low-trust rows shown but kept out): overall, then per source, per
+/// strategy and per GPU. Nothing in the model is fitted to measured runs (device rates come
+/// from kernel tables and datasheets), so every record is predicted without its own source:
+/// the overall figure is the leave-one-source-out figure and the fit-free one at once. Ordering
 /// pairs are rows one knob apart (GPU count, strategy, link speed or micro-batch; source,
 /// metric, model, sequence, precision and GPU equal) whose measured values differ; a pair
 /// is right when the prediction orders it strictly the same way. O(n log n) in the rows.
-std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows, const std::string& split = "");
+std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows);
 
 }  // namespace stepcast

@@ -32,7 +32,6 @@ ValidationRow row(const std::string& id, double measured, double predicted, int 
   r.predicted = predicted;
   r.error_pct = 100 * (predicted - measured) / measured;
   r.status = "ok";
-  r.split = "check";
   r.gpus = gpus;
   r.model = "m";
   return r;
@@ -81,21 +80,13 @@ TEST_CASE("records are read strictly and each becomes a prediction or a skip wit
   CHECK_THROWS_AS(parse_measured_run(R"({"id": "x"})", "f.jsonl", 3), InputError);
 }
 
-TEST_CASE("the fit/check split is a fixed function of the id") {
-  CHECK(split_of("llmfoundry-h10080-70b-s2048-g512-amp_bf16") == split_of("llmfoundry-h10080-70b-s2048-g512-amp_bf16"));
-  int fit = 0;
-  for (int i = 0; i < 200; ++i) fit += split_of("run-" + std::to_string(i)) == "fit";
-  CHECK(fit > 70);   // roughly half each way
-  CHECK(fit < 130);
-}
-
 TEST_CASE("summary: median and p90 of |error|, low-trust rows shown but left out, ordering over one-knob pairs") {
   // |errors| 10, 20, 30, 40 (%); a low-trust 90% row is left out.
   std::vector<ValidationRow> rows = {row("a", 100, 110, 8), row("b", 100, 80, 16), row("c", 100, 130, 32),
                                      row("d", 100, 60, 64), row("e", 100, 190, 8, "low")};
   rows[1].measured = 90;  // b: measured 90, predicted 80
   rows[1].error_pct = 100.0 * (80 - 90) / 90;
-  const ErrorSummary s = summarize(rows, "check")[0];
+  const ErrorSummary s = summarize(rows)[0];
   CHECK(s.count == 4);
   // errors 10, 11.1, 30, 40: median = (11.1 + 30) / 2; p90 by linear interpolation.
   CHECK(s.median_abs_error_pct == doctest::Approx((100.0 / 9 + 30) / 2));
@@ -239,7 +230,7 @@ TEST_CASE("ordering pairs: the grouped count equals the pair-by-pair definition"
     rows.push_back(r);
   }
   const auto [pairs, accuracy] = brute_force_ordering(rows);
-  const ErrorSummary s = summarize(rows, "")[0];
+  const ErrorSummary s = summarize(rows)[0];
   CHECK(pairs > 1000);
   CHECK(s.ordering_pairs == pairs);
   CHECK(s.ordering_accuracy == doctest::Approx(accuracy));
@@ -250,7 +241,7 @@ TEST_CASE("summaries are O(n log n): 200,000 rows one knob apart summarize at on
   std::vector<ValidationRow> rows;
   rows.reserve(200000);
   for (int i = 0; i < 200000; ++i) rows.push_back(row("r" + std::to_string(i), 100 + i % 1000, 50 + i % 997, 8 + i));
-  const ErrorSummary s = summarize(rows, "")[0];
+  const ErrorSummary s = summarize(rows)[0];
   CHECK(s.count == 200000);
   CHECK(s.ordering_pairs == 200000LL * 199999 / 2 - 200LL * 199 / 2 * 1000);  // all pairs but equal measured
 }

@@ -1,0 +1,163 @@
+// Tests of model/kernels: each kernel-time formula against its hand-worked value.
+#include "model/kernels.hpp"
+#include "model/transformer.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace stepcast {
+namespace {
+
+// A GPU of 4 SMs at 4 TFLOP/s (1 TFLOP/s per SM) and 1000 GB/s: a 128x128 tile of depth k
+// takes 2·128·128·k / 1e12 s on one SM.
+constexpr double kCeiling = 4, kBw = 1000;
+constexpr int kSms = 4;
+double tile_s(double k) { return 2.0 * 128 * 128 * k / 1e12; }
+
+TEST_CASE("a GEMM of exactly one full wave of tiles runs at the ceiling") {
+  // 256 x 512 output: 2 x 2 tiles of 128x256 (or 2 x 4 of 128x128): 4 blocks on 4 SMs.
+  const double t = gemm_time_s(256, 512, 4096, 1, 2, kCeiling, kSms, kBw);
+  CHECK(t == doctest::Approx(2.0 * 256 * 512 * 4096 / (kCeiling * 1e12)));
+}
+
+TEST_CASE("one tile more than a wave costs a whole extra wave (wave quantization)") {
+  // 128 x 640 output with 128x128 tiles: 5 blocks on 4 SMs = 2 waves of one 128x128 tile;
+  // 128x256 tiles: 3 blocks, 1 wave of 2x the work = the same. Split-K cannot help (no SM
+  // idles at p = 1 with 5 blocks... one wave of 5 would need 5 SMs).
+  const double t = gemm_time_s(128, 640, 4096, 1, 2, kCeiling, kSms, kBw);
+  CHECK(t == doctest::Approx(2 * tile_s(4096)));
+  // 4/5 of the work in the same time as 1.25 waves' worth: 62.5% of the ceiling.
+  CHECK(2.0 * 128 * 640 * 4096 / t / 1e12 == doctest::Approx(0.625 * kCeiling));
+}
+
+TEST_CASE("a GEMM with fewer tiles than SMs splits K to fill them, paying the fp32 partial sums") {
+  // 128 x 128 output, one tile: split 4 ways, each SM does k/4, plus 4·128·128·4 bytes.
+  const double k = 1 << 20;
+  const double t = gemm_time_s(128, 128, static_cast<std::int64_t>(k), 1, 2, kCeiling, kSms, kBw);
+  const double split = tile_s(k / 4) + 4.0 * 128 * 128 * 4 / (kBw * 1e9);
+  CHECK(t == doctest::Approx(split));
+  CHECK(t < tile_s(k));  // better than one SM doing it all
+}
+
+TEST_CASE("a GEMM whose bytes take longer than its tiles is bound by memory bandwidth") {
+  // At 1000 TFLOP/s and 1 GB/s: (256·4096 + 4096·512 + 256·512)·2 B = 6,553,600 B -> 6.5536 ms.
+  CHECK(gemm_time_s(256, 512, 4096, 1, 2, 1000, kSms, 1) == doctest::Approx(6'553'600 / 1e9));
+}
+
+TEST_CASE("an output smaller than a tile uses a tile cut to it (16-row tensor-core steps)") {
+  // 8 x 4096 output, k = 4096 (a LoRA rank-8 projection): tiles 16 x 128 (or 16 x 256): 32
+  // blocks of 128 wide over 4 SMs = 8 waves of 2·16·128·4096.
+  const double t = gemm_time_s(8, 4096, 4096, 1, 2, kCeiling, kSms, kBw);
+  CHECK(t == doctest::Approx(8 * 2.0 * 16 * 128 * 4096 / 1e12));
+}
+
+TEST_CASE("batched GEMMs count their tiles together") {
+  // 8 batches of one 128x128 tile: 8 blocks on 4 SMs = 2 waves.
+  CHECK(gemm_time_s(128, 128, 64, 8, 2, kCeiling, kSms, kBw) == doctest::Approx(2 * tile_s(64)));
+}
+
+TEST_CASE("gemm_time_s refuses sizes below 1 and a zero ceiling") {
+  CHECK_THROWS_AS(gemm_time_s(0, 1, 1, 1, 2, kCeiling, kSms, kBw), std::invalid_argument);
+  CHECK_THROWS_AS(gemm_time_s(1, 1, 1, 1, 2, 0, kSms, kBw), std::invalid_argument);
+}
+
+AttentionRates two_curves() {
+  AttentionRates r;
+  r.curves.push_back({64, true, AttentionPass::forward, {{1024, 100}, {4096, 200}}, "test"});
+  r.curves.push_back({128, true, AttentionPass::forward, {{1024, 200}, {4096, 400}}, "test"});
+  r.curves.push_back({128, false, AttentionPass::backward, {{1024, 300}}, "test"});
+  return r;
+}
+
+TEST_CASE("attention rate: linear in log(seq) between points, flat beyond the ends") {
+  const AttentionRates r = two_curves();
+  CHECK(attention_tflops(r, 64, true, AttentionPass::forward, 2048) == doctest::Approx(150));  // log-midpoint
+  CHECK(attention_tflops(r, 64, true, AttentionPass::forward, 512) == doctest::Approx(100));
+  CHECK(attention_tflops(r, 64, true, AttentionPass::forward, 65536) == doctest::Approx(200));
+}
+
+TEST_CASE("attention rate: head sizes between curves interpolate, beyond them take the nearest") {
+  const AttentionRates r = two_curves();
+  CHECK(attention_tflops(r, 96, true, AttentionPass::forward, 1024) == doctest::Approx(150));
+  CHECK(attention_tflops(r, 256, true, AttentionPass::forward, 1024) == doctest::Approx(200));
+  CHECK(attention_tflops(r, 32, true, AttentionPass::forward, 1024) == doctest::Approx(100));
+}
+
+TEST_CASE("attention rate: a missing causality borrows the other one; a missing pass is an error") {
+  AttentionRates r = two_curves();
+  CHECK(attention_tflops(r, 128, true, AttentionPass::backward, 1024) == doctest::Approx(300));
+  r.scale = 0.5;
+  r.backward_scale = 0.5;
+  CHECK(attention_tflops(r, 128, true, AttentionPass::backward, 1024) == doctest::Approx(75));
+  CHECK(attention_tflops(r, 128, true, AttentionPass::forward, 1024) == doctest::Approx(100));
+  r.curves.pop_back();
+  CHECK_THROWS_AS(attention_tflops(r, 128, true, AttentionPass::backward, 1024), std::invalid_argument);
+}
+
+TransformerSpec gpt(Norm norm, bool gated, Positional pos) {
+  TransformerSpec s;
+  s.name = "t";
+  s.layers = 2;
+  s.hidden = 64;
+  s.heads = 4;
+  s.kv_heads = 4;
+  s.ffn_hidden = 256;
+  s.vocab = 1000;
+  s.norm = norm;
+  s.gated_mlp = gated;
+  s.positional = pos;
+  return s;
+}
+
+TEST_CASE("attention FLOPs: 4·b·s²·heads·d forward, half when causal, backward 2.5x") {
+  const TransformerSpec s = gpt(Norm::layernorm, false, Positional::learned);
+  CHECK(attention_flops(s, 2, 128, false, AttentionPass::forward) == 4.0 * 2 * 128 * 128 * 64);
+  CHECK(attention_flops(s, 2, 128, true, AttentionPass::forward) == 2.0 * 2 * 128 * 128 * 64);
+  CHECK(attention_flops(s, 2, 128, true, AttentionPass::backward) == 2.5 * 2.0 * 2 * 128 * 128 * 64);
+}
+
+TEST_CASE("memory-bound work of an eager GPT layer: 2 norms, 2 residual adds, GELU") {
+  // per token at w = 2: norms 2·(2·2·64) = 512, residual 2·(3·2·64) = 768, GELU 2·2·256 = 1024.
+  const MemoryWork m = layer_memory_work(gpt(Norm::layernorm, false, Positional::learned), 10, 2,
+                                         KernelProfile::eager, false);
+  CHECK(m.bytes_forward == doctest::Approx(10 * (512 + 768 + 1024)));
+  CHECK(m.bytes_backward == doctest::Approx(2 * m.bytes_forward));
+  CHECK(m.kernels_forward == 5);
+}
+
+TEST_CASE("fusing a Llama layer removes the RMSNorm upcasts, the rotary chain and the residual passes") {
+  const TransformerSpec llama = gpt(Norm::rmsnorm, true, Positional::rope);
+  const MemoryWork eager = layer_memory_work(llama, 1, 2, KernelProfile::eager, false);
+  const MemoryWork fused = layer_memory_work(llama, 1, 2, KernelProfile::fused, false);
+  // eager: norms 2·36·64 = 4608, rotary 10·2·128 = 2560, residual 768, SwiGLU 5·2·256 = 2560.
+  CHECK(eager.bytes_forward == doctest::Approx(4608 + 2560 + 768 + 2560));
+  // fused: norms 2·4·64 = 512, rotary 2·2·128 = 512, residual 2·2·64 = 256, SwiGLU 3·2·256 = 1536.
+  CHECK(fused.bytes_forward == doctest::Approx(512 + 512 + 256 + 1536));
+  CHECK(eager.kernels_forward == 2 * 7 + 10 + 2 + 2);
+  CHECK(fused.kernels_forward == 2 + 1 + 0 + 1);
+}
+
+TEST_CASE("the eager loss moves 32 + 2w bytes per logit, a fused one far less") {
+  const TransformerSpec s = gpt(Norm::layernorm, false, Positional::learned);
+  const MemoryWork eager = loss_memory_work(s, 3, 2, KernelProfile::eager);
+  CHECK(eager.bytes_forward + eager.bytes_backward == doctest::Approx(3 * 1000 * (32 + 2 * 2)));
+  const MemoryWork compiled = loss_memory_work(s, 3, 2, KernelProfile::compiled);
+  CHECK(compiled.bytes_forward + compiled.bytes_backward == doctest::Approx(3 * 1000 * 4 * 2));
+}
+
+TEST_CASE("kernel profile and attention kernel names round-trip; unknown names are errors") {
+  for (KernelProfile p : {KernelProfile::eager, KernelProfile::compiled, KernelProfile::fused})
+    CHECK(parse_kernel_profile(name(p)) == p);
+  for (AttentionKernel k : {AttentionKernel::flash2, AttentionKernel::flash3, AttentionKernel::cudnn,
+                            AttentionKernel::mem_efficient, AttentionKernel::triton, AttentionKernel::unfused})
+    CHECK(parse_attention_kernel(name(k)) == k);
+  CHECK_THROWS_AS(parse_kernel_profile("jit"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_attention_kernel("flash"), std::invalid_argument);
+  CHECK(default_flash_kernel(GpuArch::volta) == AttentionKernel::mem_efficient);
+  CHECK(default_flash_kernel(GpuArch::hopper) == AttentionKernel::flash2);
+}
+
+}  // namespace
+}  // namespace stepcast
