@@ -177,9 +177,9 @@ stepcast_cli_case(bad_straggler_unknown_key RC 2 STDERR "straggler_unknown_key.j
 
 # ---- validate: measured-run records; a skipped record keeps its reason; bad lines exit 2 ----
 stepcast_cli_case(validate_text RC 0
-                  STDOUT "llmfoundry-h10080-70b-s2048-g512-amp_bf16" "skipped: tensor/pipeline parallelism" "Summary: checking part"
+                  STDOUT "llmfoundry-h10080-70b-s2048-g512-amp_bf16" "skipped: tensor/pipeline parallelism" "Summary, leave one source out"
                   ARGS validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl)
-stepcast_cli_case(validate_json RC 0 JSON JSON_KEYS runs summary summary_fit summary_all groups
+stepcast_cli_case(validate_json RC 0 JSON JSON_KEYS runs summary summary_loso summary_fit_free sources groups
                   ARGS validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl --json)
 stepcast_cli_case(bad_validate_unknown_key RC 2 STDERR "runs_unknown_key.jsonl:2" "/colour"
                   ARGS validate ${STEPCAST_CLI_BAD}/runs_unknown_key.jsonl)
@@ -196,7 +196,7 @@ stepcast_cli_case(calibrated_predict_phases_json RC 0 STDOUT "\"phases\"" "\"alg
                   ARGS predict ${CMAKE_CURRENT_LIST_DIR}/data/good/calibrated.json --json)
 stepcast_cli_case(bad_calibration_wrong_gpu RC 2 STDERR "calibration_wrong_gpu.json" "/hardware/calibration" "h100-sxm5-80gb"
                   ARGS predict ${STEPCAST_CLI_BAD}/calibration_wrong_gpu.json)
-stepcast_cli_case(validate_with_calibration RC 0 STDOUT "Summary: checking part"
+stepcast_cli_case(validate_with_calibration RC 0 STDOUT "Summary, leave one source out"
                   ARGS validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl
                        --calibration ${CMAKE_CURRENT_LIST_DIR}/data/good/synthetic_hardware.json)
 
