@@ -7,8 +7,8 @@
 /// themselves (gpu_catalog(), ...) read a fixed path under data_dir() once per process, so
 /// they cannot take fuzz input; these entry readers are the parse-from-JSON entry points
 /// they call. Model entries also get their parameter count (as `stepcast catalog models`
-/// prints it). model/catalog/fitted.json has no parse-from-JSON entry point (its reader is
-/// private to model/compute.cpp) and is not covered.
+/// prints it). model/catalog/attention_kernels.json has no parse-from-JSON entry point (its
+/// row reader is private to model/compute.cpp) and is not covered.
 
 #include "fuzz/fuzz_input.hpp"
 
