@@ -143,11 +143,13 @@ std::string scenario_help() {
   out += field("training", "precision (" + join(precision_names(), ", ") +
                                "), optimizer, micro_batch, grad_accum, seq_len, recompute (" +
                                join(recompute_names(), ", ") +
-                               "), flash_attention, optional lora {rank, targets: [q, k, v, o, "
-                               "gate, up, down]}");
+                               "), flash_attention, optional attention_kernel (" + attention_kernel_names() +
+                               "), kernels (" + kernel_profile_names() +
+                               "; default eager), fused_loss, metric_loss_passes, lora {rank, targets: [q, "
+                               "k, v, o, gate, up, down]}");
   out += field("strategy", "a name (" + join(strategy_names(), ", ") +
                                ") or {name, optional bucket_mb, prefetch_layers, algorithm "
-                               "(see `stepcast catalog algorithms`)}");
+                               "(see `stepcast catalog algorithms`), reduce_dtype (working, fp32)}");
   out += field("hardware",
                "{\"cluster\": NAME, \"gpus\": N} or {\"box\": NAME, \"nodes\": N, "
                "\"gpus\": N, \"network\": {nic, nics_per_node, topology} (when nodes > 1)}; "
