@@ -185,11 +185,21 @@ MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double 
     bytes += (w + 1.0) * (h + q + h + f);  // casts of the qkv, out, up and down inputs
     kernels += 4.0;
   }
+  // Backward reductions with no forward counterpart: each norm's weight (and bias)
+  // gradient re-reads its input and the incoming gradient (PyTorch's layer_norm backward
+  // runs them as a second kernel), and each biased projection's bias gradient sums its
+  // output gradient over the tokens.
+  double extra_bwd = norms * 2.0 * w * h;
+  double extra_kernels = norms;
+  if (spec.linear_bias) {
+    extra_bwd += w * ((q + 2.0 * kv) + h + f * (spec.gated_mlp ? 2.0 : 1.0) + h);
+    extra_kernels += 4.0;
+  }
   MemoryWork out;
   out.bytes_forward = bytes * tokens;
-  out.bytes_backward = 2.0 * out.bytes_forward;
+  out.bytes_backward = 2.0 * out.bytes_forward + extra_bwd * tokens;
   out.kernels_forward = kernels;
-  out.kernels_backward = 2.0 * kernels;
+  out.kernels_backward = 2.0 * kernels + extra_kernels;
   return out;
 }
 

@@ -138,7 +138,10 @@ struct MemoryWork {
 ///            (2f in, f out); fused: 2f in, f out
 ///   fp8      Transformer Engine casts each GEMM input to fp8: reads w, writes 1 byte
 /// Backward moves twice the forward bytes in twice the kernels (each op reads its saved
-/// input and the incoming gradient and writes the outgoing one; norms add a reduction).
+/// input and the incoming gradient and writes the outgoing one), plus the reductions that
+/// have no forward counterpart: per norm its weight gradient re-reads input and gradient
+/// (2h, one kernel); per biased projection (linear_bias) its bias gradient reads the
+/// output gradient (q + 2kv + h + g·f + h, four kernels).
 MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile,
                              bool fp8);
 

@@ -123,8 +123,22 @@ TEST_CASE("memory-bound work of an eager GPT layer: 2 norms, 2 residual adds, GE
   const MemoryWork m = layer_memory_work(gpt(Norm::layernorm, false, Positional::learned), 10, 2,
                                          KernelProfile::eager, false);
   CHECK(m.bytes_forward == doctest::Approx(10 * (512 + 768 + 1024)));
-  CHECK(m.bytes_backward == doctest::Approx(2 * m.bytes_forward));
+  // Backward: twice that, plus each norm's weight gradient re-reading input and gradient
+  // (2 norms x 2·2·64 = 512 per token); no biases here.
+  CHECK(m.bytes_backward == doctest::Approx(2 * m.bytes_forward + 10 * 512));
   CHECK(m.kernels_forward == 5);
+  CHECK(m.kernels_backward == 2 * 5 + 2);
+}
+
+TEST_CASE("biased projections add their bias gradients to the backward: one read of each output gradient") {
+  TransformerSpec biased = gpt(Norm::layernorm, false, Positional::learned);
+  biased.linear_bias = true;
+  const MemoryWork plain = layer_memory_work(gpt(Norm::layernorm, false, Positional::learned), 1, 2,
+                                             KernelProfile::eager, false);
+  const MemoryWork with = layer_memory_work(biased, 1, 2, KernelProfile::eager, false);
+  // qkv 3·64 + out 64 + up 256 + down 64 = 576 elements of 2 bytes.
+  CHECK(with.bytes_backward - plain.bytes_backward == doctest::Approx(2 * 576));
+  CHECK(with.kernels_backward - plain.kernels_backward == 4);
 }
 
 TEST_CASE("fusing a Llama layer removes the RMSNorm upcasts, the rotary chain and the residual passes") {
