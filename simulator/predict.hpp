@@ -116,6 +116,9 @@ struct Prediction {
   /// FLOPs the GPUs execute: causal attention halved under flash attention, recompute
   /// included (what measured-run definitions of "hardware FLOPs" count); not HFU's numerator.
   double hardware_flops_per_step = 0;
+  /// The same without recompute: model FLOPs with causal attention halved under flash
+  /// attention (ml-engineering's "causal attention FLOPs, recompute excluded").
+  double causal_model_flops_per_step = 0;
   double mfu = 0;              ///< model FLOPs / (step time x GPUs x dense peak)
   double hfu = 0;              ///< (model FLOPs + recompute in MFU's convention) / same
   double peak_tflops = 0;      ///< dense peak used for MFU, TFLOP/s per GPU

@@ -202,6 +202,7 @@ void cost_flops(const Job& job, Costs& c) {
   const double m = static_cast<double>(tr.grad_accum);
   c.model_flops_per_step = mf.model * m * job.gpus;
   c.hardware_flops_per_step = mf.hardware() * m * job.gpus;
+  c.causal_model_flops_per_step = (mf.forward + mf.backward) * m * job.gpus;
   c.hfu_flops_per_step = mf.hfu_flops() * m * job.gpus;  // MFU's convention plus recompute
 }
 
@@ -323,6 +324,7 @@ void assemble_throughput(const Job& job, const Costs& c, Prediction& p) {
   p.tokens_per_step = p.global_batch_samples * static_cast<double>(tr.seq_len);
   p.model_flops_per_step = c.model_flops_per_step;
   p.hardware_flops_per_step = c.hardware_flops_per_step;
+  p.causal_model_flops_per_step = c.causal_model_flops_per_step;
   p.tokens_per_s = p.tokens_per_step / p.step_time_s;
   p.tokens_per_s_per_gpu = p.tokens_per_s / gpus;
   p.samples_per_s = p.global_batch_samples / p.step_time_s;

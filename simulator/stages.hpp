@@ -128,6 +128,8 @@ struct Costs {
   /// Executed FLOPs with recompute (the kernels' count: causal halving under flash
   /// attention), what `validate` compares with records that count executed work.
   double hardware_flops_per_step = 0;
+  /// Executed FLOPs without recompute (causal halving under flash attention).
+  double causal_model_flops_per_step = 0;
   /// HFU's FLOPs: model FLOPs + recompute in MFU's attention convention (StepFlops::hfu_flops).
   double hfu_flops_per_step = 0;
 

@@ -321,11 +321,15 @@ double predicted_metric(const MeasuredRun& r, const Prediction& p) {
   if (r.metric == "mfu") return p.mfu;
   if (r.metric == "tflops_per_gpu") {
     // Megatron, DeepSpeed and BigScience count the recomputed forward (hardware FLOPs);
-    // stas00 and llm-foundry count model FLOPs. The record's definition says which.
-    const bool hardware = r.definition.find("recompute") != std::string::npos &&
-                          r.definition.find("no recompute") == std::string::npos &&
-                          r.definition.find("without recompute") == std::string::npos;
-    const double flops = hardware ? p.hardware_flops_per_step : p.model_flops_per_step;
+    // llm-foundry counts model FLOPs (12Lhs attention, no causal halving); ml-engineering
+    // counts causal attention FLOPs with recompute excluded. The record's definition says
+    // which.
+    const auto says = [&](const char* what) { return r.definition.find(what) != std::string::npos; };
+    const bool hardware =
+        says("recompute") && !says("no recompute") && !says("without recompute") && !says("recompute excluded");
+    const double flops = hardware ? p.hardware_flops_per_step
+                         : says("causal attention") ? p.causal_model_flops_per_step
+                                                    : p.model_flops_per_step;
     return flops / p.step_time_s / p.gpus / 1e12;
   }
   throw Skip{"metric " + r.metric + " needs figures a record does not give (data set size, overheads)"};

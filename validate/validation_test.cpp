@@ -1,5 +1,5 @@
 // Rules of validation: records read strictly, a record stepcast cannot represent is skipped
-// with its reason, the split is fixed, summaries and ordering follow their definitions.
+// with its reason, summaries and ordering follow their definitions, metrics follow the record's definition.
 #include "validate/validation.hpp"
 
 #include "base/json_input.hpp"
@@ -244,4 +244,27 @@ TEST_CASE("summaries are O(n log n): 200,000 rows one knob apart summarize at on
   const ErrorSummary s = summarize(rows)[0];
   CHECK(s.count == 200000);
   CHECK(s.ordering_pairs == 200000LL * 199999 / 2 - 200LL * 199 / 2 * 1000);  // all pairs but equal measured
+}
+
+TEST_CASE("TFLOP/s per GPU follows the record's definition: hardware FLOPs with recompute, or causal model "
+          "FLOPs with recompute excluded, or model FLOPs") {
+  nlohmann::json r = small_record();
+  r["measured"]["metric"] = "tflops_per_gpu";
+  r["measured"]["value"] = 100;
+  r["strategy"]["activation_checkpointing"] = "full";
+  r["strategy"]["extras"] = {"flash_attention"};
+  auto predicted = [&](const std::string& definition) {
+    r["measured"]["definition"] = definition;
+    const ValidationRow row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+    REQUIRE(row.status == "ok");
+    return *row.predicted;
+  };
+  const double hardware = predicted("hardware TFLOP/s per GPU, recompute included");
+  const double causal = predicted("model TFLOP/s per GPU with causal attention FLOPs, recompute excluded");
+  const double model = predicted("model TFLOP/s per GPU (6N + 12Lhs)");
+  // One step, one time: the ratios are the FLOP counts'. Full recompute adds a forward
+  // (a third of forward + backward) to the executed count; model FLOPs count attention
+  // unhalved, so they exceed the causal count.
+  CHECK(hardware / causal == doctest::Approx(4.0 / 3.0).epsilon(0.02));
+  CHECK(model > causal);
 }
