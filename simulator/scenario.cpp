@@ -309,6 +309,12 @@ void check_strategy(const Scenario& s, const ScenarioSource& w) {
   check_count(st.prefetch_layers, 0, s.model.layers, w.file, w.strategy + "/prefetch_layers",
               "layers gathered ahead, at most the model's layers");
   const std::string bucket = w.strategy + "/bucket_mb";
+  const bool fsdp = st.kind == Strategy::fsdp_full_shard || st.kind == Strategy::fsdp_shard_grad_op ||
+                    st.kind == Strategy::fsdp_hybrid_shard || st.kind == Strategy::fsdp_no_shard;
+  if (fsdp && st.bucket_given)
+    throw InputError(w.file, bucket,
+                     "FSDP reduce-scatters each wrapped unit's gradients as one flat tensor and has no gradient "
+                     "bucket; remove bucket_mb (it is for ddp and zero1/2/3)");
   if (!std::isfinite(st.bucket_bytes) || !(st.bucket_bytes > 0))
     throw InputError(w.file, bucket, fmt::format("expected a finite bucket size > 0 MiB, got {} MiB", st.bucket_bytes / kBytesPerMiB));
   const double trainable = static_cast<double>(s.training.lora ? lora_parameter_count(s.model, *s.training.lora)

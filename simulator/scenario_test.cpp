@@ -145,11 +145,23 @@ TEST_CASE("prefetch_layers: 0 .. layers, never wrapped") {
 
 TEST_CASE("bucket_mb: small buckets are refused by the bucket count they make, naming bucket_mb") {
   json j = good();
+  j["strategy"]["name"] = "ddp";  // FSDP has no bucket (refused: next test)
   j["strategy"]["bucket_mb"] = 1e-6;
   const std::string e = error_of(j);
   CHECK(mentions(e, "/strategy/bucket_mb: expected a bucket of at least"));
   CHECK(mentions(e, "buckets per step, more than 100000"));
   j["strategy"]["bucket_mb"] = 0.01;  // ~25,000 buckets of a 124 M-parameter model: allowed (PyTorch allows it)
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("bucket_mb with an FSDP strategy is refused: FSDP has no gradient bucket") {
+  json j = good();
+  for (const char* fsdp : {"fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard", "fsdp_no_shard"}) {
+    j["strategy"]["name"] = fsdp;
+    j["strategy"]["bucket_mb"] = 25;
+    CHECK(mentions(error_of(j), "/strategy/bucket_mb: FSDP reduce-scatters each wrapped unit"));
+  }
+  j["strategy"]["name"] = "zero3";
   CHECK(error_of(j).empty());
 }
 

@@ -126,6 +126,10 @@ void resolve_buckets(Job& job) {
     job.bucket_bytes = kDeepSpeedBucketElements * wb;
     job.assumptions.push_back("reduce/all-gather bucket 5e8 elements (DeepSpeed reduce_bucket_size and "
                               "allgather_bucket_size defaults; set strategy.bucket_mb)");
+  } else if (st == Strategy::zero3) {
+    job.bucket_bytes = kDeepSpeedBucketElements * wb;
+    job.assumptions.push_back("reduce bucket 5e8 elements (DeepSpeed reduce_bucket_size default, at most the "
+                              "gradients; set strategy.bucket_mb)");
   } else if (st == Strategy::ddp) {
     job.bucket_bytes = kDdpBucketBytes;
     job.assumptions.push_back("gradient bucket 25 MiB, the first 1 MiB (PyTorch DDP bucket_cap_mb and "
@@ -249,7 +253,9 @@ void cost_memory(const Job& job, Costs& c) {
   mem.strategy = s.strategy.kind;
   mem.gpus = job.gpus;
   mem.gpus_per_node = job.gpus_per_node;
-  mem.bucket_bytes = zero12(s.strategy.kind) ? std::min(job.bucket_bytes, grad_bytes) : job.bucket_bytes;
+  mem.bucket_bytes = zero12(s.strategy.kind) || s.strategy.kind == Strategy::zero3
+                         ? std::min(job.bucket_bytes, grad_bytes)
+                         : job.bucket_bytes;
   mem.prefetch_layers = s.strategy.prefetch_layers;
   mem.capacity_bytes = job.gpu.memory_bytes;
   mem.cuda_context_bytes = kCudaContextBytes;

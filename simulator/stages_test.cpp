@@ -123,6 +123,14 @@ TEST_CASE("resolve: bucket sizes are the framework defaults (DDP 25 MiB, ZeRO 5e
       scenario(R"({"name": "ddp", "bucket_mb": 100})", kTwoNodesIb), "t.json"));
   CHECK(given.bucket_bytes == 100.0 * (1 << 20));  // bucket_mb is MiB, as PyTorch's bucket_cap_mb
   CHECK(given.first_bucket_bytes == 1024.0 * 1024.0);  // DDP's first bucket stays 1 MiB
+  // ZeRO-3's reduce bucket is DeepSpeed's 5e8 elements too, and said so (not a silent 25 MB).
+  const Job zero3 = resolve(parsed("zero3", kTwoNodesIb));
+  CHECK(zero3.bucket_bytes == 5e8 * 2);
+  CHECK(std::any_of(zero3.assumptions.begin(), zero3.assumptions.end(),
+                    [](const std::string& a) { return a.find("reduce bucket 5e8 elements") != std::string::npos; }));
+  // FSDP has no bucket: bucket_mb would be a knob that does nothing, so it is refused.
+  CHECK_THROWS_AS(parse_scenario(scenario(R"({"name": "fsdp_full_shard", "bucket_mb": 100})", kTwoNodesIb), "t.json"),
+                  InputError);
 }
 
 TEST_CASE("resolve: stragglers become rank groups after the typical nodes, covering every GPU once") {
