@@ -77,6 +77,11 @@ json parts_json(const Prediction& p) {
           {"recompute_s", num(p.recompute_s)},
           {"optimizer_s", num(p.optimizer_s)},
           {"compute_s", num(p.compute_s)},
+          {"compute_by_kernel",
+           {{"gemm_s", num(p.compute_by_kernel.gemm_s)},
+            {"attention_s", num(p.compute_by_kernel.attention_s)},
+            {"memory_bound_s", num(p.compute_by_kernel.memory_s)},
+            {"launch_bound_s", num(p.compute_by_kernel.launch_s)}}},
           {"comm_total_s", num(p.comm_total_s)},
           {"comm_exposed_s", num(p.comm_exposed_s)},
           {"comm_hidden_s", num(p.comm_hidden_s)}};

@@ -268,6 +268,22 @@ std::string step_time_section(const Prediction& p) {
   return out;
 }
 
+std::string kernels_section(const Prediction& p) {
+  std::string out = section("Compute by kernel (forward + backward + recompute, one GPU, full speed)");
+  const KernelTimes& k = p.compute_by_kernel;
+  const double total = k.total_s();
+  auto share = [&](double s) { return total > 0 ? fixed(100 * s / total, 1) : std::string("n/a"); };
+  Table t({{"kernels", false}, {"time (s)", true}, {"share (%)", true}, {"note", false}});
+  t.add({"GEMMs", seconds(k.gemm_s), share(k.gemm_s), "tile and wave quantized against the GEMM ceiling"});
+  t.add({"attention", seconds(k.attention_s), share(k.attention_s), "published kernel rates by sequence and head size"});
+  t.add({"memory-bound", seconds(k.memory_s), share(k.memory_s), "norms, rotary, activations, residuals, loss"});
+  t.add({"launch-bound", seconds(k.launch_s), share(k.launch_s), "layers whose kernels are shorter than their launches"});
+  t.rule();
+  t.add({"total", seconds(total), total > 0 ? "100.0" : "n/a", "= forward + backward + recompute above"});
+  out += t.render();
+  return out;
+}
+
 std::string simulation_section(const Prediction& p) {
   std::string out = section("Simulation (the representative GPU)");
   Table t({{"figure", false}, {"value", true}, {"unit", false}});
@@ -481,7 +497,7 @@ std::string measured_section(const Scenario& sc, const Prediction& p) {
 }  // namespace
 
 std::string predict_text(const Scenario& sc, const Prediction& p, const std::string& trace_file) {
-  return header_section(sc, p, trace_file) + step_time_section(p) + simulation_section(p) +
+  return header_section(sc, p, trace_file) + step_time_section(p) + kernels_section(p) + simulation_section(p) +
          streams_and_links_section(p) + critical_path_section(p) + throughput_section(p) +
          epoch_section(sc, p) + memory_section(p) + collectives_section(p) + fabric_section(p) +
          assumptions_section(sc, p) + measured_section(sc, p);

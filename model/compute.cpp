@@ -295,19 +295,31 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   }
 
   const double launch = device.launch_s;
-  const double layer_fwd = std::max(g.forward_s + a.forward_s + mem.bytes_forward / bw,
-                                    launch * (g.kernels_forward + a.kernels_forward + mem.kernels_forward));
-  const double layer_bwd = std::max(g.backward_s + a.backward_s + mem.bytes_backward / bw,
-                                    launch * (g.kernels_backward + a.kernels_backward + mem.kernels_backward));
+  const double gpu_fwd = g.forward_s + a.forward_s + mem.bytes_forward / bw;
+  const double gpu_bwd = g.backward_s + a.backward_s + mem.bytes_backward / bw;
+  const double layer_fwd = std::max(gpu_fwd, launch * (g.kernels_forward + a.kernels_forward + mem.kernels_forward));
+  const double layer_bwd =
+      std::max(gpu_bwd, launch * (g.kernels_backward + a.kernels_backward + mem.kernels_backward));
   const double L = static_cast<double>(spec.layers);
 
   MicroStepTimes t;
-  t.head_forward_s = std::max(g.head_forward_s + loss.bytes_forward / bw, launch * (1 + loss.kernels_forward));
-  t.head_backward_s = std::max(g.head_backward_s + loss.bytes_backward / bw, launch * (2 + loss.kernels_backward));
+  const double head_gpu_fwd = g.head_forward_s + loss.bytes_forward / bw;
+  const double head_gpu_bwd = g.head_backward_s + loss.bytes_backward / bw;
+  t.head_forward_s = std::max(head_gpu_fwd, launch * (1 + loss.kernels_forward));
+  t.head_backward_s = std::max(head_gpu_bwd, launch * (2 + loss.kernels_backward));
   t.forward_s = L * layer_fwd + t.head_forward_s;
   t.backward_s = L * layer_bwd + t.head_backward_s;
+  // Forwards of the layers per micro-step: 1, or 2 under full recompute.
+  const double fwd_passes = opts.recompute == Recompute::full ? 2.0 : 1.0;
   if (opts.recompute == Recompute::full) t.recompute_s = L * layer_fwd;
   if (opts.recompute == Recompute::selective) t.recompute_s = L * a.forward_s;
+  KernelTimes& k = t.kernels;
+  k.gemm_s = L * (fwd_passes * g.forward_s + g.backward_s) + g.head_forward_s + g.head_backward_s;
+  k.attention_s = L * (a.forward_s + a.backward_s) + (opts.recompute == Recompute::none ? 0.0 : L * a.forward_s);
+  k.memory_s = L * (fwd_passes * mem.bytes_forward + mem.bytes_backward) / bw +
+               (loss.bytes_forward + loss.bytes_backward) / bw;
+  k.launch_s = L * (fwd_passes * (layer_fwd - gpu_fwd) + (layer_bwd - gpu_bwd)) +
+               (t.head_forward_s - head_gpu_fwd) + (t.head_backward_s - head_gpu_bwd);
   return t;
 }
 

@@ -78,6 +78,15 @@ struct KernelChoice {
 };
 
 /// Time of one micro-step on one GPU, seconds.
+/// Compute time split by kind of kernel, seconds; the parts add up to the compute time.
+struct KernelTimes {
+  double gemm_s = 0;       ///< GEMMs (LoRA adapters included)
+  double attention_s = 0;  ///< attention kernels (unfused: their GEMMs and softmax passes)
+  double memory_s = 0;     ///< memory-bound work: norms, rotary, activations, residuals, loss
+  double launch_s = 0;     ///< what launch-bound layers add beyond their kernels' GPU time
+  double total_s() const { return gemm_s + attention_s + memory_s + launch_s; }
+};
+
 struct MicroStepTimes {
   double forward_s = 0;
   double backward_s = 0;
@@ -86,6 +95,8 @@ struct MicroStepTimes {
   /// the layers), for simulators that play the step layer by layer.
   double head_forward_s = 0;
   double head_backward_s = 0;
+  /// forward + backward + recompute, split by kind of kernel.
+  KernelTimes kernels;
 };
 
 /// Forward/backward/recompute time of one micro-batch (`micro_batch` sequences of `seq_len`)

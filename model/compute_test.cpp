@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <iterator>
 #include <stdexcept>
 
@@ -193,6 +194,29 @@ TEST_CASE("LoRA adapters are two thin GEMMs per target: tokens x r (k = d_in) an
   CHECK(g[1].n == 8);
   CHECK(g[1].k == 2);
   CHECK_THROWS_AS(lora_adapter_gemms(small_gpt(), LoraSpec{2, {"gate"}}, 4), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+TEST_CASE("compute by kernel adds up to forward + backward + recompute, launch-bound or not, any recompute") {
+  const TransformerSpec& spec = *find_model("llama-2-7b");
+  const DeviceRates a100 = catalog_device_rates(*find_gpu("a100-sxm4-80gb"), Dtype::bf16, AttentionKernel::flash2);
+  DeviceRates slow_launch = a100;
+  slow_launch.launch_s = 1e-2;  // every layer launch-bound
+  for (const DeviceRates* d : std::initializer_list<const DeviceRates*>{&a100, &slow_launch})
+    for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+      for (AttentionKernel att : {AttentionKernel::flash2, AttentionKernel::unfused}) {
+        FlopsOptions o;
+        o.recompute = r;
+        const KernelChoice k{att, KernelProfile::eager, true};
+        const MicroStepTimes t = micro_step_times(spec, 2, 2048, Precision::bf16_mixed, o, k, *d);
+        CHECK(t.kernels.total_s() == doctest::Approx(t.forward_s + t.backward_s + t.recompute_s).epsilon(1e-12));
+        CHECK((t.kernels.launch_s > 0) == (d == &slow_launch));
+      }
 }
 
 }  // namespace

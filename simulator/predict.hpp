@@ -91,6 +91,8 @@ struct Prediction {
   double recompute_s = 0;
   double optimizer_s = 0;
   double compute_s = 0;        ///< forward + backward + recompute + optimizer
+  /// forward + backward + recompute by kind of kernel, at full speed (the optimizer apart).
+  KernelTimes compute_by_kernel;
   double comm_total_s = 0;     ///< all collectives, each as if alone, summed
   double comm_busy_s = 0;      ///< simulated: time any collective of a GPU ran
   double comm_exposed_s = 0;   ///< simulated: the part not hidden behind compute

@@ -481,6 +481,11 @@ Costs cost(const Job& job) {
   c.forward_s = m * c.micro.forward_s;
   c.backward_s = m * c.micro.backward_s;
   c.recompute_s = m * c.micro.recompute_s;
+  c.kernels = c.micro.kernels;
+  c.kernels.gemm_s *= m;
+  c.kernels.attention_s *= m;
+  c.kernels.memory_s *= m;
+  c.kernels.launch_s *= m;
   c.parameters = static_cast<double>(parameter_count(model));
   c.trainable = tr.lora ? static_cast<double>(lora_parameter_count(model, *tr.lora)) : c.parameters;
   c.optimizer_s = optimizer_step_s(job, c.trainable);
@@ -636,6 +641,7 @@ Prediction assemble(const Job& job, const Costs& costs, Lowered lowered, sim::Si
   p.recompute_s = costs.recompute_s;
   p.optimizer_s = costs.optimizer_s;
   p.compute_s = costs.compute_s;
+  p.compute_by_kernel = costs.kernels;
   p.memory = costs.memory;
 
   assemble_simulation(lowered.graph, result, p);

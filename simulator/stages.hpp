@@ -117,6 +117,7 @@ struct Costs {
   double recompute_s = 0;
   double optimizer_s = 0;
   double compute_s = 0;        ///< forward + backward + recompute + optimizer
+  KernelTimes kernels;         ///< forward + backward + recompute per optimizer step, by kind
 
   /// FLOPs of one micro-step on one GPU, per layer and for the LM head.
   double layer_flops_forward = 0;
