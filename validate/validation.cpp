@@ -54,15 +54,37 @@ constexpr double kMaxNicsPerNode = 1024;
 
 /// The NIC link kind and count for a stated fabric and per-node rate: the fastest catalog
 /// link of that family (by name prefix) whose line rate divides the rate into whole NICs.
-std::pair<std::string, int> nics_for(const std::string& fabric, double gbps) {
+/// The link-name prefix of a record's inter-node fabric ("efa" -> "efa-").
+const std::string& fabric_family(const std::string& fabric) {
   static const std::map<std::string, std::string> kFamily = {
       {"infiniband", "ib-"}, {"roce", "roce-"}, {"efa", "efa-"}, {"ethernet-tcp", "eth-"}};
   const auto family = kFamily.find(fabric);
   if (family == kFamily.end()) throw Skip{"inter-node fabric \"" + fabric + "\" is not in the link catalog"};
+  return family->second;
+}
+
+/// The NICs of a stated fabric without a stated rate: the record's box when its standard NIC
+/// is of that family, else the catalog box of the same GPU that ships with that fabric
+/// (an H100 over EFA: the aws-p5's 32 x efa-100g).
+std::pair<std::string, int> stated_fabric_nics(const std::string& fabric, const BoxSpec& box,
+                                               std::vector<std::string>& assumed) {
+  const std::string& family = fabric_family(fabric);
+  const BoxSpec* with = box.nic.rfind(family, 0) == 0 ? &box : nullptr;
+  for (const BoxSpec& b : box_catalog())
+    if (!with && b.gpu == box.gpu && b.nic.rfind(family, 0) == 0) with = &b;
+  if (!with) throw Skip{"inter-node fabric " + fabric + " stated without a rate, and no catalog box of the " +
+                        box.gpu + " has it"};
+  assumed.push_back(fmt::format("the {}'s network, {} x {} per node (the record names {} but not its rate)",
+                                with->name, with->nics, with->nic, fabric));
+  return {with->nic, with->nics};
+}
+
+std::pair<std::string, int> nics_for(const std::string& fabric, double gbps) {
+  const std::string& family = fabric_family(fabric);
   const LinkSpec* best = nullptr;
   int count = 0;
   for (const LinkSpec& l : link_catalog()) {
-    if (l.name.rfind(family->second, 0) != 0) continue;
+    if (l.name.rfind(family, 0) != 0) continue;
     const double n = gbps / (l.line_rate_GBps * 8.0);  // GB/s -> Gb/s
     if (!(n >= 1 && n <= kMaxNicsPerNode) || std::abs(n - std::round(n)) > 1e-9) continue;
     if (!best || l.line_rate_GBps > best->line_rate_GBps) {
@@ -260,6 +282,10 @@ HardwareChoice hardware_for(const MeasuredRun& r, const std::string& gpu, std::v
     NetworkSpec net;
     if (r.inter_fabric && r.inter_gbps_per_node) {
       const auto [kind, count] = nics_for(*r.inter_fabric, *r.inter_gbps_per_node);
+      net.nic = kind;
+      net.nics_per_node = count;
+    } else if (r.inter_fabric) {
+      const auto [kind, count] = stated_fabric_nics(*r.inter_fabric, box, assumed);
       net.nic = kind;
       net.nics_per_node = count;
     } else {

@@ -268,3 +268,23 @@ TEST_CASE("TFLOP/s per GPU follows the record's definition: hardware FLOPs with 
   CHECK(hardware / causal == doctest::Approx(4.0 / 3.0).epsilon(0.02));
   CHECK(model > causal);
 }
+
+TEST_CASE("a stated inter-node fabric without a rate takes the catalog box of that GPU that ships with it") {
+  nlohmann::json r = small_record();
+  r["hardware"]["gpus"] = 16;
+  r["hardware"]["nodes"] = 2;
+  r["hardware"]["gpus_per_node"] = 8;
+  r["batch"]["global_batch"] = 64;
+  r["hardware"]["inter_node"] = {{"fabric", "efa"}, {"gbps_per_node", nullptr}};
+  const std::string gpu = r["hardware"]["gpu"];
+  const ValidationRow row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  REQUIRE(row.status == "ok");
+  const bool p5 = std::any_of(row.assumptions.begin(), row.assumptions.end(), [](const std::string& a) {
+    return a.find("the aws-p5's network, 32 x efa-100g per node (the record names efa") != std::string::npos;
+  });
+  CHECK((gpu == "h100-sxm5-80gb") == p5);
+  // A fabric no catalog box of the GPU has is an explicit skip, never a silent default.
+  r["hardware"]["inter_node"]["fabric"] = "roce";
+  const ValidationRow roce = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK(roce.status.rfind("skipped: inter-node fabric roce stated without a rate", 0) == 0);
+}
