@@ -294,19 +294,23 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
     loss.kernels_forward += kernels.metric_loss_passes * metric.kernels_forward;
   }
 
-  const double launch = device.launch_s;
+  // CPU cost per op: eager dispatch (eager and fused profiles run Python modules) or, for
+  // compiled code, the driver's launch; never below the device's launch cost.
+  const bool dispatched = kernels.profile != KernelProfile::compiled;
+  const double launch = dispatched ? std::max(device.launch_s, kEagerForwardOp_s) : device.launch_s;
+  const double launch_bwd = dispatched ? std::max(device.launch_s, kEagerBackwardOp_s) : device.launch_s;
   const double gpu_fwd = g.forward_s + a.forward_s + mem.bytes_forward / bw;
   const double gpu_bwd = g.backward_s + a.backward_s + mem.bytes_backward / bw;
   const double layer_fwd = std::max(gpu_fwd, launch * (g.kernels_forward + a.kernels_forward + mem.kernels_forward));
   const double layer_bwd =
-      std::max(gpu_bwd, launch * (g.kernels_backward + a.kernels_backward + mem.kernels_backward));
+      std::max(gpu_bwd, launch_bwd * (g.kernels_backward + a.kernels_backward + mem.kernels_backward));
   const double L = static_cast<double>(spec.layers);
 
   MicroStepTimes t;
   const double head_gpu_fwd = g.head_forward_s + loss.bytes_forward / bw;
   const double head_gpu_bwd = g.head_backward_s + loss.bytes_backward / bw;
   t.head_forward_s = std::max(head_gpu_fwd, launch * (1 + loss.kernels_forward));
-  t.head_backward_s = std::max(head_gpu_bwd, launch * (2 + loss.kernels_backward));
+  t.head_backward_s = std::max(head_gpu_bwd, launch_bwd * (2 + loss.kernels_backward));
   t.forward_s = L * layer_fwd + t.head_forward_s;
   t.backward_s = L * layer_bwd + t.head_backward_s;
   // Forwards of the layers per micro-step: 1, or 2 under full recompute.

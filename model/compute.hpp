@@ -67,6 +67,17 @@ DeviceRates catalog_device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKerne
 /// CUDA driver and runtime (kernel-benchmarks.md Sec. 3).
 inline constexpr double kLaunchOverhead_s = 5e-6;
 
+/// CPU cost of one op dispatched by eager PyTorch (Python, dispatcher, autograd and the
+/// launch), forward and backward, s. From the launch-bound case of ml-engineering
+/// (training/performance/README.md L966-986: Llama-3.2-1B, bf16, 1 x 512 tokens, B200):
+/// eager forward 8.1 ms and forward+backward 48.8 ms, against 1.9 / 8.1 ms under CUDA
+/// graphs, so the eager step is CPU-bound. Over this model's op count for that step
+/// (forward 16 layers x 34 + 4 = 548 ops, backward 16 x 71 + 5 = 1,141): 8.1 ms / 548 =
+/// 14.8 µs forward, (48.8 - 8.1) ms / 1,141 = 35.7 µs backward. torch.compile'd code
+/// launches from generated wrappers at the driver's cost (kLaunchOverhead_s).
+inline constexpr double kEagerForwardOp_s = 14.8e-6;
+inline constexpr double kEagerBackwardOp_s = 35.7e-6;
+
 /// Which kernels a micro-step runs: the attention kernel, the profile of the memory-bound
 /// work, and whether attention is causal (decoders) or not (encoders).
 struct KernelChoice {
@@ -110,8 +121,10 @@ struct MicroStepTimes {
 ///             softmax passes (eager: scale+mask and softmax, each reading and writing it)
 ///   memory    layer_memory_work and, on the LM head, loss_memory_work, over achieved
 ///             memory bandwidth
-///   launches  a layer takes max(GPU time, kernels x launch cost): the CPU runs ahead of
+///   launches  a layer takes max(GPU time, ops x CPU cost per op): the CPU runs ahead of
 ///             the GPU within a layer, so launches only matter when kernels are short.
+///             The cost per op is eager dispatch (kEagerForwardOp_s, kEagerBackwardOp_s)
+///             for the eager and fused profiles, the driver's launch for compiled code.
 /// Recompute: full, one more forward of every layer; selective, attention's forward.
 MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch,
                                 std::int64_t seq_len, Precision precision, const FlopsOptions& opts,

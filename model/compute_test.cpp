@@ -66,7 +66,7 @@ TEST_CASE("LoRA backward = one input-gradient GEMM per frozen weight + the adapt
   const LoraSpec lora{2, {"q", "v"}};
   FlopsOptions full, frozen;
   frozen.lora = &lora;
-  const KernelChoice k{AttentionKernel::flash2, KernelProfile::fused, true};
+  const KernelChoice k{AttentionKernel::flash2, KernelProfile::compiled, true};  // launches at the device's (0) cost
   const MicroStepTimes a = micro_step_times(spec, 1, 4, Precision::bf16_mixed, full, k, unit_device());
   const MicroStepTimes b = micro_step_times(spec, 1, 4, Precision::bf16_mixed, frozen, k, unit_device());
   // Full training minus LoRA, backward: every weight-gradient GEMM (n x k from n x m · m x k)
@@ -86,7 +86,7 @@ TEST_CASE("flash attention takes its published rate: forward 4·b·s²·heads·d
           "backward 2.5x the FLOPs at the backward curve") {
   const TransformerSpec spec = small_gpt();
   const FlopsOptions o;
-  const KernelChoice flash{AttentionKernel::flash2, KernelProfile::fused, true};
+  const KernelChoice flash{AttentionKernel::flash2, KernelProfile::compiled, true};
   DeviceRates slow = unit_device();
   for (AttentionCurve& c : slow.attention.curves) c.tflops_by_seq[0].second = 0.25;  // half the rate
   const MicroStepTimes fast_t = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, flash, unit_device());
@@ -99,7 +99,7 @@ TEST_CASE("flash attention takes its published rate: forward 4·b·s²·heads·d
 TEST_CASE("full recompute adds one forward of the layers (head excluded); selective the attention forward") {
   const TransformerSpec spec = small_gpt();
   FlopsOptions o;
-  const KernelChoice k{AttentionKernel::flash2, KernelProfile::fused, true};
+  const KernelChoice k{AttentionKernel::flash2, KernelProfile::compiled, true};  // launches at the device's (0) cost
   const MicroStepTimes none = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, unit_device());
   o.recompute = Recompute::full;
   const MicroStepTimes full = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, unit_device());
@@ -155,7 +155,7 @@ Dtype dtype16(const GpuSpec& gpu) { return gpu.supports(Dtype::bf16) ? Dtype::bf
 
 double llama_step_s(const GpuSpec& gpu) {
   const DeviceRates d = catalog_device_rates(gpu, dtype16(gpu), AttentionKernel::flash2);
-  const KernelChoice k{AttentionKernel::flash2, KernelProfile::fused, true};
+  const KernelChoice k{AttentionKernel::flash2, KernelProfile::compiled, true};  // launches at the device's (0) cost
   const MicroStepTimes t = micro_step_times(*find_model("llama-2-7b"), 1, 4096, Precision::bf16_mixed, {}, k, d);
   return t.forward_s + t.backward_s;
 }
@@ -217,6 +217,36 @@ TEST_CASE("compute by kernel adds up to forward + backward + recompute, launch-b
         CHECK(t.kernels.total_s() == doctest::Approx(t.forward_s + t.backward_s + t.recompute_s).epsilon(1e-12));
         CHECK((t.kernels.launch_s > 0) == (d == &slow_launch));
       }
+}
+
+}  // namespace
+}  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+TEST_CASE("a small eager step is CPU-bound at the dispatch cost per op; compiled code launches at the driver's") {
+  // Llama-3.2-1B (16 layers, h 2048, 32 heads / 8 KV, SwiGLU 8192, V 128256, tied), one
+  // sequence of 512 on a B200: the case the per-op costs come from (compute.hpp).
+  TransformerSpec s = *find_model("llama-3-8b");
+  s.name = "llama-3.2-1b";
+  s.layers = 16;
+  s.hidden = 2048;
+  s.heads = 32;
+  s.kv_heads = 8;
+  s.ffn_hidden = 8192;
+  s.tied_embeddings = true;
+  const DeviceRates b200 = catalog_device_rates(*find_gpu("b200-sxm-180gb"), Dtype::bf16, AttentionKernel::flash2);
+  const KernelChoice eager{AttentionKernel::flash2, KernelProfile::eager, true};
+  const MicroStepTimes t = micro_step_times(s, 1, 512, Precision::bf16_mixed, {}, eager, b200);
+  // 548 forward ops and 1,141 backward ops at the eager costs: 8.1 ms and 40.7 ms.
+  CHECK(t.forward_s == doctest::Approx(548 * kEagerForwardOp_s).epsilon(0.01));
+  CHECK(t.backward_s == doctest::Approx(1141 * kEagerBackwardOp_s).epsilon(0.01));
+  CHECK(t.kernels.launch_s > 0.5 * (t.forward_s + t.backward_s));
+  // The same step compiled is no longer launch-bound at 5 µs per launch of fewer kernels.
+  const KernelChoice compiled{AttentionKernel::flash2, KernelProfile::compiled, true};
+  const MicroStepTimes c = micro_step_times(s, 1, 512, Precision::bf16_mixed, {}, compiled, b200);
+  CHECK(c.forward_s + c.backward_s < 0.4 * (t.forward_s + t.backward_s));
 }
 
 }  // namespace
