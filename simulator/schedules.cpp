@@ -46,9 +46,9 @@ StageProgram one_f_one_b_stage(int stages, int micro_batches, int stage) {
 
 /// ZB-H1 (Qi et al. 2023, Sec 2.1): 1F1B's order with each backward split into B and W,
 /// and stage i's W deferred by i micro-batches (W of k - i right after B of k), so that
-/// every stage holds p micro-batches awaiting W (stage 0 defers none, the last p - 1) and
-/// the deferred W fill the cool-down. B no longer waits for W, so the backward crosses a
-/// stage in tb instead of tb + tw.
+/// every stage holds p micro-batches awaiting W when m >= p (stage 0 defers none, the last
+/// p - 1) and the deferred W fill the cool-down. B no longer waits for W, so the backward
+/// crosses a stage in tb instead of tb + tw.
 StageProgram zb_h1_stage(int stages, int micro_batches, int stage) {
   const int warmup = warmup_1f1b(stages, micro_batches, stage);
   StageProgram prog;
@@ -80,7 +80,8 @@ PipeOp interleaved_op(Kind kind, int k, int stages, int chunks) {
 
 /// Interleaved 1F1B over the m·v chunk-passes of stage i: warm-up of 2(p-i-1) + (v-1)p
 /// forwards (all m·v when m = p), then one forward one backward, then the cool-down
-/// backwards. Warm-up count as in Megatron-LM's interleaved schedule.
+/// backwards. Warm-up count as in Megatron-LM's interleaved schedule
+/// (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving).
 StageProgram interleaved_stage(int stages, int micro_batches, int chunks, int stage) {
   const int total = micro_batches * chunks;
   const int warmup = micro_batches == stages
@@ -122,7 +123,7 @@ void check_parameters(std::string_view name, int stages, int micro_batches, int 
 const std::vector<ScheduleInfo>& pipeline_schedules() {
   static const std::vector<ScheduleInfo> infos = {
       {"gpipe", "all m forwards, then all m backwards; bubble (p-1)/m, each stage holds m micro-batches",
-       "Huang et al. 2019, GPipe, arXiv 1811.06965, Sec 2.2"},
+       "Huang et al. 2019, GPipe, arXiv 1811.06965, Sec 2"},
       {"1f1b",
        "p-i-1 warm-up forwards on stage i, then one forward one backward, then cool-down backwards; "
        "bubble (p-1)/m, stage i holds p-i micro-batches",
@@ -165,9 +166,11 @@ constexpr int kForward = 0, kInputGrad = 1, kWeightGrad = 2;
 
 struct Shape {
   int stages, micro_batches, chunks;
-  std::size_t slot(int vstage, int micro_batch, int what) const {
-    return (static_cast<std::size_t>(vstage) * micro_batches + micro_batch) * 3 + what;
+  /// Index of (virtual stage, micro-batch), 0 .. p·v·m - 1.
+  std::size_t cell(int vstage, int micro_batch) const {
+    return static_cast<std::size_t>(vstage) * micro_batches + micro_batch;
   }
+  std::size_t slot(int vstage, int micro_batch, int what) const { return cell(vstage, micro_batch) * 3 + what; }
   std::size_t slots() const { return static_cast<std::size_t>(stages) * chunks * micro_batches * 3; }
 };
 
@@ -185,11 +188,11 @@ std::string completeness_violation(const std::vector<StageProgram>& programs, co
     for (const PipeOp& o : programs[i]) {
       if (o.micro_batch < 0 || o.micro_batch >= s.micro_batches || o.chunk < 0 || o.chunk >= s.chunks)
         return describe(o, i) + ": micro-batch or chunk out of range";
-      ++count[s.slot(virtual_stage(i, o.chunk, s.stages), o.micro_batch, 0) / 3][o.kind];
+      ++count[s.cell(virtual_stage(i, o.chunk, s.stages), o.micro_batch)][o.kind];
     }
   for (int vs = 0; vs < s.stages * s.chunks; ++vs)
     for (int k = 0; k < s.micro_batches; ++k) {
-      const auto& c = count[s.slot(vs, k, 0) / 3];
+      const auto& c = count[s.cell(vs, k)];
       const bool whole = c[PipeOp::backward] == 1 && c[PipeOp::backward_input] == 0 && c[PipeOp::backward_weight] == 0;
       const bool split = c[PipeOp::backward] == 0 && c[PipeOp::backward_input] == 1 && c[PipeOp::backward_weight] == 1;
       if (c[PipeOp::forward] != 1 || !(whole || split))
@@ -228,6 +231,17 @@ double duration_of(Kind kind, const PipeOpDurations& d) {
   return 0;
 }
 
+/// The progress slots an op completes: a whole backward completes both B and W.
+std::vector<int> completes(Kind kind) {
+  switch (kind) {
+    case PipeOp::forward: return {kForward};
+    case PipeOp::backward: return {kInputGrad, kWeightGrad};
+    case PipeOp::backward_input: return {kInputGrad};
+    case PipeOp::backward_weight: return {kWeightGrad};
+  }
+  return {};
+}
+
 struct Played {
   PipeReplay replay;
   std::string stuck;  ///< "" when every program ran to its end
@@ -253,13 +267,10 @@ Played play(const std::vector<StageProgram>& programs, const Shape& s, const Pip
         double start = out.replay.stage_finish[i];
         for (std::size_t k : deps) start = std::max(start, finish[k]);
         const double end = start + duration_of(o.kind, d);
-        const int vs = virtual_stage(i, o.chunk, s.stages);
-        const bool whole = o.kind == PipeOp::backward;
-        for (int what : {kForward, kInputGrad, kWeightGrad}) {
-          const bool sets = what == kForward ? o.kind == PipeOp::forward
-                            : what == kInputGrad ? whole || o.kind == PipeOp::backward_input
-                                                 : whole || o.kind == PipeOp::backward_weight;
-          if (sets) finish[s.slot(vs, o.micro_batch, what)] = end, done[s.slot(vs, o.micro_batch, what)] = 1;
+        for (int what : completes(o.kind)) {
+          const std::size_t k = s.slot(virtual_stage(i, o.chunk, s.stages), o.micro_batch, what);
+          finish[k] = end;
+          done[k] = 1;
         }
         out.replay.stage_finish[i] = end;
         out.replay.stage_busy[i] += duration_of(o.kind, d);
