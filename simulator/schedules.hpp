@@ -1,0 +1,89 @@
+/// \file
+/// Pipeline-parallel schedules: for p stages, m micro-batches and v model chunks per stage,
+/// the order in which each stage runs the forward and backward of every (micro-batch,
+/// chunk). Registered by name ("gpipe", "1f1b", "interleaved", "zb-h1"), with a checker of
+/// the dependencies between stages and a unit-time replay (free communication) that gives
+/// each stage's finish time, from which the tests check each schedule's bubble formula.
+/// Issue 11 item 3; nothing here is lowered into a step graph yet.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stepcast::sim {
+
+/// One operation of one stage: the forward, the whole backward, or the backward split into
+/// its input gradient (B) and weight gradient (W) (zero-bubble schedules), of one
+/// micro-batch on one model chunk of the stage.
+struct PipeOp {
+  enum Kind { forward, backward, backward_input, backward_weight } kind;
+  int micro_batch;  ///< 0 .. m-1
+  int chunk;        ///< 0 .. v-1 (always 0 without interleaving)
+  bool operator==(const PipeOp&) const = default;
+};
+
+/// The order in which one stage runs its ops.
+using StageProgram = std::vector<PipeOp>;
+
+/// A registered schedule: its name, one line on what it does, and where it comes from.
+struct ScheduleInfo {
+  std::string name;
+  std::string description;
+  std::string source;
+};
+
+/// Every registered schedule, in a fixed order.
+const std::vector<ScheduleInfo>& pipeline_schedules();
+
+/// The programs of stages 0 .. stages-1 for the named schedule. `chunks` is v: 1 for
+/// "gpipe", "1f1b" and "zb-h1", >= 2 for "interleaved" (which also needs m % p == 0).
+/// Throws std::invalid_argument for an unknown name (listing the registered ones) or
+/// parameters the schedule does not accept (stages, micro_batches, chunks < 1, ...).
+std::vector<StageProgram> schedule(std::string_view name, int stages, int micro_batches, int chunks);
+
+/// Virtual stage of chunk c on stage i among p stages: c·p + i (Megatron's interleaved
+/// assignment: chunk 0 of every stage, then chunk 1, ...; Narayanan et al. 2021, Sec 2.2).
+inline int virtual_stage(int stage, int chunk, int stages) { return chunk * stages + stage; }
+
+/// Why `programs` (one per stage) is not a valid pipeline for m micro-batches and v chunks,
+/// or "" when it is. Valid: every (micro-batch, chunk) has on its stage one forward and
+/// either one backward or one backward_input and one backward_weight; and all programs run
+/// to the end when each op waits for its dependencies: the forward on virtual stage k
+/// needs the forward on k-1; a backward (or B) on k needs the backward (or B) on k+1 and
+/// its own forward; W needs its B. A program that waits on an op that never runs (a
+/// deadlock) is named.
+std::string dependency_violation(const std::vector<StageProgram>& programs, int micro_batches, int chunks);
+
+/// Duration of one op of one chunk, in any time unit (the tests use tf = 1, tb = 2).
+struct PipeOpDurations {
+  double forward = 1;
+  double backward = 2;         ///< whole backward (B + W)
+  double backward_input = 1;   ///< B of the zero-bubble split
+  double backward_weight = 1;  ///< W of the zero-bubble split
+};
+
+/// Each stage's busy time and finish time when the programs run with free communication.
+struct PipeReplay {
+  std::vector<double> stage_busy;    ///< Σ durations of the stage's ops
+  std::vector<double> stage_finish;  ///< end of the stage's last op
+  double step = 0;                   ///< max over stages of stage_finish
+};
+
+/// List scheduling of `programs` in their order: an op starts when its stage has finished
+/// the op before it and its dependencies (as in dependency_violation) have finished, at
+/// max(stage free, dependencies done); communication takes no time. Throws
+/// std::invalid_argument with dependency_violation's reason when the programs are invalid.
+PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks,
+                  const PipeOpDurations& durations);
+
+/// Most (micro-batch, chunk) forwards a stage holds at once whose backward (whole, or B)
+/// has not run: the activations it keeps, in chunk units.
+int peak_in_flight(const StageProgram& program);
+
+/// Most (micro-batch, chunk) forwards a stage holds at once whose weight gradient (whole
+/// backward, or W) has not run: what ZB-H1 bounds by p on every stage (Qi et al. 2023,
+/// Sec 2.1).
+int peak_awaiting_weight_gradient(const StageProgram& program);
+
+}  // namespace stepcast::sim
