@@ -232,6 +232,48 @@ TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, in
   return out;
 }
 
+TpLayerComm tp_embedding_head_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp) {
+  if (tokens < 1 || hidden < 1 || w <= 0 || tp < 1)
+    throw std::invalid_argument("TP communication needs tokens, hidden, w and tp > 0");
+  TpLayerComm out;
+  if (tp == 1) return out;
+  const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * w;
+  const TpCollective loss{Collective::all_reduce, 3, static_cast<double>(tokens) * 4.0};
+  if (sp) {
+    out.forward = {{Collective::reduce_scatter, 1, bytes}, {Collective::all_gather, 1, bytes}, loss};
+    out.backward = {{Collective::all_gather, 2, bytes}, {Collective::reduce_scatter, 1, bytes}};
+  } else {
+    out.forward = {{Collective::all_reduce, 1, bytes}, loss};
+    out.backward = {{Collective::all_reduce, 1, bytes}};
+  }
+  return out;
+}
+
+StageParameters stage_parameters_per_gpu(const TransformerSpec& spec, int stage, int pp, int vpp, int tp) {
+  if (tp < 1 || spec.heads % tp != 0 || spec.kv_heads % tp != 0 || spec.ffn_hidden % tp != 0)
+    throw std::invalid_argument("tp " + str(tp) + " must be >= 1 and divide heads, kv_heads and ffn_hidden");
+  const std::vector<int> layers = layers_per_stage(spec.layers, pp, vpp);
+  if (stage < 0 || stage >= pp) throw std::invalid_argument("stage " + str(stage) + " outside [0, pp " + str(pp) + ")");
+  const ParameterBreakdown b = parameter_breakdown(spec);
+  const double h = static_cast<double>(spec.hidden), t = tp;
+  const double attn = static_cast<double>(b.attention / spec.layers), mlp = static_cast<double>(b.mlp / spec.layers);
+  const double layer_norms = static_cast<double>(b.per_layer) - attn - mlp;
+  const double norm = spec.parallel_attn_mlp ? layer_norms : layer_norms / 2;  // one norm's parameters
+  const double row_biases = spec.linear_bias ? 2 * h : 0;  // attention out and MLP down
+  StageParameters out;
+  out.layers = layers[static_cast<std::size_t>(stage)] * ((attn + mlp - row_biases) / t + row_biases + layer_norms);
+  const double word = static_cast<double>(vocab_rows_per_rank(spec.vocab, tp)) * h;
+  if (stage == 0)
+    out.embedding = word + static_cast<double>(spec.type_vocab) * h + static_cast<double>(b.positional) +
+                    (spec.embedding_norm ? norm : 0);
+  if (stage == pp - 1) {
+    const bool tied_copy = spec.tied_embeddings && pp > 1;
+    out.head = (spec.kind == ModelKind::decoder ? norm : 0) + (!spec.tied_embeddings || tied_copy ? word : 0) +
+               static_cast<double>(b.other);
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------
 
 CpLayerComm cp_layer_comm(const TransformerSpec& spec, std::int64_t tokens, double w, int cp) {

@@ -155,6 +155,34 @@ struct TpLayerComm {
 TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp,
                           Recompute recompute = Recompute::none);
 
+/// TP collectives of the vocab-parallel embedding, LM head and loss per micro-batch
+/// (Shoeybi et al. 2019, Sec. 3, "input embedding" and the fused parallel cross entropy;
+/// Korthikanti et al. 2022, Sec. 4.2.2 for SP), `tokens` = b·s/cp, t > 1:
+///  - embedding: forward one all-reduce of b·s·h·w, none backward; with SP a reduce-scatter
+///    forward and its conjugate all-gather backward;
+///  - LM head input: backward one all-reduce of b·s·h·w; with SP an all-gather forward and
+///    backward a reduce-scatter plus the re-gather of the saved sharded input;
+///  - vocab-parallel cross entropy: forward 3 all-reduces of b·s fp32 values (the logit
+///    maximum, the target logit and the sum of exponentials).
+/// Empty for t = 1.
+TpLayerComm tp_embedding_head_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp);
+
+/// Parameters one GPU of a pipeline stage holds (elements) under tensor parallelism, what its
+/// gradients and optimizer states (and so its DP traffic) are proportional to. Megatron's
+/// split (Shoeybi et al. 2019, Sec. 3): weight matrices, column-parallel biases (Q, K, V,
+/// MLP up/gate) and the vocab-parallel word embedding / LM head are divided by t; norms,
+/// row-parallel biases (attention out, MLP down), position and token-type tables, and the
+/// pooler are replicated. The first stage holds the embeddings, the last the final norm,
+/// the LM head (or, with tied embeddings and p > 1, a copy of the word embedding whose
+/// gradient Megatron all-reduces with the first stage's) and the pooler.
+struct StageParameters {
+  double layers = 0;     ///< the stage's transformer blocks
+  double embedding = 0;  ///< word (+ position, type, embedding-norm) tables (first stage)
+  double head = 0;       ///< final norm, LM head or tied copy, pooler (last stage)
+  double total() const { return layers + embedding + head; }
+};
+StageParameters stage_parameters_per_gpu(const TransformerSpec& spec, int stage, int pp, int vpp, int tp);
+
 // ---------------------------------------------------------------------------------------
 // Context parallelism
 

@@ -348,3 +348,41 @@ TEST_CASE("Korthikanti at t = 1 agrees with memory's per-layer activations for a
   CHECK(korthikanti_activation_bytes_per_layer(512, 2, 1024, 16, 1, false) ==
         doctest::Approx(activation_bytes_per_layer(gpt, 2, 512, Recompute::none, false)));
 }
+
+TEST_CASE("vocab-parallel embedding, head and loss: one all-reduce each way, 3 fp32 loss all-reduces") {
+  // 4096 tokens, h 8192, w 2: 67,108,864 B per activation collective; loss 3·4096·4 = 49,152 B.
+  const double one = 67108864.0;
+  const TpLayerComm plain = tp_embedding_head_comm(4096, 8192, 2, 8, false);
+  CHECK(plain.forward_bytes() == doctest::Approx(one + 49152));
+  CHECK(plain.backward_bytes() == doctest::Approx(one));
+  // SP: forward RS (embedding) + AG (head) + loss; backward AG (embedding), RS + re-gather (head).
+  const TpLayerComm sp = tp_embedding_head_comm(4096, 8192, 2, 8, true);
+  CHECK(sp.forward_bytes() == doctest::Approx(2 * one + 49152));
+  CHECK(sp.backward_bytes() == doctest::Approx(3 * one));
+  CHECK(tp_embedding_head_comm(4096, 8192, 2, 1, true).forward.empty());
+}
+
+TEST_CASE("stage parameters: matrices and vocab split by t, norms replicated, embedding first, head last") {
+  const TransformerSpec m = llama70b();
+  // Per layer: attention 2·8192² + 2·8192·1024 = 150,994,944; MLP 3·8192·28672 =
+  // 704,643,072; two RMSNorms 16,384. Per rank at t 8: 855,638,016 / 8 + 16,384
+  // = 106,971,136; 20 layers a stage = 2,139,422,720. Word table 32000/8·8192 = 32,768,000.
+  const StageParameters first = stage_parameters_per_gpu(m, 0, 4, 1, 8);
+  CHECK(first.layers == doctest::Approx(2139422720.0));
+  CHECK(first.embedding == doctest::Approx(32768000.0));
+  CHECK(first.head == 0);
+  const StageParameters mid = stage_parameters_per_gpu(m, 1, 4, 1, 8);
+  CHECK(mid.total() == doctest::Approx(2139422720.0));
+  // Last: final norm 8192 + untied LM head 32,768,000.
+  const StageParameters last = stage_parameters_per_gpu(m, 3, 4, 1, 8);
+  CHECK(last.head == doctest::Approx(32776192.0));
+  // t = 1, p = 1: the whole model.
+  CHECK(stage_parameters_per_gpu(m, 0, 1, 1, 1).total() == doctest::Approx(static_cast<double>(parameter_count(m))));
+  // Tied embeddings and p > 1: the last stage holds a copy of the word table; p = 1 does not.
+  TransformerSpec tied = m;
+  tied.tied_embeddings = true;
+  CHECK(stage_parameters_per_gpu(tied, 3, 4, 1, 8).head == doctest::Approx(32776192.0));
+  CHECK(stage_parameters_per_gpu(tied, 0, 1, 1, 8).head == doctest::Approx(8192.0));
+  CHECK_THROWS_AS(stage_parameters_per_gpu(m, 4, 4, 1, 8), std::invalid_argument);
+  CHECK_THROWS_AS(stage_parameters_per_gpu(m, 0, 4, 1, 16), std::invalid_argument);
+}
