@@ -1,0 +1,393 @@
+// Parallel layouts (issue 11): rules, Megatron rank placement, TP/SP/CP/PP costs and
+// activation memory under TP. Every formula is stated with its source in parallel.hpp.
+#include "model/parallel.hpp"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <string>
+
+namespace stepcast {
+
+namespace {
+
+constexpr std::array<std::string_view, 4> kSchedule{"gpipe", "1f1b", "interleaved", "zb_h1"};
+constexpr std::array<std::string_view, 4> kGroupKind{"tp", "cp", "dp", "pp"};
+
+template <typename E, std::size_t N>
+E parse_named(std::string_view text, const std::array<std::string_view, N>& names, const char* what) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == text) return static_cast<E>(i);
+  std::string msg = std::string("unknown ") + what + " \"" + std::string(text) + "\"; expected one of ";
+  for (std::size_t i = 0; i < N; ++i) msg += (i ? ", \"" : "\"") + std::string(names[i]) + "\"";
+  throw std::invalid_argument(msg);
+}
+
+[[noreturn]] void broken(const std::string& rule) {
+  throw std::invalid_argument("parallel layout: " + rule);
+}
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+void check_degrees(const ParallelLayout& l) {
+  const std::array<std::pair<const char*, int>, 5> degrees{
+      {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"vpp", l.vpp}}};
+  for (const auto& [what, v] : degrees)
+    if (v < 1) broken(std::string(what) + " must be >= 1, got " + str(v));
+}
+
+void check_tensor_parallel(const ParallelLayout& l, const TransformerSpec& spec, std::int64_t seq_len) {
+  const std::array<std::pair<const char*, std::int64_t>, 3> dims{
+      {{"heads", spec.heads}, {"kv_heads", spec.kv_heads}, {"ffn_hidden", spec.ffn_hidden}}};
+  for (const auto& [what, v] : dims)
+    if (v % l.tp != 0)
+      broken("tp " + str(l.tp) + " must divide " + what + " " + str(v) + " (model " + spec.name + ")");
+  if (l.sp && l.tp < 2) broken("sp (sequence parallelism) needs tp > 1, got tp 1");
+  if (l.sp && (seq_len / l.cp) % l.tp != 0)
+    broken("with sp, tp " + str(l.tp) + " must divide the sequence per CP rank " + str(seq_len / l.cp));
+}
+
+void check_pipeline(const ParallelLayout& l, const TransformerSpec& spec) {
+  const bool interleaved = l.schedule == PipelineScheduleKind::interleaved;
+  if (l.vpp > 1 && !interleaved)
+    broken("vpp " + str(l.vpp) + " > 1 needs the interleaved schedule, got " + std::string(name(l.schedule)));
+  if (interleaved && (l.vpp < 2 || l.pp < 2))
+    broken("the interleaved schedule needs vpp > 1 and pp > 1, got vpp " + str(l.vpp) + ", pp " + str(l.pp));
+  if (interleaved && spec.layers % (static_cast<std::int64_t>(l.pp) * l.vpp) != 0)
+    broken("interleaved: layers " + str(spec.layers) + " must be divisible by pp*vpp " +
+           str(static_cast<std::int64_t>(l.pp) * l.vpp));
+  if (spec.layers < l.pp) broken("pp " + str(l.pp) + " exceeds the layers " + str(spec.layers));
+  if (l.pp > 1 && (l.dp_sharding == Strategy::zero2 || l.dp_sharding == Strategy::zero3))
+    broken(std::string(name(l.dp_sharding)) + " with pp > 1: ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+           "parallelism (DeepSpeed PipelineEngine)");
+}
+
+}  // namespace
+
+std::string_view name(PipelineScheduleKind v) { return kSchedule[static_cast<int>(v)]; }
+PipelineScheduleKind parse_pipeline_schedule(std::string_view s) {
+  return parse_named<PipelineScheduleKind>(s, kSchedule, "pipeline schedule");
+}
+std::vector<std::string> pipeline_schedule_names() { return {kSchedule.begin(), kSchedule.end()}; }
+
+std::string_view name(GroupKind v) { return kGroupKind[static_cast<int>(v)]; }
+GroupKind parse_group_kind(std::string_view s) { return parse_named<GroupKind>(s, kGroupKind, "group kind"); }
+std::vector<std::string> group_kind_names() { return {kGroupKind.begin(), kGroupKind.end()}; }
+
+std::int64_t ParallelLayout::gpus() const {
+  return static_cast<std::int64_t>(dp) * tp * pp * cp;
+}
+
+int ParallelLayout::degree(GroupKind kind) const {
+  switch (kind) {
+    case GroupKind::tp: return tp;
+    case GroupKind::cp: return cp;
+    case GroupKind::dp: return dp;
+    case GroupKind::pp: return pp;
+  }
+  return 1;
+}
+
+ParallelLayout data_parallel_layout(DpSharding sharding, int gpus) {
+  if (gpus < 1) broken("a data-parallel layout needs >= 1 GPU, got " + str(gpus));
+  ParallelLayout l;
+  l.dp = gpus;
+  l.dp_sharding = sharding;
+  return l;
+}
+
+void validate_layout(const ParallelLayout& layout, std::int64_t gpus, const TransformerSpec& spec,
+                     std::int64_t seq_len) {
+  check_degrees(layout);
+  if (layout.gpus() != gpus)
+    broken("dp*tp*pp*cp = " + str(layout.dp) + "*" + str(layout.tp) + "*" + str(layout.pp) + "*" +
+           str(layout.cp) + " = " + str(layout.gpus()) + " must equal the GPUs " + str(gpus));
+  const std::int64_t s = seq_len > 0 ? seq_len : spec.seq_len;
+  if (s < 1) broken("the sequence length must be >= 1, got " + str(s));
+  if (s % layout.cp != 0) broken("cp " + str(layout.cp) + " must divide seq_len " + str(s));
+  check_tensor_parallel(layout, spec, s);
+  check_pipeline(layout, spec);
+}
+
+// ---------------------------------------------------------------------------------------
+
+std::int64_t group_stride(const ParallelLayout& l, GroupKind kind) {
+  check_degrees(l);
+  switch (kind) {
+    case GroupKind::tp: return 1;
+    case GroupKind::cp: return l.tp;
+    case GroupKind::dp: return static_cast<std::int64_t>(l.tp) * l.cp;
+    case GroupKind::pp: return static_cast<std::int64_t>(l.tp) * l.cp * l.dp;
+  }
+  return 1;
+}
+
+std::int64_t rank_of(const ParallelLayout& l, const RankCoords& c) {
+  check_degrees(l);
+  const std::array<GroupKind, 4> kinds{GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::pp};
+  const std::array<int, 4> coord{c.tp, c.cp, c.dp, c.pp};
+  std::int64_t rank = 0;
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    if (coord[i] < 0 || coord[i] >= l.degree(kinds[i]))
+      broken(std::string(name(kinds[i])) + " coordinate " + str(coord[i]) + " outside [0, " +
+             str(l.degree(kinds[i])) + ")");
+    rank += coord[i] * group_stride(l, kinds[i]);
+  }
+  return rank;
+}
+
+RankCoords rank_coords(const ParallelLayout& l, std::int64_t rank) {
+  check_degrees(l);
+  if (rank < 0 || rank >= l.gpus()) broken("rank " + str(rank) + " outside [0, " + str(l.gpus()) + ")");
+  RankCoords c;
+  c.tp = static_cast<int>(rank % l.tp);
+  c.cp = static_cast<int>(rank / group_stride(l, GroupKind::cp) % l.cp);
+  c.dp = static_cast<int>(rank / group_stride(l, GroupKind::dp) % l.dp);
+  c.pp = static_cast<int>(rank / group_stride(l, GroupKind::pp) % l.pp);
+  return c;
+}
+
+GroupPlacement group_placement(const ParallelLayout& l, GroupKind kind, int gpus_per_node) {
+  check_degrees(l);
+  if (gpus_per_node < 1) broken("gpus_per_node must be >= 1, got " + str(gpus_per_node));
+  const std::int64_t world = l.gpus(), stride = group_stride(l, kind), n = l.degree(kind);
+  const std::int64_t nodes = (world + gpus_per_node - 1) / gpus_per_node;
+  std::vector<int> groups_on_node(static_cast<std::size_t>(nodes), 0);
+  GroupPlacement out;
+  out.ranks = static_cast<int>(n);
+  // A group's first rank is one whose coordinate in `kind` is 0: (rank / stride) % n == 0.
+  for (std::int64_t first = 0; first < world; ++first) {
+    if ((first / stride) % n != 0) continue;
+    std::int64_t last_node = -1;
+    int run = 0, spanned = 0;
+    for (std::int64_t k = 0; k < n; ++k) {  // members ascend, so a node's members are a run
+      const std::int64_t node = (first + k * stride) / gpus_per_node;
+      if (node != last_node) {
+        ++spanned;
+        ++groups_on_node[static_cast<std::size_t>(node)];
+        run = 0;
+        last_node = node;
+      }
+      out.ranks_per_node = std::max(out.ranks_per_node, ++run);
+    }
+    out.nodes_spanned = std::max(out.nodes_spanned, spanned);
+  }
+  out.groups_sharing_a_node = *std::max_element(groups_on_node.begin(), groups_on_node.end());
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+
+std::vector<GemmShape> tp_layer_gemms(const TransformerSpec& spec, std::int64_t tokens, int tp) {
+  if (tp < 1) throw std::invalid_argument("tp must be >= 1, got " + str(tp));
+  if (spec.heads % tp != 0 || spec.kv_heads % tp != 0 || spec.ffn_hidden % tp != 0)
+    throw std::invalid_argument("tp " + str(tp) + " must divide heads " + str(spec.heads) + ", kv_heads " +
+                                str(spec.kv_heads) + " and ffn_hidden " + str(spec.ffn_hidden));
+  std::vector<GemmShape> gemms = layer_gemms(spec, tokens);
+  for (auto& g : gemms) {
+    if (g.name == "qkv" || g.name == "mlp_up") g.n /= tp;          // column-parallel
+    else if (g.name == "attn_out" || g.name == "mlp_down") g.k /= tp;  // row-parallel
+    else if (g.name == "lm_head") g.n = vocab_rows_per_rank(spec.vocab, tp);
+  }
+  return gemms;
+}
+
+std::int64_t vocab_rows_per_rank(std::int64_t vocab, int tp, int divisible_by) {
+  if (vocab < 1 || tp < 1 || divisible_by < 1)
+    throw std::invalid_argument("vocab rows need vocab, tp and divisible_by >= 1, got " + str(vocab) + ", " +
+                                str(tp) + ", " + str(divisible_by));
+  const std::int64_t multiple = static_cast<std::int64_t>(divisible_by) * tp;
+  const std::int64_t padded = (vocab + multiple - 1) / multiple * multiple;
+  return (padded + tp - 1) / tp;
+}
+
+double TpLayerComm::forward_bytes() const {
+  double sum = 0;
+  for (const auto& c : forward) sum += c.count * c.bytes;
+  return sum;
+}
+
+double TpLayerComm::backward_bytes() const {
+  double sum = 0;
+  for (const auto& c : backward) sum += c.count * c.bytes;
+  return sum;
+}
+
+TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp,
+                          Recompute recompute) {
+  if (tokens < 1 || hidden < 1 || w <= 0 || tp < 1)
+    throw std::invalid_argument("TP communication needs tokens, hidden, w and tp > 0");
+  TpLayerComm out;
+  if (tp == 1) return out;
+  const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * w;
+  if (sp) {
+    out.forward = {{Collective::all_gather, 2, bytes}, {Collective::reduce_scatter, 2, bytes}};
+    out.backward = {{Collective::all_gather, 4, bytes}, {Collective::reduce_scatter, 2, bytes}};
+  } else {
+    out.forward = {{Collective::all_reduce, 2, bytes}};
+    out.backward = {{Collective::all_reduce, 2, bytes}};
+  }
+  if (recompute == Recompute::full)
+    out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
+  return out;
+}
+
+TpLayerComm tp_embedding_head_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp) {
+  if (tokens < 1 || hidden < 1 || w <= 0 || tp < 1)
+    throw std::invalid_argument("TP communication needs tokens, hidden, w and tp > 0");
+  TpLayerComm out;
+  if (tp == 1) return out;
+  const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * w;
+  const TpCollective loss{Collective::all_reduce, 3, static_cast<double>(tokens) * 4.0};
+  if (sp) {
+    out.forward = {{Collective::reduce_scatter, 1, bytes}, {Collective::all_gather, 1, bytes}, loss};
+    out.backward = {{Collective::all_gather, 2, bytes}, {Collective::reduce_scatter, 1, bytes}};
+  } else {
+    out.forward = {{Collective::all_reduce, 1, bytes}, loss};
+    out.backward = {{Collective::all_reduce, 1, bytes}};
+  }
+  return out;
+}
+
+StageParameters stage_parameters_per_gpu(const TransformerSpec& spec, int stage, int pp, int vpp, int tp) {
+  if (tp < 1 || spec.heads % tp != 0 || spec.kv_heads % tp != 0 || spec.ffn_hidden % tp != 0)
+    throw std::invalid_argument("tp " + str(tp) + " must be >= 1 and divide heads, kv_heads and ffn_hidden");
+  const std::vector<int> layers = layers_per_stage(spec.layers, pp, vpp);
+  if (stage < 0 || stage >= pp) throw std::invalid_argument("stage " + str(stage) + " outside [0, pp " + str(pp) + ")");
+  const ParameterBreakdown b = parameter_breakdown(spec);
+  const double h = static_cast<double>(spec.hidden), t = tp;
+  const double attn = static_cast<double>(b.attention / spec.layers), mlp = static_cast<double>(b.mlp / spec.layers);
+  const double layer_norms = static_cast<double>(b.per_layer) - attn - mlp;
+  const double norm = spec.parallel_attn_mlp ? layer_norms : layer_norms / 2;  // one norm's parameters
+  const double row_biases = spec.linear_bias ? 2 * h : 0;  // attention out and MLP down
+  StageParameters out;
+  out.layers = layers[static_cast<std::size_t>(stage)] * ((attn + mlp - row_biases) / t + row_biases + layer_norms);
+  const double word = static_cast<double>(vocab_rows_per_rank(spec.vocab, tp)) * h;
+  if (stage == 0)
+    out.embedding = word + static_cast<double>(spec.type_vocab) * h + static_cast<double>(b.positional) +
+                    (spec.embedding_norm ? norm : 0);
+  if (stage == pp - 1) {
+    const bool tied_copy = spec.tied_embeddings && pp > 1;
+    out.head = (spec.kind == ModelKind::decoder ? norm : 0) + (!spec.tied_embeddings || tied_copy ? word : 0) +
+               static_cast<double>(b.other);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+
+CpLayerComm cp_layer_comm(const TransformerSpec& spec, std::int64_t tokens, double w, int cp) {
+  if (tokens < 1 || w <= 0 || cp < 1) throw std::invalid_argument("CP communication needs tokens, w and cp > 0");
+  if (tokens % cp != 0)
+    throw std::invalid_argument("cp " + str(cp) + " must divide the tokens " + str(tokens));
+  CpLayerComm out;
+  out.steps = cp - 1;
+  const double kv_chunk = static_cast<double>(tokens / cp) * static_cast<double>(spec.kv_dim()) * w;
+  out.forward_bytes_per_step = 2 * kv_chunk;
+  out.backward_bytes_per_step = 4 * kv_chunk;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+
+std::vector<int> layers_per_chunk(std::int64_t layers, int pp, int vpp) {
+  if (pp < 1 || vpp < 1) throw std::invalid_argument("pp and vpp must be >= 1");
+  const std::int64_t n = static_cast<std::int64_t>(pp) * vpp;
+  if (layers < n)
+    throw std::invalid_argument("layers " + str(layers) + " fewer than the pp*vpp " + str(n) + " chunks");
+  const std::int64_t q = layers / n, r = layers % n;
+  std::vector<int> out(static_cast<std::size_t>(n), static_cast<int>(q));
+  for (std::int64_t c = 1; c <= r; ++c) ++out[static_cast<std::size_t>(c)];
+  return out;
+}
+
+std::vector<int> layers_per_stage(std::int64_t layers, int pp, int vpp) {
+  const std::vector<int> chunks = layers_per_chunk(layers, pp, vpp);
+  std::vector<int> out(static_cast<std::size_t>(pp), 0);
+  for (std::size_t c = 0; c < chunks.size(); ++c) out[c % static_cast<std::size_t>(pp)] += chunks[c];
+  return out;
+}
+
+double pipeline_p2p_bytes(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp) {
+  if (tokens < 1 || hidden < 1 || w <= 0 || tp < 1)
+    throw std::invalid_argument("pipeline p2p needs tokens, hidden, w and tp > 0");
+  const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * w;
+  return sp ? bytes / tp : bytes;
+}
+
+int pipeline_sends_per_microbatch(int stage, int pp, int vpp) {
+  if (pp < 1 || vpp < 1 || stage < 0 || stage >= pp)
+    throw std::invalid_argument("stage " + str(stage) + " outside [0, pp " + str(pp) + ") or vpp < 1");
+  if (pp == 1) return 0;
+  return stage < pp - 1 ? vpp : vpp - 1;
+}
+
+namespace {
+void check_pipe(int pp, int m, int vpp) {
+  if (pp < 1 || m < 1 || vpp < 1)
+    throw std::invalid_argument("pipeline needs pp, micro-batches and vpp >= 1, got " + str(pp) + ", " + str(m) +
+                                ", " + str(vpp));
+}
+}  // namespace
+
+double bubble_fraction_1f1b(int pp, int m) {
+  check_pipe(pp, m, 1);
+  return static_cast<double>(pp - 1) / m;
+}
+
+double bubble_fraction_interleaved(int pp, int m, int vpp) {
+  check_pipe(pp, m, vpp);
+  return static_cast<double>(pp - 1) / (static_cast<double>(vpp) * m);
+}
+
+double bubble_fraction_zb_h1(int pp, int m, double t_f, double t_b, double t_w) {
+  check_pipe(pp, m, 1);
+  if (t_f <= 0 || t_b <= 0 || t_w < 0 || t_w > t_f + t_b)
+    throw std::invalid_argument("ZB-H1 needs T_F, T_B > 0 and 0 <= T_W <= T_F + T_B");
+  return (pp - 1) * (t_f + t_b - t_w) / (m * (t_f + t_b + t_w));
+}
+
+double bubble_fraction(PipelineScheduleKind schedule, int pp, int m, int vpp) {
+  switch (schedule) {
+    case PipelineScheduleKind::gpipe:
+    case PipelineScheduleKind::one_f_one_b: return bubble_fraction_1f1b(pp, m);
+    case PipelineScheduleKind::interleaved: return bubble_fraction_interleaved(pp, m, vpp);
+    case PipelineScheduleKind::zb_h1: return bubble_fraction_zb_h1(pp, m);
+  }
+  return 0;
+}
+
+double in_flight_microbatches(PipelineScheduleKind schedule, int stage, int pp, int m, int vpp) {
+  check_pipe(pp, m, vpp);
+  if (stage < 0 || stage >= pp)
+    throw std::invalid_argument("stage " + str(stage) + " outside [0, pp " + str(pp) + ")");
+  switch (schedule) {
+    case PipelineScheduleKind::gpipe: return m;
+    case PipelineScheduleKind::one_f_one_b:
+    case PipelineScheduleKind::zb_h1: return std::min(pp - stage, m);
+    case PipelineScheduleKind::interleaved: {
+      const std::int64_t chunks = 2LL * (pp - stage - 1) + static_cast<std::int64_t>(vpp - 1) * pp + 1;
+      const std::int64_t total = static_cast<std::int64_t>(m) * vpp;
+      return static_cast<double>(std::min(chunks, total)) / vpp;
+    }
+  }
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------
+
+double korthikanti_activation_bytes_per_layer(std::int64_t s, std::int64_t b, std::int64_t h,
+                                              std::int64_t heads, int tp, bool sp, Recompute recompute) {
+  if (s < 1 || b < 1 || h < 1 || heads < 1 || tp < 1)
+    throw std::invalid_argument("activation bytes need s, b, h, heads and tp >= 1");
+  const double sbh = static_cast<double>(s) * static_cast<double>(b) * static_cast<double>(h);
+  const double t = tp;
+  if (recompute == Recompute::full) return 2 * sbh;
+  const double linear = sp ? 34 / t : 10 + 24 / t;
+  const double scores = recompute == Recompute::selective
+                            ? 0.0
+                            : 5.0 * static_cast<double>(heads) * static_cast<double>(s) / (static_cast<double>(h) * t);
+  return sbh * (linear + scores);
+}
+
+}  // namespace stepcast

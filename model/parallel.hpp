@@ -1,0 +1,267 @@
+/// \file
+/// The model-level foundation of 3D/4D parallelism (issue 11): a parallel layout {dp, tp,
+/// pp, cp, sp, vpp, schedule, dp_sharding} and its rules; Megatron's rank placement and the
+/// shape of each group on the nodes; tensor (and sequence) parallel GEMM shapes and
+/// collectives; context-parallel K/V exchange; pipeline stages, point-to-point bytes,
+/// bubbles and in-flight micro-batches; per-layer activation memory under TP/SP. Pure
+/// functions over value types; nothing here knows the simulator.
+///
+/// Symbols: b micro-batch (sequences), s sequence length (tokens), h hidden, a heads,
+/// t = tp, p = pp, v = vpp, m micro-batches per step, w bytes per activation element.
+#pragma once
+
+#include "model/flops.hpp"
+#include "model/transformer.hpp"
+#include "base/types.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stepcast {
+
+/// Pipeline schedules.
+enum class PipelineScheduleKind {
+  gpipe,        ///< all forwards, then all backwards (Huang et al. 2019, arXiv 1811.06965)
+  one_f_one_b,  ///< PipeDream-Flush 1F1B (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2.1)
+  interleaved,  ///< interleaved 1F1B over v model chunks per stage (same paper, Sec. 2.2.2)
+  zb_h1,        ///< zero-bubble ZB-H1: backward split into B and W (Qi et al. 2023, arXiv 2401.10241)
+};
+/// "gpipe", "1f1b", "interleaved", "zb_h1".
+std::string_view name(PipelineScheduleKind);
+PipelineScheduleKind parse_pipeline_schedule(std::string_view);  ///< throws std::invalid_argument
+std::vector<std::string> pipeline_schedule_names();
+
+/// Sharding inside the data-parallel group: exactly today's data-parallel strategies (ddp,
+/// zero1..3, fsdp_*), so their names, parsers and shards_* facts are shared. Megatron's
+/// distributed optimizer is zero1.
+using DpSharding = Strategy;
+inline DpSharding parse_dp_sharding(std::string_view s) { return parse_strategy(s); }
+
+/// The four kinds of process group of a 4D layout (expert parallelism is not modelled).
+enum class GroupKind { tp, cp, dp, pp };
+/// "tp", "cp", "dp", "pp".
+std::string_view name(GroupKind);
+GroupKind parse_group_kind(std::string_view);  ///< throws std::invalid_argument
+std::vector<std::string> group_kind_names();
+
+/// How a training run splits its GPUs: dp·tp·pp·cp GPUs.
+struct ParallelLayout {
+  int dp = 1;    ///< data-parallel degree
+  int tp = 1;    ///< tensor-parallel degree
+  int pp = 1;    ///< pipeline stages
+  int cp = 1;    ///< context-parallel degree (sequence split for attention)
+  bool sp = false;  ///< Megatron sequence parallelism inside the TP group
+  int vpp = 1;      ///< model chunks per pipeline stage (interleaved schedule only)
+  PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
+  DpSharding dp_sharding = DpSharding::ddp;
+  /// dp·tp·pp·cp in 64 bits (degrees are validated as positive first).
+  std::int64_t gpus() const;
+  /// The degree of one group kind.
+  int degree(GroupKind kind) const;
+};
+
+/// Today's flat data-parallel strategies as presets: tp = pp = cp = 1, dp = gpus.
+ParallelLayout data_parallel_layout(DpSharding sharding, int gpus);
+
+/// Checks a layout against a GPU count and a model; throws std::invalid_argument naming the
+/// rule broken. Rules (Megatron-LM's argument checks unless said otherwise):
+///  - every degree and vpp >= 1;   - dp·tp·pp·cp == gpus;
+///  - tp divides heads, kv_heads (query groups) and ffn_hidden;
+///  - sp needs tp > 1, and with sp, tp divides s/cp (the sequence is split over TP ranks);
+///  - vpp > 1 needs the interleaved schedule, which needs vpp > 1 and pp > 1;
+///  - interleaved: layers divisible by pp·vpp; otherwise layers >= pp (>= 1 layer a stage);
+///  - cp divides seq_len (`seq_len` <= 0 means spec.seq_len);
+///  - zero2/zero3 need pp == 1: DeepSpeed's PipelineEngine asserts "ZeRO-2 and ZeRO-3 are
+///    incompatible with pipeline parallelism" (deepspeed/runtime/pipe/engine.py).
+void validate_layout(const ParallelLayout& layout, std::int64_t gpus, const TransformerSpec& spec,
+                     std::int64_t seq_len = 0);
+
+// ---------------------------------------------------------------------------------------
+// Rank placement
+
+/// A rank's coordinate in each group kind.
+struct RankCoords {
+  int tp = 0, cp = 0, dp = 0, pp = 0;
+};
+
+/// Distance between consecutive ranks of a group, in Megatron's order "tp-cp-ep-dp-pp"
+/// (TP fastest; Megatron-LM megatron/core/parallel_state.py, RankGenerator, ep = 1):
+/// tp 1, cp t, dp t·cp, pp t·cp·dp.
+std::int64_t group_stride(const ParallelLayout& layout, GroupKind kind);
+
+/// rank = tp + t·(cp + cp_deg·(dp + dp_deg·pp)), and back. Throws std::invalid_argument
+/// for a coordinate or rank out of range.
+std::int64_t rank_of(const ParallelLayout& layout, const RankCoords& c);
+RankCoords rank_coords(const ParallelLayout& layout, std::int64_t rank);
+
+/// Where one kind of group lies on the nodes, ranks filling nodes in order (node = rank /
+/// gpus_per_node). When groups differ (a degree that does not divide the node), each
+/// number is the worst over groups and nodes.
+struct GroupPlacement {
+  int ranks = 1;                  ///< members of one group (its degree)
+  int ranks_per_node = 1;         ///< members of one group on one node
+  int nodes_spanned = 1;          ///< nodes one group touches
+  int groups_sharing_a_node = 1;  ///< groups of this kind with members on one node (NIC sharing)
+};
+
+/// The placement of `kind`'s groups; throws std::invalid_argument for gpus_per_node < 1 or
+/// an invalid degree. Enumerates every group (cost linear in GPUs).
+GroupPlacement group_placement(const ParallelLayout& layout, GroupKind kind, int gpus_per_node);
+
+// ---------------------------------------------------------------------------------------
+// Tensor and sequence parallelism
+
+/// The forward GEMMs one GPU runs for one layer under tensor parallelism (Megatron, Shoeybi
+/// et al. 2019, arXiv 1909.08053, Sec. 3): column-parallel QKV and MLP-up split n by t,
+/// row-parallel attention-out and MLP-down split k by t; the vocab-parallel LM head has
+/// vocab_rows_per_rank(V, t) rows. `tokens` = the GEMM's m (b·s/cp: with SP the input is
+/// all-gathered to the full sequence first). Throws std::invalid_argument when t does not
+/// divide heads, kv_heads or ffn_hidden.
+std::vector<GemmShape> tp_layer_gemms(const TransformerSpec& spec, std::int64_t tokens, int tp);
+
+/// Rows of a vocab-parallel embedding or LM head on one TP rank: ceil(V_pad / t), with V
+/// padded up to a multiple of divisible_by·t (Megatron-LM `--make-vocab-size-divisible-by`,
+/// default 128, in _vocab_size_with_padding; pass 1 for no padding).
+std::int64_t vocab_rows_per_rank(std::int64_t vocab, int tp, int divisible_by = 1);
+
+/// One kind of collective a layer issues, `count` times, each of `bytes` in the nccl-tests
+/// convention (the whole b·s·h tensor: all-reduce buffer, all-gather output, reduce-scatter
+/// input).
+struct TpCollective {
+  Collective op = Collective::all_reduce;
+  int count = 0;
+  double bytes = 0;
+};
+
+/// A layer's TP collectives per micro-batch, forward and backward.
+struct TpLayerComm {
+  std::vector<TpCollective> forward;
+  std::vector<TpCollective> backward;
+  double forward_bytes() const;   ///< sum of count·bytes
+  double backward_bytes() const;
+};
+
+/// TP collectives of one layer per micro-batch, each of b·(s/cp)·h·w bytes (Shoeybi et al.
+/// 2019, Sec. 3, Fig. 4; Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4.2.2):
+///  - without SP: forward 2 all-reduces (after attention-out and MLP-down); backward 2
+///    all-reduces (the conjugate f operators before QKV and MLP-up);
+///  - with SP: forward 2 all-gathers + 2 reduce-scatters; backward their conjugates (2
+///    reduce-scatters + 2 all-gathers) plus 2 re-gathers of the sharded saved inputs for
+///    the weight gradients: 4 all-gathers + 2 reduce-scatters;
+///  - full recompute repeats the forward's collectives in backward.
+/// Empty for t = 1. `tokens` = b·s/cp.
+TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp,
+                          Recompute recompute = Recompute::none);
+
+/// TP collectives of the vocab-parallel embedding, LM head and loss per micro-batch
+/// (Shoeybi et al. 2019, Sec. 3, "input embedding" and the fused parallel cross entropy;
+/// Korthikanti et al. 2022, Sec. 4.2.2 for SP), `tokens` = b·s/cp, t > 1:
+///  - embedding: forward one all-reduce of b·s·h·w, none backward; with SP a reduce-scatter
+///    forward and its conjugate all-gather backward;
+///  - LM head input: backward one all-reduce of b·s·h·w; with SP an all-gather forward and
+///    backward a reduce-scatter plus the re-gather of the saved sharded input;
+///  - vocab-parallel cross entropy: forward 3 all-reduces of b·s fp32 values (the logit
+///    maximum, the target logit and the sum of exponentials).
+/// Empty for t = 1.
+TpLayerComm tp_embedding_head_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp);
+
+/// Parameters one GPU of a pipeline stage holds (elements) under tensor parallelism, what its
+/// gradients and optimizer states (and so its DP traffic) are proportional to. Megatron's
+/// split (Shoeybi et al. 2019, Sec. 3): weight matrices, column-parallel biases (Q, K, V,
+/// MLP up/gate) and the vocab-parallel word embedding / LM head are divided by t; norms,
+/// row-parallel biases (attention out, MLP down), position and token-type tables, and the
+/// pooler are replicated. The first stage holds the embeddings, the last the final norm,
+/// the LM head (or, with tied embeddings and p > 1, a copy of the word embedding whose
+/// gradient Megatron all-reduces with the first stage's) and the pooler.
+struct StageParameters {
+  double layers = 0;     ///< the stage's transformer blocks
+  double embedding = 0;  ///< word (+ position, type, embedding-norm) tables (first stage)
+  double head = 0;       ///< final norm, LM head or tied copy, pooler (last stage)
+  double total() const { return layers + embedding + head; }
+};
+StageParameters stage_parameters_per_gpu(const TransformerSpec& spec, int stage, int pp, int vpp, int tp);
+
+// ---------------------------------------------------------------------------------------
+// Context parallelism
+
+/// Ring-attention K/V exchange of one layer per micro-batch on one GPU (Liu et al. 2023,
+/// Ring Attention, arXiv 2310.01889; Megatron-LM context parallelism via Transformer
+/// Engine's p2p ring): cp - 1 steps, each passing the local K and V chunk to the next rank,
+///   forward per step  2·b·(s/cp)·kv_dim·w bytes,
+///   backward per step 4·b·(s/cp)·kv_dim·w bytes (K and V again, plus dK and dV).
+struct CpLayerComm {
+  int steps = 0;
+  double forward_bytes_per_step = 0;
+  double backward_bytes_per_step = 0;
+  double forward_bytes() const { return steps * forward_bytes_per_step; }
+  double backward_bytes() const { return steps * backward_bytes_per_step; }
+};
+/// `tokens` = b·s (the full sequence; divided by cp here). Throws when cp does not divide it.
+CpLayerComm cp_layer_comm(const TransformerSpec& spec, std::int64_t tokens, double w, int cp);
+
+// ---------------------------------------------------------------------------------------
+// Pipeline parallelism
+
+/// Layers of each model chunk, chunk c = k·p + i being the k-th chunk of stage i (Megatron's
+/// virtual pipeline order). With n = p·v chunks, q = L / n and r = L mod n, every chunk gets
+/// q layers and chunks 1..r one more each: the first chunk, which also holds the embedding
+/// and keeps the most micro-batches in flight, never gets an extra layer; the last (LM
+/// head) gets one only when r = n - 1. stepcast's rule, not Megatron's (which demands
+/// divisibility or explicit first/last stage counts). Throws when L < p·v.
+std::vector<int> layers_per_chunk(std::int64_t layers, int pp, int vpp = 1);
+/// Layers of each physical stage: the sum of its v chunks.
+std::vector<int> layers_per_stage(std::int64_t layers, int pp, int vpp = 1);
+
+/// Bytes one GPU sends to the next stage per micro-batch and chunk boundary (the activation
+/// forward; the same again as its gradient backward): b·(s/cp)·h·w, divided by t under SP
+/// (the activation is already split along the sequence over the TP ranks; Korthikanti et
+/// al. 2022, Sec. 4.2.2). Without SP every TP rank sends the whole replicated tensor, as
+/// Megatron-core's p2p_communication does (the scatter/gather optimization of Narayanan et
+/// al. 2021, Sec. 4.1, is not modelled). `tokens` = b·s/cp.
+double pipeline_p2p_bytes(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp);
+
+/// Forward sends of stage i per micro-batch: v chunk boundaries leave every stage but the
+/// last, whose last chunk ends the model: v for i < p - 1, v - 1 for i = p - 1.
+int pipeline_sends_per_microbatch(int stage, int pp, int vpp = 1);
+
+/// Bubble fractions, as bubble time over ideal compute time (Narayanan et al. 2021, arXiv
+/// 2104.04473, Sec. 2.2): GPipe and 1F1B (p - 1)/m.
+double bubble_fraction_1f1b(int pp, int microbatches);
+/// Interleaved 1F1B: (p - 1)/(v·m) (Narayanan et al. 2021, Sec. 2.2.2).
+double bubble_fraction_interleaved(int pp, int microbatches, int vpp);
+/// ZB-H1: (p - 1)·(T_F + T_B - T_W) / (m·(T_F + T_B + T_W)), B the input gradient and W
+/// the weight gradient; with T_F = T_B = T_W, (p - 1)/(3m) (Qi et al. 2023, arXiv
+/// 2401.10241, Sec. 3.1 and Table 1).
+double bubble_fraction_zb_h1(int pp, int microbatches, double t_f = 1, double t_b = 1, double t_w = 1);
+/// The schedule's bubble with equal F, B, W times.
+double bubble_fraction(PipelineScheduleKind schedule, int pp, int microbatches, int vpp = 1);
+
+/// Peak micro-batches whose activations stage i keeps, in units of one micro-batch through
+/// all of the stage's layers:
+///  - GPipe: m;
+///  - 1F1B and ZB-H1: min(p - i, m) (Narayanan et al. 2021, Sec. 2.2.1; ZB-H1 keeps 1F1B's
+///    peak, Qi et al. 2023, Sec. 3.1);
+///  - interleaved: min(2·(p - i - 1) + (v - 1)·p + 1, m·v) chunks over v, the warm-up of
+///    Megatron-core's forward_backward_pipelining_with_interleaving plus one; stage 0 with
+///    m >= p gives p·(1 + (p - 1)/(p·v)) (Korthikanti et al. 2022, Sec. 4.2.3).
+double in_flight_microbatches(PipelineScheduleKind schedule, int stage, int pp, int microbatches,
+                              int vpp = 1);
+
+// ---------------------------------------------------------------------------------------
+// Activation memory under TP/SP
+
+/// Activation bytes of one layer for one micro-batch under tensor parallelism, Korthikanti
+/// et al. 2022, arXiv 2205.05198, Table 2 (16-bit activations, ffn = 4h, multi-head
+/// attention, the score matrix stored):
+///   no SP, no recompute      s·b·h·(10 + 24/t + 5·a·s/(h·t))
+///   SP, no recompute         s·b·h·(34/t + 5·a·s/(h·t))
+///   selective recompute      the same without the 5·a·s/(h·t) term
+///   full recompute           2·s·b·h
+/// `s` is the sequence on this GPU (s/cp under context parallelism).
+double korthikanti_activation_bytes_per_layer(std::int64_t s, std::int64_t b, std::int64_t h,
+                                              std::int64_t heads, int tp, bool sp,
+                                              Recompute recompute = Recompute::none);
+
+}  // namespace stepcast

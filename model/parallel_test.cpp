@@ -1,0 +1,388 @@
+// Tests of model/parallel: layout rules, Megatron rank placement, and each TP/SP/CP/PP
+// formula against hand-worked numbers.
+#include "model/parallel.hpp"
+#include "model/memory.hpp"
+
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+
+using namespace stepcast;
+
+namespace {
+
+/// Llama-2-70B's shape: L 80, h 8192, 64 heads of 128, 8 KV heads (kv_dim 1024), SwiGLU
+/// ffn 28672, V 32000, s 4096.
+TransformerSpec llama70b() {
+  TransformerSpec s;
+  s.name = "llama70b-shape";
+  s.layers = 80;
+  s.hidden = 8192;
+  s.heads = 64;
+  s.kv_heads = 8;
+  s.ffn_hidden = 28672;
+  s.gated_mlp = true;
+  s.vocab = 32000;
+  s.seq_len = 4096;
+  s.norm = Norm::rmsnorm;
+  return s;
+}
+
+ParallelLayout layout(int dp, int tp, int pp, int cp = 1) {
+  ParallelLayout l;
+  l.dp = dp;
+  l.tp = tp;
+  l.pp = pp;
+  l.cp = cp;
+  return l;
+}
+
+/// The message of the std::invalid_argument `f` throws ("" when it does not throw).
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("schedule, sharding and group names round-trip; unknown names list the choices") {
+  for (const auto& n : pipeline_schedule_names()) CHECK(name(parse_pipeline_schedule(n)) == n);
+  for (const auto& n : group_kind_names()) CHECK(name(parse_group_kind(n)) == n);
+  CHECK(name(PipelineScheduleKind::one_f_one_b) == "1f1b");
+  CHECK(parse_dp_sharding("zero1") == Strategy::zero1);
+  CHECK_THROWS_WITH_AS(parse_pipeline_schedule("pipedream"), doctest::Contains("\"zb_h1\""), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_group_kind("ep"), doctest::Contains("\"tp\""), std::invalid_argument);
+}
+
+TEST_CASE("old strategies are layouts with tp = pp = cp = 1") {
+  const ParallelLayout l = data_parallel_layout(Strategy::fsdp_full_shard, 64);
+  CHECK(l.dp == 64);
+  CHECK(l.tp * l.pp * l.cp == 1);
+  CHECK(l.dp_sharding == Strategy::fsdp_full_shard);
+  CHECK_NOTHROW(validate_layout(l, 64, llama70b()));
+}
+
+TEST_CASE("validate_layout accepts a Megatron 3D layout and names each broken rule") {
+  const TransformerSpec m = llama70b();
+  ParallelLayout ok = layout(2, 8, 4);  // 2·8·4 = 64
+  ok.sp = true;
+  CHECK_NOTHROW(validate_layout(ok, 64, m));
+  ParallelLayout inter = ok;
+  inter.schedule = PipelineScheduleKind::interleaved;
+  inter.vpp = 5;  // 80 layers / (4·5) = 4 per chunk
+  CHECK_NOTHROW(validate_layout(inter, 64, m));
+
+  CHECK(error_of([&] { validate_layout(ok, 128, m); }).find("must equal the GPUs 128") != std::string::npos);
+  CHECK(error_of([&] { validate_layout(layout(0, 8, 8), 64, m); }).find("dp must be >= 1") != std::string::npos);
+  // tp 16 divides heads 64 but not kv_heads 8.
+  CHECK(error_of([&] { validate_layout(layout(1, 16, 4), 64, m); }).find("must divide kv_heads 8") !=
+        std::string::npos);
+  ParallelLayout sp1 = layout(64, 1, 1);
+  sp1.sp = true;
+  CHECK(error_of([&] { validate_layout(sp1, 64, m); }).find("sp (sequence parallelism) needs tp > 1") !=
+        std::string::npos);
+  ParallelLayout vpp_1f1b = layout(2, 8, 4);
+  vpp_1f1b.vpp = 2;
+  CHECK(error_of([&] { validate_layout(vpp_1f1b, 64, m); }).find("needs the interleaved schedule") !=
+        std::string::npos);
+  ParallelLayout inter3 = inter;
+  inter3.vpp = 3;  // 80 % (4·3) = 8
+  CHECK(error_of([&] { validate_layout(inter3, 64, m); }).find("divisible by pp*vpp 12") != std::string::npos);
+  ParallelLayout inter_v1 = layout(2, 8, 4);
+  inter_v1.schedule = PipelineScheduleKind::interleaved;
+  CHECK(error_of([&] { validate_layout(inter_v1, 64, m); }).find("needs vpp > 1 and pp > 1") != std::string::npos);
+  // cp 3 does not divide s 4096; at s 6144 it does.
+  CHECK(error_of([&] { validate_layout(layout(1, 8, 1, 3), 24, m); }).find("cp 3 must divide seq_len 4096") !=
+        std::string::npos);
+  CHECK_NOTHROW(validate_layout(layout(1, 8, 1, 3), 24, m, 6144));
+  ParallelLayout z3 = layout(2, 8, 4);
+  z3.dp_sharding = Strategy::zero3;
+  CHECK(error_of([&] { validate_layout(z3, 64, m); }).find("incompatible with pipeline") != std::string::npos);
+  z3.pp = 1;
+  z3.dp = 8;
+  CHECK_NOTHROW(validate_layout(z3, 64, m));  // ZeRO-3 inside TP is fine
+  CHECK(error_of([&] { validate_layout(layout(1, 1, 81), 81, m); }).find("pp 81 exceeds the layers 80") !=
+        std::string::npos);
+  // With SP the sequence per CP rank (4096 / 2 = 2048) must split over t: 2048 % 8 == 0,
+  // but s = 4100 gives 2050, which 8 does not divide.
+  ParallelLayout spcp = layout(1, 8, 1, 2);
+  spcp.sp = true;
+  CHECK_NOTHROW(validate_layout(spcp, 16, m));
+  CHECK(error_of([&] { validate_layout(spcp, 16, m, 4100); }).find("sequence per CP rank 2050") !=
+        std::string::npos);
+}
+
+TEST_CASE("Megatron rank order is tp fastest, then cp, dp, pp") {
+  const ParallelLayout l = layout(4, 8, 2, 2);  // 128 ranks
+  CHECK(group_stride(l, GroupKind::tp) == 1);
+  CHECK(group_stride(l, GroupKind::cp) == 8);
+  CHECK(group_stride(l, GroupKind::dp) == 16);   // 8·2
+  CHECK(group_stride(l, GroupKind::pp) == 64);   // 8·2·4
+  // tp 3, cp 1, dp 2, pp 1: 3 + 8·1 + 16·2 + 64·1 = 107.
+  CHECK(rank_of(l, RankCoords{3, 1, 2, 1}) == 107);
+  const RankCoords c = rank_coords(l, 107);
+  CHECK(c.tp == 3);
+  CHECK(c.cp == 1);
+  CHECK(c.dp == 2);
+  CHECK(c.pp == 1);
+  for (std::int64_t r = 0; r < l.gpus(); ++r) CHECK(rank_of(l, rank_coords(l, r)) == r);
+  CHECK_THROWS_AS(rank_coords(l, 128), std::invalid_argument);
+  CHECK_THROWS_AS(rank_of(l, RankCoords{8, 0, 0, 0}), std::invalid_argument);
+}
+
+TEST_CASE("tp 8 on 8-GPU nodes: one node per TP group; DP and PP groups one rank per node, 8 sharing NICs") {
+  const ParallelLayout l = layout(4, 8, 2);  // 64 GPUs, 8 nodes
+  const GroupPlacement tp = group_placement(l, GroupKind::tp, 8);
+  CHECK(tp.ranks == 8);
+  CHECK(tp.ranks_per_node == 8);
+  CHECK(tp.nodes_spanned == 1);
+  CHECK(tp.groups_sharing_a_node == 1);
+  const GroupPlacement dp = group_placement(l, GroupKind::dp, 8);  // stride 8: ranks 0, 8, 16, 24
+  CHECK(dp.ranks == 4);
+  CHECK(dp.ranks_per_node == 1);
+  CHECK(dp.nodes_spanned == 4);
+  CHECK(dp.groups_sharing_a_node == 8);
+  const GroupPlacement pp = group_placement(l, GroupKind::pp, 8);  // stride 32: ranks 0, 32
+  CHECK(pp.nodes_spanned == 2);
+  CHECK(pp.ranks_per_node == 1);
+  CHECK(pp.groups_sharing_a_node == 8);
+}
+
+TEST_CASE("tp 4 on 8-GPU nodes: two TP groups per node; a DP group takes two ranks on each of two nodes") {
+  const ParallelLayout l = layout(4, 4, 1);  // 16 GPUs, 2 nodes
+  const GroupPlacement tp = group_placement(l, GroupKind::tp, 8);
+  CHECK(tp.ranks_per_node == 4);
+  CHECK(tp.nodes_spanned == 1);
+  CHECK(tp.groups_sharing_a_node == 2);
+  // DP group of rank 0: 0, 4, 8, 12 -> nodes 0, 0, 1, 1; node 0 holds DP groups 0..3.
+  const GroupPlacement dp = group_placement(l, GroupKind::dp, 8);
+  CHECK(dp.ranks_per_node == 2);
+  CHECK(dp.nodes_spanned == 2);
+  CHECK(dp.groups_sharing_a_node == 4);
+}
+
+TEST_CASE("group placement: CP inside a node, partial nodes and groups straddling nodes") {
+  // tp 2, cp 4, dp 2 = 16 GPUs: a CP group 0, 2, 4, 6 lies in node 0 with the group of rank 1.
+  const GroupPlacement cp = group_placement(layout(2, 2, 1, 4), GroupKind::cp, 8);
+  CHECK(cp.ranks_per_node == 4);
+  CHECK(cp.nodes_spanned == 1);
+  CHECK(cp.groups_sharing_a_node == 2);
+  // 4 GPUs on one 8-GPU node: DP groups {0, 2} and {1, 3}.
+  const GroupPlacement part = group_placement(layout(2, 2, 1), GroupKind::dp, 8);
+  CHECK(part.ranks_per_node == 2);
+  CHECK(part.nodes_spanned == 1);
+  CHECK(part.groups_sharing_a_node == 2);
+  // tp 3 on 4-GPU nodes: {0,1,2} on node 0; {3,4,5} straddles nodes 0 and 1 (worst case).
+  const GroupPlacement odd = group_placement(layout(2, 3, 1), GroupKind::tp, 4);
+  CHECK(odd.ranks_per_node == 3);
+  CHECK(odd.nodes_spanned == 2);
+  CHECK(odd.groups_sharing_a_node == 2);
+  CHECK_THROWS_AS(group_placement(layout(2, 3, 1), GroupKind::tp, 0), std::invalid_argument);
+}
+
+TEST_CASE("TP GEMMs: column-parallel QKV and MLP-up divide n by t, row-parallel out and down divide k") {
+  const TransformerSpec m = llama70b();
+  const auto g = tp_layer_gemms(m, 4096, 8);
+  REQUIRE(g.size() == 5);
+  // qkv: n = (8192 + 2·1024) / 8 = 1280, k = 8192.
+  CHECK(g[0].name == "qkv");
+  CHECK(g[0].m == 4096);
+  CHECK(g[0].n == 1280);
+  CHECK(g[0].k == 8192);
+  // attn_out: k = 8192 / 8 = 1024, n = 8192.
+  CHECK(g[1].n == 8192);
+  CHECK(g[1].k == 1024);
+  // mlp_up (gate and up): n = 28672 / 8 = 3584; mlp_down: k = 3584.
+  CHECK(g[2].n == 3584);
+  CHECK(g[2].count_per_layer == 2);
+  CHECK(g[3].k == 3584);
+  CHECK(g[3].n == 8192);
+  // vocab-parallel LM head: 32000 / 8 = 4000 rows.
+  CHECK(g[4].n == 4000);
+  // t = 1 is the unsplit layer.
+  const auto full = layer_gemms(m, 4096);
+  const auto one = tp_layer_gemms(m, 4096, 1);
+  for (std::size_t i = 0; i < full.size(); ++i) CHECK((one[i].n == full[i].n && one[i].k == full[i].k));
+  CHECK_THROWS_AS(tp_layer_gemms(m, 4096, 16), std::invalid_argument);  // kv_heads 8
+}
+
+TEST_CASE("vocab-parallel rows are ceil(V_pad / t), V padded to a multiple of divisible_by·t") {
+  // GPT-2's 50257 over t = 8: ceil(50257 / 8) = 6283 unpadded; Megatron's 128·8 = 1024
+  // multiple pads to 50·1024 = 51200, 6400 rows.
+  CHECK(vocab_rows_per_rank(50257, 8) == 6283);
+  CHECK(vocab_rows_per_rank(50257, 8, 128) == 6400);
+  CHECK(vocab_rows_per_rank(32000, 8) == 4000);
+  CHECK_THROWS_AS(vocab_rows_per_rank(32000, 0), std::invalid_argument);
+}
+
+TEST_CASE("TP bytes per layer: 2 all-reduces of b·s·h·w each way; SP: 2 AG + 2 RS, backward plus 2 re-gathers") {
+  // b·s = 4096 tokens, h = 8192, w = 2: one collective = 4096·8192·2 = 67,108,864 B.
+  const double one = 67108864.0;
+  const TpLayerComm plain = tp_layer_comm(4096, 8192, 2, 8, false);
+  REQUIRE(plain.forward.size() == 1);
+  CHECK(plain.forward[0].op == Collective::all_reduce);
+  CHECK(plain.forward[0].count == 2);
+  CHECK(plain.forward_bytes() == doctest::Approx(2 * one));   // 134,217,728
+  CHECK(plain.backward_bytes() == doctest::Approx(2 * one));
+  const TpLayerComm sp = tp_layer_comm(4096, 8192, 2, 8, true);
+  CHECK(sp.forward_bytes() == doctest::Approx(4 * one));      // 268,435,456
+  CHECK(sp.backward_bytes() == doctest::Approx(6 * one));     // 402,653,184
+  CHECK(sp.backward[0].op == Collective::all_gather);
+  CHECK(sp.backward[0].count == 4);
+  // Full recompute replays the forward's 2 all-reduces in backward: 4 in all.
+  CHECK(tp_layer_comm(4096, 8192, 2, 8, false, Recompute::full).backward_bytes() == doctest::Approx(4 * one));
+  CHECK(tp_layer_comm(4096, 8192, 2, 8, false, Recompute::selective).backward_bytes() == doctest::Approx(2 * one));
+  // One TP rank: nothing to communicate.
+  CHECK(tp_layer_comm(4096, 8192, 2, 1, false).forward.empty());
+  CHECK(tp_layer_comm(4096, 8192, 2, 1, false).backward_bytes() == 0);
+}
+
+TEST_CASE("CP ring attention: cp - 1 steps of local K and V forward, K, V, dK, dV backward") {
+  // b·s = 8192 tokens over cp 4: 2048 local tokens, kv_dim 1024, w 2: one K chunk 4,194,304 B.
+  const CpLayerComm c = cp_layer_comm(llama70b(), 8192, 2, 4);
+  CHECK(c.steps == 3);
+  CHECK(c.forward_bytes_per_step == doctest::Approx(8388608.0));   // K + V
+  CHECK(c.backward_bytes_per_step == doctest::Approx(16777216.0)); // K, V, dK, dV
+  CHECK(c.forward_bytes() == doctest::Approx(25165824.0));
+  CHECK(c.backward_bytes() == doctest::Approx(50331648.0));
+  CHECK(cp_layer_comm(llama70b(), 8192, 2, 1).forward_bytes() == 0);
+  CHECK_THROWS_AS(cp_layer_comm(llama70b(), 8190, 2, 4), std::invalid_argument);
+}
+
+TEST_CASE("uneven stages: extra layers go to chunks 1..r, never the first") {
+  CHECK(layers_per_stage(80, 4) == std::vector<int>{20, 20, 20, 20});
+  // 30 over 4: q 7, r 2 -> chunks 1 and 2 get 8.
+  CHECK(layers_per_stage(30, 4) == std::vector<int>{7, 8, 8, 7});
+  // 11 over 4: q 2, r 3 = n - 1 -> only the first stays at 2.
+  CHECK(layers_per_stage(11, 4) == std::vector<int>{2, 3, 3, 3});
+  // 10 over pp 2, vpp 2: chunks {2, 3, 3, 2}; stage 0 holds chunks 0 and 2, stage 1 chunks 1 and 3.
+  CHECK(layers_per_chunk(10, 2, 2) == std::vector<int>{2, 3, 3, 2});
+  CHECK(layers_per_stage(10, 2, 2) == std::vector<int>{5, 5});
+  CHECK(layers_per_stage(4, 4) == std::vector<int>{1, 1, 1, 1});
+  CHECK_THROWS_AS(layers_per_stage(3, 4), std::invalid_argument);
+}
+
+TEST_CASE("pipeline p2p: b·s·h·w per boundary, divided by t under SP") {
+  // 4096·8192·2 = 67,108,864 B; SP over 8: 8,388,608 B.
+  CHECK(pipeline_p2p_bytes(4096, 8192, 2, 8, false) == doctest::Approx(67108864.0));
+  CHECK(pipeline_p2p_bytes(4096, 8192, 2, 8, true) == doctest::Approx(8388608.0));
+  // Sends per micro-batch: the last stage sends one fewer (its last chunk ends the model).
+  CHECK(pipeline_sends_per_microbatch(0, 4) == 1);
+  CHECK(pipeline_sends_per_microbatch(3, 4) == 0);
+  CHECK(pipeline_sends_per_microbatch(0, 4, 2) == 2);
+  CHECK(pipeline_sends_per_microbatch(3, 4, 2) == 1);
+  CHECK(pipeline_sends_per_microbatch(0, 1) == 0);
+  CHECK_THROWS_AS(pipeline_sends_per_microbatch(4, 4), std::invalid_argument);
+}
+
+TEST_CASE("bubble: 1F1B and GPipe (p-1)/m, interleaved (p-1)/(v·m), ZB-H1 (p-1)/(3m)") {
+  // p 4, m 8: 3/8; v 2: 3/16; ZB-H1: 3/24.
+  CHECK(bubble_fraction(PipelineScheduleKind::one_f_one_b, 4, 8) == doctest::Approx(0.375));
+  CHECK(bubble_fraction(PipelineScheduleKind::gpipe, 4, 8) == doctest::Approx(0.375));
+  CHECK(bubble_fraction(PipelineScheduleKind::interleaved, 4, 8, 2) == doctest::Approx(0.1875));
+  CHECK(bubble_fraction(PipelineScheduleKind::zb_h1, 4, 8) == doctest::Approx(0.125));
+  // ZB-H1 with no weight-gradient work to defer (T_W = 0) is 1F1B: 3·2 / (8·2).
+  CHECK(bubble_fraction_zb_h1(4, 8, 1, 1, 0) == doctest::Approx(0.375));
+  // T_F 1, T_B 1.2, T_W 0.8: 3·1.4 / (8·3) = 0.175.
+  CHECK(bubble_fraction_zb_h1(4, 8, 1, 1.2, 0.8) == doctest::Approx(0.175));
+  CHECK(bubble_fraction(PipelineScheduleKind::one_f_one_b, 1, 1) == 0);
+  CHECK_THROWS_AS(bubble_fraction_1f1b(4, 0), std::invalid_argument);
+}
+
+TEST_CASE("1F1B keeps p micro-batches on stage 0, p - i on stage i; GPipe all m") {
+  CHECK(in_flight_microbatches(PipelineScheduleKind::one_f_one_b, 0, 4, 8) == 4);
+  CHECK(in_flight_microbatches(PipelineScheduleKind::one_f_one_b, 3, 4, 8) == 1);
+  CHECK(in_flight_microbatches(PipelineScheduleKind::one_f_one_b, 0, 4, 2) == 2);  // m < p
+  CHECK(in_flight_microbatches(PipelineScheduleKind::zb_h1, 1, 4, 8) == 3);
+  CHECK(in_flight_microbatches(PipelineScheduleKind::gpipe, 2, 4, 8) == 8);
+  CHECK_THROWS_AS(in_flight_microbatches(PipelineScheduleKind::gpipe, 4, 4, 8), std::invalid_argument);
+}
+
+TEST_CASE("interleaved stage 0 keeps p·(1 + (p-1)/(p·v)) micro-batches") {
+  // p 4, v 2, m 8: warm-up 2·3 + 1·4 = 10 chunks, +1 = 11 chunks = 5.5 = 4·(1 + 3/8).
+  CHECK(in_flight_microbatches(PipelineScheduleKind::interleaved, 0, 4, 8, 2) == doctest::Approx(5.5));
+  CHECK(in_flight_microbatches(PipelineScheduleKind::interleaved, 0, 4, 8, 2) ==
+        doctest::Approx(4 * (1 + 3.0 / (4 * 2))));
+  // Last stage: 0 + 4 + 1 = 5 chunks = 2.5.
+  CHECK(in_flight_microbatches(PipelineScheduleKind::interleaved, 3, 4, 8, 2) == doctest::Approx(2.5));
+  // m = 1: only its 2 chunks exist.
+  CHECK(in_flight_microbatches(PipelineScheduleKind::interleaved, 0, 4, 1, 2) == doctest::Approx(1.0));
+}
+
+TEST_CASE("Korthikanti Table 2: sbh(10 + 24/t + 5as/(ht)) without SP, sbh(34/t + 5as/(ht)) with SP") {
+  // GPT-3 175B's layer: s 2048, b 1, h 12288, a 96, t 8. sbh = 25,165,824;
+  // 5as/(ht) = 5·96·2048 / (12288·8) = 10.
+  const double sbh = 25165824.0;
+  CHECK(korthikanti_activation_bytes_per_layer(2048, 1, 12288, 96, 8, false) == doctest::Approx(sbh * 23));
+  CHECK(korthikanti_activation_bytes_per_layer(2048, 1, 12288, 96, 8, true) == doctest::Approx(sbh * 14.25));
+  // Selective recompute drops the score term: 10 + 3 = 13; with SP 34/8 = 4.25.
+  CHECK(korthikanti_activation_bytes_per_layer(2048, 1, 12288, 96, 8, false, Recompute::selective) ==
+        doctest::Approx(sbh * 13));
+  CHECK(korthikanti_activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, Recompute::selective) ==
+        doctest::Approx(sbh * 4.25));
+  CHECK(korthikanti_activation_bytes_per_layer(2048, 1, 12288, 96, 8, true, Recompute::full) ==
+        doctest::Approx(sbh * 2));
+  // t = 1: both rows are Sec. 4.1's sbh(34 + 5as/h) = sbh(34 + 80).
+  CHECK(korthikanti_activation_bytes_per_layer(2048, 1, 12288, 96, 1, false) == doctest::Approx(sbh * 114));
+  CHECK(korthikanti_activation_bytes_per_layer(2048, 1, 12288, 96, 1, true) == doctest::Approx(sbh * 114));
+  CHECK_THROWS_AS(korthikanti_activation_bytes_per_layer(2048, 1, 12288, 96, 0, false), std::invalid_argument);
+}
+
+TEST_CASE("Korthikanti at t = 1 agrees with memory's per-layer activations for a GPT shape") {
+  TransformerSpec gpt;
+  gpt.name = "gpt-shape";
+  gpt.layers = 2;
+  gpt.hidden = 1024;
+  gpt.heads = 16;
+  gpt.kv_heads = 16;
+  gpt.ffn_hidden = 4096;
+  gpt.vocab = 1000;
+  gpt.seq_len = 512;
+  gpt.norm = Norm::layernorm;
+  CHECK(korthikanti_activation_bytes_per_layer(512, 2, 1024, 16, 1, false) ==
+        doctest::Approx(activation_bytes_per_layer(gpt, 2, 512, Recompute::none, false)));
+}
+
+TEST_CASE("vocab-parallel embedding, head and loss: one all-reduce each way, 3 fp32 loss all-reduces") {
+  // 4096 tokens, h 8192, w 2: 67,108,864 B per activation collective; loss 3·4096·4 = 49,152 B.
+  const double one = 67108864.0;
+  const TpLayerComm plain = tp_embedding_head_comm(4096, 8192, 2, 8, false);
+  CHECK(plain.forward_bytes() == doctest::Approx(one + 49152));
+  CHECK(plain.backward_bytes() == doctest::Approx(one));
+  // SP: forward RS (embedding) + AG (head) + loss; backward AG (embedding), RS + re-gather (head).
+  const TpLayerComm sp = tp_embedding_head_comm(4096, 8192, 2, 8, true);
+  CHECK(sp.forward_bytes() == doctest::Approx(2 * one + 49152));
+  CHECK(sp.backward_bytes() == doctest::Approx(3 * one));
+  CHECK(tp_embedding_head_comm(4096, 8192, 2, 1, true).forward.empty());
+}
+
+TEST_CASE("stage parameters: matrices and vocab split by t, norms replicated, embedding first, head last") {
+  const TransformerSpec m = llama70b();
+  // Per layer: attention 2·8192² + 2·8192·1024 = 150,994,944; MLP 3·8192·28672 =
+  // 704,643,072; two RMSNorms 16,384. Per rank at t 8: 855,638,016 / 8 + 16,384
+  // = 106,971,136; 20 layers a stage = 2,139,422,720. Word table 32000/8·8192 = 32,768,000.
+  const StageParameters first = stage_parameters_per_gpu(m, 0, 4, 1, 8);
+  CHECK(first.layers == doctest::Approx(2139422720.0));
+  CHECK(first.embedding == doctest::Approx(32768000.0));
+  CHECK(first.head == 0);
+  const StageParameters mid = stage_parameters_per_gpu(m, 1, 4, 1, 8);
+  CHECK(mid.total() == doctest::Approx(2139422720.0));
+  // Last: final norm 8192 + untied LM head 32,768,000.
+  const StageParameters last = stage_parameters_per_gpu(m, 3, 4, 1, 8);
+  CHECK(last.head == doctest::Approx(32776192.0));
+  // t = 1, p = 1: the whole model.
+  CHECK(stage_parameters_per_gpu(m, 0, 1, 1, 1).total() == doctest::Approx(static_cast<double>(parameter_count(m))));
+  // Tied embeddings and p > 1: the last stage holds a copy of the word table; p = 1 does not.
+  TransformerSpec tied = m;
+  tied.tied_embeddings = true;
+  CHECK(stage_parameters_per_gpu(tied, 3, 4, 1, 8).head == doctest::Approx(32776192.0));
+  CHECK(stage_parameters_per_gpu(tied, 0, 1, 1, 8).head == doctest::Approx(8192.0));
+  CHECK_THROWS_AS(stage_parameters_per_gpu(m, 4, 4, 1, 8), std::invalid_argument);
+  CHECK_THROWS_AS(stage_parameters_per_gpu(m, 0, 4, 1, 16), std::invalid_argument);
+}
