@@ -4,6 +4,7 @@
 #include "base/limits.hpp"
 #include "model/flops.hpp"
 #include "model/memory.hpp"
+#include "model/parallel.hpp"
 #include "model/transformer.hpp"
 
 #include <fmt/format.h>
@@ -203,14 +204,14 @@ struct GemmTimes {
 };
 
 GemmTimes gemm_times(const TransformerSpec& spec, std::int64_t rows, const FlopsOptions& opts, double elem_bytes,
-                     const DeviceRates& d) {
+                     int tp, const DeviceRates& d) {
   const double bw = d.achieved_memory_GBps();
   auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
     return gemm_time_s(m, n, k, 1, elem_bytes, d.gemm_ceiling_tflops, d.sm_count, bw);
   };
   const bool frozen = opts.lora != nullptr;
   GemmTimes out;
-  for (const GemmShape& g : layer_gemms(spec, rows)) {
+  for (const GemmShape& g : tp > 1 ? tp_layer_gemms(spec, rows, tp) : layer_gemms(spec, rows)) {
     const double fwd = t(g.m, g.n, g.k);
     const double bwd = t(g.m, g.k, g.n) + (frozen ? 0.0 : t(g.n, g.k, g.m));
     if (g.name == "lm_head") {
@@ -246,7 +247,7 @@ AttentionTimes attention_times(const TransformerSpec& spec, double b, std::int64
   const double seq = static_cast<double>(s);
   if (k.attention != AttentionKernel::unfused) {
     auto time = [&](AttentionPass p) {
-      return attention_flops(spec, b, seq, k.causal, p) /
+      return attention_flops(spec, b, seq, k.causal, p) / k.tp /
              (attention_tflops(d.attention, spec.head_dim(), k.causal, p, seq) * 1e12);
     };
     out.forward_s = time(AttentionPass::forward);
@@ -257,7 +258,7 @@ AttentionTimes attention_times(const TransformerSpec& spec, double b, std::int64
   // matrix written and read by scale+mask and softmax; backward, two GEMMs per product
   // and twice the softmax traffic.
   const double bw = d.achieved_memory_GBps();
-  const std::int64_t batch = static_cast<std::int64_t>(b) * spec.heads;
+  const std::int64_t batch = static_cast<std::int64_t>(b) * spec.heads / k.tp;
   const double gemms = gemm_time_s(s, s, spec.head_dim(), batch, w, d.attention_gemm_ceiling_tflops, d.sm_count, bw) +
                        gemm_time_s(s, spec.head_dim(), s, batch, w, d.attention_gemm_ceiling_tflops, d.sm_count, bw);
   const double softmax = 2.0 * 2.0 * w * static_cast<double>(batch) * seq * seq / (bw * 1e9);
@@ -284,12 +285,17 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   const bool fp8 = precision == Precision::fp8_mixed;
   const double bw = device.achieved_memory_GBps() * 1e9;
 
-  const GemmTimes g = gemm_times(spec, rows, opts, fp8 ? 1.0 : w, device);
+  if (kernels.tp < 1 || (kernels.sp && kernels.tp < 2))
+    throw std::invalid_argument("micro-step times need tp >= 1, and tp >= 2 for sequence parallelism");
+  if (kernels.tp > 1 && opts.lora != nullptr)
+    throw std::invalid_argument("micro-step times: LoRA under tensor parallelism is not modelled");
+  const GemmTimes g = gemm_times(spec, rows, opts, fp8 ? 1.0 : w, kernels.tp, device);
   const AttentionTimes a = attention_times(spec, static_cast<double>(micro_batch), seq_len, w, kernels, device);
-  const MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, fp8);
-  MemoryWork loss = loss_memory_work(spec, tokens, w, kernels.fused_loss ? KernelProfile::compiled : kernels.profile);
+  const MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, fp8, kernels.tp, kernels.sp);
+  MemoryWork loss = loss_memory_work(spec, tokens, w, kernels.fused_loss ? KernelProfile::compiled : kernels.profile,
+                                     kernels.tp);
   if (kernels.metric_loss_passes > 0) {
-    const MemoryWork metric = loss_memory_work(spec, tokens, w, KernelProfile::eager);
+    const MemoryWork metric = loss_memory_work(spec, tokens, w, KernelProfile::eager, kernels.tp);
     loss.bytes_forward += kernels.metric_loss_passes * metric.bytes_forward;
     loss.kernels_forward += kernels.metric_loss_passes * metric.kernels_forward;
   }

@@ -86,6 +86,11 @@ struct KernelChoice {
   bool causal = true;
   bool fused_loss = false;     ///< the loss as one fused kernel each way (else the profile's)
   int metric_loss_passes = 0;  ///< extra eager cross-entropy forwards over the logits
+  /// Tensor-parallel degree (Megatron): each rank runs the GEMMs of tp_layer_gemms, heads/t
+  /// of attention and a vocab-parallel loss; the h-wide memory-bound work is replicated, or
+  /// split by `sp` (sequence parallelism).
+  int tp = 1;
+  bool sp = false;
 };
 
 /// Time of one micro-step on one GPU, seconds.

@@ -251,3 +251,24 @@ TEST_CASE("a small eager step is CPU-bound at the dispatch cost per op; compiled
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+TEST_CASE("tensor parallelism: each rank runs 1/t of the attention FLOPs at the same kernel rate") {
+  const TransformerSpec& spec = *find_model("llama-2-7b");
+  DeviceRates d = unit_device();
+  d.gemm_ceiling_tflops = 1e9;  // GEMMs and memory ~free: the attention alone remains
+  d.attention_gemm_ceiling_tflops = 1e9;
+  KernelChoice k{AttentionKernel::flash2, KernelProfile::compiled, true};
+  const MicroStepTimes one = micro_step_times(spec, 1, 4096, Precision::bf16_mixed, {}, k, d);
+  k.tp = 4;
+  const MicroStepTimes four = micro_step_times(spec, 1, 4096, Precision::bf16_mixed, {}, k, d);
+  CHECK(four.kernels.attention_s == doctest::Approx(one.kernels.attention_s / 4));
+  k.tp = 1;
+  k.sp = true;
+  CHECK_THROWS_AS(micro_step_times(spec, 1, 4096, Precision::bf16_mixed, {}, k, d), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace stepcast

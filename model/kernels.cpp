@@ -158,21 +158,24 @@ double norm_kernels(const TransformerSpec& spec, KernelProfile profile) {
 }  // namespace
 
 MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile,
-                             bool fp8) {
+                             bool fp8, int tp, bool sp) {
+  if (tp < 1) throw std::invalid_argument("layer_memory_work: tp must be >= 1");
   const bool eager = profile == KernelProfile::eager;
+  const double t = tp;
+  const double h_share = sp ? 1.0 / t : 1.0;  // h-wide work: replicated, or split by SP
   const double h = static_cast<double>(spec.hidden);
-  const double q = static_cast<double>(spec.heads * spec.head_dim());
-  const double kv = static_cast<double>(spec.kv_dim());
-  const double f = static_cast<double>(spec.ffn_hidden);
+  const double q = static_cast<double>(spec.heads * spec.head_dim()) / t;
+  const double kv = static_cast<double>(spec.kv_dim()) / t;
+  const double f = static_cast<double>(spec.ffn_hidden) / t;
   const double norms = spec.parallel_attn_mlp ? 1.0 : 2.0;
 
-  double bytes = norms * norm_bytes(spec, w, profile);
+  double bytes = norms * norm_bytes(spec, w, profile) * h_share;
   double kernels = norms * norm_kernels(spec, profile);
   if (spec.positional == Positional::rope) {
     bytes += (eager ? 10.0 : 2.0) * w * (q + kv);
     kernels += eager ? 10.0 : 1.0;
   }
-  bytes += (eager ? 3.0 : 1.0) * w * h * 2.0;  // two residual adds (fused into the norms)
+  bytes += (eager ? 3.0 : 1.0) * w * h * 2.0 * h_share;  // two residual adds (fused into the norms)
   kernels += eager ? 2.0 : 0.0;
   if (spec.gated_mlp) {
     bytes += (eager ? 5.0 : 3.0) * w * f;
@@ -182,17 +185,17 @@ MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double 
     kernels += 1.0;
   }
   if (fp8) {
-    bytes += (w + 1.0) * (h + q + h + f);  // casts of the qkv, out, up and down inputs
+    bytes += (w + 1.0) * (h * h_share + q + h * h_share + f);  // casts of the qkv, out, up and down inputs
     kernels += 4.0;
   }
   // Backward reductions with no forward counterpart: each norm's weight (and bias)
   // gradient re-reads its input and the incoming gradient (PyTorch's layer_norm backward
   // runs them as a second kernel), and each biased projection's bias gradient sums its
   // output gradient over the tokens.
-  double extra_bwd = norms * 2.0 * w * h;
+  double extra_bwd = norms * 2.0 * w * h * h_share;
   double extra_kernels = norms;
   if (spec.linear_bias) {
-    extra_bwd += w * ((q + 2.0 * kv) + h + f * (spec.gated_mlp ? 2.0 : 1.0) + h);
+    extra_bwd += w * ((q + 2.0 * kv) + h * h_share + f * (spec.gated_mlp ? 2.0 : 1.0) + h * h_share);
     extra_kernels += 4.0;
   }
   MemoryWork out;
@@ -203,8 +206,9 @@ MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double 
   return out;
 }
 
-MemoryWork loss_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile) {
-  const double logits = tokens * static_cast<double>(spec.vocab);
+MemoryWork loss_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile, int tp) {
+  if (tp < 1) throw std::invalid_argument("loss_memory_work: tp must be >= 1");
+  const double logits = tokens * static_cast<double>(spec.vocab) / tp;
   MemoryWork out;
   switch (profile) {
     case KernelProfile::eager:

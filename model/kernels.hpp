@@ -142,14 +142,20 @@ struct MemoryWork {
 /// have no forward counterpart: per norm its weight gradient re-reads input and gradient
 /// (2h, one kernel); per biased projection (linear_bias) its bias gradient reads the
 /// output gradient (q + 2kv + h + g·f + h, four kernels).
+/// Under tensor parallelism of degree `tp` (Megatron) the q-, kv- and f-wide work is split
+/// across the t ranks; the h-wide work (norms, residuals, the out- and down-projection
+/// biases) runs on every rank over all tokens, or over tokens/t under sequence parallelism
+/// (`sp`, Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4.2.2).
 MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile,
-                             bool fp8);
+                             bool fp8, int tp = 1, bool sp = false);
 
 /// The loss over V logits per token: eager: the fp32 upcast (read w, write 4), log-softmax
 /// (read 4, write 4) and the loss (read 4), backward softmax gradient (read 8, write 4),
 /// downcast (read 4, write w): 32 + 2w bytes per logit over 6 kernels; compiled: one fused
 /// forward and one fused backward kernel, 4w bytes per logit; fused linear cross-entropy
 /// (Liger): the logits are consumed in chunks, 2w per logit.
-MemoryWork loss_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile);
+/// Under tensor parallelism the vocab-parallel loss holds V/t logits per token on each rank.
+MemoryWork loss_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile,
+                            int tp = 1);
 
 }  // namespace stepcast

@@ -175,3 +175,25 @@ TEST_CASE("kernel profile and attention kernel names round-trip; unknown names a
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+TEST_CASE("under TP with SP every memory-bound byte of a layer is split t ways; without SP the h-wide ones stay") {
+  const TransformerSpec s = gpt(Norm::rmsnorm, true, Positional::rope);
+  const MemoryWork one = layer_memory_work(s, 8, 2, KernelProfile::eager, false);
+  const MemoryWork sp = layer_memory_work(s, 8, 2, KernelProfile::eager, false, 4, true);
+  CHECK(sp.bytes_forward == doctest::Approx(one.bytes_forward / 4));
+  CHECK(sp.bytes_backward == doctest::Approx(one.bytes_backward / 4));
+  CHECK(sp.kernels_forward == one.kernels_forward);  // same ops, smaller tensors
+  const MemoryWork no_sp = layer_memory_work(s, 8, 2, KernelProfile::eager, false, 4, false);
+  // Without SP the norms (2·36·64) and residuals (768) per token stay whole; rotary and
+  // SwiGLU split: 4608 + 768 + (2560 + 2560) / 4 = 6656 per token.
+  CHECK(no_sp.bytes_forward == doctest::Approx(8 * (4608 + 768 + (2560 + 2560) / 4.0)));
+  // The vocab-parallel loss holds V/t logits per rank.
+  CHECK(loss_memory_work(s, 8, 2, KernelProfile::eager, 4).bytes_forward ==
+        doctest::Approx(loss_memory_work(s, 8, 2, KernelProfile::eager).bytes_forward / 4));
+}
+
+}  // namespace
+}  // namespace stepcast

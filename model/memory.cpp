@@ -172,9 +172,15 @@ double score_bytes(const TransformerSpec& spec, double b, double s, Recompute r,
 /// One layer's activation bytes at element width w (see activation_bytes_per_layer).
 /// Full recompute (Korthikanti Sec. 4.2 / 5): only the layer input, s·b·h·w.
 double layer_activation_bytes(const TransformerSpec& spec, double b, double s, Recompute r,
-                              bool flash, double w) {
-  if (r == Recompute::full) return s * b * static_cast<double>(spec.hidden) * w;
-  return s * b * layer_bytes_per_token(spec, w) + score_bytes(spec, b, s, r, flash, w);
+                              bool flash, double w, int tp = 1, bool sp = false) {
+  const double t = tp;
+  const double h = static_cast<double>(spec.hidden);
+  if (r == Recompute::full) return s * b * h * w / (sp ? t : 1.0);
+  // Under TP without SP the h-wide tensors stay whole on every rank (Korthikanti Table 2:
+  // 10sbh of 34sbh at w = 2): norm inputs, block inputs 4hw, dropout masks 2h.
+  const double per_token = layer_bytes_per_token(spec, w);
+  const double whole = sp ? 0.0 : std::min(per_token, 4.0 * h * w + 2.0 * h);
+  return s * b * (whole + (per_token - whole) / t) + score_bytes(spec, b, s, r, flash, w) / t;
 }
 
 /// Activations outside the blocks (Korthikanti Sec. 4.1, end): embedding dropout mask
@@ -190,9 +196,9 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
   const double s = static_cast<double>(in.seq_len);
   const double w = working_bytes(in.precision);
   const double layers = static_cast<double>(spec.layers);
-  double bytes = layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, w);
+  double bytes = layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, w, in.tp, in.sp);
   if (in.recompute == Recompute::full)
-    bytes += layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, w);
+    bytes += layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, w, in.tp, in.sp);
   return bytes + outer_activation_bytes(spec, b, s, w);
 }
 
@@ -203,7 +209,7 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
 double logits_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
   const double w = working_bytes(in.precision);
   return static_cast<double>(in.micro_batch) * static_cast<double>(in.seq_len) *
-         static_cast<double>(spec.vocab) * (w + 4.0);
+         static_cast<double>(spec.vocab) * (w + 4.0) / in.tp;  // vocab-parallel under TP
 }
 
 /// Communication buffers not already in another term:
@@ -354,7 +360,12 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
   require(in.capacity_bytes > 0, "capacity_bytes must be > 0");
   const TransformerSpec& spec = *in.model;
 
-  const ParamCounts c = param_counts(spec, in.lora);
+  require(in.tp >= 1 && (!in.sp || in.tp >= 2), "tp must be >= 1, and >= 2 with sequence parallelism");
+  ParamCounts c = param_counts(spec, in.lora);
+  if (in.tp > 1) {  // Megatron splits every weight matrix and the vocabulary t ways
+    for (double* v : {&c.stored, &c.per_layer, &c.largest_module, &c.trainable, &c.per_layer_trainable})
+      *v /= in.tp;
+  }
   const std::int64_t n = shard_degree(in.strategy, in.gpus, in.gpus_per_node);
   const Strategy s = effective_strategy(in.strategy, n);
   const ModelStateBytes m = model_state_bytes(c, in);
@@ -368,7 +379,8 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
     out.terms.push_back({term, bytes, std::move(note)});
   };
   add("weights", m.weights,
-      fmt::format("{}-bit working copy of {:.4g} params, {}{}", 8 * w, c.stored,
+      fmt::format("{}-bit working copy of {:.4g} params{}, {}{}", 8 * w, c.stored,
+                  in.tp > 1 ? fmt::format(" (1/{} of each matrix: tensor parallelism)", in.tp) : "",
                   shard_note(shards_parameters(s), n),
                   s == Strategy::fsdp_shard_grad_op ? " (SHARD_GRAD_OP keeps them gathered)" : ""));
   add("gradients", m.gradients,

@@ -53,7 +53,13 @@ struct MemoryInputs {
   bool flash_attention = true;    ///< no s x s score matrix kept (Dao et al. 2022)
   const LoraSpec* lora = nullptr; ///< frozen base: no grads/optimizer for base weights
   Strategy strategy = Strategy::ddp;
-  std::int64_t gpus = 1;          ///< data-parallel world size
+  std::int64_t gpus = 1;          ///< data-parallel world size (GPUs / tp)
+  /// Tensor-parallel degree (Megatron): weights, gradients, optimizer state, the layers'
+  /// t-split activations and the vocab-parallel logits are 1/t per GPU; the h-wide
+  /// activations (norm and block inputs, dropout masks: 4hw + 2h bytes per token,
+  /// Korthikanti et al. 2022 Table 2's 10sbh) stay whole unless `sp` splits them too.
+  int tp = 1;
+  bool sp = false;
   std::int64_t gpus_per_node = 1; ///< HYBRID_SHARD shards within a node
   double bucket_bytes = 25e6;     ///< DDP/ZeRO gradient bucket (PyTorch DDP default 25 MB)
   int prefetch_layers = 1;        ///< ZeRO-3/FSDP layers gathered ahead of use

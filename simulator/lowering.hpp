@@ -37,6 +37,7 @@
 
 #include "model/collective.hpp"
 #include "model/compute.hpp"
+#include "model/parallel.hpp"
 #include "base/types.hpp"
 #include "simulator/step_graph.hpp"
 
@@ -109,7 +110,14 @@ struct StepPlan {
   int gpus = 1;
   int nodes = 1;
   int gpus_per_node = 1;
-  CommFabric fabric;
+  CommFabric fabric;                 ///< what the data-parallel collectives span
+  /// Tensor parallelism: the TP group's fabric and, per layer and micro-step, its
+  /// collectives (model/parallel.hpp tp_layer_comm), played on the compute stream between
+  /// the layers' compute (nothing overlaps them). tp = 1: none.
+  int tp = 1;
+  CommFabric tp_fabric;
+  std::vector<TpCollective> tp_forward, tp_backward, tp_recompute;
+  std::vector<TpCollective> tp_head_forward, tp_head_backward;  ///< vocab-parallel head and loss
   std::string algorithm = "auto";
 
   double activation_bytes_per_layer = 0;  ///< kept from forward to backward, per micro-step

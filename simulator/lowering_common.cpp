@@ -38,10 +38,11 @@ void Builder::add_class(const RankGroup& grp, bool several, const StreamLayout& 
   const int c = static_cast<int>(g_.classes.size());
   g_.classes.push_back(rc);
   const std::string who = several ? " [" + grp.name + "]" : "";
-  if (p_.gpus_per_node > 1)
+  if (p_.gpus_per_node > 1 || p_.tp > 1) {  // TP groups share each GPU's links with DP traffic
+    const FabricLevel& intra = p_.tp > 1 ? p_.tp_fabric.intra : p_.fabric.intra;
     g_.classes[c].intra_resource =
-        g_.add_link(fmt::format("intra-node ring per GPU ({}){}", p_.fabric.intra.kind, who),
-                    p_.fabric.intra.bw_GBps * grp.link_speed);
+        g_.add_link(fmt::format("intra-node ring per GPU ({}){}", intra.kind, who), intra.bw_GBps * grp.link_speed);
+  }
   if (p_.nodes > 1 && p_.fabric.inter)
     g_.classes[c].nic_resource = g_.add_link(fmt::format("NICs per node ({}){}", p_.fabric.inter->kind, who),
                                              p_.fabric.inter->bw_GBps * grp.link_speed);
@@ -72,6 +73,18 @@ int Builder::collective(Lane lane, std::string name, std::string purpose, Collec
     g_.tasks[id].alloc_bytes = alloc;
     g_.tasks[id].free_bytes = free;
   }
+  return ids[0];
+}
+
+int Builder::tp_collective(std::string name, std::string purpose, Collective c, double bytes,
+                           const std::vector<int>& deps) {
+  std::vector<CollectivePhase> phases;
+  if (p_.tp > 1 && bytes > 0) phases = collective_phases(c, bytes, p_.tp_fabric, p_.algorithm);
+  std::vector<std::pair<int, std::vector<int>>> members;
+  for (int k = 0; k < classes_; ++k) members.push_back({compute_[k], shifted(deps, k)});
+  const auto ids = g_.add_collective(std::move(name), std::move(purpose), FabricScope::intra_node, c, bytes,
+                                     std::move(phases), members);
+  g_.ops[g_.tasks[ids[0]].op].ranks = p_.tp;
   return ids[0];
 }
 
@@ -110,6 +123,21 @@ std::string micro_suffix(const StepPlan& p, std::int64_t k) {
   return p.micro_steps > 1 ? fmt::format(" m{}", k) : "";
 }
 
+namespace {
+
+/// The TP collectives `list` after compute task `after`, in order on the compute stream;
+/// returns the last one (or `after` when there are none).
+int tp_collectives(Builder& b, const std::vector<TpCollective>& list, int after, const std::string& what) {
+  int last = after;
+  for (const TpCollective& c : list)
+    for (int n = 0; n < c.count; ++n)
+      last = b.tp_collective(fmt::format("tp {} {}", name(c.op), what), fmt::format("tensor-parallel {}", name(c.op)),
+                             c.op, c.bytes, {last});
+  return last;
+}
+
+}  // namespace
+
 MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks& hooks) {
   const StepPlan& p = b.plan();
   const std::string mk = micro_suffix(p, k);
@@ -121,19 +149,25 @@ MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks
     const std::vector<int> deps = hooks.before_forward ? hooks.before_forward(i, t) : std::vector<int>{};
     t.forward[i] = b.compute(fmt::format("fwd L{}{}", i, mk), TaskCategory::forward, b.forward_s(),
                              p.layer_flops_forward, deps, p.activation_bytes_per_layer, hooks.forward_free_bytes);
+    tp_collectives(b, p.tp_forward, t.forward[i], fmt::format("fwd L{}{}", i, mk));
   }
-  b.compute("fwd head" + mk, TaskCategory::head, p.micro.head_forward_s, p.head_flops_forward,
-            hooks.head_forward_deps, p.logits_bytes);
+  const int head = b.compute("fwd head" + mk, TaskCategory::head, p.micro.head_forward_s, p.head_flops_forward,
+                             hooks.head_forward_deps, p.logits_bytes);
+  tp_collectives(b, p.tp_head_forward, head, "fwd head" + mk);
   t.head_backward = b.compute("bwd head" + mk, TaskCategory::head, p.micro.head_backward_s, p.head_flops_backward,
                               {}, 0, p.logits_bytes);
+  tp_collectives(b, p.tp_head_backward, t.head_backward, "bwd head" + mk);
   for (int i = L; i >= 1; --i) {
     const std::vector<int> deps = hooks.before_backward ? hooks.before_backward(i, t) : std::vector<int>{};
-    if (b.recompute_s() > 0)
-      b.compute(fmt::format("recompute L{}{}", i, mk), TaskCategory::recompute, b.recompute_s(),
-                p.layer_flops_recompute, deps);
+    if (b.recompute_s() > 0) {
+      const int rec = b.compute(fmt::format("recompute L{}{}", i, mk), TaskCategory::recompute, b.recompute_s(),
+                                p.layer_flops_recompute, deps);
+      tp_collectives(b, p.tp_recompute, rec, fmt::format("recompute L{}{}", i, mk));
+    }
     t.backward[i] = b.compute(fmt::format("bwd L{}{}", i, mk), TaskCategory::backward, b.backward_s(),
                               p.layer_flops_backward, deps, hooks.backward_alloc_bytes,
                               p.activation_bytes_per_layer + hooks.backward_extra_free_bytes);
+    tp_collectives(b, p.tp_backward, t.backward[i], fmt::format("bwd L{}{}", i, mk));
     if (hooks.after_backward) hooks.after_backward(i, t.backward[i]);
   }
   return t;

@@ -90,6 +90,8 @@ StrategySpec parse_strategy_spec(JsonObject& top) {
     JsonObject obj(raw, top.file(), top.path_of("strategy"));
     s.kind = parse_name(obj, "name", parse_strategy);
     if (auto mb = obj.optional_positive("bucket_mb")) s.bucket_bytes = *mb * kBytesPerMiB, s.bucket_given = true;
+    if (obj.has("tp")) s.tp = obj.int32("tp", 1, limits::kMaxGpusPerNode);
+    if (obj.has("sp")) s.sp = obj.boolean("sp");
     if (auto r = obj.optional_string("reduce_dtype")) {
       if (*r != "fp32" && *r != "working")
         throw obj.error("reduce_dtype", "expected \"fp32\" or \"working\" (the precision's 16-bit dtype), got \"" +
@@ -304,7 +306,29 @@ void check_training(const Scenario& s, const ScenarioSource& w) {
 /// bucket_cap_mb, so the count is bounded, not the size. Without bucket_mb the bound uses
 /// the smallest default (DDP's 25 MiB; ZeRO-1/2's 5e8 elements are larger), which refuses
 /// only models beyond ~1.25 T parameters in 16-bit gradients.
+/// Tensor parallelism inside a node: t divides the node's GPUs, the heads, the KV heads and
+/// the MLP width; sequence parallelism needs t >= 2 and t dividing the sequence; no LoRA.
+void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
+  const StrategySpec& st = s.strategy;
+  const std::string at = w.strategy + "/tp";
+  const int t = st.tp;
+  if (st.sp && t < 2) throw InputError(w.file, w.strategy + "/sp", "sequence parallelism needs tp >= 2");
+  if (t == 1) return;
+  if (s.hardware.gpus_per_node % t != 0)
+    throw InputError(w.file, at, fmt::format("expected a divisor of the {} GPUs per node: tensor-parallel groups stay "
+                                             "inside a node (Megatron order)", s.hardware.gpus_per_node));
+  const TransformerSpec& m = s.model;
+  if (m.heads % t != 0 || m.kv_heads % t != 0 || m.ffn_hidden % t != 0)
+    throw InputError(w.file, at, fmt::format("expected a divisor of the heads ({}), KV heads ({}) and MLP width ({})",
+                                             m.heads, m.kv_heads, m.ffn_hidden));
+  if (st.sp && s.training.seq_len % t != 0)
+    throw InputError(w.file, w.strategy + "/sp", fmt::format("sequence parallelism splits the sequence: tp {} must "
+                                                             "divide seq_len {}", t, s.training.seq_len));
+  if (s.training.lora) throw InputError(w.file, at, "LoRA under tensor parallelism is not modelled yet");
+}
+
 void check_strategy(const Scenario& s, const ScenarioSource& w) {
+  check_tensor_parallel(s, w);
   const StrategySpec& st = s.strategy;
   check_count(st.prefetch_layers, 0, s.model.layers, w.file, w.strategy + "/prefetch_layers",
               "layers gathered ahead, at most the model's layers");

@@ -55,6 +55,10 @@ struct StrategySpec {
   /// with reduce_dtype=float32 does (Composer's DEFAULT mode); otherwise in the working
   /// dtype of the precision.
   bool reduce_fp32 = false;
+  /// Tensor-parallel degree ("tp", Megatron; 1: none) inside a node, and sequence
+  /// parallelism ("sp"). Data parallelism runs over gpus / tp ranks.
+  int tp = 1;
+  bool sp = false;
 };
 
 /// Whole nodes that differ from the rest: slower GPUs (thermal throttling, an older part)

@@ -254,3 +254,20 @@ TEST_CASE("collectives_issued names exactly what each strategy's lowering puts i
     CHECK(lowered == declared);
   }
 }
+
+TEST_CASE("tensor parallelism: tp divides the node's GPUs, the heads and the MLP; sp needs tp >= 2 and divides "
+          "the sequence; no LoRA") {
+  json j = good();  // gpt2: 12 heads, ffn 3072, one DGX A100 of 8 GPUs, seq 1024
+  j["strategy"]["tp"] = 4;
+  j["strategy"]["sp"] = true;
+  CHECK(error_of(j).empty());
+  j["strategy"]["tp"] = 3;  // divides 12 heads, not the 8 GPUs of the node
+  CHECK(mentions(error_of(j), "/strategy/tp: expected a divisor of the 8 GPUs per node"));
+  j["strategy"]["tp"] = 8;  // divides the node, not the 12 heads
+  CHECK(mentions(error_of(j), "/strategy/tp: expected a divisor of the heads (12)"));
+  j["strategy"]["tp"] = 1;
+  CHECK(mentions(error_of(j), "/strategy/sp: sequence parallelism needs tp >= 2"));
+  j["strategy"]["tp"] = 2;
+  j["training"]["seq_len"] = 1023;
+  CHECK(mentions(error_of(j), "/strategy/sp: sequence parallelism splits the sequence"));
+}

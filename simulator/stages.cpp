@@ -180,7 +180,9 @@ double optimizer_step_s(const Job& job, double trainable) {
   const TrainingSpec& tr = job.scenario.training;
   const Strategy st = job.scenario.strategy.kind;
   const double optimizer_shards =
-      !shards_optimizer(st) ? 1.0 : st == Strategy::fsdp_hybrid_shard ? job.gpus_per_node : job.gpus;
+      job.tp * (!shards_optimizer(st)                 ? 1.0
+                : st == Strategy::fsdp_hybrid_shard ? job.gpus_per_node / job.tp
+                                                    : job.dp);
   const bool fp32_grads = tr.optimizer == OptimizerKind::adam_deepspeed_18;
   return optimizer_time_s(trainable / optimizer_shards,
                           optimizer_bytes_per_param(tr.precision, fp32_grads, tr.optimizer == OptimizerKind::sgd_momentum),
@@ -204,10 +206,11 @@ void cost_flops(const Job& job, Costs& c) {
   c.layer_flops_backward = std::max(0.0, mf.backward - bwd_ratio * head) / L;
   c.layer_flops_recompute = mf.recompute / L;
   const double m = static_cast<double>(tr.grad_accum);
-  c.model_flops_per_step = mf.model * m * job.gpus;
-  c.hardware_flops_per_step = mf.hardware() * m * job.gpus;
-  c.causal_model_flops_per_step = (mf.forward + mf.backward) * m * job.gpus;
-  c.hfu_flops_per_step = mf.hfu_flops() * m * job.gpus;  // MFU's convention plus recompute
+  // Each data-parallel replica (a TP group) trains on its own micro-batches.
+  c.model_flops_per_step = mf.model * m * job.dp;
+  c.hardware_flops_per_step = mf.hardware() * m * job.dp;
+  c.causal_model_flops_per_step = (mf.forward + mf.backward) * m * job.dp;
+  c.hfu_flops_per_step = mf.hfu_flops() * m * job.dp;  // MFU's convention plus recompute
 }
 
 /// Bytes of weights and trainable gradients per layer, root unit and untied LM head.
@@ -218,9 +221,10 @@ void cost_bytes(const Job& job, Costs& c) {
   const ParameterBreakdown pb = parameter_breakdown(model);
   const double layer_params = static_cast<double>(pb.per_layer);
   const double root_params = c.parameters - layer_params * static_cast<double>(model.layers);
-  c.layer_param_bytes = layer_params * wb;
-  c.root_param_bytes = root_params * wb;
-  c.head_param_bytes = static_cast<double>(pb.lm_head) * wb;
+  const double t = job.tp;  // a TP rank holds 1/t of every matrix and of the vocabulary
+  c.layer_param_bytes = layer_params * wb / t;
+  c.root_param_bytes = root_params * wb / t;
+  c.head_param_bytes = static_cast<double>(pb.lm_head) * wb / t;
   if (tr.lora) {
     c.layer_grad_bytes = c.trainable * wb / static_cast<double>(model.layers);  // adapters only
   } else {
@@ -240,7 +244,7 @@ void cost_bytes(const Job& job, Costs& c) {
 void cost_memory(const Job& job, Costs& c) {
   const Scenario& s = job.scenario;
   const TrainingSpec& tr = s.training;
-  const double grad_bytes = c.trainable * working_bytes(tr.precision);
+  const double grad_bytes = c.trainable * working_bytes(tr.precision) / job.tp;
   MemoryInputs mem;
   mem.model = &s.model;
   mem.micro_batch = tr.micro_batch;
@@ -251,8 +255,10 @@ void cost_memory(const Job& job, Costs& c) {
   mem.flash_attention = tr.flash_attention;
   mem.lora = tr.lora ? &*tr.lora : nullptr;
   mem.strategy = s.strategy.kind;
-  mem.gpus = job.gpus;
-  mem.gpus_per_node = job.gpus_per_node;
+  mem.gpus = job.dp;
+  mem.gpus_per_node = job.gpus_per_node / job.tp;
+  mem.tp = job.tp;
+  mem.sp = s.strategy.sp;
   mem.bucket_bytes = zero12(s.strategy.kind) || s.strategy.kind == Strategy::zero3
                          ? std::min(job.bucket_bytes, grad_bytes)
                          : job.bucket_bytes;
@@ -326,7 +332,7 @@ void assemble_throughput(const Job& job, const Costs& c, Prediction& p) {
   const Scenario& s = job.scenario;
   const TrainingSpec& tr = s.training;
   const int gpus = job.gpus;
-  p.global_batch_samples = static_cast<double>(tr.micro_batch * tr.grad_accum) * gpus;
+  p.global_batch_samples = static_cast<double>(tr.micro_batch * tr.grad_accum) * job.dp;  // per DP replica
   p.tokens_per_step = p.global_batch_samples * static_cast<double>(tr.seq_len);
   p.model_flops_per_step = c.model_flops_per_step;
   p.hardware_flops_per_step = c.hardware_flops_per_step;
@@ -386,6 +392,8 @@ KernelChoice resolve_kernels(const Scenario& s, GpuArch arch, std::vector<std::s
   const TrainingSpec& tr = s.training;
   KernelChoice k;
   k.causal = s.model.kind == ModelKind::decoder;
+  k.tp = s.strategy.tp;
+  k.sp = s.strategy.sp;
   if (!tr.flash_attention) {
     k.attention = AttentionKernel::unfused;
   } else if (tr.attention_kernel) {
@@ -434,7 +442,21 @@ Job resolve(const Scenario& s) {
   used.nodes = job.nodes;
   const Topology topo = Topology::build(used);
   job.gpu = topo.gpu();
-  job.fabric = topo.fabric(job.nodes, job.gpus_per_node);
+  job.tp = s.strategy.tp;
+  job.dp = job.gpus / job.tp;
+  job.fabric = topo.fabric(job.nodes, job.gpus_per_node / job.tp);
+  if (job.tp > 1) {
+    // Megatron places TP groups inside a node (TP ranks fastest): a DP collective spans
+    // gpus_per_node / tp GPUs of each node, and the node's tp DP groups share its NICs.
+    job.tp_fabric = topo.fabric(1, job.tp);
+    if (job.fabric.inter) {
+      job.fabric.inter->bw_GBps /= job.tp;
+      job.fabric.nic_sharing *= job.tp;
+    }
+    job.assumptions.push_back(fmt::format("tensor parallelism: {} x {} data-parallel ranks, TP groups inside a node "
+                                          "(Megatron order); TP collectives block the layers",
+                                          job.tp, job.dp));
+  }
   job.hardware = job.nodes > 1 ? fmt::format("{} x {} ({})", job.nodes, topo.box().name, job.fabric.inter->kind)
                                : topo.box().name;
 
@@ -499,6 +521,27 @@ Costs cost(const Job& job) {
 // ---------------------------------------------------------------------------------------
 // lower, simulate, bound
 
+/// Tensor parallelism in the plan: the TP group's fabric and the collectives of each layer
+/// (forward, backward, the full recompute's repeat of the forward's) and of the
+/// vocab-parallel head, for one micro-batch (model/parallel.hpp).
+void plan_tensor_parallel(const Job& job, sim::StepPlan& plan) {
+  plan.tp = job.tp;
+  if (job.tp == 1) return;
+  const TrainingSpec& tr = job.scenario.training;
+  const bool sp = job.scenario.strategy.sp;
+  const std::int64_t tokens = tr.micro_batch * tr.seq_len;
+  const double w = working_bytes(tr.precision);
+  const std::int64_t h = job.scenario.model.hidden;
+  plan.tp_fabric = job.tp_fabric;
+  const TpLayerComm layer = tp_layer_comm(tokens, h, w, job.tp, sp, Recompute::none);
+  plan.tp_forward = layer.forward;
+  plan.tp_backward = layer.backward;
+  if (tr.recompute == Recompute::full) plan.tp_recompute = layer.forward;
+  const TpLayerComm head = tp_embedding_head_comm(tokens, h, w, job.tp, sp);
+  plan.tp_head_forward = head.forward;
+  plan.tp_head_backward = head.backward;
+}
+
 sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& options) {
   const Scenario& s = job.scenario;
   sim::StepPlan plan;
@@ -521,10 +564,11 @@ sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& op
   plan.bucket_bytes = job.bucket_bytes;
   plan.first_bucket_bytes = job.first_bucket_bytes;
   plan.prefetch_layers = s.strategy.prefetch_layers;
-  plan.gpus = job.gpus;
+  plan.gpus = job.dp;  // the lowering's collectives span the data-parallel ranks
   plan.nodes = job.nodes;
-  plan.gpus_per_node = job.gpus_per_node;
+  plan.gpus_per_node = job.gpus_per_node / job.tp;
   plan.fabric = job.fabric;
+  plan_tensor_parallel(job, plan);
   plan.algorithm = s.strategy.algorithm;
   plan.comm_on_compute_stream = options.comm_on_compute_stream;
   plan.measured_collectives = job.measured_collectives;
@@ -600,7 +644,7 @@ std::vector<CollectiveUse> collective_uses(const sim::StepGraph& graph, const Co
     use.collective = op.collective;
     use.level = op.level;
     use.bytes = op.bytes;
-    use.ranks = restrict_fabric(fabric, op.level).ranks();
+    use.ranks = op.ranks > 0 ? op.ranks : restrict_fabric(fabric, op.level).ranks();
     use.calls_per_step = calls;
     use.phases = op.phases;
     double alone_s = 0;

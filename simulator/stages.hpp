@@ -62,7 +62,10 @@ struct Job {
   int gpus = 1;
   GpuSpec gpu;                 ///< catalog entry of the box's GPU
   std::string hardware;        ///< "2 x dgx-a100 (8x ib-hdr)" / "dgx-a100"
-  CommFabric fabric;           ///< what a collective over all the job's GPUs sees
+  CommFabric fabric;           ///< what a data-parallel collective sees (all GPUs when tp = 1)
+  int tp = 1;                  ///< tensor-parallel degree (strategy.tp)
+  int dp = 1;                  ///< data-parallel degree: gpus / tp
+  CommFabric tp_fabric;        ///< a TP group's fabric (tp GPUs of one node)
   Dtype dtype = Dtype::bf16;   ///< dtype of the GEMMs (peak used for MFU)
   KernelChoice kernels;        ///< attention kernel, kernel profile, causal or not
   DeviceRates device;

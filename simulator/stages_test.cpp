@@ -482,3 +482,22 @@ TEST_CASE("HFU >= MFU for every catalog model, recompute mode and flash setting;
     }
   }
 }
+
+TEST_CASE("resolve: tensor parallelism splits the GPUs into tp x dp, DP collectives share each node's NICs tp ways") {
+  Scenario plain = parsed("zero1", kTwoNodesIb);
+  plain.model = *find_model("llama-2-7b");  // 32 heads, ffn 11008: tp 4 divides both
+  Scenario tp = plain;
+  tp.strategy.tp = 4;
+  const Job a = resolve(plain), b = resolve(tp);
+  CHECK(b.tp == 4);
+  CHECK(b.dp == a.gpus / 4);
+  CHECK(b.tp_fabric.ranks() == 4);
+  CHECK(b.fabric.intra.ranks == a.fabric.intra.ranks / 4);
+  REQUIRE(b.fabric.inter);
+  CHECK(b.fabric.inter->bw_GBps == doctest::Approx(a.fabric.inter->bw_GBps / 4));
+  CHECK(b.fabric.nic_sharing == 4 * a.fabric.nic_sharing);
+  // A DP replica is a TP group: the global batch and the step's FLOPs count dp replicas.
+  const Prediction pa = predict(plain), pb = predict(tp);
+  CHECK(pb.global_batch_samples == doctest::Approx(pa.global_batch_samples / 4));
+  CHECK(pb.model_flops_per_step == doctest::Approx(pa.model_flops_per_step / 4));
+}

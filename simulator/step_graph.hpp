@@ -99,6 +99,7 @@ struct CollectiveOp {
   FabricScope level = FabricScope::all;  ///< which GPUs it spans
   Collective collective = Collective::all_reduce;
   double bytes = 0;                     ///< nccl-tests S
+  int ranks = 0;                        ///< GPUs it spans when not the step fabric's scope (TP groups); 0: from `level`
   std::vector<CollectivePhase> phases;  ///< latency, rate and link loads (model/)
   std::vector<int> members;             ///< task ids
 };

@@ -80,7 +80,8 @@ void read_strategy(JsonObject& s, MeasuredRun& r) {
   r.data_parallel = s.string("data_parallel");
   r.tp = s.nullable_integer("tp", 1, limits::kMaxGpus);
   r.pp = s.nullable_integer("pp", 1, limits::kMaxGpus);
-  s.raw("sp");
+  if (const auto& sp = s.raw("sp"); sp.is_boolean()) r.sp = sp.get<bool>();
+  else if (!sp.is_null()) throw s.error("sp", "expected true, false or null");
   r.checkpointing = nullable_choice(s, "activation_checkpointing", {"none", "full", "selective"});
   r.precision = nullable_choice(s, "precision", {"fp32", "fp16_mixed", "bf16_mixed", "bf16_pure", "fp8_mixed"});
   r.offload = s.nullable_string("offload");

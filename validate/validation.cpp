@@ -155,10 +155,11 @@ TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assume
 
 /// What stepcast cannot represent, as explicit skips, before anything is built.
 void check_representable(const MeasuredRun& r) {
-  if (r.tp.value_or(0) != 1 || r.pp.value_or(0) != 1) {
-    if (!r.tp || !r.pp) throw Skip{"tensor/pipeline parallel degrees not stated"};
-    throw Skip{fmt::format("tensor/pipeline parallelism (TP {}, PP {}) is not modelled", *r.tp, *r.pp)};
-  }
+  if (!r.tp || !r.pp) throw Skip{"tensor/pipeline parallel degrees not stated"};
+  if (*r.pp != 1) throw Skip{fmt::format("pipeline parallelism (TP {}, PP {}) is not modelled yet", *r.tp, *r.pp)};
+  if (*r.tp > 1 && r.gpus_per_node && *r.tp > *r.gpus_per_node)
+    throw Skip{fmt::format("tensor parallelism across nodes (TP {} over {} GPUs per node) is not modelled",
+                           *r.tp, *r.gpus_per_node)};
   if (!r.offload) throw Skip{"CPU offload not stated"};
   if (*r.offload != "none") throw Skip{"CPU offload (" + *r.offload + ") is not modelled"};
   if (!r.precision) throw Skip{"precision not stated"};
@@ -192,7 +193,8 @@ TrainingSpec training_for(const MeasuredRun& r, const TransformerSpec& model) {
   t.precision = parse_precision(*r.precision);  // the reader allows only the format's names
   t.optimizer = OptimizerKind::adam_mixed_16;
   t.micro_batch = *r.micro_batch;
-  const std::int64_t gpus = *r.gpus;
+  const std::int64_t gpus = *r.gpus / *r.tp;  // data-parallel replicas
+  if (*r.gpus % *r.tp != 0) throw Skip{fmt::format("TP {} does not divide the {} GPUs", *r.tp, *r.gpus)};
   if (r.grad_accum) {
     t.grad_accum = *r.grad_accum;
   } else if (r.global_batch && *r.global_batch % (t.micro_batch * gpus) == 0) {
@@ -328,6 +330,8 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
   const std::string gpu = gpu_for(r);
   s.training = training_for(r, s.model);
   s.strategy.kind = strategy_for(r, assumed);
+  s.strategy.tp = static_cast<int>(*r.tp);  // <= kMaxGpus, checked against the node by check_scenario
+  s.strategy.sp = r.sp.value_or(false) && *r.tp > 1;
   kernels_for(r, s, assumed);
   s.hardware = hardware_for(r, gpu, assumed);
   if (calibration && calibration->gpu == gpu) {

@@ -38,6 +38,7 @@ struct MeasuredRun {
   // strategy
   std::string data_parallel;
   std::optional<std::int64_t> tp, pp;
+  std::optional<bool> sp;
   std::optional<std::string> checkpointing, precision, offload, framework;
   std::vector<std::string> extras;
   // batch
