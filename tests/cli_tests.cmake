@@ -177,7 +177,7 @@ stepcast_cli_case(bad_straggler_unknown_key RC 2 STDERR "straggler_unknown_key.j
 
 # ---- validate: measured-run records; a skipped record keeps its reason; bad lines exit 2 ----
 stepcast_cli_case(validate_text RC 0
-                  STDOUT "llmfoundry-h10080-70b-s2048-g512-amp_bf16" "skipped: pipeline parallelism" "Summary, leave one source out"
+                  STDOUT "llmfoundry-h10080-70b-s2048-g512-amp_bf16" "skipped: activation checkpointing not stated" "Summary, leave one source out"
                   ARGS validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl)
 stepcast_cli_case(validate_json RC 0 JSON JSON_KEYS runs summary summary_loso summary_fit_free sources groups
                   ARGS validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl --json)
