@@ -3,6 +3,7 @@
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
 #include "model/collective.hpp"
+#include "model/hf_config.hpp"
 #include "topologies/hardware_file.hpp"
 
 #include <fmt/format.h>
@@ -42,6 +43,15 @@ TransformerSpec parse_model(JsonObject& top) {
   }
   if (!raw.is_object()) throw top.error("model", "expected a catalog model name or an inline model object");
   JsonObject obj(raw, top.file(), top.path_of("model"));
+  if (obj.has("hf_config")) {
+    // A Hugging Face config.json, relative to the scenario file like hardware.calibration.
+    std::filesystem::path path(obj.string("hf_config"));
+    obj.finish();
+    if (path.is_relative()) path = std::filesystem::path(top.file()).parent_path() / path;
+    if (!std::filesystem::exists(path))
+      throw obj.error("hf_config", "expected a Hugging Face config.json; " + path.string() + " does not exist");
+    return load_hf_config(path);
+  }
   return parse_transformer(obj);
 }
 

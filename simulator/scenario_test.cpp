@@ -271,3 +271,27 @@ TEST_CASE("tensor parallelism: tp divides the node's GPUs, the heads and the MLP
   j["training"]["seq_len"] = 1023;
   CHECK(mentions(error_of(j), "/strategy/sp: sequence parallelism splits the sequence"));
 }
+
+TEST_CASE("model {hf_config: path}: a Hugging Face config.json relative to the scenario file") {
+  json j = good();
+  j["model"] = json{{"hf_config", "../hf/gpt2.json"}};
+  // The scenario names a file in tests/data/good, so the path resolves to tests/data/hf.
+  const std::string file = (data_dir() / "tests" / "data" / "good" / "s.json").string();
+  const Scenario s = parse_scenario(j.dump(), file);
+  CHECK(s.model.name == "gpt2");
+  CHECK(s.model.hidden == 768);
+  CHECK(mentions(s.model.source, "gpt2.json"));
+  CHECK(parameter_count(s.model) == 124439808);  // as the catalog's gpt2
+
+  j["model"] = json{{"hf_config", "../hf/no-such.json"}};
+  std::string what;
+  try {
+    parse_scenario(j.dump(), file);
+  } catch (const InputError& e) {
+    what = e.what();
+  }
+  CHECK_MESSAGE(mentions(what, "/model/hf_config"), what);
+  CHECK_MESSAGE(mentions(what, "does not exist"), what);
+  j["model"] = json{{"hf_config", "../hf/gpt2.json"}, {"layers", 3}};
+  CHECK_MESSAGE(mentions(error_of(j), "/model/layers"), error_of(j));
+}
