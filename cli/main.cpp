@@ -7,7 +7,8 @@
 /// invariant, i.e. a bug, with a message asking for a report. Only errors the front end
 /// itself recognises as the user's become 2: the library's own exceptions other than
 /// InputError (std::invalid_argument from deep in the model included) are internal errors.
-/// Every error is one line on stderr: `stepcast: error: <message>`.
+/// Every error is one line on stderr: `stepcast: error: <message>`; a file with several
+/// problems gets one such line for each, then one counting them.
 
 #include "cli/report.hpp"
 
@@ -602,7 +603,10 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const stepcast::InputError& e) {
-    error(e.what());
+    // One `stepcast: error:` line per problem, then how many when there are several.
+    for (const stepcast::InputProblem& problem : e.problems()) error(problem.line());
+    if (e.problems().size() > 1)
+      error(fmt::format("{} problems in {}", e.problems().size(), e.file()));
     return kExitBadInput;
   } catch (const UserError& e) {
     error(e.what());

@@ -104,6 +104,9 @@ struct Scenario {
   std::optional<double> price_per_gpu_hour_usd;
   std::optional<MeasuredFigures> measured;
   std::vector<std::string> notes;    ///< choices the author made (why this batch, ...)
+  /// The defaults the reader took for keys the file left out, one sentence each ("key:
+  /// value (why)"); printed first under Assumptions.
+  std::vector<std::string> defaults;
 };
 
 /// The collectives a data-parallel strategy issues in one step, each with the GPUs it spans,
