@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 namespace stepcast {
 
@@ -44,15 +45,18 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 std::optional<std::string> closest_name(const std::string& wrong, const std::vector<std::string>& candidates) {
   const std::string w = folded(wrong);
   std::optional<std::string> best;
-  std::size_t best_distance = 0;
+  std::pair<int, std::size_t> best_rank;  // (0 exact, 1 shared beginning, 2 near; distance)
   for (const std::string& c : candidates) {
     const std::string fc = folded(c);
     const std::size_t d = edit_distance(w, fc);
     const std::size_t shorter = std::min(w.size(), fc.size());
-    const bool close = d <= std::max<std::size_t>(1, shorter / 4) || prefix_related(w, fc);
-    if (close && (!best || d < best_distance)) {
+    const bool prefix = prefix_related(w, fc);
+    if (!prefix && d > std::max<std::size_t>(1, shorter / 4)) continue;
+    // A shared beginning outranks a small distance (dgx-h100-80gb: dgx-h100, not dgx-a100-40gb).
+    const std::pair<int, std::size_t> rank{d == 0 ? 0 : prefix ? 1 : 2, d};
+    if (!best || rank < best_rank) {
       best = c;
-      best_distance = d;
+      best_rank = rank;
     }
   }
   return best;

@@ -21,8 +21,10 @@ std::size_t edit_distance(const std::string& a, const std::string& b);
 /// `micro_batch`, `llama3-8b` -> `llama-3-8b`), or when one name begins with the other and
 /// the shorter has at least 4 characters (`prefetch` -> `prefetch_layers`,
 /// `price_per_gpu_hour` -> `price_per_gpu_hour_usd`, `dgx-h100-80gb` -> `dgx-h100`). Of
-/// several close candidates the one at the smallest edit distance wins (the first listed on
-/// a tie); an exact match (ignoring case) is returned as itself.
+/// several close candidates one sharing the beginning wins over one that does not (a
+/// longer name is usually a variant, e.g. `dgx-h100-80gb` is nearer `dgx-h100` than
+/// `dgx-a100-40gb`, 2 edits away), then the smallest edit distance, then the first listed;
+/// an exact match (ignoring case) is returned as itself.
 std::optional<std::string> closest_name(const std::string& wrong, const std::vector<std::string>& candidates);
 
 /// ` (did you mean "x"?)` for the closest candidate, or "" when none is close.
