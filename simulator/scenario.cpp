@@ -643,9 +643,16 @@ Scenario resized(const Scenario& s, int gpus) {
   if (gpus % box.gpus != 0)
     throw std::invalid_argument(std::to_string(gpus) + " GPUs is not a multiple of the " + std::to_string(box.gpus) +
                                 " GPUs per node of " + box.name);
-  if (!s.hardware.cluster.network)
-    throw std::invalid_argument(std::to_string(gpus) + " GPUs need more than one " + box.name +
-                                ", and the scenario's hardware has no network between nodes");
+  if (!s.hardware.cluster.network) {
+    if (box.nics < 1)
+      throw std::invalid_argument(std::to_string(gpus) + " GPUs need more than one " + box.name +
+                                  ", and neither the scenario nor the box has a network between nodes");
+    // The reader's default for several nodes: the box's own NICs on one switch.
+    out.hardware.cluster.network = NetworkSpec{box.nic, box.nics, NetworkTopology::single_switch, 1.0};
+    out.defaults.push_back(fmt::format("hardware.network: the {}'s own NICs, {} x {} per node, all on one switch "
+                                       "(single_switch, oversubscription 1; set hardware.network)",
+                                       box.name, box.nics, box.nic));
+  }
   out.hardware.nodes = gpus / box.gpus;
   out.hardware.gpus_per_node = box.gpus;
   out.hardware.cluster.nodes = std::max(out.hardware.cluster.nodes, out.hardware.nodes);

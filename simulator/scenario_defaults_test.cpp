@@ -194,3 +194,16 @@ TEST_CASE("the starter scenario of `stepcast init` parses and predicts as writte
                        doctest::Contains("did you mean \"dgx-h100\""), std::invalid_argument);
   CHECK_THROWS_AS(starter_scenario({"gpt2", "dgx-h100", 12}), std::invalid_argument);  // not whole boxes
 }
+
+TEST_CASE("more GPUs than one box on a scenario without a network take the box's own NICs") {
+  json j = five_keys();
+  j["hardware"]["gpus"] = 8;  // one node: no network
+  const Scenario one = parse(j);
+  REQUIRE_FALSE(one.hardware.cluster.network);
+  const Scenario two = with_gpus(one, 16);
+  REQUIRE(two.hardware.cluster.network);
+  CHECK(two.hardware.nodes == 2);
+  CHECK(two.hardware.cluster.network->nics_per_node == find_box("dgx-h100")->nics);
+  CHECK(has_default(two, "hardware.network:"));
+  CHECK(predict(two).step_time_s > 0);
+}
