@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/limits.hpp"
+#include "base/suggest.hpp"
 
 #include <fmt/format.h>
 
@@ -213,10 +214,38 @@ std::string read_input_file(const std::filesystem::path& path, std::int64_t max_
   return text;
 }
 
+std::string InputProblem::line() const {
+  return file + ": " + (json_path.empty() ? std::string() : json_path + ": ") + message;
+}
+
+namespace {
+
+std::string lines_of(const std::vector<InputProblem>& problems) {
+  std::string out;
+  for (const InputProblem& p : problems) {
+    if (!out.empty()) out += '\n';
+    out += p.line();
+  }
+  return out;
+}
+
+}  // namespace
+
 InputError::InputError(std::string file, std::string json_path, const std::string& what_expected)
-    : std::runtime_error(file + ": " + (json_path.empty() ? std::string() : json_path + ": ") + what_expected),
-      file_(std::move(file)),
-      json_path_(std::move(json_path)) {}
+    : InputError(std::vector<InputProblem>{InputProblem{std::move(file), std::move(json_path), what_expected}}) {}
+
+InputError::InputError(std::vector<InputProblem> problems)
+    : std::runtime_error(lines_of(problems)), problems_(std::move(problems)) {
+  if (problems_.empty()) throw std::logic_error("InputError without a problem");
+}
+
+void InputErrors::add(const InputError& e) {
+  problems_.insert(problems_.end(), e.problems().begin(), e.problems().end());
+}
+
+void InputErrors::raise() const {
+  if (!problems_.empty()) throw InputError(problems_);
+}
 
 JsonDoc::JsonDoc(std::unique_ptr<nlohmann::json> root, std::string file)
     : root_(std::move(root)), file_(std::move(file)) {}
@@ -262,9 +291,14 @@ InputError JsonObject::error(const std::string& key, const std::string& what_exp
   return InputError(file_, key.empty() ? path_ : path_of(key), what_expected);
 }
 
-bool JsonObject::has(const std::string& key) const { return value_->contains(key); }
+bool JsonObject::has(const std::string& key) const {
+  allowed_.insert(key);
+  return value_->contains(key);
+}
 
 void JsonObject::ignore(const std::string& key) { read_.insert(key); }
+
+void JsonObject::allow(const std::vector<std::string>& keys) { allowed_.insert(keys.begin(), keys.end()); }
 
 std::vector<std::string> JsonObject::keys() const {
   std::vector<std::string> out;
@@ -464,10 +498,16 @@ std::optional<JsonArray> JsonObject::optional_array(const std::string& key) {
 }
 
 void JsonObject::finish() const {
-  std::vector<std::string> known(read_.begin(), read_.end());
+  std::set<std::string> all = allowed_;
+  all.insert(read_.begin(), read_.end());
+  const std::vector<std::string> known(all.begin(), all.end());
+  std::vector<InputProblem> unknown;
   for (auto it = value_->begin(); it != value_->end(); ++it)
     if (!read_.count(it.key()))
-      throw error(it.key(), "unknown key (known keys here: " + join_names(known) + ")");
+      unknown.push_back(InputProblem{file_, path_of(it.key()),
+                                     "unknown key" + did_you_mean(it.key(), known) + " (allowed keys here: " +
+                                         join_names(known) + ")"});
+  if (!unknown.empty()) throw InputError(std::move(unknown));
 }
 
 JsonArray::JsonArray(const nlohmann::json& value, std::string file, std::string path)

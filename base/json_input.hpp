@@ -29,17 +29,57 @@
 
 namespace stepcast {
 
-/// Bad input: a file that cannot be read or parsed, or a value of the wrong type, range or
-/// name. The command-line front end maps it to exit code 2.
+/// One problem of an input: where (file, JSON pointer) and what was expected there.
+struct InputProblem {
+  std::string file;
+  std::string json_path;   ///< "" for the file as a whole
+  std::string message;     ///< what was expected, and what was found
+  /// `file: /path: message` (the path left out when empty).
+  std::string line() const;
+};
+
+/// Bad input: a file that cannot be read or parsed, or values of the wrong type, range or
+/// name. It holds every problem found in one reading (at least one): what() is one line per
+/// problem, `file: /json/path: what was expected`; file() and json_path() are the first
+/// problem's. The command-line front end maps it to exit code 2.
 class InputError : public std::runtime_error {
  public:
   InputError(std::string file, std::string json_path, const std::string& what_expected);
-  const std::string& file() const { return file_; }
-  const std::string& json_path() const { return json_path_; }
+  /// All of `problems` (not empty) as one error.
+  explicit InputError(std::vector<InputProblem> problems);
+  const std::string& file() const { return problems_.front().file; }
+  const std::string& json_path() const { return problems_.front().json_path; }
+  const std::vector<InputProblem>& problems() const { return problems_; }
 
  private:
-  std::string file_;
-  std::string json_path_;
+  std::vector<InputProblem> problems_;
+};
+
+/// Collects the problems of one input so that a reader reports them all at once instead of
+/// stopping at the first: each independent part is read inside attempt(), and raise()
+/// throws one InputError with everything collected.
+class InputErrors {
+ public:
+  /// Runs `read`; an InputError it throws is kept (all its problems) instead of escaping.
+  /// Returns whether `read` finished.
+  template <typename F>
+  bool attempt(F&& read) {
+    try {
+      read();
+      return true;
+    } catch (const InputError& e) {
+      add(e);
+      return false;
+    }
+  }
+  void add(const InputError& e);
+  bool empty() const { return problems_.empty(); }
+  std::size_t size() const { return problems_.size(); }
+  /// Throws InputError with every problem collected; returns when there is none.
+  void raise() const;
+
+ private:
+  std::vector<InputProblem> problems_;
 };
 
 /// The whole text of an input file. Refuses (InputError naming the file) anything that is
@@ -78,16 +118,22 @@ class JsonDoc {
 
 class JsonArray;
 
-/// A JSON object being read. Each accessor marks its key as read; `finish()` throws on
-/// the first key that was never read (an unknown key). Accessors throw InputError with
-/// the file and JSON pointer when the value is missing or has the wrong type or range.
+/// A JSON object being read. Each accessor marks its key as read, and each key asked about
+/// (has(), the optional_* accessors, allow()) as allowed; `finish()` throws one InputError
+/// for all keys that were never read (unknown keys), each listing every allowed key of the
+/// object with a "did you mean" for a close one. Accessors throw InputError with the file
+/// and JSON pointer when the value is missing or has the wrong type or range.
 class JsonObject {
  public:
   JsonObject(const nlohmann::json& value, std::string file, std::string path);
 
+  /// Whether `key` is present; `key` counts as allowed from then on.
   bool has(const std::string& key) const;
   /// Marks a key as known without reading it (e.g. documentation fields like "source").
   void ignore(const std::string& key);
+  /// Names keys this object may hold, for the list an unknown key's error prints (keys the
+  /// reader never reached, e.g. those of another branch).
+  void allow(const std::vector<std::string>& keys);
 
   std::string string(const std::string& key);
   std::optional<std::string> optional_string(const std::string& key);
@@ -142,7 +188,7 @@ class JsonObject {
   const nlohmann::json& raw(const std::string& key);
   std::vector<std::string> keys() const;
 
-  /// Throws InputError on the first key that no accessor read.
+  /// Throws InputError naming every key that no accessor read.
   void finish() const;
 
   /// An InputError about this object (or one of its keys) with the file and path filled in.
@@ -159,6 +205,7 @@ class JsonObject {
   std::string file_;
   std::string path_;
   std::set<std::string> read_;
+  mutable std::set<std::string> allowed_;  ///< asked about (has, optional_*) or allow()ed
 };
 
 /// A JSON array being read, element by element.

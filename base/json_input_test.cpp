@@ -226,3 +226,39 @@ TEST_CASE("a JSON document over kMaxDocumentBytes is refused before it is read")
   std::filesystem::resize_file(big, 2);
   CHECK_NOTHROW(JsonDoc::load(big));
 }
+
+TEST_CASE("finish names every unknown key, each with all allowed keys, optional ones included") {
+  const JsonDoc doc = JsonDoc::parse(R"({"a": 1, "colour": 2, "sizee": 3})", "f.json");
+  JsonObject obj(doc.root(), doc.file(), "/x");
+  (void)obj.integer("a", 0, 9);
+  (void)obj.optional_integer("size", 0, 9);  // absent, asked about: allowed
+  obj.allow({"weight"});                     // never reached: allowed
+  try {
+    obj.finish();
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    REQUIRE(e.problems().size() == 2);
+    CHECK(e.problems()[0].line() == R"(f.json: /x/colour: unknown key (allowed keys here: "a", "size", "weight"))");
+    CHECK(e.problems()[1].line() ==
+          R"(f.json: /x/sizee: unknown key (did you mean "size"?) (allowed keys here: "a", "size", "weight"))");
+    CHECK(e.json_path() == "/x/colour");  // the first problem's
+    CHECK(std::string(e.what()) == e.problems()[0].line() + "\n" + e.problems()[1].line());
+  }
+}
+
+TEST_CASE("InputErrors keeps every problem of the parts it attempts and raises them as one") {
+  InputErrors errors;
+  errors.raise();  // nothing collected: no throw
+  CHECK(errors.attempt([] {}));
+  CHECK_FALSE(errors.attempt([] { throw InputError("f.json", "/a", "one"); }));
+  CHECK_FALSE(errors.attempt([] {
+    throw InputError({InputProblem{"f.json", "/b", "two"}, InputProblem{"f.json", "", "three"}});
+  }));
+  CHECK(errors.size() == 3);
+  try {
+    errors.raise();
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) == "f.json: /a: one\nf.json: /b: two\nf.json: three");
+  }
+}

@@ -7,7 +7,8 @@
 /// invariant, i.e. a bug, with a message asking for a report. Only errors the front end
 /// itself recognises as the user's become 2: the library's own exceptions other than
 /// InputError (std::invalid_argument from deep in the model included) are internal errors.
-/// Every error is one line on stderr: `stepcast: error: <message>`.
+/// Every error is one line on stderr: `stepcast: error: <message>`; a file with several
+/// problems gets one such line for each, then one counting them.
 
 #include "cli/report.hpp"
 
@@ -18,6 +19,7 @@
 #include "base/types.hpp"
 #include "simulator/predict.hpp"
 #include "simulator/scenario.hpp"
+#include "simulator/starter.hpp"
 #include "simulator/trace.hpp"
 #include "validate/validation.hpp"
 
@@ -134,34 +136,39 @@ std::string field(std::string_view key, const std::string& description) {
 /// What a scenario file holds; shown by every command's --help.
 std::string scenario_help() {
   std::string out =
-      "Scenario file (JSON; ready-made ones in scenarios/seeds/, the full schema in "
-      "README.md):\n";
-  out += field("name, description", "what the run is");
+      "Scenario file (JSON; ready-made ones in scenarios/seeds/, `stepcast init` writes a starter,\n"
+      "the full schema in README.md). Required: model, hardware {box or cluster, gpus}, strategy,\n"
+      "training.micro_batch; every other key has a default, printed under Assumptions:\n";
+  out += field("name, description", "optional: the file's name; none");
   out += field("model",
                "catalog name or alias (see `stepcast catalog models`) or an inline shape "
                "{layers, hidden, heads, ...}");
-  out += field("training", "precision (" + join(precision_names(), ", ") +
-                               "), optimizer, micro_batch, grad_accum, seq_len, recompute (" +
-                               join(recompute_names(), ", ") +
-                               "), flash_attention, optional attention_kernel (" + attention_kernel_names() +
-                               "), kernels (" + kernel_profile_names() +
+  out += field("training", "micro_batch (required), seq_len (default: the model's), precision (" +
+                               join(precision_names(), ", ") +
+                               "; default bf16_mixed where the GPU has bf16, else fp16_mixed), optimizer (adam), "
+                               "grad_accum (1), recompute (" + join(recompute_names(), ", ") +
+                               "; default none), flash_attention (default: true from Ampere on), optional "
+                               "attention_kernel (" + attention_kernel_names() + "), kernels (" +
+                               kernel_profile_names() +
                                "; default eager), fused_loss, metric_loss_passes, lora {rank, targets: [q, "
                                "k, v, o, gate, up, down]}");
   out += field("strategy", "a name (" + join(strategy_names(), ", ") +
                                ") or {name, optional bucket_mb, prefetch_layers, algorithm "
                                "(see `stepcast catalog algorithms`), reduce_dtype (working, fp32)}");
   out += field("hardware",
-               "{\"cluster\": NAME, \"gpus\": N} or {\"box\": NAME, \"nodes\": N, "
-               "\"gpus\": N, \"network\": {nic, nics_per_node, topology} (when nodes > 1)}; "
-               "gpus is the total used, whole nodes above one box (see `stepcast catalog "
-               "clusters`, `boxes`, `links`)");
-  out += field("dataset", "{\"tokens\": N} or {\"samples\": N} per epoch");
+               "{\"cluster\": NAME, \"gpus\": N} or {\"box\": NAME, \"gpus\": N, optional \"nodes\": N "
+               "(default: the GPUs over the box size), \"network\": {nic, nics_per_node, topology "
+               "(single_switch, rail_fat_tree), oversubscription (rail_fat_tree)} (default for several nodes: "
+               "the box's own NICs on one switch)}; gpus is the total used, whole nodes above one box (see "
+               "`stepcast catalog clusters`, `boxes`, `links`); optional calibration, stragglers");
+  out += field("dataset", "optional {\"tokens\": N} or {\"samples\": N} per epoch; without it no epoch figures");
   out += field("price_per_gpu_hour_usd", "optional; gives the cost per epoch");
   out += field("measured", "optional measured figures, compared with the prediction");
   out += field("notes", "optional list of the author's choices");
   out +=
-      "Every value is checked: unknown keys, wrong types, out-of-range numbers and unknown\n"
-      "names are errors that name the file and the JSON path (e.g. /training/micro_batch).\n";
+      "Every value is checked, and every problem of a file is reported at once: unknown keys\n"
+      "(with the keys allowed there), wrong types, missing keys, out-of-range numbers and unknown\n"
+      "names (with a \"did you mean\" for a close one), each naming the file and the JSON path.\n";
   return out;
 }
 
@@ -344,6 +351,29 @@ int run_fit(const FitArgs& args) {
   }
   write_file(args.output, hardware_json(result.hardware), "hardware file");
   write(args.json ? fit_report_json(result, args.output) : fit_report_text(result, args.output));
+  return kExitOk;
+}
+
+struct InitArgs {
+  std::string model;
+  std::string box;
+  int gpus = 0;         ///< 0: one whole box
+  std::string output;   ///< scenario file to write; empty: standard output
+};
+
+int run_init(const InitArgs& args) {
+  std::string text;
+  try {
+    text = starter_scenario(StarterRequest{args.model, args.box, args.gpus});
+  } catch (const std::invalid_argument& e) {
+    throw UserError(e.what());
+  }
+  if (args.output.empty()) {
+    write(text);
+  } else {
+    write_file(args.output, text, "scenario file");
+    write(fmt::format("wrote {}; predict it with: stepcast predict {}\n", args.output, args.output));
+  }
   return kExitOk;
 }
 
@@ -560,6 +590,24 @@ CLI::App* add_fit_command(CLI::App& app, FitArgs& fa) {
   return cmd;
 }
 
+CLI::App* add_init_command(CLI::App& app, InitArgs& ia) {
+  CLI::App* cmd = app.add_subcommand("init", "Write a starter scenario for a catalog model on a catalog box");
+  cmd->add_option("--model", ia.model, "Catalog model (see `stepcast catalog models`)")->option_text("NAME")->required();
+  cmd->add_option("--box", ia.box, "Catalog box (see `stepcast catalog boxes`)")->option_text("NAME")->required();
+  cmd->add_option("--gpus", ia.gpus, "GPUs in all (default: one box; whole boxes above one)")->check(gpu_count());
+  cmd->add_option("-o,--output", ia.output, "Scenario file to write (default: standard output)")->option_text("FILE");
+  cmd->footer(footer(
+      "The starter holds only what a scenario requires -- model, hardware {box, gpus}, strategy\n"
+      "(fsdp_full_shard) and training {micro_batch: 1, seq_len: the model's} -- and a \"notes\" list\n"
+      "saying what every other key defaults to. It predicts as written; the defaults taken are\n"
+      "printed under Assumptions.\n",
+      examples({{"stepcast init --model llama-3-8b --box dgx-h100 --gpus 16 -o llama.json",
+                 "two DGX H100 joined by their own NICs"},
+                {"stepcast init --model gpt2 --box dgx-a100", "one box, printed"}}),
+      true));
+  return cmd;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"stepcast: a performance model of data-parallel GPU training", "stepcast"};
   configure_app(app);
@@ -568,11 +616,13 @@ int run(int argc, char** argv) {
   ValidateArgs va;
   CatalogArgs ca;
   FitArgs fa;
+  InitArgs ia;
   CLI::App* predict_cmd = add_predict_command(app, pa);
   CLI::App* scale_cmd = add_scale_command(app, sa);
   CLI::App* validate_cmd = add_validate_command(app, va);
   CLI::App* catalog_cmd = add_catalog_command(app, ca);
   CLI::App* fit_cmd = add_fit_command(app, fa);
+  CLI::App* init_cmd = add_init_command(app, ia);
 
   try {
     app.parse(argc, argv);
@@ -592,6 +642,7 @@ int run(int argc, char** argv) {
   if (catalog_cmd->parsed()) return run_catalog(ca);
   if (validate_cmd->parsed()) return run_validate(va);
   if (fit_cmd->parsed()) return run_fit(fa);
+  if (init_cmd->parsed()) return run_init(ia);
   error("no command given");
   return kExitBadInput;
 }
@@ -602,7 +653,10 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const stepcast::InputError& e) {
-    error(e.what());
+    // One `stepcast: error:` line per problem, then how many when there are several.
+    for (const stepcast::InputProblem& problem : e.problems()) error(problem.line());
+    if (e.problems().size() > 1)
+      error(fmt::format("{} problems in {}", e.problems().size(), e.file()));
     return kExitBadInput;
   } catch (const UserError& e) {
     error(e.what());

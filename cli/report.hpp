@@ -24,7 +24,7 @@ struct ScaleRow {
   double step_time_s = 0;           ///< simulated
   double comm_exposed_s = 0;        ///< simulated communication not hidden behind compute
   double tokens_per_s = 0;
-  double time_per_epoch_s = 0;      ///< 0 when the scenario has no dataset size
+  double time_per_epoch_s = 0;      ///< NaN when the scenario has no dataset
   double speedup = 1;               ///< tokens/s relative to the first row (x)
   double scaling_efficiency = 1;    ///< speedup / (gpus / first row's gpus), as a fraction
   double memory_per_gpu_bytes = 0;

@@ -243,7 +243,10 @@ std::string step_time_section(const Prediction& p) {
   // The representative GPU's step = compute busy + exposed communication + idle, and
   // compute busy = the compute parts at full speed + the time NCCL's SMs cost them.
   const double slowed_s = p.compute_busy_s - p.compute_s;
-  const double idle_s = step - p.compute_busy_s - p.comm_exposed_s;
+  // A difference of sums: rounding leaves about 1e-16 s where nothing is idle, which must
+  // print as 0, not -0.0000.
+  double idle_s = step - p.compute_busy_s - p.comm_exposed_s;
+  if (idle_s < 0 && idle_s > -1e-9 * std::max(1.0, step)) idle_s = 0;
   Table t({{"part", false}, {"time (s)", true}, {"share (%)", true}, {"note", false}});
   t.add({"forward", seconds(p.forward_s), share(p.forward_s), ""});
   t.add({"backward", seconds(p.backward_s), share(p.backward_s), ""});
@@ -384,8 +387,8 @@ std::string throughput_section(const Prediction& p) {
 std::string epoch_section(const Scenario& sc, const Prediction& p) {
   std::string out = section("Epoch");
   if (!(p.time_per_epoch_s > 0 && std::isfinite(p.time_per_epoch_s)))
-    return out + "  no dataset size in the scenario (add \"dataset\": {\"tokens\": ...} or "
-                 "{\"samples\": ...})\n";
+    return out + "  steps per epoch: n/a\n  time per epoch: n/a\n  cost per epoch: n/a\n"
+                 "  (no dataset in the scenario; add \"dataset\": {\"tokens\": N} or {\"samples\": N})\n";
   std::string size;
   if (sc.dataset.tokens) size = fmt::format("{} tokens", grouped(*sc.dataset.tokens));
   else if (sc.dataset.samples) size = fmt::format("{} samples", grouped(*sc.dataset.samples));
@@ -529,7 +532,7 @@ std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
     }
     t.add({std::to_string(r.gpus), std::to_string(r.nodes), seconds(r.step_time_s),
            seconds(r.comm_exposed_s), grouped(r.tokens_per_s),
-           r.time_per_epoch_s > 0 ? fixed(r.time_per_epoch_s / 3600, 2) : "-",
+           r.time_per_epoch_s > 0 ? fixed(r.time_per_epoch_s / 3600, 2) : "n/a",
            fixed(r.speedup, 2), percent(r.scaling_efficiency), gib(r.memory_per_gpu_bytes), fits});
   }
   out += t.render();

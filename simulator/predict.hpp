@@ -126,9 +126,10 @@ struct Prediction {
   double peak_tflops = 0;      ///< dense peak used for MFU, TFLOP/s per GPU
   Dtype peak_dtype = Dtype::bf16;  ///< the dtype of that peak (the GEMMs' dtype)
 
+  /// Epoch figures; NaN when the scenario has no dataset (JSON null, text "n/a").
   double steps_per_epoch = 0;
   double time_per_epoch_s = 0;
-  std::optional<double> cost_per_epoch_usd;
+  std::optional<double> cost_per_epoch_usd;  ///< needs a dataset and a price
 
   MemoryBreakdown memory;
   CommFabric fabric;

@@ -2,6 +2,7 @@
 
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
+#include "base/suggest.hpp"
 #include "model/collective.hpp"
 #include "model/hf_config.hpp"
 #include "topologies/hardware_file.hpp"
@@ -22,15 +23,33 @@ namespace {
 /// bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024)).
 constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 
-/// Wraps a parser that throws std::invalid_argument into an InputError at `key`.
+/// Wraps a parser that throws std::invalid_argument into an InputError at `key`, with a
+/// "did you mean" among `names` when one is close.
 template <typename F>
-auto parse_name(JsonObject& obj, const std::string& key, F parse) {
+auto parse_name(JsonObject& obj, const std::string& key, F parse, const std::vector<std::string>& names = {}) {
   std::string text = obj.string(key);
   try {
     return parse(text);
   } catch (const std::invalid_argument& e) {
-    throw obj.error(key, e.what());
+    throw obj.error(key, e.what() + did_you_mean(text, names));
   }
+}
+
+template <typename T>
+std::vector<std::string> names_of(const std::vector<T>& catalog) {
+  std::vector<std::string> out;
+  for (const T& entry : catalog) out.push_back(entry.name);
+  return out;
+}
+
+/// Every name a model can be given by: catalog keys and their aliases.
+std::vector<std::string> model_names() {
+  std::vector<std::string> out;
+  for (const TransformerSpec& m : model_catalog()) {
+    out.push_back(m.name);
+    out.insert(out.end(), m.aliases.begin(), m.aliases.end());
+  }
+  return out;
 }
 
 TransformerSpec parse_model(JsonObject& top) {
@@ -38,7 +57,9 @@ TransformerSpec parse_model(JsonObject& top) {
   if (raw.is_string()) {
     const std::string name = raw.get<std::string>();
     const TransformerSpec* spec = find_model(name);
-    if (!spec) throw top.error("model", "unknown model \"" + name + "\" (see `stepcast catalog models`)");
+    if (!spec)
+      throw top.error("model", "unknown model \"" + name + "\"" + did_you_mean(name, model_names()) +
+                                   " (see `stepcast catalog models`)");
     return *spec;
   }
   if (!raw.is_object()) throw top.error("model", "expected a catalog model name or an inline model object");
@@ -55,105 +76,206 @@ TransformerSpec parse_model(JsonObject& top) {
   return parse_transformer(obj);
 }
 
-TrainingSpec parse_training(JsonObject& obj) {
-  TrainingSpec t;
-  t.precision = parse_name(obj, "precision", parse_precision);
-  t.optimizer = parse_name(obj, "optimizer", parse_optimizer);
-  t.micro_batch = obj.integer("micro_batch", 1, limits::kMaxMicroBatch);
-  t.grad_accum = obj.integer("grad_accum", 1, limits::kMaxGradAccum);
-  t.seq_len = obj.integer("seq_len", 1, limits::kMaxSeqLen);
-  t.recompute = parse_name(obj, "recompute", parse_recompute);
-  t.flash_attention = obj.boolean("flash_attention");
-  if (obj.has("attention_kernel")) {
-    const AttentionKernel k = parse_name(obj, "attention_kernel", parse_attention_kernel);
-    if ((k == AttentionKernel::unfused) == t.flash_attention)
-      throw obj.error("attention_kernel", "contradicts flash_attention: " + std::string(name(k)) + " is " +
-                                              (t.flash_attention ? "not a fused kernel" : "a fused kernel"));
-    t.attention_kernel = k;
-  }
-  if (obj.has("kernels")) t.kernel_profile = parse_name(obj, "kernels", parse_kernel_profile);
-  if (obj.has("fused_loss")) t.fused_loss = obj.boolean("fused_loss");
-  if (obj.has("metric_loss_passes")) t.metric_loss_passes = obj.int32("metric_loss_passes", 0, 16);
-  if (auto lora = obj.optional_object("lora")) {
-    LoraSpec l;
-    l.rank = lora->integer("rank", 1, limits::kMaxHidden);
-    JsonArray targets = lora->array("targets");
-    for (std::size_t i = 0; i < targets.size(); ++i) l.targets.push_back(targets.string(i));
-    lora->finish();
-    t.lora = l;
-  }
-  obj.finish();
-  return t;
+/// The training keys as written: absent ones stay empty until apply_training_defaults.
+struct TrainingInput {
+  std::optional<Precision> precision;
+  std::optional<OptimizerKind> optimizer;
+  std::optional<std::int64_t> micro_batch, grad_accum, seq_len;
+  std::optional<Recompute> recompute;
+  std::optional<bool> flash_attention;
+  TrainingSpec rest;  ///< attention_kernel, kernels, fused_loss, metric_loss_passes, lora
+};
+
+std::optional<LoraSpec> parse_lora(JsonObject& obj) {
+  auto lora = obj.optional_object("lora");
+  if (!lora) return std::nullopt;
+  LoraSpec l;
+  l.rank = lora->integer("rank", 1, limits::kMaxHidden);
+  JsonArray targets = lora->array("targets");
+  for (std::size_t i = 0; i < targets.size(); ++i) l.targets.push_back(targets.string(i));
+  lora->finish();
+  return l;
 }
 
-StrategySpec parse_strategy_spec(JsonObject& top) {
+/// Each key read on its own, its problems collected in `errors`.
+TrainingInput parse_training(JsonObject& obj, InputErrors& errors) {
+  TrainingInput in;
+  TrainingSpec& t = in.rest;
+  errors.attempt([&] {
+    if (obj.has("precision")) in.precision = parse_name(obj, "precision", parse_precision, precision_names());
+  });
+  errors.attempt([&] { if (obj.has("optimizer")) in.optimizer = parse_name(obj, "optimizer", parse_optimizer); });
+  errors.attempt([&] { in.micro_batch = obj.integer("micro_batch", 1, limits::kMaxMicroBatch); });
+  errors.attempt([&] { in.grad_accum = obj.optional_integer("grad_accum", 1, limits::kMaxGradAccum); });
+  errors.attempt([&] { in.seq_len = obj.optional_integer("seq_len", 1, limits::kMaxSeqLen); });
+  errors.attempt([&] {
+    if (obj.has("recompute")) in.recompute = parse_name(obj, "recompute", parse_recompute, recompute_names());
+  });
+  errors.attempt([&] { in.flash_attention = obj.optional_boolean("flash_attention"); });
+  errors.attempt([&] {
+    if (obj.has("attention_kernel")) t.attention_kernel = parse_name(obj, "attention_kernel", parse_attention_kernel);
+  });
+  errors.attempt([&] { if (obj.has("kernels")) t.kernel_profile = parse_name(obj, "kernels", parse_kernel_profile); });
+  errors.attempt([&] { t.fused_loss = obj.optional_boolean("fused_loss"); });
+  errors.attempt([&] { if (obj.has("metric_loss_passes")) t.metric_loss_passes = obj.int32("metric_loss_passes", 0, 16); });
+  errors.attempt([&] { t.lora = parse_lora(obj); });
+  errors.attempt([&] {
+    if (t.attention_kernel && in.flash_attention &&
+        (*t.attention_kernel == AttentionKernel::unfused) == *in.flash_attention)
+      throw obj.error("attention_kernel", "contradicts flash_attention: " + std::string(name(*t.attention_kernel)) +
+                                              " is " + (*in.flash_attention ? "not a fused kernel" : "a fused kernel"));
+  });
+  errors.attempt([&] { obj.finish(); });
+  return in;
+}
+
+/// The training setup with a default for every key the file left out, each recorded in
+/// `s.defaults`: precision bf16_mixed where the GPU has bf16 arithmetic (fp16_mixed
+/// before), adam, grad_accum 1, the model's own seq_len, no recompute, and flash attention
+/// from Ampere on (FlashAttention needs sm80 or later: Dao 2023, FlashAttention-2 README,
+/// "Ampere, Ada, or Hopper GPUs"), or as the attention_kernel given implies.
+void apply_training_defaults(Scenario& s, const TrainingInput& in) {
+  TrainingSpec& t = s.training;
+  t = in.rest;
+  const BoxSpec& box = *find_box(s.hardware.cluster.box);
+  const GpuSpec& gpu = *find_gpu(box.gpu);
+  auto note = [&](const std::string& text) { s.defaults.push_back(text); };
+  t.micro_batch = *in.micro_batch;
+  if (in.precision) t.precision = *in.precision;
+  else {
+    t.precision = gpu.supports(Dtype::bf16) ? Precision::bf16_mixed : Precision::fp16_mixed;
+    note(fmt::format("training.precision: {} ({} bf16 arithmetic; set training.precision)", name(t.precision),
+                     gpu.supports(Dtype::bf16) ? "the " + gpu.name + " has" : "the " + gpu.name + " has no"));
+  }
+  t.optimizer = in.optimizer.value_or(OptimizerKind::adam_mixed_16);
+  if (!in.optimizer) note("training.optimizer: adam (16 bytes per parameter; set training.optimizer)");
+  t.grad_accum = in.grad_accum.value_or(1);
+  if (!in.grad_accum) note("training.grad_accum: 1 (one micro-step per optimizer step)");
+  t.seq_len = in.seq_len.value_or(s.model.seq_len);
+  if (!in.seq_len) note(fmt::format("training.seq_len: {} (the model's own sequence length)", t.seq_len));
+  t.recompute = in.recompute.value_or(Recompute::none);
+  if (!in.recompute) note("training.recompute: none (every activation kept; set training.recompute)");
+  if (in.flash_attention) t.flash_attention = *in.flash_attention;
+  else if (t.attention_kernel) t.flash_attention = *t.attention_kernel != AttentionKernel::unfused;
+  else {
+    t.flash_attention = gpu.arch >= GpuArch::ampere;
+    note(fmt::format("training.flash_attention: {} (FlashAttention runs from Ampere on; the {} is {})",
+                     t.flash_attention, gpu.name, name(gpu.arch)));
+  }
+}
+
+StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
   StrategySpec s;
-  const nlohmann::json& raw = top.raw("strategy");
-  if (raw.is_string()) {
-    try {
-      s.kind = parse_strategy(raw.get<std::string>());
-    } catch (const std::invalid_argument& e) {
-      throw top.error("strategy", e.what());
-    }
-  } else {
-    if (!raw.is_object()) throw top.error("strategy", "expected a strategy name or an object with \"name\"");
-    JsonObject obj(raw, top.file(), top.path_of("strategy"));
-    s.kind = parse_name(obj, "name", parse_strategy);
+  errors.attempt([&] { s.kind = parse_name(obj, "name", parse_strategy, strategy_names()); });
+  errors.attempt([&] {
     if (auto mb = obj.optional_positive("bucket_mb")) s.bucket_bytes = *mb * kBytesPerMiB, s.bucket_given = true;
+  });
+  errors.attempt([&] {
     if (obj.has("tp")) s.tp = obj.int32("tp", 1, limits::kMaxGpusPerNode);
     if (obj.has("sp")) s.sp = obj.boolean("sp");
+  });
+  errors.attempt([&] {
     if (auto r = obj.optional_string("reduce_dtype")) {
       if (*r != "fp32" && *r != "working")
         throw obj.error("reduce_dtype", "expected \"fp32\" or \"working\" (the precision's 16-bit dtype), got \"" +
                                             *r + "\"");
       s.reduce_fp32 = *r == "fp32";
     }
-    if (obj.has("prefetch_layers"))
-      s.prefetch_layers = obj.int32("prefetch_layers", 0, limits::kMaxLayers);
+  });
+  errors.attempt([&] { if (obj.has("prefetch_layers")) s.prefetch_layers = obj.int32("prefetch_layers", 0, limits::kMaxLayers); });
+  errors.attempt([&] {
     if (auto a = obj.optional_string("algorithm")) {
-      bool known = *a == "auto";
-      for (const auto& info : collective_algorithms()) known = known || info.name == *a;
-      if (!known) throw obj.error("algorithm", "unknown collective algorithm \"" + *a + "\" (see `stepcast catalog algorithms`)");
+      std::vector<std::string> known{"auto"};
+      for (const auto& info : collective_algorithms()) known.push_back(info.name);
+      if (std::find(known.begin(), known.end(), *a) == known.end())
+        throw obj.error("algorithm", "unknown collective algorithm \"" + *a + "\"" + did_you_mean(*a, known) +
+                                         " (see `stepcast catalog algorithms`)");
       s.algorithm = *a;
     }
-    obj.finish();
-    return s;
-  }
+  });
+  errors.attempt([&] { obj.finish(); });
   return s;
 }
 
-HardwareChoice parse_hardware(JsonObject& obj) {
-  HardwareChoice h;
+StrategySpec parse_strategy_spec(JsonObject& top, InputErrors& errors) {
+  const nlohmann::json& raw = top.raw("strategy");
+  if (raw.is_string()) {
+    StrategySpec s;
+    const std::string text = raw.get<std::string>();
+    try {
+      s.kind = parse_strategy(text);
+    } catch (const std::invalid_argument& e) {
+      throw top.error("strategy", e.what() + did_you_mean(text, strategy_names()));
+    }
+    return s;
+  }
+  if (!raw.is_object()) throw top.error("strategy", "expected a strategy name or an object with \"name\"");
+  JsonObject obj(raw, top.file(), top.path_of("strategy"));
+  return parse_strategy_object(obj, errors);
+}
+
+/// The network of a box-built cluster: as written, or, for several nodes, the box's own
+/// NICs on one non-blocking switch (recorded in `defaults`).
+void resolve_network(JsonObject& obj, const BoxSpec& box, HardwareChoice& h, std::vector<std::string>& defaults) {
+  const nlohmann::json* network = obj.has("network") ? &obj.raw("network") : nullptr;
+  nlohmann::json cluster = {{"name", box.name}, {"box", box.name}, {"nodes", h.cluster.nodes}, {"source", "scenario"}};
+  if (network) {
+    cluster["network"] = *network;
+  } else if (h.cluster.nodes > 1) {
+    if (box.nics < 1)
+      throw obj.error("network", fmt::format("missing; {} nodes need a network, and {} has no NICs of its own to "
+                                             "assume", h.cluster.nodes, box.name));
+    cluster["network"] = {{"nic", box.nic}, {"nics_per_node", box.nics}, {"topology", "single_switch"}};
+    defaults.push_back(fmt::format("hardware.network: the {}'s own NICs, {} x {} per node, all on one switch "
+                                   "(single_switch, oversubscription 1; set hardware.network)",
+                                   box.name, box.nics, box.nic));
+  }
+  JsonObject cobj(cluster, obj.file(), obj.path());
+  h.cluster = parse_cluster(cobj);
+}
+
+/// The box or cluster and the cluster's size in nodes.
+const BoxSpec* parse_machine(JsonObject& obj, HardwareChoice& h, std::optional<std::int64_t> gpus,
+                             std::vector<std::string>& defaults) {
+  obj.allow({"cluster", "box", "nodes", "network", "gpus", "calibration", "stragglers"});
+  if (obj.has("cluster") && obj.has("box"))
+    throw obj.error("", "expected either \"cluster\" (a catalog cluster) or \"box\" (a catalog box), not both");
   if (obj.has("cluster")) {
     std::string name = obj.string("cluster");
     const ClusterSpec* c = find_cluster(name);
-    if (!c) throw obj.error("cluster", "unknown cluster \"" + name + "\" (see `stepcast catalog clusters`)");
+    if (!c)
+      throw obj.error("cluster", "unknown cluster \"" + name + "\"" + did_you_mean(name, names_of(cluster_catalog())) +
+                                     " (see `stepcast catalog clusters`)");
+    for (const char* key : {"nodes", "network"})
+      if (obj.has(key))
+        throw obj.error(key, std::string("a catalog cluster brings its own nodes and network; give \"box\" instead "
+                                         "of \"cluster\" to set ") + key);
     h.cluster = *c;
-  } else if (obj.has("box")) {
-    std::string name = obj.string("box");
-    if (!find_box(name)) throw obj.error("box", "unknown box \"" + name + "\" (see `stepcast catalog boxes`)");
-    h.cluster.name = name;
-    h.cluster.box = name;
-    h.cluster.nodes = obj.int32("nodes", 1, limits::kMaxNodes);
-    if (auto net = obj.optional_object("network")) {
-      JsonObject wrapper = *net;
-      // Reuse the cluster parser's network rules by building a cluster object around it.
-      nlohmann::json cluster = {{"name", name},
-                                {"box", name},
-                                {"nodes", h.cluster.nodes},
-                                {"network", obj.raw("network")},
-                                {"source", "scenario"}};
-      JsonObject cobj(cluster, obj.file(), obj.path());
-      h.cluster = parse_cluster(cobj);
-      (void)wrapper;
-    } else if (h.cluster.nodes > 1) {
-      throw obj.error("network", "missing; " + std::to_string(h.cluster.nodes) + " nodes need a network");
-    }
-  } else {
-    throw obj.error("", "expected \"cluster\" (a catalog cluster) or \"box\" (a catalog box with \"nodes\")");
+    return find_box(c->box);
   }
-  const BoxSpec& box = *find_box(h.cluster.box);
-  const std::int64_t gpus = obj.integer("gpus", 1, limits::kMaxGpus);
+  if (!obj.has("box"))
+    throw obj.error("box", "missing; expected \"box\" (a catalog box) or \"cluster\" (a catalog cluster)");
+  const std::string name = obj.string("box");
+  const BoxSpec* box = find_box(name);
+  if (!box)
+    throw obj.error("box", "unknown box \"" + name + "\"" + did_you_mean(name, names_of(box_catalog())) +
+                               " (see `stepcast catalog boxes`)");
+  h.cluster.name = h.cluster.box = name;
+  if (obj.has("nodes")) {
+    h.cluster.nodes = obj.int32("nodes", 1, limits::kMaxNodes);
+  } else if (gpus) {
+    h.cluster.nodes = *gpus > box->gpus ? static_cast<int>(std::min<std::int64_t>(
+                                              (*gpus + box->gpus - 1) / box->gpus, limits::kMaxNodes))
+                                        : 1;
+    defaults.push_back(fmt::format("hardware.nodes: {} (the {} GPUs in boxes of {})", h.cluster.nodes, *gpus,
+                                   box->gpus));
+  }
+  resolve_network(obj, *box, h, defaults);
+  return box;
+}
+
+/// GPUs in use: at most the cluster's, whole nodes above one box.
+void place_gpus(JsonObject& obj, const BoxSpec& box, std::int64_t gpus, HardwareChoice& h) {
   const std::int64_t available = static_cast<std::int64_t>(box.gpus) * h.cluster.nodes;
   if (gpus > available)
     throw obj.error("gpus", "expected at most " + std::to_string(available) + " GPUs (" + std::to_string(h.cluster.nodes) +
@@ -164,71 +286,133 @@ HardwareChoice parse_hardware(JsonObject& obj) {
                                 ") when using more than one node, got " + std::to_string(gpus));
   h.nodes = gpus > box.gpus ? static_cast<int>(gpus / box.gpus) : 1;
   h.gpus_per_node = gpus > box.gpus ? box.gpus : static_cast<int>(gpus);
-  if (auto cal = obj.optional_string("calibration")) {
-    std::filesystem::path path(*cal);
-    if (path.is_relative()) path = std::filesystem::path(obj.file()).parent_path() / path;
-    if (!std::filesystem::exists(path))
-      throw obj.error("calibration", "expected a hardware file written by `stepcast fit`; " + path.string() +
-                                         " does not exist");
-    h.calibration = std::make_shared<const HardwareFile>(load_hardware(path));
-    h.calibration_file = path.string();
-    if (h.calibration->gpu != box.gpu)
-      throw obj.error("calibration", "the hardware file was fitted for " + h.calibration->gpu + ", but " + box.name +
-                                         " holds " + box.gpu);
-  }
-  if (auto list = obj.optional_array("stragglers")) {
-    for (std::size_t i = 0; i < list->size(); ++i) {
-      JsonObject o = list->object(i);
-      StragglerSpec st;
-      st.name = o.string("name");
-      st.nodes = o.int32("nodes", 1, limits::kMaxNodes);
-      st.compute_speed = o.positive("compute_speed");
-      st.link_speed = o.positive("link_speed");
-      o.finish();
-      h.stragglers.push_back(st);
-    }
-  }
-  obj.finish();
-  return h;
 }
 
+void parse_calibration(JsonObject& obj, const BoxSpec& box, HardwareChoice& h) {
+  auto cal = obj.optional_string("calibration");
+  if (!cal) return;
+  std::filesystem::path path(*cal);
+  if (path.is_relative()) path = std::filesystem::path(obj.file()).parent_path() / path;
+  if (!std::filesystem::exists(path))
+    throw obj.error("calibration", "expected a hardware file written by `stepcast fit`; " + path.string() +
+                                       " does not exist");
+  h.calibration = std::make_shared<const HardwareFile>(load_hardware(path));
+  h.calibration_file = path.string();
+  if (h.calibration->gpu != box.gpu)
+    throw obj.error("calibration", "the hardware file was fitted for " + h.calibration->gpu + ", but " + box.name +
+                                       " holds " + box.gpu);
+}
+
+std::vector<StragglerSpec> parse_stragglers(JsonObject& obj) {
+  std::vector<StragglerSpec> out;
+  auto list = obj.optional_array("stragglers");
+  if (!list) return out;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    JsonObject o = list->object(i);
+    StragglerSpec st;
+    st.name = o.string("name");
+    st.nodes = o.int32("nodes", 1, limits::kMaxNodes);
+    st.compute_speed = o.positive("compute_speed");
+    st.link_speed = o.positive("link_speed");
+    o.finish();
+    out.push_back(st);
+  }
+  return out;
+}
+
+/// Returns whether the hardware is complete (a box or cluster and a GPU count), so that
+/// defaults depending on the GPU can be taken.
+bool parse_hardware(JsonObject& obj, HardwareChoice& h, std::vector<std::string>& defaults, InputErrors& errors) {
+  std::optional<std::int64_t> gpus;
+  errors.attempt([&] { gpus = obj.integer("gpus", 1, limits::kMaxGpus); });
+  const BoxSpec* box = nullptr;
+  errors.attempt([&] { box = parse_machine(obj, h, gpus, defaults); });
+  if (box && gpus) errors.attempt([&] { place_gpus(obj, *box, *gpus, h); });
+  if (box) errors.attempt([&] { parse_calibration(obj, *box, h); });
+  errors.attempt([&] { h.stragglers = parse_stragglers(obj); });
+  errors.attempt([&] { obj.finish(); });
+  return box && gpus;
+}
+
+DatasetSpec parse_dataset(JsonObject& top, std::vector<std::string>& defaults) {
+  DatasetSpec out;
+  auto d = top.optional_object("dataset");
+  if (!d) {
+    defaults.push_back("no dataset: no epoch figures (add \"dataset\": {\"tokens\": N} or {\"samples\": N})");
+    return out;
+  }
+  out.tokens = d->optional_positive("tokens");
+  out.samples = d->optional_positive("samples");
+  if (out.tokens.has_value() == out.samples.has_value())
+    throw d->error("", "expected exactly one of \"tokens\" or \"samples\"");
+  d->finish();
+  return out;
+}
+
+std::optional<MeasuredFigures> parse_measured(JsonObject& top) {
+  auto m = top.optional_object("measured");
+  if (!m) return std::nullopt;
+  MeasuredFigures f;
+  f.time_per_epoch_s = m->optional_positive("time_per_epoch_s");
+  f.step_time_s = m->optional_positive("step_time_s");
+  f.tokens_per_s_per_gpu = m->optional_positive("tokens_per_s_per_gpu");
+  f.source = m->string("source");
+  m->finish();
+  return f;
+}
+
+/// The keys a scenario file may hold at its top level.
+const std::vector<std::string>& top_level_keys() {
+  static const std::vector<std::string> keys{"name", "description", "model", "training", "strategy", "hardware",
+                                             "dataset", "price_per_gpu_hour_usd", "measured", "notes"};
+  return keys;
+}
+
+/// name (default: the file's stem), description, notes, price.
+void parse_labels(JsonObject& top, Scenario& s, InputErrors& errors) {
+  errors.attempt([&] {
+    if (auto n = top.optional_string("name")) s.name = *n;
+    else {
+      s.name = std::filesystem::path(s.file).stem().string();
+      s.defaults.push_back("name: \"" + s.name + "\" (the file's name)");
+    }
+  });
+  errors.attempt([&] { s.description = top.optional_string("description").value_or(""); });
+  errors.attempt([&] {
+    if (auto notes = top.optional_array("notes"))
+      for (std::size_t i = 0; i < notes->size(); ++i) s.notes.push_back(notes->string(i));
+  });
+  errors.attempt([&] { s.price_per_gpu_hour_usd = top.optional_positive("price_per_gpu_hour_usd"); });
+}
+
+/// Reads every part of the file, collecting the problems of all of them; defaults that
+/// depend on the model and the GPU are taken once both were read.
 Scenario parse_root(const JsonDoc& doc) {
   JsonObject top(doc.root(), doc.file(), "");
+  top.allow(top_level_keys());
   Scenario s;
   s.file = doc.file();
-  s.name = top.string("name");
-  s.description = top.string("description");
-  s.model = parse_model(top);
-  {
-    JsonObject t = top.object("training");
-    s.training = parse_training(t);
-  }
-  s.strategy = parse_strategy_spec(top);
-  {
+  InputErrors errors;
+  parse_labels(top, s, errors);
+  const bool model_ok = errors.attempt([&] { s.model = parse_model(top); });
+  bool hardware_ok = false;
+  errors.attempt([&] {
     JsonObject h = top.object("hardware");
-    s.hardware = parse_hardware(h);
-  }
-  {
-    JsonObject d = top.object("dataset");
-    s.dataset.tokens = d.optional_positive("tokens");
-    s.dataset.samples = d.optional_positive("samples");
-    if (s.dataset.tokens.has_value() == s.dataset.samples.has_value())
-      throw d.error("", "expected exactly one of \"tokens\" or \"samples\"");
-    d.finish();
-  }
-  s.price_per_gpu_hour_usd = top.optional_positive("price_per_gpu_hour_usd");
-  if (auto m = top.optional_object("measured")) {
-    MeasuredFigures f;
-    f.time_per_epoch_s = m->optional_positive("time_per_epoch_s");
-    f.step_time_s = m->optional_positive("step_time_s");
-    f.tokens_per_s_per_gpu = m->optional_positive("tokens_per_s_per_gpu");
-    f.source = m->string("source");
-    m->finish();
-    s.measured = f;
-  }
-  if (auto notes = top.optional_array("notes"))
-    for (std::size_t i = 0; i < notes->size(); ++i) s.notes.push_back(notes->string(i));
-  top.finish();
+    hardware_ok = parse_hardware(h, s.hardware, s.defaults, errors);
+  });
+  TrainingInput training;
+  errors.attempt([&] {
+    JsonObject t = top.object("training");
+    training = parse_training(t, errors);
+  });
+  errors.attempt([&] { s.strategy = parse_strategy_spec(top, errors); });
+  errors.attempt([&] { s.dataset = parse_dataset(top, s.defaults); });
+  errors.attempt([&] { s.measured = parse_measured(top); });
+  errors.attempt([&] { top.finish(); });
+  errors.raise();
+  if (!model_ok || !hardware_ok || !training.micro_batch)
+    throw std::logic_error("parse_root: a part failed without an InputError");
+  apply_training_defaults(s, training);
   ScenarioSource where;
   where.file = doc.file();
   where.model_inline = doc.root().at("model").is_object();
@@ -495,9 +679,16 @@ Scenario resized(const Scenario& s, int gpus) {
   if (gpus % box.gpus != 0)
     throw std::invalid_argument(std::to_string(gpus) + " GPUs is not a multiple of the " + std::to_string(box.gpus) +
                                 " GPUs per node of " + box.name);
-  if (!s.hardware.cluster.network)
-    throw std::invalid_argument(std::to_string(gpus) + " GPUs need more than one " + box.name +
-                                ", and the scenario's hardware has no network between nodes");
+  if (!s.hardware.cluster.network) {
+    if (box.nics < 1)
+      throw std::invalid_argument(std::to_string(gpus) + " GPUs need more than one " + box.name +
+                                  ", and neither the scenario nor the box has a network between nodes");
+    // The reader's default for several nodes: the box's own NICs on one switch.
+    out.hardware.cluster.network = NetworkSpec{box.nic, box.nics, NetworkTopology::single_switch, 1.0};
+    out.defaults.push_back(fmt::format("hardware.network: the {}'s own NICs, {} x {} per node, all on one switch "
+                                       "(single_switch, oversubscription 1; set hardware.network)",
+                                       box.name, box.nics, box.nic));
+  }
   out.hardware.nodes = gpus / box.gpus;
   out.hardware.gpus_per_node = box.gpus;
   out.hardware.cluster.nodes = std::max(out.hardware.cluster.nodes, out.hardware.nodes);

@@ -108,6 +108,9 @@ struct Scenario {
   std::optional<double> price_per_gpu_hour_usd;
   std::optional<MeasuredFigures> measured;
   std::vector<std::string> notes;    ///< choices the author made (why this batch, ...)
+  /// The defaults the reader took for keys the file left out, one sentence each ("key:
+  /// value (why)"); printed first under Assumptions.
+  std::vector<std::string> defaults;
 };
 
 /// The collectives a data-parallel strategy issues in one step, each with the GPUs it spans,
@@ -161,7 +164,8 @@ struct ScenarioSource {
 void check_scenario(const Scenario& s, const ScenarioSource& where);
 
 /// The same scenario on `gpus` GPUs: fills whole nodes of the cluster's box first
-/// (gpus <= box size: one node). Throws std::invalid_argument when the count does not fit
+/// (gpus <= box size: one node). Several nodes on a scenario without a network take the
+/// reader's default (the box's own NICs on one switch), recorded in `defaults`. Throws std::invalid_argument when the count does not fit
 /// (not a multiple of the box size above one node, or more nodes than the cluster has when
 /// the cluster came from the catalog with a fixed size).
 Scenario with_gpus(const Scenario& s, int gpus);

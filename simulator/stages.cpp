@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -109,9 +110,8 @@ void check_predictable(const Scenario& s) {
     straggling += st.nodes;
   }
   require_count(s, "the number of nodes that are not stragglers", hw.nodes - straggling);
-  if (!s.dataset.tokens && !s.dataset.samples)
-    throw std::invalid_argument(fmt::format("scenario \"{}\": no dataset size (tokens or samples)", s.name));
-  require_positive(s, "dataset size", s.dataset.samples ? *s.dataset.samples : *s.dataset.tokens);
+  if (s.dataset.tokens || s.dataset.samples)
+    require_positive(s, "dataset size", s.dataset.samples ? *s.dataset.samples : *s.dataset.tokens);
 }
 
 /// The bucket size the step uses, with the framework default it assumed when none is given.
@@ -343,6 +343,10 @@ void assemble_throughput(const Job& job, const Costs& c, Prediction& p) {
   p.mfu = p.model_flops_per_step / (p.step_time_s * gpus * job.device.peak_tflops * 1e12);
   p.hfu = c.hfu_flops_per_step / (p.step_time_s * gpus * job.device.peak_tflops * 1e12);
 
+  if (!s.dataset.samples && !s.dataset.tokens) {  // no dataset: no epoch, never an invented one
+    p.steps_per_epoch = p.time_per_epoch_s = std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
   const double samples = s.dataset.samples ? *s.dataset.samples : *s.dataset.tokens / static_cast<double>(tr.seq_len);
   p.steps_per_epoch = std::ceil(samples / p.global_batch_samples);
   p.time_per_epoch_s = p.steps_per_epoch * p.step_time_s;
@@ -442,6 +446,7 @@ Job resolve(const Scenario& s) {
   used.nodes = job.nodes;
   const Topology topo = Topology::build(used);
   job.gpu = topo.gpu();
+  job.assumptions = s.defaults;
   job.tp = s.strategy.tp;
   job.dp = job.gpus / job.tp;
   job.fabric = topo.fabric(job.nodes, job.gpus_per_node / job.tp);

@@ -76,14 +76,14 @@ struct Job {
   std::vector<sim::MeasuredCollective> measured_collectives;  ///< from the calibration
   int nccl_channels = 0;       ///< channels a collective runs on (0 on one GPU)
   double comm_slowdown = 0;    ///< compute throughput lost while a collective runs
-  std::vector<std::string> assumptions;
+  std::vector<std::string> assumptions;  ///< the scenario's defaults first, then the stages'
 };
 
 /// Resolves the scenario: builds the topology of the GPUs used, derives the fabric and the
 /// device rates (the catalogs', then the scenario's calibration file), picks the bucket size, the rank groups (stragglers)
 /// and the NCCL slowdown of compute. Throws std::invalid_argument, naming the field, for a
-/// scenario no later stage can take (a count below 1, no straggler-free node, no dataset
-/// size) and for an inconsistent hardware choice; parse_scenario refuses all of those, so
+/// scenario no later stage can take (a count below 1, no straggler-free node, a dataset
+/// size not above 0; no dataset at all is fine: no epoch figures) and for an inconsistent hardware choice; parse_scenario refuses all of those, so
 /// only a Scenario built another way (a measured record) can get here with one.
 Job resolve(const Scenario& scenario);
 

@@ -408,7 +408,7 @@ TEST_CASE("resolve refuses, naming the field, a scenario no stage can take inste
   refused("compute_speed", [](Scenario& s) {
     s.hardware.stragglers.push_back(StragglerSpec{"stopped", 1, 0.0, 1.0});
   });
-  refused("dataset", [](Scenario& s) { s.dataset = DatasetSpec{}; });
+  refused("dataset size", [](Scenario& s) { s.dataset = DatasetSpec{0.0, std::nullopt}; });
   // Products the stages compute in a fixed-width integer must not wrap.
   refused("micro_batch x seq_len", [](Scenario& s) { s.training.micro_batch = std::int64_t{1} << 62; });
   refused("micro_batch x grad_accum", [](Scenario& s) {

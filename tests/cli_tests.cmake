@@ -45,7 +45,7 @@ endfunction()
 # ---- help, version, catalog ----
 stepcast_cli_case(help STDOUT "Usage: stepcast" "Exit codes:" "Examples:" "scenarios/seeds/"
                   ARGS --help)
-foreach(command predict scale catalog)
+foreach(command predict scale catalog init)
   stepcast_cli_case(help_${command} STDOUT "Usage: stepcast ${command}" "Exit codes:"
                     "stepcast ${command}" "Scenario file" ARGS ${command} --help)
 endforeach()
@@ -204,3 +204,52 @@ stepcast_cli_case(validate_with_calibration RC 0 STDOUT "Summary, leave one sour
 stepcast_cli_case(predict_pattern_assumption
                   STDOUT "100000 micro-steps were too many to simulate one by one"
                   ARGS predict tests/data/good/hybrid_many_microsteps.json)
+
+# ---- scenarios people can write (issue 14): five keys predict, defaults under Assumptions,
+# every problem at once, allowed keys and "did you mean" ----
+set(STEPCAST_CLI_FIVE ${CMAKE_CURRENT_LIST_DIR}/data/good/five_keys.json)
+stepcast_cli_case(five_keys_predicts
+                  STDOUT "Assumptions" "name: \"five_keys\" (the file's name)" "hardware.nodes: 2"
+                         "hardware.network: the dgx-h100's own NICs" "training.precision: bf16_mixed"
+                         "training.flash_attention: true" "time per epoch: n/a"
+                  ARGS predict ${STEPCAST_CLI_FIVE})
+# No dataset: the epoch keys are there, null.
+stepcast_cli_case(five_keys_json_epoch_null JSON_KEYS ${STEPCAST_CLI_PREDICT_KEYS}
+                  STDOUT "\"time_per_epoch_s\": null" "\"steps_per_epoch\": null" "\"cost_per_epoch_usd\": null"
+                  ARGS predict ${STEPCAST_CLI_FIVE} --json)
+stepcast_cli_case(five_keys_scale STDOUT "n/a" ARGS scale ${STEPCAST_CLI_FIVE} --gpus 8,16)
+stepcast_cli_case(bad_three_mistakes RC 2
+                  STDERR "three_mistakes.json: /model: unknown model \"llama3-8b\" (did you mean \"llama-3-8b\"?)"
+                         "three_mistakes.json: /hardware/box: unknown box \"dgx-h100-80gb\" (did you mean \"dgx-h100\"?)"
+                         "three_mistakes.json: /strategy/prefetch: unknown key (did you mean \"prefetch_layers\"?)"
+                         "3 problems in"
+                  ARGS predict ${STEPCAST_CLI_BAD}/three_mistakes.json)
+stepcast_cli_case(bad_dym_micro_bach RC 2
+                  STDERR "dym_micro_bach.json: /training/micro_bach: unknown key (did you mean \"micro_batch\"?)"
+                         "/training/micro_batch: missing" "\"grad_accum\"" "\"recompute\""
+                  ARGS predict ${STEPCAST_CLI_BAD}/dym_micro_bach.json)
+stepcast_cli_case(bad_dym_price RC 2
+                  STDERR "dym_price.json: /price_per_gpu_hour: unknown key (did you mean \"price_per_gpu_hour_usd\"?)"
+                         "\"dataset\"" "\"measured\"" "\"notes\""
+                  ARGS predict ${STEPCAST_CLI_BAD}/dym_price.json)
+stepcast_cli_case(bad_dym_prefetch RC 2
+                  STDERR "dym_prefetch.json: /strategy/prefetch: unknown key (did you mean \"prefetch_layers\"?)"
+                         "\"bucket_mb\"" "\"algorithm\"" "\"reduce_dtype\""
+                  ARGS predict ${STEPCAST_CLI_BAD}/dym_prefetch.json)
+stepcast_cli_case(bad_dym_model RC 2 STDERR "dym_model.json: /model: unknown model \"llama3-8b\" (did you mean \"llama-3-8b\"?)"
+                  ARGS predict ${STEPCAST_CLI_BAD}/dym_model.json)
+stepcast_cli_case(bad_dym_box RC 2 STDERR "dym_box.json: /hardware/box: unknown box \"dgx-h100-80gb\" (did you mean \"dgx-h100\"?)"
+                  ARGS predict ${STEPCAST_CLI_BAD}/dym_box.json)
+
+# ---- stepcast init: a starter that predicts as written ----
+stepcast_cli_case(init_stdout JSON STDOUT "\"micro_batch\": 1" "\"notes\"" ARGS init --model gpt2 --box dgx-a100)
+add_test(NAME cli.init_then_predict
+         COMMAND bash ${STEPCAST_CLI_DRIVER} --stdout "Step time" --stdout "hardware.network: the dgx-h100's own NICs"
+                 -- sh -c "$<TARGET_FILE:stepcast> init --model llama-3-8b --box dgx-h100 --gpus 16 -o @TMP@/starter.json && exec $<TARGET_FILE:stepcast> predict @TMP@/starter.json"
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.init_then_predict PROPERTIES LABELS cli TIMEOUT 120)
+stepcast_cli_case(bad_init_model RC 2 STDERR "--model: unknown model \"llama3-8b\" (did you mean \"llama-3-8b\"?)"
+                  ARGS init --model llama3-8b --box dgx-h100)
+stepcast_cli_case(bad_init_box RC 2 STDERR "--box: unknown box \"dgx-h100-80gb\" (did you mean \"dgx-h100\"?)"
+                  ARGS init --model gpt2 --box dgx-h100-80gb)
+stepcast_cli_case(bad_init_gpus RC 2 STDERR "--gpus 12" ARGS init --model gpt2 --box dgx-h100 --gpus 12)

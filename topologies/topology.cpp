@@ -1,5 +1,7 @@
 #include "topologies/topology.hpp"
 
+#include "base/suggest.hpp"
+
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
 
@@ -37,7 +39,12 @@ E enum_of(const std::string& s, const std::array<std::string_view, N>& a) {
 /// Checks that a link kind exists in the catalog, naming the JSON path if not.
 std::string link_kind(JsonObject& obj, const std::string& key) {
   std::string kind = obj.string(key);
-  if (!find_link(kind)) throw obj.error(key, "unknown link kind \"" + kind + "\" (see `stepcast catalog`)");
+  if (!find_link(kind)) {
+    std::vector<std::string> names;
+    for (const LinkSpec& l : link_catalog()) names.push_back(l.name);
+    throw obj.error(key, "unknown link kind \"" + kind + "\"" + did_you_mean(kind, names) +
+                             " (see `stepcast catalog links`)");
+  }
   return kind;
 }
 
