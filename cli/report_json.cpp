@@ -202,6 +202,7 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
   j["nodes"] = p.nodes;
   j["gpus_per_node"] = p.gpus_per_node;
   j["strategy"] = str(name(p.strategy));
+  j["parallel"] = {{"tp", sc.strategy.tp}, {"sp", sc.strategy.sp}, {"dp", p.gpus / sc.strategy.tp}};
   j["gpu"] = p.gpu;
   j["hardware"] = p.hardware;
   j["training"] = training_json(sc.training);

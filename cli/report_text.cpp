@@ -218,7 +218,12 @@ std::string header_section(const Scenario& sc, const Prediction& p, const std::s
   out += fmt::format("  model {} ({} params) | GPUs {} = {} x {} GPUs/node | GPU {}\n",
                      sc.model.name, params(static_cast<double>(p.parameters)), p.gpus,
                      plural(p.nodes, "node"), p.gpus_per_node, p.gpu);
-  out += fmt::format("  strategy {} | hardware {}\n", name(p.strategy), p.hardware);
+  const StrategySpec& st = sc.strategy;
+  out += fmt::format("  strategy {}{} | hardware {}\n", name(p.strategy),
+                     st.tp > 1 ? fmt::format(" | tensor parallel {}{} x data parallel {}", st.tp,
+                                             st.sp ? " (sequence parallel)" : "", p.gpus / st.tp)
+                               : "",
+                     p.hardware);
   const TrainingSpec& tr = sc.training;
   out += fmt::format("  training {} with {} | recompute {} | flash attention {}{}\n",
                      name(tr.precision), name(tr.optimizer), name(tr.recompute),
@@ -227,9 +232,12 @@ std::string header_section(const Scenario& sc, const Prediction& p, const std::s
                                            join(tr.lora->targets, ","))
                              : "");
   out += fmt::format(
-      "  batch: micro-batch {} x grad-accum {} x {} GPUs = {} samples/step x {} tokens = {} "
+      "  batch: micro-batch {} x grad-accum {} x {} = {} samples/step x {} tokens = {} "
       "tokens/step\n",
-      tr.micro_batch, tr.grad_accum, p.gpus, grouped(p.global_batch_samples), tr.seq_len,
+      tr.micro_batch, tr.grad_accum,
+      sc.strategy.tp > 1 ? fmt::format("{} data-parallel replicas", p.gpus / sc.strategy.tp)
+                         : fmt::format("{} GPUs", p.gpus),
+      grouped(p.global_batch_samples), tr.seq_len,
       grouped(p.tokens_per_step));
   if (!trace_file.empty())
     out += fmt::format("  trace: {} (open in https://ui.perfetto.dev or chrome://tracing)\n", trace_file);
