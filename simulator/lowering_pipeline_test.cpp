@@ -197,3 +197,40 @@ TEST_CASE("pp = 1 leaves the data-parallel lowering as it was") {
   CHECK(after.tasks.size() == before.tasks.size());
   CHECK(simulate(after).step_s() == simulate(before).step_s());
 }
+
+TEST_CASE("tensor parallelism inside a stage: each layer's TP collectives on that stage alone") {
+  // TP 2 without SP: 2 all-reduces a layer forward and 2 backward (model/parallel.hpp), each
+  // a one-member op on the stage's compute stream. p = 2, m = 2, 8 layers: 4 x 8 x 2 = 64.
+  StepPlan p = pipe_plan("1f1b", 2, 2);
+  p.tp = 2;
+  p.gpus = 4;
+  p.tp_fabric.arch = GpuArch::ampere;
+  p.tp_fabric.intra = FabricLevel{2, LinkClass::nvlink, 240.0, 0.0, "nvlink3", 0};
+  const TpLayerComm layer = tp_layer_comm(4096, 4096, 2, 2, false, Recompute::none);
+  p.tp_forward = layer.forward;
+  p.tp_backward = layer.backward;
+  const StepGraph g = lower_step(p);
+  CHECK(count_ops(g, "tensor-parallel all_reduce") == 64);
+  for (const CollectiveOp& o : g.ops)
+    if (o.purpose == "tensor-parallel all_reduce") CHECK(o.members.size() == 1);
+  // The TP all-reduces lengthen the step beyond free communication's (2 + 1) x 1.2 = 3.6 s.
+  CHECK(step_s(p) > 3.6);
+}
+
+TEST_CASE("a 16-stage interleaved pipeline holds tasks linear in layers x micro-batches") {
+  // L = 128, p = 16, v = 4, m = 64, dp = 1: compute 2 L m + 2 m (head) + p (optimizers) =
+  // 16528; sends (p v - 1) m each way, 2 members each: 63 x 64 x 4 = 16128.
+  StepPlan p = pipe_plan("interleaved", 16, 64, 4);
+  p.layers = 128;
+  p.micro.head_forward_s = 0.01;
+  p.micro.head_backward_s = 0.02;
+  p.p2p_bytes = 50e6;
+  p.p2p_latency_s = 20e-6;
+  const StepGraph g = lower_step(p);
+  CHECK(g.tasks.size() == 16528 + 16128);
+  CHECK(g.classes.size() == 16);
+  // Free communication would take (m v + p - 1) chunk units of 2 layers of
+  // (0.79 + 1.58) / 128 s each, plus the head on the critical path; the sends only add time.
+  const SimResult r = simulate(g);
+  CHECK(r.step_s() > (64 * 4 + 15) * (2 * (0.79 + 1.58) / 128));
+}
