@@ -24,7 +24,8 @@
 ///
 /// One lowering per strategy family (lowering_common.hpp): replicated (lowering_ddp.cpp),
 /// ZeRO-1/2 (lowering_zero.cpp), sharded (lowering_fsdp.cpp), sharing the micro-step
-/// program. Gradient accumulation in closed form: of more than max_explicit_micro_steps
+/// program. With pp > 1 the pipeline lowering (lowering_pipeline.cpp) plays the stages of
+/// a pipeline schedule as rank classes instead (ddp or zero1 within each stage). Gradient accumulation in closed form: of more than max_explicit_micro_steps
 /// micro-steps, the graph holds the first ones and the last; the middle micro-steps beyond
 /// are identical to the last explicit middle one (same tasks, durations, dependencies) and
 /// the graph says how many (StepGraph::repeat_count), so that lowering and simulating cost

@@ -116,6 +116,11 @@ TEST_CASE("p2p sends on a slow link lie on the critical path") {
   // The forward of micro-batch 0 on stage 1 (layer 3) waits for the activation from stage 0.
   const int recv = g.tasks[task_named(g, "fwd L3 m0")].deps.back();
   CHECK(g.ops[g.tasks[recv].op].name == "p2p activation m0 vs0->vs1");
+  // Latency alone (0 bytes, 1 ms a send): 2.4 + 6 x 0.001 = 2.406 s.
+  StepPlan lat = p;
+  lat.p2p_bytes = 0;
+  lat.p2p_latency_s = 1e-3;
+  CHECK(step_s(lat) == doctest::Approx(2.406));
   // With 8 micro-batches the ramp-up and the drain still cross 3 links each: at least
   // 6.6 + 6 x 0.00801 s.
   p.micro_steps = 8;
