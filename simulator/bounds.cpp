@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 namespace stepcast::sim {
 
@@ -62,6 +63,12 @@ StepBounds closed_form_bounds(const StepGraph& g) {
   b.no_overlap_s = b.compute_s + b.comm_total_s;
   b.perfect_overlap_s =
       std::min(b.no_overlap_s, std::max(b.compute_s + b.unhideable_s, b.network_floor_s + b.optimizer_s));
+  if (g.pipeline) {
+    // Stages take turns: at worst one task of one stage runs at a time. A stage's last
+    // gradient send may still cross its link during its optimizer, so the floor stands alone.
+    b.no_overlap_s = std::accumulate(compute.begin(), compute.end(), 0.0) + b.comm_total_s;
+    b.perfect_overlap_s = std::min(b.no_overlap_s, std::max(b.compute_s + b.unhideable_s, b.network_floor_s));
+  }
   return b;
 }
 

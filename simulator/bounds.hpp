@@ -16,8 +16,11 @@ struct StepBounds {
   double comm_total_s = 0;     ///< Σ collectives, each as if alone (latency + S / algbw)
   double unhideable_s = 0;     ///< Σ StepGraph::unhideable_ops, each as if alone
   double network_floor_s = 0;  ///< max over links of Σ bytes x load / capacity
-  double no_overlap_s = 0;     ///< compute + comm_total
-  /// min(no_overlap, max(compute + unhideable, network_floor + optimizer))
+  /// compute + comm_total; for a pipeline (StepGraph::pipeline) Σ over stages of their
+  /// compute + comm_total
+  double no_overlap_s = 0;
+  /// min(no_overlap, max(compute + unhideable, network_floor + optimizer)); for a pipeline
+  /// the floor without the optimizer
   double perfect_overlap_s = 0;
 };
 

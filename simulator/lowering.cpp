@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace stepcast::sim {
 
@@ -102,6 +103,8 @@ StepGraph lower_step(const StepPlan& plan) {
   if (plan.layers < 1 || plan.micro_steps < 1 || plan.gpus < 1)
     throw InternalError(fmt::format("lowering a step of {} layers, {} micro-steps on {} GPUs", plan.layers,
                                     plan.micro_steps, plan.gpus));
+  if (plan.pp < 1) throw std::invalid_argument(fmt::format("pipeline stages pp {} must be >= 1", plan.pp));
+  if (plan.pp > 1) return lowering::lower_pipeline(plan);
   const std::vector<std::int64_t> ks = lowering::explicit_micro_steps(plan, std::max(4, plan.max_explicit_micro_steps));
   // At least a forward and a backward task per layer, micro-step and rank class: refuse a
   // graph past kMaxTasks before building any of it.

@@ -24,7 +24,8 @@
 ///
 /// One lowering per strategy family (lowering_common.hpp): replicated (lowering_ddp.cpp),
 /// ZeRO-1/2 (lowering_zero.cpp), sharded (lowering_fsdp.cpp), sharing the micro-step
-/// program. Gradient accumulation in closed form: of more than max_explicit_micro_steps
+/// program. With pp > 1 the pipeline lowering (lowering_pipeline.cpp) plays the stages of
+/// a pipeline schedule as rank classes instead (ddp or zero1 within each stage). Gradient accumulation in closed form: of more than max_explicit_micro_steps
 /// micro-steps, the graph holds the first ones and the last; the middle micro-steps beyond
 /// are identical to the last explicit middle one (same tasks, durations, dependencies) and
 /// the graph says how many (StepGraph::repeat_count), so that lowering and simulating cost
@@ -133,6 +134,29 @@ struct StepPlan {
 
   /// Limiting case: every collective on the compute stream (nothing overlaps).
   bool comm_on_compute_stream = false;
+
+  /// Pipeline parallelism (lowering_pipeline.cpp): pp stages of vpp model chunks each,
+  /// played in the named schedule (schedules.hpp: "gpipe", "1f1b", "interleaved",
+  /// "zb-h1") over micro_steps micro-batches. pp = 1: no pipeline (every other field here
+  /// is ignored). With pp > 1, `layers`, `micro`, `optimizer_s` and `static_memory_bytes`
+  /// are the whole model's on one GPU (the lowering gives each stage its share), `gpus` and
+  /// `nodes` the whole run's, and `fabric` is one stage's data-parallel group.
+  int pp = 1;
+  int vpp = 1;
+  std::string schedule = "1f1b";
+  /// Bytes one GPU sends to the next virtual stage per micro-batch (the activation forward,
+  /// the same again as its gradient backward; model/parallel.hpp pipeline_p2p_bytes).
+  double p2p_bytes = 0;
+  /// Fixed latency of one send/receive pair, seconds (launch + NCCL's per-hop latency).
+  double p2p_latency_s = 0;
+  /// The link between adjacent stages as one sending GPU sees it: inter present when the
+  /// stages sit on different nodes (inter.bw_GBps already divided by the GPUs of the node
+  /// that send at once), else the intra-node link.
+  CommFabric pp_fabric;
+  /// Static memory of each stage's GPUs (size pp); empty: static_memory_bytes x the
+  /// stage's share of the parameter bytes (its layers; the root unit on the first stage, the
+  /// LM head on the last).
+  std::vector<double> stage_static_memory_bytes;
 };
 
 StepGraph lower_step(const StepPlan& plan);

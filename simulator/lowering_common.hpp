@@ -131,6 +131,11 @@ std::unique_ptr<StrategyLowering> replicated_lowering(Strategy s);
 std::unique_ptr<StrategyLowering> zero12_lowering(Strategy s);
 std::unique_ptr<StrategyLowering> sharded_lowering(Strategy s);
 
+/// The pipeline-parallel lowering (lowering_pipeline.cpp), for plans with pp > 1.
+/// Throws std::invalid_argument for what it does not lower (sharding other than ddp or
+/// zero1, rank classes, an unknown schedule, ...).
+StepGraph lower_pipeline(const StepPlan& plan);
+
 /// The family that lowers strategy `s`.
 std::unique_ptr<StrategyLowering> lowering_for(Strategy s);
 

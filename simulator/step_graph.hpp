@@ -131,6 +131,9 @@ struct StepGraph {
   /// Collectives no schedule can hide: they must end before the first compute kernel or
   /// start after the last one but the optimizer (the closed-form lower bound adds them).
   std::vector<int> unhideable_ops;
+  /// The rank classes are pipeline stages (lowering_pipeline.cpp): they take turns rather
+  /// than run alike, so the bound that nothing overlaps adds up every class's compute.
+  bool pipeline = false;
 
   /// Gradient accumulation in closed form (lowering.hpp): the micro-steps held explicitly,
   /// in order; after the one at `repeat_after` come `repeat_count` more micro-steps

@@ -1,0 +1,366 @@
+/// \file
+/// Pipeline parallelism (StepPlan::pp > 1; issue 11 item 3): each stage is one rank class
+/// (all its data-parallel and tensor-parallel ranks alike), and its compute stream plays the
+/// stage's program from schedules.hpp, so the bubble, the point-to-point sends and each
+/// stage's peak activation memory come out of the simulation.
+///
+///  - Model chunks: virtual stage k = c·p + i holds layers_per_chunk(L, p, v)[k] layers
+///    (model/parallel.hpp), numbered in virtual-stage order; the LM head runs on the last
+///    virtual stage (its forward after the chunk's layers, its backward before them).
+///  - Forward of (micro-batch m, chunk): per layer the forward time of one micro-batch
+///    (Builder's fwd_s: (forward_s - head_forward_s) / L), allocating the layer's activations.
+///  - Backward: the head's backward, then per layer (last first) the recompute under full
+///    recompute and the backward, which frees the layer's activations. zb-h1 splits each
+///    layer's backward into B (input gradient) and W (weight gradient), each half the
+///    layer's backward time and FLOPs; the recompute and the head's backward go with B, and
+///    the activations are freed by W (the weight gradient reads the layer's saved inputs).
+///  - Point-to-point: the activation of (m, k) sent from virtual stage k to k+1 after the
+///    forward, its gradient from k+1 to k after the backward (or B): a two-member collective
+///    (the sender's and the receiver's p2p streams, one per direction and peer so that a
+///    send never waits behind an unrelated receive) of one phase: StepPlan::p2p_latency_s,
+///    then p2p_bytes at the pp_fabric link's rate (the NICs when the stages sit on different
+///    nodes, else the intra-node link), loading that link of both stages. The forward of
+///    (m, k) waits for its activation, the backward of (m, k) for its gradient. Played as a
+///    two-rank broadcast (bus factor 1: the bytes cross the link once).
+///  - Data parallelism within each stage (ddp or zero1 only): after the stage's last
+///    backward, its gradients (its layers, the root unit on the first stage, the LM head on
+///    the last) in one collective over `fabric`, the contiguous buffer Megatron reduces at
+///    the end of the pipeline flush: all-reduce (ddp), or reduce-scatter, the sharded
+///    optimizer and the all-gather of the updated parameters (zero1, Megatron's distributed
+///    optimizer). The optimizer time is optimizer_s x the stage's share of the parameters.
+/// The step ends when every stage is done.
+#include "simulator/lowering_common.hpp"
+
+#include "model/parallel.hpp"
+#include "simulator/internal_error.hpp"
+#include "simulator/schedules.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <numeric>
+#include <stdexcept>
+
+namespace stepcast::sim::lowering {
+
+namespace {
+
+/// One stage's streams; the p2p ones are added when first used (-1: none yet).
+struct StageStreams {
+  int compute = -1;
+  int nccl = -1;
+  int send_fwd = -1, recv_fwd = -1, send_bwd = -1, recv_bwd = -1;
+};
+
+/// The first and last task of one forward or backward op of one (micro-batch, chunk).
+struct OpTasks {
+  int first = -1;
+  int last = -1;
+};
+
+enum class Part { whole, input, weight };
+
+/// Throws std::invalid_argument when `p` cannot be lowered as a pipeline.
+void check_pipeline_plan(const StepPlan& p) {
+  auto refuse = [](const std::string& why) { throw std::invalid_argument("pipeline lowering: " + why); };
+  if (p.vpp < 1) refuse(fmt::format("vpp {} must be >= 1", p.vpp));
+  if (p.strategy != Strategy::ddp && p.strategy != Strategy::zero1)
+    refuse(fmt::format("data-parallel sharding {} inside a stage: only ddp or zero1 are lowered with pp > 1",
+                       name(p.strategy)));
+  if (!p.groups.empty()) refuse("rank classes (stragglers) with pp > 1: every stage is one rank class");
+  if (p.micro_steps > INT_MAX) refuse(fmt::format("{} micro-batches", p.micro_steps));
+  if (p.p2p_bytes < 0 || p.p2p_latency_s < 0) refuse("negative p2p bytes or latency");
+  const double link_GBps = p.pp_fabric.inter ? p.pp_fabric.inter->bw_GBps : p.pp_fabric.intra.bw_GBps;
+  if (p.p2p_bytes > 0 && !(link_GBps > 0)) refuse("p2p bytes on a pp_fabric link of no bandwidth");
+  if (!p.stage_static_memory_bytes.empty() && static_cast<int>(p.stage_static_memory_bytes.size()) != p.pp)
+    refuse(fmt::format("{} stage static memories for {} stages", p.stage_static_memory_bytes.size(), p.pp));
+  if (2.0 * p.layers * static_cast<double>(p.micro_steps) > kMaxTasks)
+    throw InternalError(fmt::format("a pipeline of {} layers and {} micro-batches: more than {} tasks", p.layers,
+                                    p.micro_steps, kMaxTasks));
+}
+
+class PipelineBuilder {
+ public:
+  explicit PipelineBuilder(const StepPlan& p);
+  StepGraph build();
+
+ private:
+  void add_stage(int i);
+  int task(int stage, const std::string& name, TaskCategory c, double s, double flops, double alloc, double free);
+  int tp_after(int stage, const std::vector<TpCollective>& list, int after, const std::string& what);
+  OpTasks forward(int m, int k);
+  OpTasks backward(int m, int k, Part part);
+  void play_programs(const std::vector<StageProgram>& programs);
+  int p2p_stream(int stage, bool forward, bool send);
+  int p2p(int from, int to, bool forward, int m, int k, int after);
+  void link_stages(const std::vector<StageProgram>& programs);
+  int stage_collective(int stage, const std::string& name, const std::string& purpose, Collective c, double bytes,
+                       int after);
+  void data_parallel(int stage, int last);
+  double stage_param_bytes(int i) const;
+  double stage_grad_bytes(int i) const;
+  /// The stage's share of the model's parameter bytes (of its layers when there are none).
+  double stage_share(int i) const;
+
+  const StepPlan& p_;
+  StepGraph g_;
+  int P_ = 1, V_ = 1, M_ = 1;                 ///< stages, virtual stages, micro-batches
+  std::vector<int> chunk_layers_, first_layer_;  ///< per virtual stage
+  std::vector<int> stage_layers_;
+  std::vector<StageStreams> st_;
+  std::vector<OpTasks> fwd_, bwd_;            ///< per m·V + k; bwd_: the whole backward or B
+  std::vector<int> stage_last_;               ///< each stage's last compute task
+  double fwd_s_ = 0, bwd_s_ = 0, rec_s_ = 0;
+};
+
+PipelineBuilder::PipelineBuilder(const StepPlan& p) : p_(p) {
+  P_ = p.pp;
+  V_ = p.pp * p.vpp;
+  M_ = static_cast<int>(p.micro_steps);
+  chunk_layers_ = layers_per_chunk(p.layers, p.pp, p.vpp);
+  stage_layers_ = layers_per_stage(p.layers, p.pp, p.vpp);
+  first_layer_.assign(V_, 1);
+  for (int k = 1; k < V_; ++k) first_layer_[k] = first_layer_[k - 1] + chunk_layers_[k - 1];
+  const double L = p.layers;
+  fwd_s_ = std::max(0.0, p.micro.forward_s - p.micro.head_forward_s) / L;
+  bwd_s_ = std::max(0.0, p.micro.backward_s - p.micro.head_backward_s) / L;
+  rec_s_ = p.micro.recompute_s / L;
+  for (int i = 0; i < P_; ++i) add_stage(i);
+  fwd_.assign(static_cast<std::size_t>(M_) * V_, OpTasks{});
+  bwd_ = fwd_;
+  stage_last_.assign(P_, -1);
+}
+
+double PipelineBuilder::stage_param_bytes(int i) const {
+  return stage_layers_[i] * p_.layer_param_bytes + (i == 0 ? p_.root_param_bytes - p_.head_param_bytes : 0) +
+         (i == P_ - 1 ? p_.head_param_bytes : 0);
+}
+
+double PipelineBuilder::stage_grad_bytes(int i) const {
+  return stage_layers_[i] * p_.layer_grad_bytes + (i == 0 ? p_.root_grad_bytes - p_.head_grad_bytes : 0) +
+         (i == P_ - 1 ? p_.head_grad_bytes : 0);
+}
+
+double PipelineBuilder::stage_share(int i) const {
+  const double all_params = p_.layers * p_.layer_param_bytes + p_.root_param_bytes;
+  return all_params > 0 ? stage_param_bytes(i) / all_params : static_cast<double>(stage_layers_[i]) / p_.layers;
+}
+
+void PipelineBuilder::add_stage(int i) {
+  const double share = stage_share(i);
+  RankClass rc;
+  rc.name = fmt::format("stage {}", i);
+  rc.ranks = std::max(1, p_.gpus / P_);
+  rc.nodes = std::max(1, p_.nodes / P_);
+  rc.comm_slowdown = p_.comm_slowdown;
+  rc.static_memory_bytes =
+      p_.stage_static_memory_bytes.empty() ? p_.static_memory_bytes * share : p_.stage_static_memory_bytes[i];
+  g_.classes.push_back(rc);
+  RankClass& c = g_.classes.back();
+  const bool p2p_inter = p_.pp_fabric.inter.has_value();
+  if (p_.gpus_per_node > 1 || p_.tp > 1 || !p2p_inter) {
+    double GBps = p_.tp > 1 ? p_.tp_fabric.intra.bw_GBps : p_.fabric.intra.bw_GBps;
+    if (!(GBps > 0)) GBps = p_.pp_fabric.intra.bw_GBps;
+    if (GBps > 0) c.intra_resource = g_.add_link(fmt::format("intra-node ring per GPU [stage {}]", i), GBps);
+  }
+  const bool dp_inter = p_.nodes > 1 && p_.fabric.inter;
+  if (dp_inter || p2p_inter) {
+    const double GBps = dp_inter ? p_.fabric.inter->bw_GBps : p_.pp_fabric.inter->bw_GBps;
+    g_.classes.back().nic_resource = g_.add_link(fmt::format("NICs per node [stage {}]", i), GBps);
+  }
+  StageStreams s;
+  s.compute = g_.add_stream("compute", StreamKind::compute, i);
+  s.nccl = p_.comm_on_compute_stream ? s.compute : g_.add_stream("nccl", StreamKind::communication, i);
+  st_.push_back(s);
+}
+
+int PipelineBuilder::task(int stage, const std::string& name, TaskCategory c, double s, double flops, double alloc,
+                          double free) {
+  const int t = g_.add_compute(st_[stage].compute, name, c, s, flops);
+  g_.tasks[t].alloc_bytes = alloc;
+  g_.tasks[t].free_bytes = free;
+  return t;
+}
+
+/// The TP collectives `list` after task `after` on the stage's compute stream (one member:
+/// the stage's class stands for every TP group of the stage); returns the last task.
+int PipelineBuilder::tp_after(int stage, const std::vector<TpCollective>& list, int after, const std::string& what) {
+  int last = after;
+  for (const TpCollective& c : list)
+    for (int n = 0; n < c.count; ++n) {
+      std::vector<CollectivePhase> phases;
+      if (p_.tp > 1 && c.bytes > 0) phases = collective_phases(c.op, c.bytes, p_.tp_fabric, p_.algorithm);
+      const auto ids = g_.add_collective(fmt::format("tp {} {}", name(c.op), what),
+                                         fmt::format("tensor-parallel {}", name(c.op)), FabricScope::intra_node,
+                                         c.op, c.bytes, std::move(phases), {{st_[stage].compute, {last}}});
+      g_.ops[g_.tasks[ids[0]].op].ranks = p_.tp;
+      last = ids[0];
+    }
+  return last;
+}
+
+OpTasks PipelineBuilder::forward(int m, int k) {
+  const int i = k % P_;
+  OpTasks ot;
+  for (int l = first_layer_[k]; l < first_layer_[k] + chunk_layers_[k]; ++l) {
+    const std::string n = fmt::format("fwd L{} m{}", l, m);
+    const int t = task(i, n, TaskCategory::forward, fwd_s_, p_.layer_flops_forward, p_.activation_bytes_per_layer, 0);
+    if (ot.first < 0) ot.first = t;
+    ot.last = tp_after(i, p_.tp_forward, t, n);
+  }
+  if (k == V_ - 1) {
+    const std::string n = fmt::format("fwd head m{}", m);
+    const int t = task(i, n, TaskCategory::head, p_.micro.head_forward_s, p_.head_flops_forward, p_.logits_bytes, 0);
+    ot.last = tp_after(i, p_.tp_head_forward, t, n);
+  }
+  return ot;
+}
+
+OpTasks PipelineBuilder::backward(int m, int k, Part part) {
+  const int i = k % P_;
+  OpTasks ot;
+  auto keep = [&](int t) {
+    if (ot.first < 0) ot.first = t;
+    ot.last = t;
+  };
+  if (part != Part::weight && k == V_ - 1) {
+    const std::string n = fmt::format("bwd head m{}", m);
+    keep(task(i, n, TaskCategory::head, p_.micro.head_backward_s, p_.head_flops_backward, 0, p_.logits_bytes));
+    ot.last = tp_after(i, p_.tp_head_backward, ot.last, n);
+  }
+  const double half = part == Part::whole ? 1.0 : 0.5;
+  const char* what = part == Part::whole ? "bwd" : part == Part::input ? "bwd-input" : "bwd-weight";
+  for (int l = first_layer_[k] + chunk_layers_[k] - 1; l >= first_layer_[k]; --l) {
+    if (part != Part::weight && rec_s_ > 0) {
+      const std::string n = fmt::format("recompute L{} m{}", l, m);
+      keep(task(i, n, TaskCategory::recompute, rec_s_, p_.layer_flops_recompute, 0, 0));
+      ot.last = tp_after(i, p_.tp_recompute, ot.last, n);
+    }
+    const std::string n = fmt::format("{} L{} m{}", what, l, m);
+    const double free = part == Part::input ? 0 : p_.activation_bytes_per_layer;
+    keep(task(i, n, TaskCategory::backward, bwd_s_ * half, p_.layer_flops_backward * half, 0, free));
+    if (part != Part::weight) ot.last = tp_after(i, p_.tp_backward, ot.last, n);
+  }
+  return ot;
+}
+
+/// Pass 1: every stage's compute tasks in its program's order (no cross-stage dependency yet).
+void PipelineBuilder::play_programs(const std::vector<StageProgram>& programs) {
+  for (int i = 0; i < P_; ++i) {
+    for (const PipeOp& op : programs[i]) {
+      const int k = virtual_stage(i, op.chunk, P_);
+      const std::size_t at = static_cast<std::size_t>(op.micro_batch) * V_ + k;
+      OpTasks t;
+      switch (op.kind) {
+        case PipeOp::forward: t = fwd_[at] = forward(op.micro_batch, k); break;
+        case PipeOp::backward: t = bwd_[at] = backward(op.micro_batch, k, Part::whole); break;
+        case PipeOp::backward_input: t = bwd_[at] = backward(op.micro_batch, k, Part::input); break;
+        case PipeOp::backward_weight: t = backward(op.micro_batch, k, Part::weight); break;
+      }
+      stage_last_[i] = t.last;
+    }
+  }
+}
+
+int PipelineBuilder::p2p_stream(int stage, bool forward, bool send) {
+  StageStreams& s = st_[stage];
+  int& id = forward ? (send ? s.send_fwd : s.recv_fwd) : (send ? s.send_bwd : s.recv_bwd);
+  if (id < 0)
+    id = g_.add_stream(fmt::format("p2p {} {}", send ? "send" : "recv", forward ? "activations" : "gradients"),
+                       StreamKind::communication, stage);
+  return id;
+}
+
+/// The send of (m, k)'s activation (forward) or gradient from stage `from` to `to` after
+/// task `after`; returns the receiver's member task.
+int PipelineBuilder::p2p(int from, int to, bool forward, int m, int k, int after) {
+  std::vector<CollectivePhase> phases;
+  const bool inter = p_.pp_fabric.inter.has_value();
+  if (p_.p2p_bytes > 0 || p_.p2p_latency_s > 0) {
+    CollectivePhase ph;
+    ph.collective = Collective::broadcast;
+    ph.level = inter ? FabricScope::inter_node : FabricScope::intra_node;
+    ph.bytes = p_.p2p_bytes;
+    ph.latency_s = p_.p2p_latency_s;
+    ph.algbw_GBps = inter ? p_.pp_fabric.inter->bw_GBps : p_.pp_fabric.intra.bw_GBps;
+    const int link = inter ? g_.classes[from].nic_resource : g_.classes[from].intra_resource;
+    // Alone the phase runs at the pp link's rate: load = the resource's capacity / that rate.
+    const double load = link >= 0 && ph.algbw_GBps > 0 ? g_.links[link].capacity_GBps / ph.algbw_GBps : 0;
+    (inter ? ph.inter_load : ph.intra_load) = load;
+    ph.algorithm = "p2p";
+    ph.protocol = "Simple";
+    phases.push_back(ph);
+  }
+  const std::string n = fmt::format("p2p {} m{} vs{}->vs{}", forward ? "activation" : "gradient", m, k,
+                                    forward ? k + 1 : k - 1);
+  const auto ids = g_.add_collective(
+      n, forward ? "pipeline p2p (activations)" : "pipeline p2p (gradients)",
+      inter ? FabricScope::inter_node : FabricScope::intra_node, Collective::broadcast, p_.p2p_bytes,
+      std::move(phases), {{p2p_stream(from, forward, true), {after}}, {p2p_stream(to, forward, false), {}}});
+  g_.ops[g_.tasks[ids[0]].op].ranks = 2;
+  return ids[1];
+}
+
+/// Pass 2: the sends, in each sender's program order (so a channel's two streams hold its
+/// sends in the same order), and the receivers' waits on them.
+void PipelineBuilder::link_stages(const std::vector<StageProgram>& programs) {
+  for (int i = 0; i < P_; ++i) {
+    for (const PipeOp& op : programs[i]) {
+      const int k = virtual_stage(i, op.chunk, P_);
+      const std::size_t at = static_cast<std::size_t>(op.micro_batch) * V_ + k;
+      if (op.kind == PipeOp::forward && k + 1 < V_) {
+        const int recv = p2p(i, (k + 1) % P_, true, op.micro_batch, k, fwd_[at].last);
+        g_.tasks[fwd_[at + 1].first].deps.push_back(recv);
+      }
+      const bool grad_out = op.kind == PipeOp::backward || op.kind == PipeOp::backward_input;
+      if (grad_out && k > 0) {
+        const int recv = p2p(i, (k - 1) % P_, false, op.micro_batch, k, bwd_[at].last);
+        g_.tasks[bwd_[at - 1].first].deps.push_back(recv);
+      }
+    }
+  }
+}
+
+int PipelineBuilder::stage_collective(int stage, const std::string& name, const std::string& purpose, Collective c,
+                                      double bytes, int after) {
+  std::vector<CollectivePhase> phases;
+  if (p_.fabric.ranks() > 1 && bytes > 0) phases = collective_phases(c, bytes, p_.fabric, p_.algorithm);
+  return g_.add_collective(name, purpose, FabricScope::all, c, bytes, std::move(phases), {{st_[stage].nccl, {after}}})
+      .front();
+}
+
+/// Pass 3: the stage's gradient reduction, optimizer and (zero1) parameter all-gather.
+void PipelineBuilder::data_parallel(int i, int last) {
+  const double share = stage_share(i);
+  const bool dp = p_.fabric.ranks() > 1;
+  const bool zero1 = p_.strategy == Strategy::zero1;
+  int ready = last;
+  if (dp)
+    ready = stage_collective(i, zero1 ? "reduce-scatter grads" : "all-reduce grads",
+                             zero1 ? "gradient reduce-scatter (per stage)" : "gradient all-reduce (per stage)",
+                             zero1 ? Collective::reduce_scatter : Collective::all_reduce, stage_grad_bytes(i), last);
+  const int opt = task(i, "optimizer step", TaskCategory::optimizer, p_.optimizer_s * share, 0, 0, 0);
+  g_.tasks[opt].deps.push_back(ready);
+  if (dp && zero1)
+    stage_collective(i, "all-gather params", "parameter all-gather (after step)", Collective::all_gather,
+                     stage_param_bytes(i), opt);
+}
+
+StepGraph PipelineBuilder::build() {
+  const std::vector<StageProgram> programs = schedule(p_.schedule, P_, M_, p_.vpp);
+  play_programs(programs);
+  link_stages(programs);
+  for (int i = 0; i < P_; ++i) data_parallel(i, stage_last_[i]);
+  g_.pipeline = true;
+  return std::move(g_);
+}
+
+}  // namespace
+
+StepGraph lower_pipeline(const StepPlan& plan) {
+  check_pipeline_plan(plan);
+  return PipelineBuilder(plan).build();
+}
+
+}  // namespace stepcast::sim::lowering

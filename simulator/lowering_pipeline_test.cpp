@@ -1,0 +1,241 @@
+// Rules of the pipeline lowering (lowering_pipeline.cpp): stages as rank classes playing
+// the schedules of schedules.hpp, so that the simulated step shows each schedule's bubble,
+// the p2p sends on the critical path and each stage's in-flight activations.
+#include "simulator/lowering.hpp"
+
+#include "model/parallel.hpp"
+#include "simulator/bounds.hpp"
+#include "simulator/lowering_test_plan.hpp"
+#include "simulator/schedules.hpp"
+#include "simulator/simulation.hpp"
+
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+
+using namespace stepcast;
+using namespace stepcast::sim;
+using namespace stepcast::sim::testing;
+
+namespace {
+
+/// 8 layers, one micro-batch through all of them: forward 0.8 s (0.1 s a layer), backward
+/// 1.6 s (0.2 s a layer), no LM-head time, no optimizer; one GPU per stage (dp = 1), the
+/// stages on one node joined by NVLink, p2p free (0 bytes, 0 latency).
+StepPlan pipe_plan(const std::string& schedule, int pp, std::int64_t m, int vpp = 1) {
+  StepPlan p = plan(Strategy::ddp, m);
+  p.layers = 8;
+  p.micro.forward_s = 0.8;
+  p.micro.backward_s = 1.6;
+  p.micro.head_forward_s = p.micro.head_backward_s = 0;
+  p.optimizer_s = 0;
+  p.pp = pp;
+  p.vpp = vpp;
+  p.schedule = schedule;
+  p.gpus = p.gpus_per_node = pp;
+  p.nodes = 1;
+  p.fabric.intra.ranks = 1;
+  p.fabric.inter.reset();
+  p.pp_fabric.arch = GpuArch::ampere;
+  p.pp_fabric.intra = FabricLevel{2, LinkClass::nvlink, 240.0, 0.0, "nvlink3", 0};
+  return p;
+}
+
+double step_s(const StepPlan& p) { return simulate(lower_step(p)).step_s(); }
+
+/// (step - busy) / busy with busy = m (tf + tb) of one stage: the bubble fraction.
+double bubble(const StepPlan& p) {
+  const double busy = static_cast<double>(p.micro_steps) * (p.micro.forward_s + p.micro.backward_s) / p.pp;
+  return (step_s(p) - busy) / busy;
+}
+
+std::string refusal(const StepPlan& p) {
+  try {
+    lower_step(p);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("gpipe and 1f1b with free communication take (m + p - 1)(tf + tb), as the replay") {
+  // p = 4 stages of 2 layers: tf = 0.2 s, tb = 0.4 s; m = 8: (8 + 3) x 0.6 = 6.6 s.
+  for (const char* s : {"gpipe", "1f1b"}) {
+    CHECK(step_s(pipe_plan(s, 4, 8)) == doctest::Approx(6.6));
+    CHECK(step_s(pipe_plan(s, 4, 8)) ==
+          doctest::Approx(replay(schedule(s, 4, 8, 1), 8, 1, PipeOpDurations{0.2, 0.4, 0.2, 0.2}).step));
+  }
+  // One micro-batch: the chain of 4 forwards and 4 backwards, 4 x 0.6 = 2.4 s.
+  CHECK(step_s(pipe_plan("1f1b", 4, 1)) == doctest::Approx(2.4));
+  // Stage i's last backward ends (p - 1 - i) tb before stage 0's: 6.6 - 3 x 0.4 = 5.4 s.
+  const StepGraph g = lower_step(pipe_plan("1f1b", 4, 8));
+  const SimResult r = simulate(g);
+  CHECK(to_seconds(r.tasks[task_named(g, "bwd L1 m7")].end) == doctest::Approx(6.6));
+  CHECK(to_seconds(r.tasks[task_named(g, "bwd L7 m7")].end) == doctest::Approx(5.4));
+}
+
+TEST_CASE("interleaved takes (m v + p - 1) chunk units, zb-h1 (p - 1)(tf + B - W) of bubble") {
+  // p = 4, v = 2: 8 chunks of 1 layer, tf = 0.1 s, tb = 0.2 s a chunk; m = 8:
+  // (8 x 2 + 3) x 0.3 = 5.7 s, below 1f1b's 6.6 s.
+  CHECK(step_s(pipe_plan("interleaved", 4, 8, 2)) == doctest::Approx(5.7));
+  // zb-h1: B = W = 0.2 s (half the stage's backward), busy 8 x 0.6 = 4.8 s, bubble
+  // 3 x (0.2 + 0.2 - 0.2) = 0.6 s: 5.4 s.
+  CHECK(step_s(pipe_plan("zb-h1", 4, 8)) == doctest::Approx(5.4));
+  CHECK(step_s(pipe_plan("zb-h1", 4, 8)) ==
+        doctest::Approx(replay(schedule("zb-h1", 4, 8, 1), 8, 1, PipeOpDurations{0.2, 0.4, 0.2, 0.2}).step));
+}
+
+TEST_CASE("the 1f1b bubble is (p - 1)/m: it grows with p and falls with m") {
+  // m = 8: p = 2, 4, 8 -> 1/8, 3/8, 7/8.
+  CHECK(bubble(pipe_plan("1f1b", 2, 8)) == doctest::Approx(1.0 / 8));
+  CHECK(bubble(pipe_plan("1f1b", 4, 8)) == doctest::Approx(3.0 / 8));
+  CHECK(bubble(pipe_plan("1f1b", 8, 8)) == doctest::Approx(7.0 / 8));
+  // p = 4: m = 4, 8, 16 -> 3/4, 3/8, 3/16, model/parallel.hpp's formula.
+  for (int m : {4, 8, 16}) CHECK(bubble(pipe_plan("1f1b", 4, m)) == doctest::Approx(bubble_fraction_1f1b(4, m)));
+  // Interleaved (p - 1)/(v m): p = 4, v = 2, m = 8 -> 3/16.
+  CHECK(bubble(pipe_plan("interleaved", 4, 8, 2)) == doctest::Approx(bubble_fraction_interleaved(4, 8, 2)));
+}
+
+TEST_CASE("p2p sends on a slow link lie on the critical path") {
+  // One stage per node, 100 MB per send over a 12.5 GB/s NIC: 8 ms + 10 us each. One
+  // micro-batch is a chain: 4 x 0.6 s of compute plus 3 sends forward and 3 back,
+  // 2.4 + 6 x 0.00801 = 2.44806 s.
+  StepPlan p = pipe_plan("1f1b", 4, 1);
+  p.nodes = 4;
+  p.gpus_per_node = 1;
+  p.pp_fabric.inter = FabricLevel{2, LinkClass::network, 12.5, 0.0, "1x roce-100g", 1};
+  p.p2p_bytes = 100e6;
+  p.p2p_latency_s = 10e-6;
+  const StepGraph g = lower_step(p);
+  CHECK(count_ops(g, "pipeline p2p (activations)") == 3);
+  CHECK(count_ops(g, "pipeline p2p (gradients)") == 3);
+  CHECK(step_s(p) == doctest::Approx(2.44806));
+  // The forward of micro-batch 0 on stage 1 (layer 3) waits for the activation from stage 0.
+  const int recv = g.tasks[task_named(g, "fwd L3 m0")].deps.back();
+  CHECK(g.ops[g.tasks[recv].op].name == "p2p activation m0 vs0->vs1");
+  // Latency alone (0 bytes, 1 ms a send): 2.4 + 6 x 0.001 = 2.406 s.
+  StepPlan lat = p;
+  lat.p2p_bytes = 0;
+  lat.p2p_latency_s = 1e-3;
+  CHECK(step_s(lat) == doctest::Approx(2.406));
+  // With 8 micro-batches the ramp-up and the drain still cross 3 links each: at least
+  // 6.6 + 6 x 0.00801 s.
+  p.micro_steps = 8;
+  CHECK(step_s(p) >= 6.6 + 6 * 0.00801 - 1e-9);
+}
+
+TEST_CASE("stage 0 keeps p micro-batches of activations under 1f1b and m under gpipe") {
+  // 1 GB of activations a layer, 2 layers a stage: 2 GB a micro-batch; 0.5 GB of logits on
+  // the last stage. p = 4, m = 8.
+  auto peak = [](const std::string& s, int v, int stage) {
+    StepPlan p = pipe_plan(s, 4, 8, v);
+    p.activation_bytes_per_layer = 1e9;
+    p.logits_bytes = 0.5e9;
+    return simulate(lower_step(p)).peak_memory_bytes[stage];
+  };
+  CHECK(peak("1f1b", 1, 0) == doctest::Approx(4 * 2e9));
+  CHECK(peak("gpipe", 1, 0) == doctest::Approx(8 * 2e9));
+  // The last stage holds one micro-batch and its logits (freed by the head's backward).
+  CHECK(peak("1f1b", 1, 3) == doctest::Approx(2e9 + 0.5e9));
+  // Interleaved p = 4, v = 2: stage 0 holds 11 one-layer chunks (schedules_test).
+  CHECK(peak("interleaved", 2, 0) == doctest::Approx(11e9));
+  // zb-h1 frees activations with W: stage 0 holds p micro-batches, as 1f1b.
+  CHECK(peak_awaiting_weight_gradient(schedule("zb-h1", 4, 8, 1)[0]) == 4);
+  CHECK(peak("zb-h1", 1, 0) == doctest::Approx(4 * 2e9));
+}
+
+TEST_CASE("each stage reduces its own gradients: ddp all-reduce, zero1 reduce-scatter and all-gather") {
+  // dp = 2 inside the node: stage 0 holds 2 layers and the embeddings (50 - 20 MB), stage 3
+  // 2 layers and the LM head (20 MB), the others 2 layers: 230, 200, 200, 220 MB.
+  StepPlan p = pipe_plan("1f1b", 4, 4);
+  p.gpus = p.gpus_per_node = 8;
+  p.fabric.intra.ranks = 2;
+  p.optimizer_s = 0.085;
+  const StepGraph g = lower_step(p);
+  REQUIRE(count_ops(g, "gradient all-reduce (per stage)") == 4);
+  double bytes[4] = {0, 0, 0, 0};
+  for (const CollectiveOp& o : g.ops)
+    if (o.purpose == "gradient all-reduce (per stage)")
+      bytes[g.streams[g.tasks[o.members[0]].stream].rank_class] = o.bytes;
+  CHECK(bytes[0] == doctest::Approx(230e6));
+  CHECK(bytes[1] == doctest::Approx(200e6));
+  CHECK(bytes[3] == doctest::Approx(220e6));
+  // Each stage's optimizer waits for its all-reduce; its time is the stage's share of the
+  // 8 x 100 + 50 = 850 MB of parameters: stage 1, 200/850 x 0.085 = 0.02 s.
+  for (std::size_t t = 0; t < g.tasks.size(); ++t) {
+    if (g.tasks[t].name != "optimizer step" || g.streams[g.tasks[t].stream].rank_class != 1) continue;
+    CHECK(g.tasks[t].work_s == doctest::Approx(0.02));
+    CHECK(g.ops[g.tasks[g.tasks[t].deps.back()].op].purpose == "gradient all-reduce (per stage)");
+  }
+  p.strategy = Strategy::zero1;
+  const StepGraph z = lower_step(p);
+  CHECK(count_ops(z, "gradient reduce-scatter (per stage)") == 4);
+  CHECK(count_ops(z, "parameter all-gather (after step)") == 4);
+  CHECK(simulate(z).step_s() > 0);
+}
+
+TEST_CASE("the pipeline lowering refuses what it does not model, naming the rule") {
+  StepPlan p = pipe_plan("1f1b", 4, 8);
+  p.strategy = Strategy::zero2;
+  CHECK(refusal(p).find("only ddp or zero1") != std::string::npos);
+  p.strategy = Strategy::ddp;
+  p.groups = {RankGroup{"all ranks", 3, 1}, RankGroup{"straggler", 1, 1, 0.5}};
+  CHECK(refusal(p).find("stragglers") != std::string::npos);
+  p.groups.clear();
+  p.schedule = "pipedream";
+  CHECK(refusal(p).find("unknown pipeline schedule") != std::string::npos);
+  p.schedule = "1f1b";
+  p.pp = 0;
+  CHECK(refusal(p).find("pp 0") != std::string::npos);
+}
+
+TEST_CASE("pp = 1 leaves the data-parallel lowering as it was") {
+  StepPlan p = plan(Strategy::ddp, 2);
+  const StepGraph before = lower_step(p);
+  p.schedule = "gpipe";
+  p.p2p_bytes = 1e9;
+  const StepGraph after = lower_step(p);
+  CHECK_FALSE(after.pipeline);
+  CHECK(after.tasks.size() == before.tasks.size());
+  CHECK(simulate(after).step_s() == simulate(before).step_s());
+}
+
+TEST_CASE("tensor parallelism inside a stage: each layer's TP collectives on that stage alone") {
+  // TP 2 without SP: 2 all-reduces a layer forward and 2 backward (model/parallel.hpp), each
+  // a one-member op on the stage's compute stream. p = 2, m = 2, 8 layers: 4 x 8 x 2 = 64.
+  StepPlan p = pipe_plan("1f1b", 2, 2);
+  p.tp = 2;
+  p.gpus = 4;
+  p.tp_fabric.arch = GpuArch::ampere;
+  p.tp_fabric.intra = FabricLevel{2, LinkClass::nvlink, 240.0, 0.0, "nvlink3", 0};
+  const TpLayerComm layer = tp_layer_comm(4096, 4096, 2, 2, false, Recompute::none);
+  p.tp_forward = layer.forward;
+  p.tp_backward = layer.backward;
+  const StepGraph g = lower_step(p);
+  CHECK(count_ops(g, "tensor-parallel all_reduce") == 64);
+  for (const CollectiveOp& o : g.ops)
+    if (o.purpose == "tensor-parallel all_reduce") CHECK(o.members.size() == 1);
+  // The TP all-reduces lengthen the step beyond free communication's (2 + 1) x 1.2 = 3.6 s.
+  CHECK(step_s(p) > 3.6);
+}
+
+TEST_CASE("a 16-stage interleaved pipeline holds tasks linear in layers x micro-batches") {
+  // L = 128, p = 16, v = 4, m = 64, dp = 1: compute 2 L m + 2 m (head) + p (optimizers) =
+  // 16528; sends (p v - 1) m each way, 2 members each: 63 x 64 x 4 = 16128.
+  StepPlan p = pipe_plan("interleaved", 16, 64, 4);
+  p.layers = 128;
+  p.micro.head_forward_s = 0.01;
+  p.micro.head_backward_s = 0.02;
+  p.p2p_bytes = 50e6;
+  p.p2p_latency_s = 20e-6;
+  const StepGraph g = lower_step(p);
+  CHECK(g.tasks.size() == 16528 + 16128);
+  CHECK(g.classes.size() == 16);
+  // Free communication would take (m v + p - 1) chunk units of 2 layers of
+  // (0.79 + 1.58) / 128 s each, plus the head on the critical path; the sends only add time.
+  const SimResult r = simulate(g);
+  CHECK(r.step_s() > (64 * 4 + 15) * (2 * (0.79 + 1.58) / 128));
+}
