@@ -202,7 +202,9 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
   j["nodes"] = p.nodes;
   j["gpus_per_node"] = p.gpus_per_node;
   j["strategy"] = str(name(p.strategy));
-  j["parallel"] = {{"tp", sc.strategy.tp}, {"sp", sc.strategy.sp}, {"dp", p.gpus / sc.strategy.tp}};
+  j["parallel"] = {{"tp", sc.strategy.tp},         {"sp", sc.strategy.sp},
+                   {"pp", sc.strategy.pp},         {"vpp", sc.strategy.vpp},
+                   {"schedule", sc.strategy.schedule}, {"dp", sc.strategy.dp(p.gpus)}};
   j["gpu"] = p.gpu;
   j["hardware"] = p.hardware;
   j["training"] = training_json(sc.training);

@@ -219,9 +219,13 @@ std::string header_section(const Scenario& sc, const Prediction& p, const std::s
                      sc.model.name, params(static_cast<double>(p.parameters)), p.gpus,
                      plural(p.nodes, "node"), p.gpus_per_node, p.gpu);
   const StrategySpec& st = sc.strategy;
-  out += fmt::format("  strategy {}{} | hardware {}\n", name(p.strategy),
-                     st.tp > 1 ? fmt::format(" | tensor parallel {}{} x data parallel {}", st.tp,
-                                             st.sp ? " (sequence parallel)" : "", p.gpus / st.tp)
+  out += fmt::format("  strategy {}{}{} | hardware {}\n", name(p.strategy),
+                     st.tp > 1 || st.pp > 1
+                         ? fmt::format(" | tensor parallel {}{} x data parallel {}", st.tp,
+                                       st.sp ? " (sequence parallel)" : "", st.dp(p.gpus))
+                         : "",
+                     st.pp > 1 ? fmt::format(" x pipeline {} ({}{})", st.pp, st.schedule,
+                                             st.vpp > 1 ? fmt::format(", {} chunks per stage", st.vpp) : "")
                                : "",
                      p.hardware);
   const TrainingSpec& tr = sc.training;
@@ -235,7 +239,7 @@ std::string header_section(const Scenario& sc, const Prediction& p, const std::s
       "  batch: micro-batch {} x grad-accum {} x {} = {} samples/step x {} tokens = {} "
       "tokens/step\n",
       tr.micro_batch, tr.grad_accum,
-      sc.strategy.tp > 1 ? fmt::format("{} data-parallel replicas", p.gpus / sc.strategy.tp)
+      sc.strategy.tp > 1 || sc.strategy.pp > 1 ? fmt::format("{} data-parallel replicas", sc.strategy.dp(p.gpus))
                          : fmt::format("{} GPUs", p.gpus),
       grouped(p.global_batch_samples), tr.seq_len,
       grouped(p.tokens_per_step));

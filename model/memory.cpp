@@ -196,7 +196,8 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
   const double s = static_cast<double>(in.seq_len);
   const double w = working_bytes(in.precision);
   const double layers = static_cast<double>(spec.layers);
-  double bytes = layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, w, in.tp, in.sp);
+  const double stage_layers = std::ceil(layers / in.pp) * in.in_flight;  // stage 0 under a pipeline
+  double bytes = stage_layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, w, in.tp, in.sp);
   if (in.recompute == Recompute::full)
     bytes += layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, w, in.tp, in.sp);
   return bytes + outer_activation_bytes(spec, b, s, w);
@@ -362,9 +363,14 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
 
   require(in.tp >= 1 && (!in.sp || in.tp >= 2), "tp must be >= 1, and >= 2 with sequence parallelism");
   ParamCounts c = param_counts(spec, in.lora);
+  require(in.pp >= 1 && in.in_flight >= 1, "pp and in_flight must be >= 1");
   if (in.tp > 1) {  // Megatron splits every weight matrix and the vocabulary t ways
     for (double* v : {&c.stored, &c.per_layer, &c.largest_module, &c.trainable, &c.per_layer_trainable})
       *v /= in.tp;
+  }
+  if (in.pp > 1) {  // a stage holds 1/pp of the model (its layers; the split is near even)
+    c.stored /= in.pp;
+    c.trainable /= in.pp;
   }
   const std::int64_t n = shard_degree(in.strategy, in.gpus, in.gpus_per_node);
   const Strategy s = effective_strategy(in.strategy, n);

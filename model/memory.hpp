@@ -60,6 +60,12 @@ struct MemoryInputs {
   /// Korthikanti et al. 2022 Table 2's 10sbh) stay whole unless `sp` splits them too.
   int tp = 1;
   bool sp = false;
+  /// Pipeline stages: the first stage's GPU holds 1/pp of the model's state and its
+  /// layers' activations for `in_flight` micro-batches (model/parallel.hpp
+  /// in_flight_microbatches: 1F1B keeps p on stage 0, GPipe m); the logits are counted as on
+  /// the last stage, for one micro-batch. The largest of the stages, up to the uneven split.
+  int pp = 1;
+  double in_flight = 1;
   std::int64_t gpus_per_node = 1; ///< HYBRID_SHARD shards within a node
   double bucket_bytes = 25e6;     ///< DDP/ZeRO gradient bucket (PyTorch DDP default 25 MB)
   int prefetch_layers = 1;        ///< ZeRO-3/FSDP layers gathered ahead of use

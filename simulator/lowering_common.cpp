@@ -44,8 +44,11 @@ void Builder::add_class(const RankGroup& grp, bool several, const StreamLayout& 
         g_.add_link(fmt::format("intra-node ring per GPU ({}){}", intra.kind, who), intra.bw_GBps * grp.link_speed);
   }
   if (p_.nodes > 1 && p_.fabric.inter)
-    g_.classes[c].nic_resource = g_.add_link(fmt::format("NICs per node ({}){}", p_.fabric.inter->kind, who),
-                                             p_.fabric.inter->bw_GBps * grp.link_speed);
+    // The node's NICs: a fabric shared by several groups per node carries 1/nic_sharing of
+    // them per group (fabric.hpp), and its phases' inter loads count the node's bytes.
+    g_.classes[c].nic_resource =
+        g_.add_link(fmt::format("NICs per node ({}){}", p_.fabric.inter->kind, who),
+                    p_.fabric.inter->bw_GBps * p_.fabric.nic_sharing * grp.link_speed);
   const int cs = g_.add_stream("compute", StreamKind::compute, c);
   compute_.push_back(cs);
   if (p_.comm_on_compute_stream) {

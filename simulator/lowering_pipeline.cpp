@@ -166,7 +166,9 @@ void PipelineBuilder::add_stage(int i) {
   }
   const bool dp_inter = p_.nodes > 1 && p_.fabric.inter;
   if (dp_inter || p2p_inter) {
-    const double GBps = dp_inter ? p_.fabric.inter->bw_GBps : p_.pp_fabric.inter->bw_GBps;
+    // The node's NICs (a fabric's inter level is one group's share of them).
+    const double GBps = dp_inter ? p_.fabric.inter->bw_GBps * p_.fabric.nic_sharing
+                                 : p_.pp_fabric.inter->bw_GBps * p_.pp_fabric.nic_sharing;
     g_.classes.back().nic_resource = g_.add_link(fmt::format("NICs per node [stage {}]", i), GBps);
   }
   StageStreams s;

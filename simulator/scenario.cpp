@@ -5,6 +5,7 @@
 #include "base/suggest.hpp"
 #include "model/collective.hpp"
 #include "model/hf_config.hpp"
+#include "simulator/schedules.hpp"
 #include "topologies/hardware_file.hpp"
 
 #include <fmt/format.h>
@@ -173,6 +174,19 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
   errors.attempt([&] {
     if (obj.has("tp")) s.tp = obj.int32("tp", 1, limits::kMaxGpusPerNode);
     if (obj.has("sp")) s.sp = obj.boolean("sp");
+  });
+  errors.attempt([&] {
+    if (obj.has("pp")) s.pp = obj.int32("pp", 1, static_cast<int>(limits::kMaxLayers));
+    if (obj.has("vpp")) s.vpp = obj.int32("vpp", 1, static_cast<int>(limits::kMaxLayers));
+    if (auto sched = obj.optional_string("schedule")) {
+      std::vector<std::string> known;
+      for (const auto& info : sim::pipeline_schedules()) known.push_back(info.name);
+      if (std::find(known.begin(), known.end(), *sched) == known.end())
+        throw obj.error("schedule", "unknown pipeline schedule \"" + *sched + "\"" + did_you_mean(*sched, known) +
+                                        " (known: gpipe, 1f1b, interleaved, zb-h1)");
+      s.schedule = *sched;
+    }
+    if (s.vpp > 1 && !obj.has("schedule")) s.schedule = "interleaved";
   });
   errors.attempt([&] {
     if (auto r = obj.optional_string("reduce_dtype")) {
@@ -521,8 +535,40 @@ void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
   if (s.training.lora) throw InputError(w.file, at, "LoRA under tensor parallelism is not modelled yet");
 }
 
+/// Pipeline parallelism: pp·tp divides the GPUs; every stage (chunk) holds a layer; ddp or
+/// zero1 within a stage (Megatron's distributed optimizer is zero1; DeepSpeed's pipeline
+/// engine refuses ZeRO-2/3); the interleaved schedule needs vpp >= 2 and the micro-batches
+/// in groups of pp; no stragglers or LoRA with a pipeline yet.
+void check_pipeline(const Scenario& s, const ScenarioSource& w) {
+  const StrategySpec& st = s.strategy;
+  const std::string at = w.strategy + "/pp";
+  if (st.pp == 1) {
+    if (st.vpp > 1) throw InputError(w.file, w.strategy + "/vpp", "model chunks need a pipeline (pp >= 2)");
+    return;
+  }
+  const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
+  if (gpus % (static_cast<std::int64_t>(st.pp) * st.tp) != 0)
+    throw InputError(w.file, at, fmt::format("expected tp x pp ({} x {}) to divide the {} GPUs", st.tp, st.pp, gpus));
+  if (s.model.layers < static_cast<std::int64_t>(st.pp) * st.vpp)
+    throw InputError(w.file, at, fmt::format("expected at most {} stages x chunks: the model has {} layers",
+                                             s.model.layers, s.model.layers));
+  if (st.kind != Strategy::ddp && st.kind != Strategy::zero1)
+    throw InputError(w.file, w.strategy + "/name", "a pipeline runs ddp or zero1 within each stage (Megatron's "
+                                                   "distributed optimizer is zero1; ZeRO-2/3 and FSDP do not pipeline)");
+  const bool interleaved = st.schedule == "interleaved";
+  if (interleaved != (st.vpp > 1))
+    throw InputError(w.file, w.strategy + "/vpp", "the interleaved schedule and vpp >= 2 go together");
+  if (interleaved && s.training.grad_accum % st.pp != 0)
+    throw InputError(w.file, w.grad_accum, fmt::format("the interleaved schedule runs micro-batches in groups of "
+                                                       "pp = {}: grad_accum must be a multiple", st.pp));
+  if (!s.hardware.stragglers.empty())
+    throw InputError(w.file, "/hardware/stragglers", "stragglers with a pipeline are not modelled yet");
+  if (s.training.lora) throw InputError(w.file, at, "LoRA with a pipeline is not modelled yet");
+}
+
 void check_strategy(const Scenario& s, const ScenarioSource& w) {
   check_tensor_parallel(s, w);
+  check_pipeline(s, w);
   const StrategySpec& st = s.strategy;
   check_count(st.prefetch_layers, 0, s.model.layers, w.file, w.strategy + "/prefetch_layers",
               "layers gathered ahead, at most the model's layers");

@@ -59,6 +59,13 @@ struct StrategySpec {
   /// parallelism ("sp"). Data parallelism runs over gpus / tp ranks.
   int tp = 1;
   bool sp = false;
+  /// Pipeline parallelism ("pp" stages, "vpp" model chunks per stage, "schedule": a
+  /// registered name, simulator/schedules.hpp). Megatron order: TP fastest, then data, then
+  /// pipeline stages; data parallelism runs over gpus / (tp·pp) ranks per stage.
+  int pp = 1;
+  int vpp = 1;
+  std::string schedule = "1f1b";
+  int dp(int gpus) const { return gpus / (tp * pp); }
 };
 
 /// Whole nodes that differ from the rest: slower GPUs (thermal throttling, an older part)

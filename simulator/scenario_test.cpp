@@ -295,3 +295,26 @@ TEST_CASE("model {hf_config: path}: a Hugging Face config.json relative to the s
   j["model"] = json{{"hf_config", "../hf/gpt2.json"}, {"layers", 3}};
   CHECK_MESSAGE(mentions(error_of(j), "/model/layers"), error_of(j));
 }
+
+TEST_CASE("pipeline parallelism: tp x pp divides the GPUs, ddp or zero1 within a stage, interleaved with vpp >= 2 "
+          "and micro-batches in groups of pp") {
+  json j = good();  // gpt2: 12 layers, 8 GPUs
+  j["strategy"] = json{{"name", "zero1"}, {"pp", 4}};
+  j["training"]["grad_accum"] = 8;
+  CHECK(error_of(j).empty());
+  j["strategy"]["pp"] = 3;  // 3 does not divide 8 GPUs
+  CHECK(mentions(error_of(j), "/strategy/pp: expected tp x pp (1 x 3) to divide the 8 GPUs"));
+  j["strategy"]["pp"] = 4;
+  j["strategy"]["name"] = "fsdp_full_shard";
+  CHECK(mentions(error_of(j), "/strategy/name: a pipeline runs ddp or zero1 within each stage"));
+  j["strategy"]["name"] = "ddp";
+  j["strategy"]["vpp"] = 2;  // implies the interleaved schedule
+  CHECK(error_of(j).empty());
+  j["training"]["grad_accum"] = 6;  // not a multiple of pp = 4
+  CHECK(mentions(error_of(j), "grad_accum must be a multiple"));
+  j["training"]["grad_accum"] = 8;
+  j["strategy"]["schedule"] = "1f1b";  // 1F1B with chunks
+  CHECK(mentions(error_of(j), "/strategy/vpp: the interleaved schedule and vpp >= 2 go together"));
+  j["strategy"]["schedule"] = "1f1c";
+  CHECK(mentions(error_of(j), "did you mean \"1f1b\""));
+}

@@ -4,6 +4,8 @@
 /// last bit.
 #include "simulator/stages.hpp"
 
+#include "model/parallel.hpp"
+
 #include "topologies/hardware_file.hpp"
 
 #include <fmt/format.h>
@@ -240,6 +242,12 @@ void cost_bytes(const Job& job, Costs& c) {
   }
 }
 
+/// The pipeline schedule's kind in model/parallel.hpp's names ("zb-h1" -> zb_h1).
+PipelineScheduleKind schedule_kind(std::string name) {
+  std::replace(name.begin(), name.end(), '-', '_');
+  return parse_pipeline_schedule(name);
+}
+
 /// Memory per GPU, term by term, and the parts the simulation plays as events.
 void cost_memory(const Job& job, Costs& c) {
   const Scenario& s = job.scenario;
@@ -265,6 +273,11 @@ void cost_memory(const Job& job, Costs& c) {
   mem.prefetch_layers = s.strategy.prefetch_layers;
   mem.capacity_bytes = job.gpu.memory_bytes;
   mem.cuda_context_bytes = kCudaContextBytes;
+  if (job.pp > 1) {
+    mem.pp = job.pp;
+    mem.in_flight = in_flight_microbatches(schedule_kind(s.strategy.schedule), 0, job.pp,
+                                           static_cast<int>(tr.grad_accum), s.strategy.vpp);
+  }
   c.memory = memory_per_gpu(mem);
   c.assumptions.push_back("CUDA context, cuBLAS workspace and NCCL buffers: 1.0 GiB per GPU (default)");
   auto term = [&](const char* name) {
@@ -272,7 +285,10 @@ void cost_memory(const Job& job, Costs& c) {
       if (t.name == name) return t.bytes;
     return 0.0;
   };
-  c.activation_bytes_per_layer = term("activations") / static_cast<double>(s.model.layers);
+  // Per layer and micro-batch (under a pipeline the term holds stage 0's layers for every
+  // micro-batch in flight).
+  c.activation_bytes_per_layer = term("activations") / (job.pp > 1 ? std::ceil(static_cast<double>(s.model.layers) / job.pp) * mem.in_flight
+                                                                   : static_cast<double>(s.model.layers));
   c.logits_bytes = term("logits");
   c.static_memory_bytes = c.memory.total_bytes - term("activations") - term("logits") - term("gathered_params") -
                           term("fragmentation");
@@ -435,6 +451,45 @@ void describe_rates(const Job& job, std::vector<std::string>& assumptions) {
 
 }  // namespace
 
+namespace {
+
+/// A group's fabric from its placement (model/parallel.hpp group_placement): the nodes it
+/// spans, its GPUs per node, and the node's NICs shared by the groups with members there.
+CommFabric group_fabric(const Topology& topo, const GroupPlacement& g) {
+  CommFabric f = topo.fabric(g.nodes_spanned, g.ranks_per_node);
+  if (f.inter && g.groups_sharing_a_node > 1) {
+    f.inter->bw_GBps /= g.groups_sharing_a_node;
+    f.nic_sharing *= g.groups_sharing_a_node;
+  }
+  return f;
+}
+
+/// Fabrics of the data-parallel, tensor-parallel and pipeline groups in Megatron order (TP
+/// fastest, then DP, then PP): the DP fabric is what the lowering's collectives span; the
+/// pipeline link is one GPU's path to the next stage (NVLink inside a node, else its share
+/// of the NICs).
+void resolve_parallel_fabrics(Job& job, const Topology& topo) {
+  if (job.tp == 1 && job.pp == 1) {
+    job.fabric = topo.fabric(job.nodes, job.gpus_per_node);
+    return;
+  }
+  ParallelLayout layout;
+  layout.dp = job.dp;
+  layout.tp = job.tp;
+  layout.pp = job.pp;
+  job.fabric = group_fabric(topo, group_placement(layout, GroupKind::dp, job.gpus_per_node));
+  if (job.tp > 1) job.tp_fabric = topo.fabric(1, job.tp);
+  if (job.pp > 1) {
+    const GroupPlacement pp = group_placement(layout, GroupKind::pp, job.gpus_per_node);
+    job.pp_fabric = pp.ranks_per_node >= 2 ? topo.fabric(1, 2) : group_fabric(topo, GroupPlacement{2, 1, 2, pp.groups_sharing_a_node});
+  }
+  job.assumptions.push_back(fmt::format("parallel layout tp {} x dp {} x pp {} in Megatron order (TP fastest, then "
+                                        "data, then pipeline stages); TP collectives block the layers",
+                                        job.tp, job.dp, job.pp));
+}
+
+}  // namespace
+
 Job resolve(const Scenario& s) {
   check_predictable(s);
   Job job;
@@ -448,21 +503,12 @@ Job resolve(const Scenario& s) {
   job.gpu = topo.gpu();
   job.assumptions = s.defaults;
   job.tp = s.strategy.tp;
-  job.dp = job.gpus / job.tp;
-  job.fabric = topo.fabric(job.nodes, job.gpus_per_node / job.tp);
-  if (job.tp > 1) {
-    // Megatron places TP groups inside a node (TP ranks fastest): a DP collective spans
-    // gpus_per_node / tp GPUs of each node, and the node's tp DP groups share its NICs.
-    job.tp_fabric = topo.fabric(1, job.tp);
-    if (job.fabric.inter) {
-      job.fabric.inter->bw_GBps /= job.tp;
-      job.fabric.nic_sharing *= job.tp;
-    }
-    job.assumptions.push_back(fmt::format("tensor parallelism: {} x {} data-parallel ranks, TP groups inside a node "
-                                          "(Megatron order); TP collectives block the layers",
-                                          job.tp, job.dp));
-  }
-  job.hardware = job.nodes > 1 ? fmt::format("{} x {} ({})", job.nodes, topo.box().name, job.fabric.inter->kind)
+  job.pp = s.strategy.pp;
+  job.dp = s.strategy.dp(job.gpus);
+  resolve_parallel_fabrics(job, topo);
+  // Named by the whole cluster's network (a DP group of one node has no inter level).
+  job.hardware = job.nodes > 1 ? fmt::format("{} x {} ({})", job.nodes, topo.box().name,
+                                             topo.fabric(job.nodes, job.gpus_per_node).inter->kind)
                                : topo.box().name;
 
   const TrainingSpec& tr = s.training;
@@ -497,6 +543,23 @@ LayerTimes layer_times(const MicroStepTimes& micro, int layers) {
   return t;
 }
 
+/// Under a pipeline the report's compute parts are those of stage 0's GPU (the report's
+/// representative rank): its layers (layers_per_stage), no LM head; the plan keeps c.micro
+/// whole. The optimizer and the kernel split scale by the same share of the compute.
+void stage_zero_share(const Job& job, Costs& c) {
+  const StrategySpec& st = job.scenario.strategy;
+  const double m = static_cast<double>(job.scenario.training.grad_accum);
+  const double layers0 = layers_per_stage(job.scenario.model.layers, job.pp, st.vpp).front();
+  const double whole = c.forward_s + c.backward_s + c.recompute_s;
+  c.forward_s = m * layers0 * c.per_layer.forward_s;
+  c.backward_s = m * layers0 * c.per_layer.backward_s;
+  c.recompute_s = m * layers0 * c.per_layer.recompute_s;
+  const double share = whole > 0 ? (c.forward_s + c.backward_s + c.recompute_s) / whole : 1.0 / job.pp;
+  for (double* v : {&c.optimizer_s, &c.kernels.gemm_s, &c.kernels.attention_s, &c.kernels.memory_s,
+                    &c.kernels.launch_s})
+    *v *= share;
+}
+
 Costs cost(const Job& job) {
   const TransformerSpec& model = job.scenario.model;
   const TrainingSpec& tr = job.scenario.training;
@@ -516,6 +579,7 @@ Costs cost(const Job& job) {
   c.parameters = static_cast<double>(parameter_count(model));
   c.trainable = tr.lora ? static_cast<double>(lora_parameter_count(model, *tr.lora)) : c.parameters;
   c.optimizer_s = optimizer_step_s(job, c.trainable);
+  if (job.pp > 1) stage_zero_share(job, c);
   c.compute_s = c.forward_s + c.backward_s + c.recompute_s + c.optimizer_s;
   cost_flops(job, c);
   cost_bytes(job, c);
@@ -547,6 +611,30 @@ void plan_tensor_parallel(const Job& job, sim::StepPlan& plan) {
   plan.tp_head_backward = head.backward;
 }
 
+/// Pipeline parallelism in the plan: stages, chunks, schedule, the bytes and latency of a
+/// send between stages (b·s·h·w, / t under SP; the latency of a two-rank collective on
+/// that link, NCCL's tuning model), the stage link, and each stage's static memory. The
+/// lowering takes the whole model's times and gives each stage its share.
+void plan_pipeline(const Job& job, const Costs& c, sim::StepPlan& plan) {
+  plan.pp = job.pp;
+  if (job.pp == 1) return;
+  const StrategySpec& st = job.scenario.strategy;
+  const TrainingSpec& tr = job.scenario.training;
+  plan.vpp = st.vpp;
+  plan.schedule = st.schedule;
+  plan.gpus = job.gpus;
+  plan.nodes = job.nodes;
+  plan.gpus_per_node = job.gpus_per_node;
+  plan.pp_fabric = job.pp_fabric;
+  plan.p2p_bytes = pipeline_p2p_bytes(tr.micro_batch * tr.seq_len, job.scenario.model.hidden,
+                                      working_bytes(tr.precision), job.tp, st.sp);
+  const auto phases = collective_phases(Collective::all_gather, 1.0, job.pp_fabric, "auto");
+  plan.p2p_latency_s = phases.empty() ? 0.0 : phases.front().latency_s;
+  plan.stage_static_memory_bytes.assign(static_cast<std::size_t>(job.pp), c.static_memory_bytes);
+  plan.optimizer_s = c.optimizer_s * job.pp;  // the whole model's; the lowering gives each stage its share
+  plan.activation_bytes_per_layer = c.activation_bytes_per_layer;
+}
+
 sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& options) {
   const Scenario& s = job.scenario;
   sim::StepPlan plan;
@@ -574,6 +662,7 @@ sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& op
   plan.gpus_per_node = job.gpus_per_node / job.tp;
   plan.fabric = job.fabric;
   plan_tensor_parallel(job, plan);
+  plan_pipeline(job, c, plan);
   plan.algorithm = s.strategy.algorithm;
   plan.comm_on_compute_stream = options.comm_on_compute_stream;
   plan.measured_collectives = job.measured_collectives;

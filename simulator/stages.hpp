@@ -64,8 +64,10 @@ struct Job {
   std::string hardware;        ///< "2 x dgx-a100 (8x ib-hdr)" / "dgx-a100"
   CommFabric fabric;           ///< what a data-parallel collective sees (all GPUs when tp = 1)
   int tp = 1;                  ///< tensor-parallel degree (strategy.tp)
-  int dp = 1;                  ///< data-parallel degree: gpus / tp
+  int pp = 1;                  ///< pipeline stages (strategy.pp)
+  int dp = 1;                  ///< data-parallel degree: gpus / (tp·pp)
   CommFabric tp_fabric;        ///< a TP group's fabric (tp GPUs of one node)
+  CommFabric pp_fabric;        ///< the link between adjacent stages, as one sending GPU sees it
   Dtype dtype = Dtype::bf16;   ///< dtype of the GEMMs (peak used for MFU)
   KernelChoice kernels;        ///< attention kernel, kernel profile, causal or not
   DeviceRates device;

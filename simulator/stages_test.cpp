@@ -501,3 +501,24 @@ TEST_CASE("resolve: tensor parallelism splits the GPUs into tp x dp, DP collecti
   CHECK(pb.global_batch_samples == doctest::Approx(pa.global_batch_samples / 4));
   CHECK(pb.model_flops_per_step == doctest::Approx(pa.model_flops_per_step / 4));
 }
+
+TEST_CASE("predict with a pipeline: the bubble costs time, the report's parts are stage 0's, the stages' link "
+          "crosses nodes when a stage fills them") {
+  Scenario s = parsed("zero1", kTwoNodesIb);  // 2 x 8 GPUs
+  s.model = *find_model("llama-2-7b");       // 32 layers
+  s.training.grad_accum = 8;
+  Scenario pipe = s;
+  pipe.strategy.pp = 2;  // one stage per node: dp 8 inside each node
+  const Job job = resolve(pipe);
+  CHECK(job.dp == 8);
+  REQUIRE(job.pp_fabric.inter);  // the next stage is on the other node
+  CHECK(job.fabric.inter == std::nullopt);  // a stage's DP group stays in its node
+  const Prediction p = predict(pipe);
+  // Stage 0 holds 16 of the 32 layers and no LM head: a little under half the forward.
+  const Prediction flat = predict(s);
+  CHECK(p.forward_s < flat.forward_s / 2);
+  CHECK(p.forward_s > 0.45 * flat.forward_s);
+  // 1F1B with m = 8, p = 2: at least (m + p - 1) / m of the stage's compute.
+  CHECK(p.step_time_s >= (p.forward_s + p.backward_s) * (8 + 1) / 8.0);
+  CHECK(p.global_batch_samples == doctest::Approx(flat.global_batch_samples / 2));
+}

@@ -156,7 +156,8 @@ TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assume
 /// What stepcast cannot represent, as explicit skips, before anything is built.
 void check_representable(const MeasuredRun& r) {
   if (!r.tp || !r.pp) throw Skip{"tensor/pipeline parallel degrees not stated"};
-  if (*r.pp != 1) throw Skip{fmt::format("pipeline parallelism (TP {}, PP {}) is not modelled yet", *r.tp, *r.pp)};
+  if (*r.pp > 1 && r.data_parallel != "ddp" && r.data_parallel != "zero1" && r.data_parallel != "dp_allreduce_other")
+    throw Skip{fmt::format("{} with pipeline parallelism (PP {}) is not modelled", r.data_parallel, *r.pp)};
   if (*r.tp > 1 && r.gpus_per_node && *r.tp > *r.gpus_per_node)
     throw Skip{fmt::format("tensor parallelism across nodes (TP {} over {} GPUs per node) is not modelled",
                            *r.tp, *r.gpus_per_node)};
@@ -193,8 +194,10 @@ TrainingSpec training_for(const MeasuredRun& r, const TransformerSpec& model) {
   t.precision = parse_precision(*r.precision);  // the reader allows only the format's names
   t.optimizer = OptimizerKind::adam_mixed_16;
   t.micro_batch = *r.micro_batch;
-  const std::int64_t gpus = *r.gpus / *r.tp;  // data-parallel replicas
-  if (*r.gpus % *r.tp != 0) throw Skip{fmt::format("TP {} does not divide the {} GPUs", *r.tp, *r.gpus)};
+  const std::int64_t model_parallel = *r.tp * *r.pp;
+  if (*r.gpus % model_parallel != 0)
+    throw Skip{fmt::format("TP {} x PP {} does not divide the {} GPUs", *r.tp, *r.pp, *r.gpus)};
+  const std::int64_t gpus = *r.gpus / model_parallel;  // data-parallel replicas
   if (r.grad_accum) {
     t.grad_accum = *r.grad_accum;
   } else if (r.global_batch && *r.global_batch % (t.micro_batch * gpus) == 0) {
@@ -332,6 +335,11 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
   s.strategy.kind = strategy_for(r, assumed);
   s.strategy.tp = static_cast<int>(*r.tp);  // <= kMaxGpus, checked against the node by check_scenario
   s.strategy.sp = r.sp.value_or(false) && *r.tp > 1;
+  s.strategy.pp = static_cast<int>(*r.pp);
+  if (*r.pp > 1) {
+    if (*r.pp > s.model.layers) throw Skip{fmt::format("PP {} exceeds the {} layers", *r.pp, s.model.layers)};
+    assumed.push_back("pipeline schedule 1F1B (PipeDream-Flush, Megatron's and DeepSpeed's default; not stated)");
+  }
   kernels_for(r, s, assumed);
   s.hardware = hardware_for(r, gpu, assumed);
   if (calibration && calibration->gpu == gpu) {
