@@ -67,6 +67,8 @@ constexpr int kSweepClasses[] = {1, 2, 4, 8, 16, 32};
 /// Targets from the issue (one core).
 constexpr double kTarget1024Ms = 50;
 constexpr double kTarget16384Ms = 1000;
+/// From the planning issue: the screen predicts many layouts, so 16,384 GPUs under 5 ms.
+constexpr double kTarget16384PlanMs = 5;
 constexpr double kTargetRssMiB = 1000.0 * 1000 * 1000 / (1024 * 1024);  // 1 GB
 
 /// `plan` split into `classes` rank classes of equal size, class k at compute speed
@@ -280,6 +282,7 @@ void print_json(int repeat, const std::vector<CaseResult>& cases, const std::vec
   nlohmann::ordered_json g;
   g["gpus_1024_under_50_ms"] = {{"median_ms", t.ms1024}, {"met", t.ms1024 < kTarget1024Ms}};
   g["gpus_16384_under_1_s"] = {{"median_ms", t.ms16k}, {"met", t.ms16k < kTarget16384Ms}};
+  g["gpus_16384_under_5_ms"] = {{"median_ms", t.ms16k}, {"met", t.ms16k < kTarget16384PlanMs}};
   g["memory_under_1_gb"] = {{"peak_rss_mib", t.rss_mib}, {"met", t.rss_mib < kTargetRssMiB}};
   g["linear_in_rank_classes"] = {{"per_class_growth", t.growth}, {"last_x4_time_ratio", t.last_x4}, {"met", t.linear}};
   j["targets"] = g;
@@ -323,6 +326,8 @@ void print_targets(const std::vector<SweepRow>& sweep, const Targets& t) {
                            verdict(t.ms1024 < kTarget1024Ms));
   std::cout << fmt::format("  16,384 GPUs under {:.0f} ms: predict() median {:.3f} ms: {}\n", kTarget16384Ms, t.ms16k,
                            verdict(t.ms16k < kTarget16384Ms));
+  std::cout << fmt::format("  16,384 GPUs under {:.0f} ms:    predict() median {:.3f} ms: {}\n", kTarget16384PlanMs,
+                           t.ms16k, verdict(t.ms16k < kTarget16384PlanMs));
   std::cout << fmt::format("  memory under 1 GB:         peak RSS {:.1f} MiB: {}\n", t.rss_mib,
                            verdict(t.rss_mib < kTargetRssMiB));
   std::cout << fmt::format(

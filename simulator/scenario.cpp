@@ -654,6 +654,8 @@ void check_runnable(const Scenario& s, const ScenarioSource& w) {
                      fmt::format("expected at most the {} GPUs of one {}, got {}", box->gpus, box->name,
                                  s.hardware.gpus_per_node));
   if (s.strategy.algorithm == "auto") return;
+  // One node's graph and the network switches (Topology::build): its cost does not grow
+  // with the cluster's node count, so checking here costs no second full-cluster build.
   const CommFabric fabric = Topology::build(s.hardware.cluster).fabric(s.hardware.nodes, s.hardware.gpus_per_node);
   if (s.strategy.algorithm == "nvls" && !fabric.nvls)
     throw InputError(w.file, w.algorithm, "NVLS needs third-generation NVSwitch (NVLink SHARP); " +

@@ -211,9 +211,77 @@ void connect(HardwareGraph& g, Vertex a, Vertex b, const LinkSpec& link, int lan
   boost::add_edge(a, b, Connection{&link, lanes, lanes * link.effective_GBps, link.latency_us}, g);
 }
 
+/// Node `node`'s devices and their edges (CPUs, PCIe switches, GPUs, NVLink, NICs), in
+/// that order; appends its GPU, CPU and NIC vertices.
+void add_node(HardwareGraph& g, const BoxSpec& box, int node, int nics, std::vector<Vertex>& gpu_vertices,
+              std::vector<Vertex>& cpu_vertices, std::vector<Vertex>& nic_vertices) {
+  const LinkSpec& pcie = link_or_throw(box.pcie, box.name);
+  const LinkSpec* nvlink = box.nvlink.empty() ? nullptr : &link_or_throw(box.nvlink, box.name);
+  std::vector<Vertex> cpus, switches, gpus;
+  for (int c = 0; c < box.cpus; ++c) cpus.push_back(add_device(g, DeviceKind::cpu, node, c));
+  for (int c = 1; c < box.cpus; ++c) connect(g, cpus[c - 1], cpus[c], link_or_throw(box.cpu_link, box.name), 1);
+  for (int s = 0; s < box.pcie_switches; ++s) {
+    switches.push_back(add_device(g, DeviceKind::pcie_switch, node, s));
+    connect(g, switches.back(), cpus[s * box.cpus / box.pcie_switches], pcie, 1);
+  }
+  // GPUs spread evenly over PCIe switches (or CPU root ports), in index order.
+  for (int i = 0; i < box.gpus; ++i) {
+    gpus.push_back(add_device(g, DeviceKind::gpu, node, i));
+    Vertex up = box.pcie_switches > 0 ? switches[i * box.pcie_switches / box.gpus] : cpus[i * box.cpus / box.gpus];
+    connect(g, gpus.back(), up, pcie, 1);
+  }
+  if (box.fabric == IntraFabric::nvswitch) {
+    assert(nvlink);
+    std::vector<Vertex> planes;
+    for (int s = 0; s < box.nvswitches; ++s) planes.push_back(add_device(g, DeviceKind::nvswitch, node, s));
+    // Each GPU's links are spread evenly over the switch chips.
+    for (int i = 0; i < box.gpus; ++i)
+      for (int s = 0; s < box.nvswitches; ++s) {
+        int lanes = box.links_per_gpu / box.nvswitches + (s < box.links_per_gpu % box.nvswitches ? 1 : 0);
+        if (lanes > 0) connect(g, gpus[i], planes[s], *nvlink, lanes);
+      }
+  } else if (box.fabric == IntraFabric::nvlink_mesh) {
+    for (const auto& e : box.nvlink_edges) connect(g, gpus[e[0]], gpus[e[1]], *nvlink, e[2]);
+  }
+  for (int i = 0; i < nics; ++i) {
+    nic_vertices.push_back(add_device(g, DeviceKind::nic, node, i));
+    Vertex up = box.pcie_switches > 0 ? switches[i * box.pcie_switches / nics] : cpus[i * box.cpus / nics];
+    connect(g, nic_vertices.back(), up, pcie, 1);
+  }
+  gpu_vertices.insert(gpu_vertices.end(), gpus.begin(), gpus.end());
+  cpu_vertices.insert(cpu_vertices.end(), cpus.begin(), cpus.end());
+}
+
+/// The network switches of a cluster of `cluster.nodes` nodes and their edges to the NICs
+/// in `nic_vertices` (node * nics + i, for the nodes in the graph). The leaf-spine bundles
+/// carry the whole cluster's lanes however few nodes are in the graph.
+void add_network(HardwareGraph& g, const ClusterSpec& cluster, const LinkSpec& nic_link, int nics,
+                 const std::vector<Vertex>& nic_vertices) {
+  const NetworkSpec& net = *cluster.network;
+  const int graph_nodes = nics > 0 ? static_cast<int>(nic_vertices.size()) / nics : 0;
+  if (net.topology == NetworkTopology::single_switch) {
+    Vertex sw = add_device(g, DeviceKind::network_switch, -1, 0);
+    for (Vertex v : nic_vertices) connect(g, v, sw, nic_link, 1);
+    return;
+  }
+  // One leaf (rail) switch per NIC index; one spine joined to every leaf by a bundle
+  // carrying (nodes x NIC rate) / oversubscription.
+  Vertex spine = add_device(g, DeviceKind::network_switch, -1, nics);
+  for (int r = 0; r < nics; ++r) {
+    Vertex leaf = add_device(g, DeviceKind::network_switch, -1, r);
+    for (int node = 0; node < graph_nodes; ++node) connect(g, nic_vertices[node * nics + r], leaf, nic_link, 1);
+    int lanes = std::max(1, static_cast<int>(std::lround(cluster.nodes / net.oversubscription)));
+    connect(g, leaf, spine, nic_link, lanes);
+  }
+}
+
 }  // namespace
 
-Topology Topology::build(const ClusterSpec& cluster) {
+Topology Topology::build(const ClusterSpec& cluster) { return build_nodes(cluster, 1); }
+
+Topology Topology::build_every_node(const ClusterSpec& cluster) { return build_nodes(cluster, cluster.nodes); }
+
+Topology Topology::build_nodes(const ClusterSpec& cluster, int graph_nodes) {
   Topology t;
   t.cluster_ = cluster;
   const BoxSpec* box = find_box(cluster.box);
@@ -223,10 +291,7 @@ Topology Topology::build(const ClusterSpec& cluster) {
   if (!t.gpu_) throw std::invalid_argument("box " + box->name + ": unknown GPU \"" + box->gpu + "\"");
   if (cluster.nodes > 1 && !cluster.network)
     throw std::invalid_argument("cluster " + cluster.name + ": several nodes need a network");
-
-  HardwareGraph& g = t.graph_;
-  const LinkSpec& pcie = link_or_throw(box->pcie, box->name);
-  const LinkSpec* nvlink = box->nvlink.empty() ? nullptr : &link_or_throw(box->nvlink, box->name);
+  t.graph_nodes_ = std::clamp(graph_nodes, 1, std::max(1, cluster.nodes));
 
   // NICs per node and their kind: the cluster's network overrides the box's NICs.
   const LinkSpec* nic_link = nullptr;
@@ -238,68 +303,15 @@ Topology Topology::build(const ClusterSpec& cluster) {
     nic_link = &link_or_throw(box->nic, box->name);
     nics = box->nics;
   }
-
   std::vector<Vertex> nic_vertices;  // node * nics + i
-  for (int node = 0; node < cluster.nodes; ++node) {
-    std::vector<Vertex> cpus, switches, gpus;
-    for (int c = 0; c < box->cpus; ++c) cpus.push_back(add_device(g, DeviceKind::cpu, node, c));
-    for (int c = 1; c < box->cpus; ++c)
-      connect(g, cpus[c - 1], cpus[c], link_or_throw(box->cpu_link, box->name), 1);
-    for (int s = 0; s < box->pcie_switches; ++s) {
-      switches.push_back(add_device(g, DeviceKind::pcie_switch, node, s));
-      connect(g, switches.back(), cpus[s * box->cpus / box->pcie_switches], pcie, 1);
-    }
-    // GPUs spread evenly over PCIe switches (or CPU root ports), in index order.
-    for (int i = 0; i < box->gpus; ++i) {
-      gpus.push_back(add_device(g, DeviceKind::gpu, node, i));
-      Vertex up = box->pcie_switches > 0 ? switches[i * box->pcie_switches / box->gpus]
-                                         : cpus[i * box->cpus / box->gpus];
-      connect(g, gpus.back(), up, pcie, 1);
-    }
-    if (box->fabric == IntraFabric::nvswitch) {
-      assert(nvlink);
-      std::vector<Vertex> planes;
-      for (int s = 0; s < box->nvswitches; ++s) planes.push_back(add_device(g, DeviceKind::nvswitch, node, s));
-      // Each GPU's links are spread evenly over the switch chips.
-      for (int i = 0; i < box->gpus; ++i)
-        for (int s = 0; s < box->nvswitches; ++s) {
-          int lanes = box->links_per_gpu / box->nvswitches + (s < box->links_per_gpu % box->nvswitches ? 1 : 0);
-          if (lanes > 0) connect(g, gpus[i], planes[s], *nvlink, lanes);
-        }
-    } else if (box->fabric == IntraFabric::nvlink_mesh) {
-      for (const auto& e : box->nvlink_edges) connect(g, gpus[e[0]], gpus[e[1]], *nvlink, e[2]);
-    }
-    for (int i = 0; i < nics; ++i) {
-      nic_vertices.push_back(add_device(g, DeviceKind::nic, node, i));
-      Vertex up = box->pcie_switches > 0 ? switches[i * box->pcie_switches / nics] : cpus[i * box->cpus / nics];
-      connect(g, nic_vertices.back(), up, pcie, 1);
-    }
-    t.gpu_vertices_.insert(t.gpu_vertices_.end(), gpus.begin(), gpus.end());
-    t.cpu_vertices_.insert(t.cpu_vertices_.end(), cpus.begin(), cpus.end());
-  }
-
-  if (cluster.nodes > 1) {
-    const NetworkSpec& net = *cluster.network;
-    if (net.topology == NetworkTopology::single_switch) {
-      Vertex sw = add_device(g, DeviceKind::network_switch, -1, 0);
-      for (Vertex v : nic_vertices) connect(g, v, sw, *nic_link, 1);
-    } else {
-      // One leaf (rail) switch per NIC index; one spine joined to every leaf by a bundle
-      // carrying (nodes x NIC rate) / oversubscription.
-      Vertex spine = add_device(g, DeviceKind::network_switch, -1, nics);
-      for (int r = 0; r < nics; ++r) {
-        Vertex leaf = add_device(g, DeviceKind::network_switch, -1, r);
-        for (int node = 0; node < cluster.nodes; ++node) connect(g, nic_vertices[node * nics + r], leaf, *nic_link, 1);
-        int lanes = std::max(1, static_cast<int>(std::lround(cluster.nodes / net.oversubscription)));
-        connect(g, leaf, spine, *nic_link, lanes);
-      }
-    }
-  }
+  for (int node = 0; node < t.graph_nodes_; ++node)
+    add_node(t.graph_, *box, node, nics, t.gpu_vertices_, t.cpu_vertices_, nic_vertices);
+  if (cluster.nodes > 1) add_network(t.graph_, cluster, *nic_link, nics, nic_vertices);
   return t;
 }
 
 HardwareGraph::vertex_descriptor Topology::gpu_vertex(int node, int index) const {
-  assert(node >= 0 && node < nodes() && index >= 0 && index < gpus_per_node());
+  assert(node >= 0 && node < graph_nodes_ && index >= 0 && index < gpus_per_node());
   return gpu_vertices_[static_cast<std::size_t>(node * box_.gpus + index)];
 }
 

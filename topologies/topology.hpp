@@ -2,7 +2,10 @@
 /// Boxes (one server: GPUs, NVLink/NVSwitch, PCIe switches, CPUs, NICs) and clusters (N
 /// boxes on a network) as data, built into one Boost.Graph graph, and the per-level view
 /// the collective model needs (ranks, bottleneck bandwidth, hops, link class) derived
-/// from that graph. The graph is the one representation of the hardware.
+/// from that graph. The graph is the one representation of the hardware. The nodes of a
+/// cluster are identical, so by default the graph holds one node and the network switches
+/// its NICs join (its cost does not grow with the node count); the whole graph, every node
+/// in it, is built on request and gives the same per-level view.
 #pragma once
 
 #include "topologies/fabric.hpp"
@@ -108,9 +111,15 @@ using HardwareGraph =
 /// The built hardware of a cluster.
 class Topology {
  public:
-  /// Builds the graph; throws InputError-free std::invalid_argument on inconsistent specs
-  /// (unknown GPU or link kinds, multi-node without a network).
+  /// Builds the graph of node 0 and the network switches (the leaf-spine bundles sized
+  /// for the whole cluster); throws InputError-free std::invalid_argument on inconsistent
+  /// specs (unknown GPU or link kinds, multi-node without a network). The other nodes are
+  /// copies of node 0 and join the network only through switches, so no shortest route
+  /// between two devices of node 0 passes through them: fabric() is the same as on the
+  /// whole graph (checked against build_every_node for every catalog box and cluster).
   static Topology build(const ClusterSpec& cluster);
+  /// Builds the whole graph, every node of the cluster in it (cost linear in the nodes).
+  static Topology build_every_node(const ClusterSpec& cluster);
 
   const HardwareGraph& graph() const { return graph_; }
   const BoxSpec& box() const { return box_; }
@@ -118,6 +127,8 @@ class Topology {
   const ClusterSpec& cluster() const { return cluster_; }
   int nodes() const { return cluster_.nodes; }
   int gpus_per_node() const { return box_.gpus; }
+  /// Nodes whose devices are in graph(): 1 after build(), nodes() after build_every_node().
+  int graph_nodes() const { return graph_nodes_; }
 
   /// What a collective over the first `gpus_per_node` GPUs of each of the first `nodes`
   /// boxes sees: the intra level from ring routes through the box's graph (the slowest
@@ -126,11 +137,14 @@ class Topology {
   /// (their summed effective rate per box, capped by the network's spine share).
   CommFabric fabric(int nodes, int gpus_per_node) const;
 
-  /// A GPU vertex.
+  /// A GPU vertex of one of the graph_nodes() nodes in the graph.
   HardwareGraph::vertex_descriptor gpu_vertex(int node, int index) const;
 
  private:
   Topology() = default;
+  /// The graph of the first `graph_nodes` nodes (1..cluster.nodes) and the network.
+  static Topology build_nodes(const ClusterSpec& cluster, int graph_nodes);
+  int graph_nodes_ = 1;
   ClusterSpec cluster_;
   BoxSpec box_;
   const GpuSpec* gpu_ = nullptr;

@@ -17,6 +17,45 @@ ClusterSpec one_box(const std::string& box) {
   return c;
 }
 
+int count_gpus(const HardwareGraph& g) {
+  int gpus = 0;
+  for (auto [v, end] = boost::vertices(g); v != end; ++v) gpus += g[*v].kind == DeviceKind::gpu;
+  return gpus;
+}
+
+/// Field by field, exactly: the one-node graph must give the very same doubles.
+void check_same_level(const FabricLevel& a, const FabricLevel& b) {
+  CHECK(a.ranks == b.ranks);
+  CHECK(a.link == b.link);
+  CHECK(a.bw_GBps == b.bw_GBps);
+  CHECK(a.latency_us == b.latency_us);
+  CHECK(a.kind == b.kind);
+  CHECK(a.channels == b.channels);
+}
+
+/// fabric() of build() and of build_every_node() for every node count up to the cluster's
+/// (1, 2, the cluster's) and every GPU count of the box.
+void check_same_fabrics(const ClusterSpec& c) {
+  CAPTURE(c.name);
+  CAPTURE(c.nodes);
+  const Topology one = Topology::build(c);
+  const Topology every = Topology::build_every_node(c);
+  REQUIRE(count_gpus(one.graph()) == one.gpus_per_node());
+  REQUIRE(count_gpus(every.graph()) == c.nodes * every.gpus_per_node());
+  for (int nodes : {1, std::min(2, c.nodes), c.nodes})
+    for (int gpus = 1; gpus <= one.gpus_per_node(); ++gpus) {
+      CAPTURE(nodes);
+      CAPTURE(gpus);
+      const CommFabric a = one.fabric(nodes, gpus), b = every.fabric(nodes, gpus);
+      CHECK(a.arch == b.arch);
+      CHECK(a.nvls == b.nvls);
+      CHECK(a.nic_sharing == b.nic_sharing);
+      check_same_level(a.intra, b.intra);
+      REQUIRE(a.inter.has_value() == b.inter.has_value());
+      if (a.inter) check_same_level(*a.inter, *b.inter);
+    }
+}
+
 }  // namespace
 
 TEST_CASE("every catalog box and cluster builds into a graph with one vertex per GPU") {
@@ -35,6 +74,38 @@ TEST_CASE("every catalog box and cluster builds into a graph with one vertex per
     Topology t = Topology::build(small);
     CHECK(t.fabric(small.nodes, t.gpus_per_node()).ranks() == small.nodes * t.gpus_per_node());
   }
+}
+
+TEST_CASE("the one-node graph gives the whole graph's fabric for every box, cluster and node count") {
+  for (const ClusterSpec& c : cluster_catalog())
+    for (int nodes : {2, 3, 16, c.nodes}) {
+      ClusterSpec sized = c;
+      sized.nodes = nodes;
+      check_same_fabrics(sized);
+    }
+  // Every box on each kind of network, with one NIC, two, and one per GPU per node.
+  for (const BoxSpec& b : box_catalog()) {
+    check_same_fabrics(one_box(b.name));
+    for (NetworkTopology topology : {NetworkTopology::single_switch, NetworkTopology::rail_fat_tree})
+      for (int nics : {1, 2, b.gpus})
+        for (int nodes : {2, 5}) {
+          ClusterSpec c = one_box(b.name);
+          c.nodes = nodes;
+          c.network = NetworkSpec{"ib-ndr", nics, topology, topology == NetworkTopology::rail_fat_tree ? 3.0 : 1.0};
+          check_same_fabrics(c);
+        }
+  }
+}
+
+TEST_CASE("the graph build() makes does not grow with the node count: one node and the switches") {
+  ClusterSpec c = *find_cluster("dgx-h100-16k");  // 2,048 nodes, 8 NICs each on a rail fat-tree
+  const std::size_t full_size = boost::num_vertices(Topology::build(c).graph());
+  c.nodes = 2;
+  CHECK(boost::num_vertices(Topology::build(c).graph()) == full_size);
+  // 2 CPUs + 4 PCIe switches + 8 GPUs + 4 NVSwitches + 8 NICs, then 8 leaves and a spine.
+  CHECK(full_size == 2 + 4 + 8 + 4 + 8 + 8 + 1);
+  CHECK(Topology::build(c).graph_nodes() == 1);
+  CHECK(Topology::build_every_node(c).graph_nodes() == 2);
 }
 
 TEST_CASE("an NVSwitch box gives each GPU all its NVLinks: DGX A100 12 x 20 GB/s, DGX H100 18 x 20.6 GB/s") {
