@@ -68,8 +68,8 @@ std::optional<PlanRejectReason> family_reason(const Scenario& s, int tp, bool sp
   return std::nullopt;
 }
 
-/// Screens one resolved family: every micro-batch and recompute, each costed, checked
-/// against memory, lowered and bounded. `index` counts the enumeration order.
+/// Screens one resolved family: every micro-batch and recompute, each costed and checked
+/// against memory. `index` counts the enumeration order.
 void screen_family(PlanScreen& out, Job& job, int family, const std::vector<std::int64_t>& micro_batches,
                    double memory_limit_bytes, int& index) {
   const std::int64_t per_replica = out.global_batch / job.dp;
@@ -89,13 +89,12 @@ void screen_family(PlanScreen& out, Job& job, int family, const std::vector<std:
         ++out.rejected[static_cast<int>(PlanRejectReason::memory)];
         continue;
       }
-      const Lowered lowered = lower(job, costs, PredictOptions{});
-      const sim::StepBounds b = bound(lowered.graph);
       PlanCandidate c;
       c.layout = Layout{job.scenario.strategy.kind, job.tp, job.scenario.strategy.sp, mb, tr.grad_accum, rc, job.dp};
       c.index = at;
       c.family = family;
-      c.lower_bound_s = b.perfect_overlap_s;
+      c.compute_s = costs.compute_s;
+      c.lower_bound_s = std::numeric_limits<double>::quiet_NaN();
       c.memory_bytes = costs.memory.total_bytes;
       out.candidates.push_back(std::move(c));
     }
@@ -119,9 +118,25 @@ std::optional<Job> resolve_family(PlanScreen& out, const Layout& first, std::int
   return resolve(s);
 }
 
-double step_score(const PlanCandidate& c) { return c.lower_bound_s; }
+/// The candidate's bound: the perfect-overlap one when known, else the compute time.
+double step_score(const PlanCandidate& c) { return std::isnan(c.lower_bound_s) ? c.compute_s : c.lower_bound_s; }
+
+/// The family's Job with the layout's micro-batch, grad accumulation and recompute.
+Job layout_job(const PlanScreen& screen, const PlanCandidate& c) {
+  Job job = screen.families[static_cast<std::size_t>(c.family)];
+  job.scenario.training.micro_batch = c.layout.micro_batch;
+  job.scenario.training.grad_accum = c.layout.grad_accum;
+  job.scenario.training.recompute = c.layout.recompute;
+  return job;
+}
 
 }  // namespace
+
+double perfect_overlap_bound_s(const PlanScreen& screen, const PlanCandidate& c) {
+  const Job job = layout_job(screen, c);
+  const Costs costs = cost(job);
+  return bound(lower(job, costs, PredictOptions{}).graph).perfect_overlap_s;
+}
 
 std::string_view name(PlanObjective o) {
   switch (o) {
@@ -172,7 +187,7 @@ Scenario with_layout(const Scenario& base, const Layout& layout) {
   return s;
 }
 
-PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options) {
+PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool full_bounds) {
   check_options(base, options);
   PlanScreen out;
   out.base = planned_base(base, options);
@@ -210,6 +225,8 @@ PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options) {
       }
     }
   }
+  if (full_bounds)
+    for (PlanCandidate& c : out.candidates) c.lower_bound_s = perfect_overlap_bound_s(out, c);
   std::stable_sort(out.candidates.begin(), out.candidates.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
     return step_score(a) != step_score(b) ? step_score(a) < step_score(b) : a.index < b.index;
   });
@@ -235,10 +252,7 @@ namespace {
 /// with the layout's micro-batch, grad accumulation and recompute (bit for bit predict() on
 /// with_layout: resolve reads none of the three).
 Prediction simulate_candidate(const PlanScreen& screen, const PlanCandidate& c) {
-  Job job = screen.families[static_cast<std::size_t>(c.family)];
-  job.scenario.training.micro_batch = c.layout.micro_batch;
-  job.scenario.training.grad_accum = c.layout.grad_accum;
-  job.scenario.training.recompute = c.layout.recompute;
+  const Job job = layout_job(screen, c);
   const Costs costs = cost(job);
   Lowered lowered = lower(job, costs, PredictOptions{});
   sim::SimResult result = simulate(lowered.graph, PredictOptions{});
@@ -295,9 +309,28 @@ PlanResult plan(const Scenario& base, const PlanOptions& options) {
   const std::size_t at_least = 3 * k;
   std::vector<std::pair<PlanRow, int>> rows;  // with the enumeration index
   std::vector<double> steps;                  // simulated steps, sorted
-  for (const PlanCandidate& c : screen.candidates) {
-    // Every objective is monotone in the step: a bound above the K-th step prunes.
-    if (rows.size() >= at_least && steps.size() >= k && c.lower_bound_s > steps[k - 1]) break;
+  // Min-queue on (bound, enumeration index): a candidate with only its compute bound is
+  // lowered when it reaches the front and goes back with its perfect-overlap bound (never
+  // smaller), so candidates reach the simulation in perfect-overlap order.
+  std::vector<PlanCandidate> queue = screen.candidates;
+  auto later = [](const PlanCandidate& a, const PlanCandidate& b) {
+    return step_score(a) != step_score(b) ? step_score(a) > step_score(b) : a.index > b.index;
+  };
+  std::make_heap(queue.begin(), queue.end(), later);
+  while (!queue.empty()) {
+    std::pop_heap(queue.begin(), queue.end(), later);
+    PlanCandidate c = queue.back();
+    queue.pop_back();
+    // Every objective is monotone in the step: a bound above the K-th step prunes (the
+    // rounding slack of check_simulation kept).
+    if (rows.size() >= at_least && steps.size() >= k && step_score(c) * (1 - 1e-9) > steps[k - 1]) break;
+    if (std::isnan(c.lower_bound_s)) {
+      c.lower_bound_s = perfect_overlap_bound_s(screen, c);
+      ++r.bounded;
+      queue.push_back(c);
+      std::push_heap(queue.begin(), queue.end(), later);
+      continue;
+    }
     if (static_cast<int>(rows.size()) >= options.max_simulations) {
       r.exact = false;
       break;

@@ -5,13 +5,17 @@
 /// the global batch). Pipeline parallelism is not enumerated yet.
 ///
 /// The search: enumerate every layout, reject what does not divide or does not fit memory
-/// (the cost stage's memory, no simulation), screen the rest with the closed-form lower bound
-/// of the step (cost + lower + bound stages, no simulation), then simulate (the full
-/// predict() composition) in order of lower bound: at least the best `top x 3`, and on
-/// until the next lower bound is no better than the K-th simulated step, so that no layout
-/// left unsimulated can enter the top K (branch and bound). resolve() runs once per
-/// (strategy, tp, sp) family, never per layout: micro-batch, grad accumulation and recompute
-/// are not read by it.
+/// (the cost stage's memory, no simulation), screen the rest with closed-form lower bounds
+/// of the step, then simulate (the full predict() composition) in order of lower bound: at
+/// least the best `top x 3`, and on until the next lower bound is above the K-th simulated
+/// step, so that no layout left unsimulated can enter the top K (branch and bound).
+/// The bounds come in two tiers: the cost stage's compute time (compute_s <= the graph's
+/// compute <= perfect-overlap bound, bounds.hpp), for every layout; and the perfect-overlap
+/// bound of the lowered step (lower + bound stages), computed lazily, only for the layouts
+/// whose compute bound reaches the front of the queue. The simulation order is exactly the
+/// order of the perfect-overlap bound, as if every layout had been lowered. resolve() runs
+/// once per (strategy, tp, sp) family, never per layout: micro-batch, grad accumulation and
+/// recompute are not read by it.
 #pragma once
 
 #include "simulator/predict.hpp"
@@ -82,12 +86,16 @@ struct PlanCandidate {
   Layout layout;
   int index = 0;                     ///< enumeration order (ties break on it)
   int family = 0;                    ///< index of its resolved (strategy, tp, sp) Job
-  double lower_bound_s = 0;          ///< perfect-overlap step, s (bounds.hpp)
+  double compute_s = 0;              ///< cost stage: forward + backward + recompute + optimizer, s
+  /// Perfect-overlap step, s (bounds.hpp); NaN until computed (screen_layouts with
+  /// `full_bounds`, or plan() when the candidate reaches the front).
+  double lower_bound_s = 0;
   double memory_bytes = 0;           ///< per GPU (cost stage)
 };
 
-/// The space after the screen: the resolved families, the candidates sorted by lower bound
-/// (ties by enumeration order), and the rejections.
+/// The space after the screen: the resolved families, the candidates sorted by their bound
+/// (the perfect-overlap bound with `full_bounds`, else compute_s; ties by enumeration
+/// order), and the rejections.
 struct PlanScreen {
   Scenario base;                     ///< on the planned GPUs, tp 1
   int gpus = 1;
@@ -102,7 +110,11 @@ struct PlanScreen {
 /// Enumerates and screens. Throws std::invalid_argument for options no plan can take (a GPU
 /// count the hardware cannot take, a global batch below 1, a memory fraction outside (0, 1],
 /// top below 1, the cost objective without a price).
-PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options);
+PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool full_bounds = false);
+
+/// The perfect-overlap bound of a candidate: its family's Job with the layout, cost, lower,
+/// bound.
+double perfect_overlap_bound_s(const PlanScreen& screen, const PlanCandidate& candidate);
 
 /// One simulated layout.
 struct PlanRow {
@@ -122,6 +134,7 @@ struct PlanResult {
   std::int64_t rejected[kPlanRejectReasons] = {};
   std::string invalid_example;
   std::int64_t screened = 0;         ///< layouts that passed to the lower bound
+  std::int64_t bounded = 0;          ///< layouts lowered for their perfect-overlap bound
   std::int64_t simulated = 0;
   /// True when every layout left unsimulated has a lower bound no better than the K-th
   /// simulated one: the top K are the top K of an exhaustive simulation.
