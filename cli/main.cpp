@@ -17,6 +17,7 @@
 #include "calibrate/fit/fit.hpp"
 #include "base/json_input.hpp"
 #include "base/types.hpp"
+#include "simulator/plan.hpp"
 #include "simulator/predict.hpp"
 #include "simulator/scenario.hpp"
 #include "simulator/starter.hpp"
@@ -306,6 +307,46 @@ int run_scale(const ScaleArgs& args) {
   return kExitOk;
 }
 
+struct PlanArgs {
+  std::string scenario;
+  int gpus = 0;  ///< 0: as the scenario says
+  std::int64_t global_batch = 0;  ///< 0: the scenario's micro_batch x grad_accum x data-parallel ranks
+  std::string objective = "time";
+  double max_memory_fraction = 0.9;
+  int top = 5;
+  bool json = false;
+};
+
+int run_plan(const PlanArgs& args) {
+  Scenario s = load(args.scenario);
+  if (args.gpus > 0) s = on_gpus(s, args.gpus);
+  PlanOptions options;
+  options.objective = parse_plan_objective(args.objective);  // CLI11 checked the choice
+  if (options.objective == PlanObjective::cost && !s.price_per_gpu_hour_usd)
+    throw UserError(fmt::format("{}: --objective cost needs price_per_gpu_hour_usd in the scenario", s.file));
+  options.global_batch = args.global_batch;
+  options.max_memory_fraction = args.max_memory_fraction;
+  options.top = args.top;
+  const PlanResult result = plan(s, options);
+  write(args.json ? cli::plan_json(s, result) : cli::plan_text(s, result));
+  return kExitOk;
+}
+
+struct CompareArgs {
+  std::vector<std::string> scenarios;
+  bool json = false;
+};
+
+int run_compare(const CompareArgs& args) {
+  std::vector<cli::CompareRow> rows;
+  for (const std::string& file : args.scenarios) {
+    const Scenario s = load(file);
+    rows.push_back(cli::compare_row(s, predict(s)));
+  }
+  write(args.json ? cli::compare_json(rows) : cli::compare_text(rows));
+  return kExitOk;
+}
+
 struct ValidateArgs {
   std::vector<std::string> inputs;
   bool json = false;
@@ -432,6 +473,7 @@ void configure_app(CLI::App& app) {
                  "on 4 of its 8 GPUs, as JSON"},
                 {fmt::format("stepcast scale {} --gpus 1,8,16,32", kMultiNodeSeed),
                  "scaling table"},
+                {fmt::format("stepcast plan {}", kSeed), "the best data- and tensor-parallel layouts"},
                 {"stepcast catalog gpus", "GPUs with peaks and sources"},
                 {"stepcast catalog --json", "every catalog as JSON"}}),
       true));
@@ -492,6 +534,60 @@ CLI::App* add_scale_command(CLI::App& app, ScaleArgs& sa) {
       "whole nodes. Progress goes to stderr when it is a terminal.\n",
       scale_examples(), true));
 
+  return cmd;
+}
+
+CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
+  CLI::App* cmd = app.add_subcommand("plan", "Find the best data- and tensor-parallel layout for a job");
+  cmd->add_option("SCENARIO", pa.scenario, "Scenario file (JSON): the model, hardware and training")->required();
+  cmd->add_option("--gpus", pa.gpus, "Total GPUs to plan for instead of the scenario's\n(whole nodes above one box)")
+      ->check(gpu_count());
+  cmd->add_option("--global-batch", pa.global_batch,
+                  "Sequences per optimizer step (default: the scenario's\nmicro_batch x grad_accum x data-parallel ranks)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
+  cmd->add_option("--objective", pa.objective, "time (step time), tokens_per_s (per GPU) or cost\n(USD per million tokens; needs a price)")
+      ->check(CLI::IsMember({"time", "tokens_per_s", "cost"}))
+      ->capture_default_str();
+  cmd->add_option("--max-memory-fraction", pa.max_memory_fraction,
+                  "Reject layouts above this fraction of GPU memory")
+      ->check(CLI::Range(1e-6, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--top", pa.top, "Rows to rank")->check(CLI::Range(1, 1000))->capture_default_str();
+  cmd->add_flag("--json", pa.json, "Print one JSON object instead of the table");
+  cmd->footer(footer(
+      "Enumerates every layout of the job on the GPUs at a fixed global batch: data-parallel\n"
+      "strategy (ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op) x tensor-parallel\n"
+      "degree tp (divisors of the GPUs per node) x sequence parallelism x micro-batch x recompute\n"
+      "(none, selective, full); gradient accumulation = global batch / (micro-batch x dp). It\n"
+      "rejects what does not divide (tp and the heads, KV heads, MLP width; tp and seq_len under\n"
+      "sp; micro-batch x dp and the global batch) or does not fit the memory limit, bounds the\n"
+      "rest from below in closed form (compute time, then the perfect-overlap step), and\n"
+      "simulates in order of that bound until no layout left can enter the top K. Pipeline\n"
+      "parallelism is not searched yet. The table: layout, step time (s), tokens/s/GPU, MFU (%),\n"
+      "memory/GPU (GiB), exposed communication (s) and the objective; then why the winner beats\n"
+      "the runner-up and how many layouts were rejected for each reason. At a fixed GPU count\n"
+      "and global batch the three objectives rank alike (each is monotone in the step time).\n",
+      examples({{fmt::format("stepcast plan {}", kSeed), "best layouts on the scenario's 8 GPUs"},
+                {fmt::format("stepcast plan {} --gpus 32 --global-batch 512 --top 3", kMultiNodeSeed),
+                 "32 GPUs, 512 sequences per step, the best 3"},
+                {fmt::format("stepcast plan {} --json", kSeed), "as one JSON object"}}),
+      true));
+  return cmd;
+}
+
+CLI::App* add_compare_command(CLI::App& app, CompareArgs& ca) {
+  CLI::App* cmd = app.add_subcommand("compare", "Compare one job on several hardware choices side by side");
+  cmd->add_option("SCENARIOS", ca.scenarios, "Scenario files (JSON), two or more")->required()->expected(1, -1);
+  cmd->add_flag("--json", ca.json, "Print {\"rows\": [...]} instead of the table");
+  cmd->footer(footer(
+      "Predicts each scenario as written and prints one row each: hardware, GPUs, step time (s),\n"
+      "time per epoch (h), tokens/s, cost per epoch and per million tokens (USD, where the\n"
+      "scenario gives price_per_gpu_hour_usd) and memory per GPU with its verdict. A note says\n"
+      "where two rows are not the same job (model or tokens per step differ).\n",
+      examples({{"stepcast compare scenarios/seeds/lightning-ddp-8xa100.json scenarios/seeds/lightning-ddp-3xh100.json",
+                 "8 A100 against 3 H100 for the same job"},
+                {"stepcast compare a.json b.json --json", "as JSON"}}),
+      true));
   return cmd;
 }
 
@@ -617,12 +713,16 @@ int run(int argc, char** argv) {
   CatalogArgs ca;
   FitArgs fa;
   InitArgs ia;
+  PlanArgs pla;
+  CompareArgs cma;
   CLI::App* predict_cmd = add_predict_command(app, pa);
   CLI::App* scale_cmd = add_scale_command(app, sa);
   CLI::App* validate_cmd = add_validate_command(app, va);
   CLI::App* catalog_cmd = add_catalog_command(app, ca);
   CLI::App* fit_cmd = add_fit_command(app, fa);
   CLI::App* init_cmd = add_init_command(app, ia);
+  CLI::App* plan_cmd = add_plan_command(app, pla);
+  CLI::App* compare_cmd = add_compare_command(app, cma);
 
   try {
     app.parse(argc, argv);
@@ -643,6 +743,8 @@ int run(int argc, char** argv) {
   if (validate_cmd->parsed()) return run_validate(va);
   if (fit_cmd->parsed()) return run_fit(fa);
   if (init_cmd->parsed()) return run_init(ia);
+  if (plan_cmd->parsed()) return run_plan(pla);
+  if (compare_cmd->parsed()) return run_compare(cma);
   error("no command given");
   return kExitBadInput;
 }

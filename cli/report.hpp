@@ -7,10 +7,12 @@
 #pragma once
 
 #include "model/memory.hpp"
+#include "simulator/plan.hpp"
 #include "simulator/predict.hpp"
 #include "simulator/scenario.hpp"
 #include "validate/validation.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +60,45 @@ inline std::vector<ScaleRow> scale_rows(const std::vector<Prediction>& predictio
   return rows;
 }
 
+/// One column of `stepcast compare`: one scenario file's prediction as written.
+struct CompareRow {
+  std::string scenario;             ///< name
+  std::string file;
+  std::string model;
+  std::string hardware;             ///< "2 x dgx-a100 (...)"
+  std::string gpu;                  ///< catalog GPU
+  int gpus = 1;
+  double step_time_s = 0;
+  double time_per_epoch_s = 0;      ///< NaN without a dataset
+  double tokens_per_s = 0;
+  double tokens_per_step = 0;
+  std::optional<double> cost_per_epoch_usd;          ///< needs a dataset and a price
+  /// price x GPUs x step / 3600 / (tokens per step / 1e6); needs a price
+  std::optional<double> usd_per_million_tokens;
+  double memory_per_gpu_bytes = 0;
+  MemoryVerdict verdict = MemoryVerdict::fits;
+};
+
+inline CompareRow compare_row(const Scenario& s, const Prediction& p) {
+  CompareRow r;
+  r.scenario = s.name;
+  r.file = s.file;
+  r.model = s.model.name;
+  r.hardware = p.hardware;
+  r.gpu = p.gpu;
+  r.gpus = p.gpus;
+  r.step_time_s = p.step_time_s;
+  r.time_per_epoch_s = p.time_per_epoch_s;
+  r.tokens_per_s = p.tokens_per_s;
+  r.tokens_per_step = p.tokens_per_step;
+  r.cost_per_epoch_usd = p.cost_per_epoch_usd;
+  if (s.price_per_gpu_hour_usd)
+    r.usd_per_million_tokens = *s.price_per_gpu_hour_usd * p.gpus * p.step_time_s / 3600.0 / (p.tokens_per_step / 1e6);
+  r.memory_per_gpu_bytes = p.memory.total_bytes;
+  r.verdict = p.memory.verdict;
+  return r;
+}
+
 /// Sections of `stepcast catalog`, in the order they are listed.
 enum class CatalogSection { models, gpus, boxes, clusters, links, algorithms };
 std::string_view name(CatalogSection);
@@ -79,6 +120,16 @@ std::string predict_text(const Scenario& scenario, const Prediction& prediction,
 /// The table of a scaling sweep.
 std::string scale_text(const Scenario& scenario, const std::vector<ScaleRow>& rows);
 
+/// `stepcast plan`: the ranked table (layout, step time, tokens/s/GPU, MFU, memory/GPU,
+/// exposed communication, the objective), the rejections per reason, the search's counts and
+/// why the winner wins.
+std::string plan_text(const Scenario& scenario, const PlanResult& result);
+
+/// `stepcast compare`: one row per scenario (step time, time per epoch, tokens/s, cost per
+/// epoch and per million tokens, memory per GPU and verdict), and a note where the rows are
+/// not the same model or tokens per step.
+std::string compare_text(const std::vector<CompareRow>& rows);
+
 /// The catalog sections listed with their key figures and sources.
 std::string catalog_text(const std::vector<CatalogSection>& sections);
 
@@ -97,6 +148,18 @@ std::string predict_json(const Scenario& scenario, const Prediction& prediction,
 /// {"scenario": name, "rows": [{gpus, nodes, step_time_s, comm_exposed_s, tokens_per_s,
 /// time_per_epoch_s, speedup, scaling_efficiency, memory_per_gpu_bytes, fits}, ...]}.
 std::string scale_json(const Scenario& scenario, const std::vector<ScaleRow>& rows);
+
+/// {"scenario", "gpus", "global_batch", "objective", "max_memory_fraction", "enumerated",
+///  "screened", "bounded", "simulated", "exact", "rejected": [{reason, description, count}],
+///  "invalid_example", "rows": [{rank, layout: {strategy, tp, sp, micro_batch, grad_accum,
+///  recompute, dp}, step_time_s, lower_bound_s, tokens_per_s_per_gpu, mfu,
+///  memory_per_gpu_bytes, comm_exposed_s, objective}], "why"}
+std::string plan_json(const Scenario& scenario, const PlanResult& result);
+
+/// {"rows": [{scenario, file, model, hardware, gpu, gpus, step_time_s, time_per_epoch_s,
+///  tokens_per_s, tokens_per_step, cost_per_epoch_usd, usd_per_million_tokens,
+///  memory_per_gpu_bytes, verdict, fits}]} (absent figures are null).
+std::string compare_json(const std::vector<CompareRow>& rows);
 
 /// {"<section>": [entries...], ...} for the requested sections.
 std::string catalog_json(const std::vector<CatalogSection>& sections);

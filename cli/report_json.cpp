@@ -436,4 +436,73 @@ std::string validate_json(const std::vector<ValidationRow>& rows) {
   return out.dump(2) + "\n";
 }
 
+std::string plan_json(const Scenario& sc, const PlanResult& r) {
+  json rejected = json::array();
+  for (int i = 0; i < kPlanRejectReasons; ++i) {
+    const auto reason = static_cast<PlanRejectReason>(i);
+    static constexpr const char* kKeys[] = {"tp_model", "sp_sequence", "batch", "invalid", "memory"};
+    rejected.push_back({{"reason", kKeys[i]}, {"description", str(describe(reason))}, {"count", r.rejected[i]}});
+  }
+  json rows = json::array();
+  int rank = 0;
+  for (const PlanRow& row : r.top) {
+    const Layout& l = row.layout;
+    const Prediction& p = row.prediction;
+    rows.push_back({{"rank", ++rank},
+                    {"layout",
+                     {{"name", l.describe()},
+                      {"strategy", str(name(l.strategy))},
+                      {"tp", l.tp},
+                      {"sp", l.sp},
+                      {"dp", l.dp},
+                      {"micro_batch", l.micro_batch},
+                      {"grad_accum", l.grad_accum},
+                      {"recompute", str(name(l.recompute))}}},
+                    {"step_time_s", num(p.step_time_s)},
+                    {"lower_bound_s", num(row.lower_bound_s)},
+                    {"tokens_per_s_per_gpu", num(p.tokens_per_s_per_gpu)},
+                    {"mfu", num(p.mfu)},
+                    {"memory_per_gpu_bytes", num(p.memory.total_bytes)},
+                    {"comm_exposed_s", num(p.comm_exposed_s)},
+                    {"objective", num(row.objective)}});
+  }
+  const json out = {{"scenario", sc.name},
+                    {"gpus", r.gpus},
+                    {"global_batch", r.global_batch},
+                    {"objective", str(name(r.objective))},
+                    {"max_memory_fraction", num(r.max_memory_fraction)},
+                    {"enumerated", r.enumerated},
+                    {"screened", r.screened},
+                    {"bounded", r.bounded},
+                    {"simulated", r.simulated},
+                    {"exact", r.exact},
+                    {"rejected", rejected},
+                    {"invalid_example", r.invalid_example.empty() ? json(nullptr) : json(r.invalid_example)},
+                    {"rows", rows},
+                    {"why", r.why.empty() ? json(nullptr) : json(r.why)}};
+  return dump(out);
+}
+
+std::string compare_json(const std::vector<CompareRow>& rows) {
+  json a = json::array();
+  auto opt = [](const std::optional<double>& v) { return v ? num(*v) : json(nullptr); };
+  for (const CompareRow& r : rows)
+    a.push_back({{"scenario", r.scenario},
+                 {"file", r.file},
+                 {"model", r.model},
+                 {"hardware", r.hardware},
+                 {"gpu", r.gpu},
+                 {"gpus", r.gpus},
+                 {"step_time_s", num(r.step_time_s)},
+                 {"time_per_epoch_s", num(r.time_per_epoch_s)},
+                 {"tokens_per_s", num(r.tokens_per_s)},
+                 {"tokens_per_step", num(r.tokens_per_step)},
+                 {"cost_per_epoch_usd", opt(r.cost_per_epoch_usd)},
+                 {"usd_per_million_tokens", opt(r.usd_per_million_tokens)},
+                 {"memory_per_gpu_bytes", num(r.memory_per_gpu_bytes)},
+                 {"verdict", str(name(r.verdict))},
+                 {"fits", r.verdict != MemoryVerdict::oom}});
+  return dump(json{{"rows", a}});
+}
+
 }  // namespace stepcast::cli

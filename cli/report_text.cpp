@@ -749,4 +749,118 @@ std::string validate_text(const std::vector<ValidationRow>& rows) {
   return out;
 }
 
+// ---------------------------------------------------------------------------------------
+// plan and compare
+
+namespace {
+
+std::string verdict_text(MemoryVerdict v) {
+  switch (v) {
+    case MemoryVerdict::fits: return "fits";
+    case MemoryVerdict::tight: return "tight";
+    case MemoryVerdict::oom: return "OUT OF MEMORY";
+  }
+  return "?";
+}
+
+/// The objective's column header, with its unit.
+std::string objective_header(PlanObjective o) {
+  switch (o) {
+    case PlanObjective::time: return "objective: step (s)";
+    case PlanObjective::tokens_per_s: return "objective: tokens/s/GPU";
+    case PlanObjective::cost: return "objective: USD/Mtok";
+  }
+  return "objective";
+}
+
+std::string objective_cell(PlanObjective o, double v) {
+  switch (o) {
+    case PlanObjective::time: return seconds(v);
+    case PlanObjective::tokens_per_s: return grouped(v);
+    case PlanObjective::cost: return fixed(v, 4);
+  }
+  return fixed(v, 4);
+}
+
+/// The rejections, one line per reason with a count.
+std::string plan_rejections(const PlanResult& r) {
+  std::string out = fmt::format("Search: {} layouts enumerated, {} screened by their bounds, {} lowered for the "
+                                "perfect-overlap bound, {} simulated{}\n",
+                                r.enumerated, r.screened, r.bounded, r.simulated,
+                                r.exact ? " (exact: every layout left has a lower bound above the K-th step)"
+                                        : " (stopped at the simulation limit: not proven exact)");
+  out += "Rejected:\n";
+  for (int i = 0; i < kPlanRejectReasons; ++i) {
+    const auto reason = static_cast<PlanRejectReason>(i);
+    std::string line = fmt::format("  {:>8}  {}", r.rejected[i], describe(reason));
+    if (reason == PlanRejectReason::memory) line += fmt::format(" ({:.0f}% of capacity)", 100 * r.max_memory_fraction);
+    if (reason == PlanRejectReason::invalid && r.rejected[i] > 0) line += ", e.g. " + r.invalid_example;
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string plan_text(const Scenario& sc, const PlanResult& r) {
+  std::string out = fmt::format("Plan {}{}: {} on {} GPUs, global batch {} sequences x {} tokens, objective {}\n",
+                                sc.name, sc.file.empty() ? "" : fmt::format(" [{}]", sc.file), sc.model.name,
+                                r.gpus, r.global_batch, sc.training.seq_len, name(r.objective));
+  Table t({{"rank", true},
+           {"layout", false},
+           {"step time (s)", true},
+           {"tokens/s/GPU", true},
+           {"MFU (%)", true},
+           {"memory/GPU (GiB)", true},
+           {"exposed comm (s)", true},
+           {objective_header(r.objective), true}});
+  int rank = 0;
+  for (const PlanRow& row : r.top) {
+    const Prediction& p = row.prediction;
+    t.add({std::to_string(++rank), row.layout.describe(), seconds(p.step_time_s), grouped(p.tokens_per_s_per_gpu),
+           percent(p.mfu), gib(p.memory.total_bytes), seconds(p.comm_exposed_s),
+           objective_cell(r.objective, row.objective)});
+  }
+  if (r.top.empty()) {
+    out += "  no layout fits: see the rejections below\n";
+  } else {
+    out += t.render();
+    out += "  layout: strategy, tp (tensor-parallel degree), sp (sequence parallelism), mb (micro-batch per GPU),\n"
+           "  ga (gradient accumulation), recompute; step time simulated, exposed comm = communication not hidden\n";
+  }
+  if (!r.why.empty()) out += "Why the winner: " + r.why + "\n";
+  out += plan_rejections(r);
+  return out;
+}
+
+std::string compare_text(const std::vector<CompareRow>& rows) {
+  std::string out = "Compare\n";
+  Table t({{"scenario", false},
+           {"hardware", false},
+           {"GPUs", true},
+           {"step time (s)", true},
+           {"time per epoch (h)", true},
+           {"tokens/s", true},
+           {"cost per epoch (USD)", true},
+           {"USD per Mtok", true},
+           {"memory/GPU (GiB)", true},
+           {"memory", false}});
+  for (const CompareRow& r : rows)
+    t.add({r.scenario, r.hardware, std::to_string(r.gpus), seconds(r.step_time_s),
+           fixed(r.time_per_epoch_s / 3600, 2), grouped(r.tokens_per_s),
+           r.cost_per_epoch_usd ? fixed(*r.cost_per_epoch_usd, 2) : "n/a",
+           r.usd_per_million_tokens ? fixed(*r.usd_per_million_tokens, 4) : "n/a", gib(r.memory_per_gpu_bytes),
+           verdict_text(r.verdict)});
+  out += t.render();
+  out += "  cost needs price_per_gpu_hour_usd (and a dataset for the epoch); USD per Mtok = price x GPUs x step\n"
+         "  time / 3600 / (tokens per step / 1e6)\n";
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i].model != rows[0].model || rows[i].tokens_per_step != rows[0].tokens_per_step)
+      out += fmt::format("  note: {} is not the same job as {} (model {} vs {}, {:.0f} vs {:.0f} tokens per step)\n",
+                         rows[i].scenario, rows[0].scenario, rows[i].model, rows[0].model, rows[i].tokens_per_step,
+                         rows[0].tokens_per_step);
+  }
+  return out;
+}
+
 }  // namespace stepcast::cli

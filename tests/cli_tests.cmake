@@ -253,3 +253,39 @@ stepcast_cli_case(bad_init_model RC 2 STDERR "--model: unknown model \"llama3-8b
 stepcast_cli_case(bad_init_box RC 2 STDERR "--box: unknown box \"dgx-h100-80gb\" (did you mean \"dgx-h100\"?)"
                   ARGS init --model gpt2 --box dgx-h100-80gb)
 stepcast_cli_case(bad_init_gpus RC 2 STDERR "--gpus 12" ARGS init --model gpt2 --box dgx-h100 --gpus 12)
+
+# ---- plan and compare ----
+stepcast_cli_case(help_plan STDOUT "Usage: stepcast plan" "Examples:" "stepcast plan" "Exit codes:"
+                  ARGS plan --help)
+stepcast_cli_case(help_compare STDOUT "Usage: stepcast compare" "Examples:" "Exit codes:"
+                  ARGS compare --help)
+stepcast_cli_case(plan_minimal_text
+                  STDOUT "step time (s)" "tokens/s/GPU" "MFU (%)" "memory/GPU (GiB)" "exposed comm (s)"
+                         "Why the winner:" "252  tp does not divide" "162  micro_batch x dp"
+                         "882 layouts enumerated"
+                  ARGS plan ${STEPCAST_CLI_GOOD} --top 3)
+stepcast_cli_case(plan_minimal_json
+                  JSON_KEYS scenario gpus global_batch objective enumerated screened simulated exact
+                            rejected rows why
+                  STDOUT "\"global_batch\": 128" "\"gpus\": 16"
+                  ARGS plan ${STEPCAST_CLI_GOOD} --gpus 16 --global-batch 128 --top 2 --json)
+stepcast_cli_case(plan_objective_tokens STDOUT "objective: tokens/s/GPU"
+                  ARGS plan ${STEPCAST_CLI_GOOD} --objective tokens_per_s --top 2)
+stepcast_cli_case(plan_cost_without_price RC 2 STDERR "--objective cost needs price_per_gpu_hour_usd"
+                  ARGS plan ${STEPCAST_CLI_GOOD} --objective cost)
+stepcast_cli_case(plan_bad_objective RC 2 STDERR "--objective"
+                  ARGS plan ${STEPCAST_CLI_GOOD} --objective speed)
+stepcast_cli_case(plan_bad_fraction RC 2 STDERR "--max-memory-fraction"
+                  ARGS plan ${STEPCAST_CLI_GOOD} --max-memory-fraction 1.5)
+stepcast_cli_case(compare_text
+                  STDOUT "step time (s)" "time per epoch (h)" "tokens/s" "cost per epoch (USD)" "USD per Mtok"
+                         "lightning-ddp-8xa100" "lightning-ddp-3xh100"
+                  ARGS compare scenarios/seeds/lightning-ddp-8xa100.json scenarios/seeds/lightning-ddp-3xh100.json)
+stepcast_cli_case(compare_json JSON_KEYS rows STDOUT "\"usd_per_million_tokens\"" "\"verdict\""
+                  ARGS compare ${STEPCAST_CLI_GOOD} scenarios/seeds/gpt2-xl-ddp-8xa100.json --json)
+set(STEPCAST_CLI_PLAN ${CMAKE_CURRENT_LIST_DIR}/data/plan)
+stepcast_cli_case(compare_priced_json JSON_KEYS rows STDOUT "\"cost_per_epoch_usd\": " "dgx-h100"
+                  ARGS compare ${STEPCAST_CLI_PLAN}/gpt2-8xa100-priced.json ${STEPCAST_CLI_PLAN}/gpt2-8xh100-priced.json
+                       --json)
+stepcast_cli_case(plan_cost_objective STDOUT "objective: USD/Mtok"
+                  ARGS plan ${STEPCAST_CLI_PLAN}/gpt2-8xh100-priced.json --objective cost --top 2)

@@ -1,0 +1,153 @@
+/// \file
+/// `stepcast plan`: the best data- and tensor-parallel layout of one job on a fixed number of
+/// GPUs and a fixed global batch. A layout is a data-parallel strategy x tensor-parallel
+/// degree x sequence parallelism x micro-batch x recompute (grad accumulation follows from
+/// the global batch). Pipeline parallelism is not enumerated yet.
+///
+/// The search: enumerate every layout, reject what does not divide or does not fit memory
+/// (the cost stage's memory, no simulation), screen the rest with closed-form lower bounds
+/// of the step, then simulate (the full predict() composition) in order of lower bound: at
+/// least the best `top x 3`, and on until the next lower bound is above the K-th simulated
+/// step, so that no layout left unsimulated can enter the top K (branch and bound).
+/// The bounds come in two tiers: the cost stage's compute time (compute_s <= the graph's
+/// compute <= perfect-overlap bound, bounds.hpp), for every layout; and the perfect-overlap
+/// bound of the lowered step (lower + bound stages), computed lazily, only for the layouts
+/// whose compute bound reaches the front of the queue. The simulation order is exactly the
+/// order of the perfect-overlap bound, as if every layout had been lowered. resolve() runs
+/// once per (strategy, tp, sp) family, never per layout: micro-batch, grad accumulation and
+/// recompute are not read by it.
+#pragma once
+
+#include "simulator/predict.hpp"
+#include "simulator/scenario.hpp"
+#include "simulator/stages.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stepcast {
+
+/// What the plan minimises. At a fixed GPU count and global batch the three rank layouts
+/// alike (each is monotone in the step time); they differ in the figure reported.
+enum class PlanObjective {
+  time,          ///< step time at the global batch, s (lower is better)
+  tokens_per_s,  ///< tokens/s per GPU (higher is better)
+  cost,          ///< USD per million tokens (needs price_per_gpu_hour_usd; lower is better)
+};
+std::string_view name(PlanObjective);
+/// "time", "tokens_per_s", "cost"; throws std::invalid_argument naming the choices.
+PlanObjective parse_plan_objective(std::string_view);
+
+struct PlanOptions {
+  int gpus = 0;                      ///< 0: the scenario's
+  /// Sequences per optimizer step; 0: the scenario's micro_batch x grad_accum x (gpus / tp).
+  std::int64_t global_batch = 0;
+  PlanObjective objective = PlanObjective::time;
+  double max_memory_fraction = 0.9;  ///< of the GPU's capacity, in (0, 1]
+  int top = 5;                       ///< rows ranked (K)
+  /// Most layouts simulated, whatever the bounds say (the branch and bound stops there and
+  /// PlanResult::exact says so).
+  int max_simulations = 2000;
+};
+
+/// One point of the search space.
+struct Layout {
+  Strategy strategy = Strategy::ddp;
+  int tp = 1;
+  bool sp = false;
+  std::int64_t micro_batch = 1;      ///< sequences per GPU per micro-step
+  std::int64_t grad_accum = 1;       ///< global batch / (micro_batch x dp)
+  Recompute recompute = Recompute::none;
+  int dp = 1;                        ///< gpus / tp
+  /// "zero2 tp2 sp mb4 ga2 selective" (tp, sp shown only when used; recompute always).
+  std::string describe() const;
+};
+
+/// The scenario run with `layout` (strategy kind, tp, sp, micro-batch, grad_accum,
+/// recompute); a bucket size given for DDP/ZeRO is dropped under FSDP, which has none.
+Scenario with_layout(const Scenario& base, const Layout& layout);
+
+/// Why layouts were rejected, in the order the checks run.
+enum class PlanRejectReason {
+  tp_model,     ///< tp does not divide heads, KV heads and MLP width
+  sp_sequence,  ///< sequence parallelism: tp does not divide seq_len
+  batch,        ///< micro_batch x dp does not divide the global batch
+  invalid,      ///< the scenario's own checks refuse it (check_scenario)
+  memory,       ///< memory per GPU above the fraction of capacity
+};
+inline constexpr int kPlanRejectReasons = 5;
+/// One sentence: "tp does not divide the heads, KV heads and MLP width".
+std::string_view describe(PlanRejectReason);
+
+/// A layout that passed the screen, with its closed-form figures.
+struct PlanCandidate {
+  Layout layout;
+  int index = 0;                     ///< enumeration order (ties break on it)
+  int family = 0;                    ///< index of its resolved (strategy, tp, sp) Job
+  double compute_s = 0;              ///< cost stage: forward + backward + recompute + optimizer, s
+  /// Perfect-overlap step, s (bounds.hpp); NaN until computed (screen_layouts with
+  /// `full_bounds`, or plan() when the candidate reaches the front).
+  double lower_bound_s = 0;
+  double memory_bytes = 0;           ///< per GPU (cost stage)
+};
+
+/// The space after the screen: the resolved families, the candidates sorted by their bound
+/// (the perfect-overlap bound with `full_bounds`, else compute_s; ties by enumeration
+/// order), and the rejections.
+struct PlanScreen {
+  Scenario base;                     ///< on the planned GPUs, tp 1
+  int gpus = 1;
+  std::int64_t global_batch = 1;
+  std::vector<Job> families;         ///< one resolve() per (strategy, tp, sp) that passed
+  std::vector<PlanCandidate> candidates;
+  std::int64_t enumerated = 0;       ///< layouts enumerated
+  std::int64_t rejected[kPlanRejectReasons] = {};
+  std::string invalid_example;       ///< the first check_scenario message, if any
+};
+
+/// Enumerates and screens. Throws std::invalid_argument for options no plan can take (a GPU
+/// count the hardware cannot take, a global batch below 1, a memory fraction outside (0, 1],
+/// top below 1, the cost objective without a price).
+PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool full_bounds = false);
+
+/// The perfect-overlap bound of a candidate: its family's Job with the layout, cost, lower,
+/// bound.
+double perfect_overlap_bound_s(const PlanScreen& screen, const PlanCandidate& candidate);
+
+/// One simulated layout.
+struct PlanRow {
+  Layout layout;
+  Prediction prediction;
+  double lower_bound_s = 0;
+  double objective = 0;              ///< in the objective's unit (s, tokens/s/GPU, USD/Mtok)
+};
+
+struct PlanResult {
+  std::string scenario;
+  int gpus = 1;
+  std::int64_t global_batch = 1;
+  PlanObjective objective = PlanObjective::time;
+  double max_memory_fraction = 0.9;
+  std::int64_t enumerated = 0;
+  std::int64_t rejected[kPlanRejectReasons] = {};
+  std::string invalid_example;
+  std::int64_t screened = 0;         ///< layouts that passed to the lower bound
+  std::int64_t bounded = 0;          ///< layouts lowered for their perfect-overlap bound
+  std::int64_t simulated = 0;
+  /// True when every layout left unsimulated has a lower bound no better than the K-th
+  /// simulated one: the top K are the top K of an exhaustive simulation.
+  bool exact = true;
+  std::vector<PlanRow> top;          ///< best first, at most `top`
+  /// Why the winner beats the runner-up (empty with fewer than two rows).
+  std::string why;
+};
+
+/// screen_layouts, then the simulation of the best candidates by lower bound.
+PlanResult plan(const Scenario& base, const PlanOptions& options);
+
+/// The objective's figure of a prediction (its unit as PlanRow::objective).
+double objective_value(PlanObjective, const Prediction&, const Scenario&);
+
+}  // namespace stepcast
