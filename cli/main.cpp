@@ -155,7 +155,9 @@ std::string scenario_help() {
                                "k, v, o, gate, up, down]}");
   out += field("strategy", "a name (" + join(strategy_names(), ", ") +
                                ") or {name, optional bucket_mb, prefetch_layers, algorithm "
-                               "(see `stepcast catalog algorithms`), reduce_dtype (working, fp32)}");
+                               "(see `stepcast catalog algorithms`), reduce_dtype (working, fp32), tp and sp (tensor and "
+                               "sequence parallelism inside a node), pp, vpp and schedule (gpipe, 1f1b, "
+                               "interleaved, zb-h1)}");
   out += field("hardware",
                "{\"cluster\": NAME, \"gpus\": N} or {\"box\": NAME, \"gpus\": N, optional \"nodes\": N "
                "(default: the GPUs over the box size), \"network\": {nic, nics_per_node, topology "
