@@ -632,7 +632,6 @@ void plan_pipeline(const Job& job, const Costs& c, sim::StepPlan& plan) {
   plan.p2p_latency_s = phases.empty() ? 0.0 : phases.front().latency_s;
   plan.stage_static_memory_bytes.assign(static_cast<std::size_t>(job.pp), c.static_memory_bytes);
   plan.optimizer_s = c.optimizer_s * job.pp;  // the whole model's; the lowering gives each stage its share
-  plan.activation_bytes_per_layer = c.activation_bytes_per_layer;
 }
 
 sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& options) {
