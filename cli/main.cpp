@@ -353,6 +353,7 @@ struct ValidateArgs {
   std::vector<std::string> inputs;
   bool json = false;
   std::string calibration;  ///< hardware file from `stepcast fit`; empty: none
+  bool assume_host = false; ///< offload records on the catalog box's host
 };
 
 int run_validate(const ValidateArgs& args) {
@@ -370,7 +371,7 @@ int run_validate(const ValidateArgs& args) {
   const bool progress = isatty(fileno(stderr)) != 0;
   const auto rows = validate_runs(runs, calibration, args.calibration, 0, [&](std::size_t done, std::size_t total) {
     if (progress && (done % 20 == 0 || done == total)) fmt::print(stderr, "\r[{}/{}]", done, total);
-  });
+  }, args.assume_host);
   if (progress) fmt::print(stderr, "\n");
   write(args.json ? cli::validate_json(rows) : cli::validate_text(rows));
   return kExitOk;
@@ -602,6 +603,9 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
       ->option_text("FILE");
   cmd->add_flag("--json", va.json,
                 "Print {\"runs\": [...], \"summary_loso\": {...}, \"sources\": [...]} instead of the tables");
+  cmd->add_flag("--assume-host", va.assume_host,
+                "Predict CPU-offload records on the host of their GPU's catalog box (records state no host; "
+                "default: skipped)");
   cmd->footer(footer(
       "Each record (one JSON object per line, the measured-run record format of README.md)\n"
       "becomes a scenario where stepcast can represent it; the record's metric is predicted\n"

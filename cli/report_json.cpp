@@ -130,11 +130,20 @@ json memory_json(const MemoryBreakdown& m) {
   json terms = json::array();
   for (const MemoryTerm& t : m.terms)
     terms.push_back({{"name", t.name}, {"bytes", num(t.bytes)}, {"note", t.note}});
-  return {{"terms", terms},
-          {"total_bytes", num(m.total_bytes)},
-          {"capacity_bytes", num(m.capacity_bytes)},
-          {"verdict", str(name(m.verdict))},
-          {"largest", m.largest}};
+  json out = {{"terms", terms},
+              {"total_bytes", num(m.total_bytes)},
+              {"capacity_bytes", num(m.capacity_bytes)},
+              {"verdict", str(name(m.verdict))},
+              {"largest", m.largest}};
+  if (m.host_terms.empty()) return out;  // CPU offload only: the host's memory per node
+  json host = json::array();
+  for (const MemoryTerm& t : m.host_terms) host.push_back({{"name", t.name}, {"bytes", num(t.bytes)}, {"note", t.note}});
+  out["host"] = {{"terms", host},
+                 {"total_bytes", num(m.host_total_bytes)},
+                 {"capacity_bytes", num(m.host_capacity_bytes)},
+                 {"verdict", str(name(m.host_verdict))}};
+  out["out_of_memory"] = out_of_memory(m);
+  return out;
 }
 
 /// One phase of a collective call as the simulation played it. Its level is relative to the
@@ -235,7 +244,7 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
   j["dataset"] = {{"tokens", opt(sc.dataset.tokens)}, {"samples", opt(sc.dataset.samples)}};
 
   j["memory_per_gpu_bytes"] = num(p.memory.total_bytes);
-  j["fits"] = p.memory.verdict != MemoryVerdict::oom;
+  j["fits"] = p.memory.verdict != MemoryVerdict::oom && p.memory.host_verdict != MemoryVerdict::oom;
   j["memory"] = memory_json(p.memory);
   j["collectives"] = collectives_json(p);
   j["fabric"] = fabric_json(p.fabric);

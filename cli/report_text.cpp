@@ -220,9 +220,12 @@ std::string header_section(const Scenario& sc, const Prediction& p, const std::s
                      plural(p.nodes, "node"), p.gpus_per_node, p.gpu);
   const StrategySpec& st = sc.strategy;
   out += fmt::format("  strategy {}{}{} | hardware {}\n", name(p.strategy),
-                     st.tp > 1 || st.pp > 1
-                         ? fmt::format(" | tensor parallel {}{} x data parallel {}", st.tp,
-                                       st.sp ? " (sequence parallel)" : "", st.dp(p.gpus))
+                     st.tp > 1 || st.pp > 1 || st.cp > 1
+                         ? fmt::format(" | tensor parallel {}{}{} x data parallel {}", st.tp,
+                                       st.sp ? " (sequence parallel)" : "",
+                                       st.cp > 1 ? fmt::format(" x context parallel {} ({})", st.cp, name(st.cp_comm))
+                                                 : "",
+                                       st.dp(p.gpus))
                          : "",
                      st.pp > 1 ? fmt::format(" x pipeline {} ({}{})", st.pp, st.schedule,
                                              st.vpp > 1 ? fmt::format(", {} chunks per stage", st.vpp) : "")
@@ -441,6 +444,17 @@ std::string memory_section(const Prediction& p) {
   out += fmt::format("  verdict: {}{}\n", verdict,
                      m.largest.empty() ? ""
                                        : fmt::format("; largest terms: {}", join(m.largest, ", ")));
+  if (m.host_terms.empty()) return out;
+  out += section("Host memory per node (CPU offload)");
+  Table h({{"term", false}, {"GiB", true}, {"note", false}});
+  for (const MemoryTerm& term : m.host_terms) h.add({term.name, gib(term.bytes), term.note});
+  h.rule();
+  h.add({"total", gib(m.host_total_bytes), fmt::format("{:.1f}% of capacity", 100 * m.host_total_bytes / m.host_capacity_bytes)});
+  h.add({"capacity", gib(m.host_capacity_bytes), "the box's host memory"});
+  out += h.render();
+  const std::string short_of = out_of_memory(m);
+  out += fmt::format("  verdict: {}\n", short_of.empty() ? std::string("FITS on GPU and host")
+                                                           : "OUT OF MEMORY on the " + short_of);
   return out;
 }
 

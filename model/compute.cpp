@@ -246,9 +246,11 @@ AttentionTimes attention_times(const TransformerSpec& spec, double b, std::int64
   AttentionTimes out;
   const double seq = static_cast<double>(s);
   if (k.attention != AttentionKernel::unfused) {
+    // Under context parallelism: 1/cp of the whole sequence's attention, in kernels of s/cp.
+    const double chunk = seq / k.cp;
     auto time = [&](AttentionPass p) {
-      return attention_flops(spec, b, seq, k.causal, p) / k.tp /
-             (attention_tflops(d.attention, spec.head_dim(), k.causal, p, seq) * 1e12);
+      return attention_flops(spec, b, seq, k.causal, p) / k.tp / k.cp /
+             (attention_tflops(d.attention, spec.head_dim(), k.causal, p, chunk) * 1e12);
     };
     out.forward_s = time(AttentionPass::forward);
     out.backward_s = time(AttentionPass::backward);
@@ -279,7 +281,13 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   if (micro_batch < 1 || seq_len < 1)
     throw std::invalid_argument("micro-step times need micro_batch >= 1 and seq_len >= 1, got " +
                                 std::to_string(micro_batch) + " and " + std::to_string(seq_len));
-  const std::int64_t rows = checked_product(micro_batch, seq_len, "tokens per micro-batch (micro_batch x seq_len)");
+  if (kernels.cp < 1 || seq_len % kernels.cp != 0)
+    throw std::invalid_argument("micro-step times need cp >= 1 dividing seq_len, got cp " + std::to_string(kernels.cp));
+  if (kernels.cp > 1 && kernels.attention == AttentionKernel::unfused)
+    throw std::invalid_argument("micro-step times: context parallelism needs a flash-class attention kernel");
+  // Each context-parallel rank holds seq_len / cp tokens of every sequence.
+  const std::int64_t rows =
+      checked_product(micro_batch, seq_len / kernels.cp, "tokens per micro-batch (micro_batch x seq_len)");
   const double tokens = static_cast<double>(rows);
   const double w = working_bytes(precision);
   const bool fp8 = precision == Precision::fp8_mixed;
@@ -317,6 +325,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   const double head_gpu_bwd = g.head_backward_s + loss.bytes_backward / bw;
   t.head_forward_s = std::max(head_gpu_fwd, launch * (1 + loss.kernels_forward));
   t.head_backward_s = std::max(head_gpu_bwd, launch_bwd * (2 + loss.kernels_backward));
+  t.layer_attention_forward_s = a.forward_s;
+  t.layer_attention_backward_s = a.backward_s;
   t.forward_s = L * layer_fwd + t.head_forward_s;
   t.backward_s = L * layer_bwd + t.head_backward_s;
   // Forwards of the layers per micro-step: 1, or 2 under full recompute.

@@ -91,6 +91,11 @@ struct KernelChoice {
   /// split by `sp` (sequence parallelism).
   int tp = 1;
   bool sp = false;
+  /// Context-parallel degree (Megatron-LM CP): each rank holds s/cp tokens of every sequence,
+  /// so GEMMs, memory-bound work and the LM head see b·s/cp rows, and it computes 1/cp of the
+  /// attention of the whole sequence (causal load-balanced chunks) in kernels of s/cp
+  /// queries. Needs a flash-class attention kernel.
+  int cp = 1;
 };
 
 /// Time of one micro-step on one GPU, seconds.
@@ -111,6 +116,10 @@ struct MicroStepTimes {
   /// the layers), for simulators that play the step layer by layer.
   double head_forward_s = 0;
   double head_backward_s = 0;
+  /// One layer's attention kernels, forward and backward (what a context-parallel ring
+  /// exchange hides behind).
+  double layer_attention_forward_s = 0;
+  double layer_attention_backward_s = 0;
   /// forward + backward + recompute, split by kind of kernel.
   KernelTimes kernels;
 };

@@ -193,7 +193,7 @@ double outer_activation_bytes(const TransformerSpec& spec, double b, double s, d
 /// recompute one layer's full activations (the layer being recomputed in backward).
 double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
   const double b = static_cast<double>(in.micro_batch);
-  const double s = static_cast<double>(in.seq_len);
+  const double s = static_cast<double>(in.seq_len / in.cp);  // the tokens on this GPU
   const double w = working_bytes(in.precision);
   const double layers = static_cast<double>(spec.layers);
   const double stage_layers = std::ceil(layers / in.pp) * in.in_flight;  // stage 0 under a pipeline
@@ -209,7 +209,7 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
 /// head output (HF causal-LM heads compute `logits.float()` from it).
 double logits_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
   const double w = working_bytes(in.precision);
-  return static_cast<double>(in.micro_batch) * static_cast<double>(in.seq_len) *
+  return static_cast<double>(in.micro_batch) * static_cast<double>(in.seq_len / in.cp) *
          static_cast<double>(spec.vocab) * (w + 4.0) / in.tp;  // vocab-parallel under TP
 }
 
@@ -246,7 +246,27 @@ std::string shard_note(bool sharded, std::int64_t n) {
   return sharded && n > 1 ? fmt::format("sharded 1/{}", n) : std::string("replicated");
 }
 
+/// Host memory under offload, per host: every GPU's partition of the fp32 master, Adam's
+/// moments (optimizer_bytes_per_param) and the fp32 gradient (4 B), and with parameter
+/// offload its 16-bit shard (w B) (model/offload.hpp host_bytes_per_param).
+void host_memory(const ParamCounts& c, std::int64_t n, const MemoryInputs& in, MemoryBreakdown& out) {
+  const double gpus = in.gpus_per_host, dn = static_cast<double>(n), w = working_bytes(in.precision);
+  out.host_terms.push_back({"optimizer", gpus * optimizer_bytes_per_param(in.optimizer, in.precision) * c.trainable / dn,
+                            fmt::format("fp32 master and moments of {} GPUs' partitions", in.gpus_per_host)});
+  out.host_terms.push_back({"gradients", gpus * 4.0 * c.trainable / dn, "fp32 gradient partitions"});
+  if (in.offload == OffloadKind::parameters)
+    out.host_terms.push_back({"weights", gpus * w * c.stored / dn, "16-bit parameter shards"});
+  for (const MemoryTerm& t : out.host_terms) out.host_total_bytes += t.bytes;
+  out.host_capacity_bytes = in.host_capacity_bytes;
+  out.host_verdict = memory_verdict(out.host_total_bytes, in.host_capacity_bytes);
+}
+
 }  // namespace
+
+std::string out_of_memory(const MemoryBreakdown& m) {
+  const bool gpu = m.verdict == MemoryVerdict::oom, host = m.host_verdict == MemoryVerdict::oom;
+  return gpu && host ? "GPU and host" : gpu ? "GPU" : host ? "host" : "";
+}
 
 std::string_view name(OptimizerKind k) { return kOptimizerNames[static_cast<int>(k)]; }
 
@@ -372,9 +392,18 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
     c.stored /= in.pp;
     c.trainable /= in.pp;
   }
+  require(in.cp >= 1 && in.seq_len % in.cp == 0, "cp must be >= 1 and divide seq_len");
   const std::int64_t n = shard_degree(in.strategy, in.gpus, in.gpus_per_node);
   const Strategy s = effective_strategy(in.strategy, n);
-  const ModelStateBytes m = model_state_bytes(c, in);
+  ModelStateBytes m = model_state_bytes(c, in);
+  const bool offload = in.offload != OffloadKind::none;
+  require(!offload || (in.gpus_per_host >= 1 && in.host_capacity_bytes > 0),
+          "offload needs gpus_per_host >= 1 and a host capacity > 0");
+  if (offload) {  // the optimizer states (and fp32 gradient partition) live on the host
+    m.optimizer = 0;
+    if (deepspeed_accounting(in)) m.gradients -= 4.0 * c.trainable / static_cast<double>(n);
+    if (in.offload == OffloadKind::parameters) m.weights = 0;
+  }
   const int w = working_bytes(in.precision);
   const bool ds = deepspeed_accounting(in);
 
@@ -394,8 +423,9 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
                   ds ? "16-bit + fp32 partition (DeepSpeed)" : fmt::format("{}-bit", 8 * w),
                   c.trainable, shard_note(shards_gradients(s), n)));
   add("optimizer", m.optimizer,
-      fmt::format("{} B/param ({}), {}", optimizer_bytes_per_param(in.optimizer, in.precision),
-                  name(in.optimizer), shard_note(shards_optimizer(s), n)));
+      offload ? std::string("on the host (CPU offload)")
+              : fmt::format("{} B/param ({}), {}", optimizer_bytes_per_param(in.optimizer, in.precision),
+                            name(in.optimizer), shard_note(shards_optimizer(s), n)));
   add("gathered_params", m.gathered_params,
       m.gathered_params == 0 ? std::string("none")
       : ds && s == Strategy::zero3
@@ -414,6 +444,7 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
 
   for (const MemoryTerm& t : out.terms) out.total_bytes += t.bytes;
   out.verdict = memory_verdict(out.total_bytes, in.capacity_bytes);
+  if (offload) host_memory(c, n, in, out);
 
   std::vector<const MemoryTerm*> order;
   for (const MemoryTerm& t : out.terms)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "model/flops.hpp"
+#include "model/offload.hpp"
 #include "model/transformer.hpp"
 #include "base/types.hpp"
 
@@ -66,6 +67,16 @@ struct MemoryInputs {
   /// the last stage, for one micro-batch. The largest of the stages, up to the uneven split.
   int pp = 1;
   double in_flight = 1;
+  /// Context-parallel degree: a GPU holds seq_len / cp tokens of each sequence, so its
+  /// activations and logits are those of s/cp (Megatron-LM context parallelism); the model
+  /// states shard over `gpus`, which counts the DP x CP ranks.
+  int cp = 1;
+  /// CPU offload (model/offload.hpp): the optimizer states and fp32 gradients (and with
+  /// `parameters` the 16-bit shards) move to the host of `gpus_per_host` GPUs, whose memory
+  /// is `host_capacity_bytes` (0: unknown; then offload is refused).
+  OffloadKind offload = OffloadKind::none;
+  int gpus_per_host = 1;
+  double host_capacity_bytes = 0;
   std::int64_t gpus_per_node = 1; ///< HYBRID_SHARD shards within a node
   double bucket_bytes = 25e6;     ///< DDP/ZeRO gradient bucket (PyTorch DDP default 25 MB)
   int prefetch_layers = 1;        ///< ZeRO-3/FSDP layers gathered ahead of use
@@ -95,7 +106,15 @@ struct MemoryBreakdown {
   double capacity_bytes = 0;
   MemoryVerdict verdict = MemoryVerdict::fits;  ///< tight when total > 90% of capacity
   std::vector<std::string> largest;  ///< names of the largest terms, largest first (up to 3)
+  /// Host memory under CPU offload, per host (all its GPUs' partitions); empty without.
+  std::vector<MemoryTerm> host_terms;
+  double host_total_bytes = 0;
+  double host_capacity_bytes = 0;
+  MemoryVerdict host_verdict = MemoryVerdict::fits;
 };
+
+/// What runs out: "GPU", "host", "GPU and host", or "" when both fit.
+std::string out_of_memory(const MemoryBreakdown& m);
 
 /// Parameter counts that the model states are proportional to (elements).
 struct ParamCounts {

@@ -13,6 +13,7 @@ namespace {
 
 constexpr std::array<std::string_view, 4> kSchedule{"gpipe", "1f1b", "interleaved", "zb_h1"};
 constexpr std::array<std::string_view, 4> kGroupKind{"tp", "cp", "dp", "pp"};
+constexpr std::array<std::string_view, 2> kCpComm{"ring", "all_gather"};
 
 template <typename E, std::size_t N>
 E parse_named(std::string_view text, const std::array<std::string_view, N>& names, const char* what) {
@@ -74,6 +75,10 @@ std::string_view name(GroupKind v) { return kGroupKind[static_cast<int>(v)]; }
 GroupKind parse_group_kind(std::string_view s) { return parse_named<GroupKind>(s, kGroupKind, "group kind"); }
 std::vector<std::string> group_kind_names() { return {kGroupKind.begin(), kGroupKind.end()}; }
 
+std::string_view name(CpCommKind v) { return kCpComm[static_cast<int>(v)]; }
+CpCommKind parse_cp_comm(std::string_view s) { return parse_named<CpCommKind>(s, kCpComm, "context-parallel exchange"); }
+std::vector<std::string> cp_comm_names() { return {kCpComm.begin(), kCpComm.end()}; }
+
 std::int64_t ParallelLayout::gpus() const {
   return static_cast<std::int64_t>(dp) * tp * pp * cp;
 }
@@ -105,6 +110,9 @@ void validate_layout(const ParallelLayout& layout, std::int64_t gpus, const Tran
   const std::int64_t s = seq_len > 0 ? seq_len : spec.seq_len;
   if (s < 1) broken("the sequence length must be >= 1, got " + str(s));
   if (s % layout.cp != 0) broken("cp " + str(layout.cp) + " must divide seq_len " + str(s));
+  if (layout.cp > 1 && spec.kind == ModelKind::decoder && s % (2 * layout.cp) != 0)
+    broken("causal attention splits the sequence into 2*cp = " + str(2 * layout.cp) +
+           " chunks for load balance; it must divide seq_len " + str(s));
   check_tensor_parallel(layout, spec, s);
   check_pipeline(layout, spec);
 }
@@ -276,15 +284,46 @@ StageParameters stage_parameters_per_gpu(const TransformerSpec& spec, int stage,
 
 // ---------------------------------------------------------------------------------------
 
-CpLayerComm cp_layer_comm(const TransformerSpec& spec, std::int64_t tokens, double w, int cp) {
-  if (tokens < 1 || w <= 0 || cp < 1) throw std::invalid_argument("CP communication needs tokens, w and cp > 0");
-  if (tokens % cp != 0)
-    throw std::invalid_argument("cp " + str(cp) + " must divide the tokens " + str(tokens));
+namespace {
+/// b·(s/cp)·(kv_dim/t)·w: one rank's K (or V) chunk, bytes.
+double kv_chunk_bytes(const TransformerSpec& spec, std::int64_t tokens, double w, int cp, int tp) {
+  if (tokens < 1 || w <= 0 || cp < 1 || tp < 1)
+    throw std::invalid_argument("CP communication needs tokens, w, cp and tp > 0");
+  if (tokens % cp != 0) throw std::invalid_argument("cp " + str(cp) + " must divide the tokens " + str(tokens));
+  if (spec.kv_heads % tp != 0)
+    throw std::invalid_argument("tp " + str(tp) + " must divide the KV heads " + str(spec.kv_heads));
+  return static_cast<double>(tokens / cp) * static_cast<double>(spec.kv_dim()) / tp * w;
+}
+}  // namespace
+
+CpLayerComm cp_layer_comm(const TransformerSpec& spec, std::int64_t tokens, double w, int cp, int tp) {
+  const double kv_chunk = kv_chunk_bytes(spec, tokens, w, cp, tp);
   CpLayerComm out;
   out.steps = cp - 1;
-  const double kv_chunk = static_cast<double>(tokens / cp) * static_cast<double>(spec.kv_dim()) * w;
   out.forward_bytes_per_step = 2 * kv_chunk;
   out.backward_bytes_per_step = 4 * kv_chunk;
+  return out;
+}
+
+double cp_ring_exposed_s(int steps, double step_s, double attention_s, int cp) {
+  if (steps < 0 || cp < 1 || step_s < 0 || attention_s < 0)
+    throw std::invalid_argument("ring exposure needs steps >= 0, cp >= 1 and times >= 0");
+  return steps * std::max(0.0, step_s - attention_s / cp);
+}
+
+TpLayerComm cp_all_gather_comm(const TransformerSpec& spec, std::int64_t tokens, double w, int cp, int tp) {
+  const double gathered = 2 * kv_chunk_bytes(spec, tokens, w, cp, tp) * cp;  // K and V, whole sequence
+  TpLayerComm out;
+  if (cp == 1) return out;
+  out.forward = {{Collective::all_gather, 1, gathered}};
+  out.backward = {{Collective::all_gather, 1, gathered}, {Collective::reduce_scatter, 1, gathered}};
+  return out;
+}
+
+ParallelLayout gradient_group_layout(const ParallelLayout& layout) {
+  ParallelLayout out = layout;
+  out.dp = layout.dp * layout.cp;
+  out.cp = 1;
   return out;
 }
 

@@ -72,7 +72,8 @@ ParallelLayout data_parallel_layout(DpSharding sharding, int gpus);
 ///  - sp needs tp > 1, and with sp, tp divides s/cp (the sequence is split over TP ranks);
 ///  - vpp > 1 needs the interleaved schedule, which needs vpp > 1 and pp > 1;
 ///  - interleaved: layers divisible by pp·vpp; otherwise layers >= pp (>= 1 layer a stage);
-///  - cp divides seq_len (`seq_len` <= 0 means spec.seq_len);
+///  - cp divides seq_len (`seq_len` <= 0 means spec.seq_len), and for causal attention
+///    2·cp does (the load-balanced split of Megatron-LM's context parallelism);
 ///  - zero2/zero3 need pp == 1: DeepSpeed's PipelineEngine asserts "ZeRO-2 and ZeRO-3 are
 ///    incompatible with pipeline parallelism" (deepspeed/runtime/pipe/engine.py).
 void validate_layout(const ParallelLayout& layout, std::int64_t gpus, const TransformerSpec& spec,
@@ -186,11 +187,24 @@ StageParameters stage_parameters_per_gpu(const TransformerSpec& spec, int stage,
 // ---------------------------------------------------------------------------------------
 // Context parallelism
 
+/// How the context-parallel ranks of a layer exchange K and V.
+enum class CpCommKind {
+  ring,        ///< Megatron-LM context parallelism: Transformer Engine's p2p ring (Liu et al. 2023,
+               ///< Ring Attention, arXiv 2310.01889), overlapped with the attention chunks
+  all_gather,  ///< Llama 3's variant: all-gather K/V, then attention of the local queries
+               ///< (Llama Team 2024, arXiv 2407.21783, Sec. 3.3.2), exposed
+};
+/// "ring", "all_gather".
+std::string_view name(CpCommKind);
+CpCommKind parse_cp_comm(std::string_view);  ///< throws std::invalid_argument
+std::vector<std::string> cp_comm_names();
+
 /// Ring-attention K/V exchange of one layer per micro-batch on one GPU (Liu et al. 2023,
 /// Ring Attention, arXiv 2310.01889; Megatron-LM context parallelism via Transformer
 /// Engine's p2p ring): cp - 1 steps, each passing the local K and V chunk to the next rank,
-///   forward per step  2·b·(s/cp)·kv_dim·w bytes,
-///   backward per step 4·b·(s/cp)·kv_dim·w bytes (K and V again, plus dK and dV).
+///   forward per step  2·b·(s/cp)·(kv_dim/t)·w bytes,
+///   backward per step 4·b·(s/cp)·(kv_dim/t)·w bytes (K and V again, plus dK and dV).
+/// Under tensor parallelism a rank holds kv_heads/t heads, and exchanges only those.
 struct CpLayerComm {
   int steps = 0;
   double forward_bytes_per_step = 0;
@@ -198,8 +212,29 @@ struct CpLayerComm {
   double forward_bytes() const { return steps * forward_bytes_per_step; }
   double backward_bytes() const { return steps * backward_bytes_per_step; }
 };
-/// `tokens` = b·s (the full sequence; divided by cp here). Throws when cp does not divide it.
-CpLayerComm cp_layer_comm(const TransformerSpec& spec, std::int64_t tokens, double w, int cp);
+/// `tokens` = b·s (the full sequence; divided by cp here). Throws when cp does not divide it
+/// or t does not divide the KV heads.
+CpLayerComm cp_layer_comm(const TransformerSpec& spec, std::int64_t tokens, double w, int cp, int tp = 1);
+
+/// The part of a ring exchange the attention does not hide: step i's transfer runs beside
+/// the attention of chunk i (the first chunk is local), so with a causal load-balanced
+/// split (each rank holds chunks j and 2·cp - 1 - j; Megatron-LM's context-parallel data
+/// split) every chunk takes attention_s / cp and
+///   exposed = steps · max(0, step_s - attention_s / cp),   step_s = latency + bytes / rate.
+/// `attention_s` is the attention of the rank's queries against the whole sequence.
+double cp_ring_exposed_s(int steps, double step_s, double attention_s, int cp);
+
+/// Llama 3's all-gather variant per layer and micro-batch on one GPU, in the nccl-tests
+/// convention (the gathered output): forward one all-gather of K and V, 2·b·s·(kv_dim/t)·w
+/// bytes; backward the same all-gather again (K and V are not kept whole) and one
+/// reduce-scatter of dK and dV of the same size. Empty for cp = 1.
+TpLayerComm cp_all_gather_comm(const TransformerSpec& spec, std::int64_t tokens, double w, int cp, int tp = 1);
+
+/// The data-parallel gradient group of a layout with context parallelism: Megatron reduces
+/// gradients (and shards the distributed optimizer) over the DP x CP ranks of one TP rank and
+/// stage (parallel_state's data-parallel group "with context parallel"). Under Megatron's
+/// order those are the ranks of a layout with dp·cp data-parallel ranks and cp = 1.
+ParallelLayout gradient_group_layout(const ParallelLayout& layout);
 
 // ---------------------------------------------------------------------------------------
 // Pipeline parallelism

@@ -78,6 +78,16 @@ struct MeasuredCollective {
   double algbw_GBps = 0;
 };
 
+/// A collective a layer issues on the compute stream with its phases already costed (the
+/// context-parallel K/V exchange): the layers wait for it.
+struct LayerCollective {
+  std::string purpose;               ///< "context-parallel K/V ring (exposed)"
+  Collective op = Collective::all_gather;
+  double bytes = 0;                  ///< nccl-tests S, for reports
+  int ranks = 1;                     ///< GPUs of the group
+  std::vector<CollectivePhase> phases;
+};
+
 struct StepPlan {
   Strategy strategy = Strategy::ddp;
   std::int64_t micro_steps = 1;
@@ -119,6 +129,9 @@ struct StepPlan {
   CommFabric tp_fabric;
   std::vector<TpCollective> tp_forward, tp_backward, tp_recompute;
   std::vector<TpCollective> tp_head_forward, tp_head_backward;  ///< vocab-parallel head and loss
+  /// Context parallelism: per layer and micro-step, the K/V exchange after each layer's
+  /// forward, backward and full recompute, on the compute stream (empty: none).
+  std::vector<LayerCollective> cp_forward, cp_backward, cp_recompute;
   std::string algorithm = "auto";
 
   double activation_bytes_per_layer = 0;  ///< kept from forward to backward, per micro-step

@@ -91,6 +91,14 @@ int Builder::tp_collective(std::string name, std::string purpose, Collective c, 
   return ids[0];
 }
 
+int Builder::layer_collective(std::string name, const LayerCollective& c, const std::vector<int>& deps) {
+  std::vector<std::pair<int, std::vector<int>>> members;
+  for (int k = 0; k < classes_; ++k) members.push_back({compute_[k], shifted(deps, k)});
+  const auto ids = g_.add_collective(std::move(name), c.purpose, FabricScope::all, c.op, c.bytes, c.phases, members);
+  g_.ops[g_.tasks[ids[0]].op].ranks = c.ranks;
+  return ids[0];
+}
+
 /// Replaces a phase's latency and rate by a measurement of the same collective on the same
 /// ranks and nodes; loads shrink where the measurement beats the modelled link capacity,
 /// so that alone the phase still runs at the measured rate.
@@ -139,6 +147,13 @@ int tp_collectives(Builder& b, const std::vector<TpCollective>& list, int after,
   return last;
 }
 
+/// The costed layer collectives `list` after task `after`, in order; returns the last one.
+int layer_collectives(Builder& b, const std::vector<LayerCollective>& list, int after, const std::string& what) {
+  int last = after;
+  for (const LayerCollective& c : list) last = b.layer_collective(fmt::format("cp {} {}", name(c.op), what), c, {last});
+  return last;
+}
+
 }  // namespace
 
 MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks& hooks) {
@@ -152,7 +167,8 @@ MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks
     const std::vector<int> deps = hooks.before_forward ? hooks.before_forward(i, t) : std::vector<int>{};
     t.forward[i] = b.compute(fmt::format("fwd L{}{}", i, mk), TaskCategory::forward, b.forward_s(),
                              p.layer_flops_forward, deps, p.activation_bytes_per_layer, hooks.forward_free_bytes);
-    tp_collectives(b, p.tp_forward, t.forward[i], fmt::format("fwd L{}{}", i, mk));
+    const int cp = layer_collectives(b, p.cp_forward, t.forward[i], fmt::format("fwd L{}{}", i, mk));
+    tp_collectives(b, p.tp_forward, cp, fmt::format("fwd L{}{}", i, mk));
   }
   const int head = b.compute("fwd head" + mk, TaskCategory::head, p.micro.head_forward_s, p.head_flops_forward,
                              hooks.head_forward_deps, p.logits_bytes);
@@ -165,12 +181,14 @@ MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks
     if (b.recompute_s() > 0) {
       const int rec = b.compute(fmt::format("recompute L{}{}", i, mk), TaskCategory::recompute, b.recompute_s(),
                                 p.layer_flops_recompute, deps);
-      tp_collectives(b, p.tp_recompute, rec, fmt::format("recompute L{}{}", i, mk));
+      const int cp = layer_collectives(b, p.cp_recompute, rec, fmt::format("recompute L{}{}", i, mk));
+      tp_collectives(b, p.tp_recompute, cp, fmt::format("recompute L{}{}", i, mk));
     }
     t.backward[i] = b.compute(fmt::format("bwd L{}{}", i, mk), TaskCategory::backward, b.backward_s(),
                               p.layer_flops_backward, deps, hooks.backward_alloc_bytes,
                               p.activation_bytes_per_layer + hooks.backward_extra_free_bytes);
-    tp_collectives(b, p.tp_backward, t.backward[i], fmt::format("bwd L{}{}", i, mk));
+    const int cp = layer_collectives(b, p.cp_backward, t.backward[i], fmt::format("bwd L{}{}", i, mk));
+    tp_collectives(b, p.tp_backward, cp, fmt::format("bwd L{}{}", i, mk));
     if (hooks.after_backward) hooks.after_backward(i, t.backward[i]);
   }
   return t;

@@ -47,6 +47,9 @@ class Builder {
   /// A tensor-parallel collective on every rank class's compute stream (the layers wait for
   /// it), over the plan's TP fabric; `deps` are class-0 task ids.
   int tp_collective(std::string name, std::string purpose, Collective c, double bytes, const std::vector<int>& deps);
+  /// A costed layer collective (StepPlan::cp_forward, ...) on every rank class's compute
+  /// stream; `deps` are class-0 task ids.
+  int layer_collective(std::string name, const LayerCollective& c, const std::vector<int>& deps);
   /// A compute task on every rank class.
   int compute(const std::string& name, TaskCategory category, double s, double flops,
               const std::vector<int>& deps = {}, double alloc = 0, double free = 0);

@@ -89,6 +89,7 @@ class PipelineBuilder {
   void add_stage(int i);
   int task(int stage, const std::string& name, TaskCategory c, double s, double flops, double alloc, double free);
   int tp_after(int stage, const std::vector<TpCollective>& list, int after, const std::string& what);
+  int cp_after(int stage, const std::vector<LayerCollective>& list, int after, const std::string& what);
   OpTasks forward(int m, int k);
   OpTasks backward(int m, int k, Part part);
   void play_programs(const std::vector<StageProgram>& programs);
@@ -202,6 +203,19 @@ int PipelineBuilder::tp_after(int stage, const std::vector<TpCollective>& list, 
   return last;
 }
 
+/// The context-parallel exchanges `list` after task `after` on the stage's compute stream;
+/// returns the last task.
+int PipelineBuilder::cp_after(int stage, const std::vector<LayerCollective>& list, int after, const std::string& what) {
+  int last = after;
+  for (const LayerCollective& c : list) {
+    const auto ids = g_.add_collective(fmt::format("cp {} {}", name(c.op), what), c.purpose, FabricScope::all, c.op,
+                                       c.bytes, c.phases, {{st_[stage].compute, {last}}});
+    g_.ops[g_.tasks[ids[0]].op].ranks = c.ranks;
+    last = ids[0];
+  }
+  return last;
+}
+
 OpTasks PipelineBuilder::forward(int m, int k) {
   const int i = k % P_;
   OpTasks ot;
@@ -209,7 +223,7 @@ OpTasks PipelineBuilder::forward(int m, int k) {
     const std::string n = fmt::format("fwd L{} m{}", l, m);
     const int t = task(i, n, TaskCategory::forward, fwd_s_, p_.layer_flops_forward, p_.activation_bytes_per_layer, 0);
     if (ot.first < 0) ot.first = t;
-    ot.last = tp_after(i, p_.tp_forward, t, n);
+    ot.last = tp_after(i, p_.tp_forward, cp_after(i, p_.cp_forward, t, n), n);
   }
   if (k == V_ - 1) {
     const std::string n = fmt::format("fwd head m{}", m);
@@ -237,12 +251,12 @@ OpTasks PipelineBuilder::backward(int m, int k, Part part) {
     if (part != Part::weight && rec_s_ > 0) {
       const std::string n = fmt::format("recompute L{} m{}", l, m);
       keep(task(i, n, TaskCategory::recompute, rec_s_, p_.layer_flops_recompute, 0, 0));
-      ot.last = tp_after(i, p_.tp_recompute, ot.last, n);
+      ot.last = tp_after(i, p_.tp_recompute, cp_after(i, p_.cp_recompute, ot.last, n), n);
     }
     const std::string n = fmt::format("{} L{} m{}", what, l, m);
     const double free = part == Part::input ? 0 : p_.activation_bytes_per_layer;
     keep(task(i, n, TaskCategory::backward, bwd_s_ * half, p_.layer_flops_backward * half, 0, free));
-    if (part != Part::weight) ot.last = tp_after(i, p_.tp_backward, ot.last, n);
+    if (part != Part::weight) ot.last = tp_after(i, p_.tp_backward, cp_after(i, p_.cp_backward, ot.last, n), n);
   }
   return ot;
 }

@@ -189,6 +189,14 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
     if (s.vpp > 1 && !obj.has("schedule")) s.schedule = "interleaved";
   });
   errors.attempt([&] {
+    if (obj.has("cp")) s.cp = obj.int32("cp", 1, static_cast<int>(limits::kMaxGpus));
+    if (obj.has("cp_comm")) s.cp_comm = parse_name(obj, "cp_comm", parse_cp_comm, cp_comm_names());
+  });
+  errors.attempt([&] {
+    if (obj.has("offload")) s.offload = parse_name(obj, "offload", parse_offload, offload_names());
+    if (obj.has("delayed_update")) s.delayed_update = obj.boolean("delayed_update");
+  });
+  errors.attempt([&] {
     if (auto r = obj.optional_string("reduce_dtype")) {
       if (*r != "fp32" && *r != "working")
         throw obj.error("reduce_dtype", "expected \"fp32\" or \"working\" (the precision's 16-bit dtype), got \"" +
@@ -529,7 +537,7 @@ void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
   if (m.heads % t != 0 || m.kv_heads % t != 0 || m.ffn_hidden % t != 0)
     throw InputError(w.file, at, fmt::format("expected a divisor of the heads ({}), KV heads ({}) and MLP width ({})",
                                              m.heads, m.kv_heads, m.ffn_hidden));
-  if (st.sp && s.training.seq_len % t != 0)
+  if (st.sp && s.training.seq_len % (static_cast<std::int64_t>(t) * st.cp) != 0)
     throw InputError(w.file, w.strategy + "/sp", fmt::format("sequence parallelism splits the sequence: tp {} must "
                                                              "divide seq_len {}", t, s.training.seq_len));
   if (s.training.lora) throw InputError(w.file, at, "LoRA under tensor parallelism is not modelled yet");
@@ -566,9 +574,65 @@ void check_pipeline(const Scenario& s, const ScenarioSource& w) {
   if (s.training.lora) throw InputError(w.file, at, "LoRA with a pipeline is not modelled yet");
 }
 
+/// Context parallelism: tp·cp·pp divides the GPUs; cp divides seq_len, 2·cp for causal
+/// attention (the load-balanced split); a flash-class attention kernel (ring attention runs
+/// on it); cp_comm only with cp > 1; no stragglers or LoRA yet.
+void check_context_parallel(const Scenario& s, const ScenarioSource& w) {
+  const StrategySpec& st = s.strategy;
+  const std::string at = w.strategy + "/cp";
+  if (st.cp == 1) {
+    if (st.cp_comm != CpCommKind::ring)
+      throw InputError(w.file, w.strategy + "/cp_comm", "a context-parallel exchange needs cp >= 2");
+    return;
+  }
+  const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
+  if (gpus % (static_cast<std::int64_t>(st.tp) * st.cp * st.pp) != 0)
+    throw InputError(w.file, at, fmt::format("expected tp x cp x pp ({} x {} x {}) to divide the {} GPUs", st.tp, st.cp,
+                                             st.pp, gpus));
+  const std::int64_t chunks = s.model.kind == ModelKind::decoder ? 2LL * st.cp : st.cp;
+  if (s.training.seq_len % chunks != 0)
+    throw InputError(w.file, at, fmt::format("expected {} to divide seq_len {}: {}", chunks == st.cp ? "cp" : "2 x cp",
+                                             s.training.seq_len,
+                                             chunks == st.cp ? "each rank holds s/cp tokens"
+                                                             : "causal attention is split into 2·cp chunks for load "
+                                                               "balance (Megatron-LM context parallelism)"));
+  if (!s.training.flash_attention)
+    throw InputError(w.file, at, "context parallelism runs on a flash-class attention kernel; set "
+                                 "training.flash_attention");
+  if (!s.hardware.stragglers.empty())
+    throw InputError(w.file, "/hardware/stragglers", "stragglers with context parallelism are not modelled yet");
+  if (s.training.lora) throw InputError(w.file, at, "LoRA with context parallelism is not modelled yet");
+}
+
+/// CPU offload: a strategy that offloads it (model/offload.hpp offload_supported), a box
+/// whose host is in the catalog, no pipeline yet; delayed_update only with the optimizer's.
+void check_offload(const Scenario& s, const ScenarioSource& w) {
+  const StrategySpec& st = s.strategy;
+  const std::string at = w.strategy + "/offload";
+  if (st.offload == OffloadKind::none) {
+    if (st.delayed_update)
+      throw InputError(w.file, w.strategy + "/delayed_update", "the delayed parameter update needs offload: optimizer");
+    return;
+  }
+  if (!offload_supported(st.offload, st.kind))
+    throw InputError(w.file, at, fmt::format("{} offload with {}: the optimizer offloads with zero1/2/3 (DeepSpeed "
+                                             "offload_optimizer), parameters with zero3 and FSDP's sharded modes",
+                                             name(st.offload), name(st.kind)));
+  if (st.delayed_update && st.offload != OffloadKind::optimizer)
+    throw InputError(w.file, w.strategy + "/delayed_update", "the delayed parameter update is ZeRO-Offload's, with "
+                                                             "offload: optimizer");
+  const BoxSpec* box = find_box(s.hardware.cluster.box);
+  if (!box || !box->host)
+    throw InputError(w.file, at, fmt::format("the box {} has no host (CPU, memory bandwidth) in the catalog; offload "
+                                             "needs one", s.hardware.cluster.box));
+  if (st.pp > 1) throw InputError(w.file, at, "offload with a pipeline is not modelled yet");
+}
+
 void check_strategy(const Scenario& s, const ScenarioSource& w) {
   check_tensor_parallel(s, w);
   check_pipeline(s, w);
+  check_context_parallel(s, w);
+  check_offload(s, w);
   const StrategySpec& st = s.strategy;
   check_count(st.prefetch_layers, 0, s.model.layers, w.file, w.strategy + "/prefetch_layers",
               "layers gathered ahead, at most the model's layers");

@@ -8,6 +8,8 @@
 #include "model/flops.hpp"
 #include "model/kernels.hpp"
 #include "model/memory.hpp"
+#include "model/offload.hpp"
+#include "model/parallel.hpp"
 #include "model/transformer.hpp"
 #include "base/types.hpp"
 #include "topologies/topology.hpp"
@@ -65,7 +67,16 @@ struct StrategySpec {
   int pp = 1;
   int vpp = 1;
   std::string schedule = "1f1b";
-  int dp(int gpus) const { return gpus / (tp * pp); }
+  /// Context parallelism ("cp": ranks sharing each sequence; 1: none) and its K/V exchange
+  /// ("cp_comm": "ring", Megatron-LM's default, or "all_gather", Llama 3's). Megatron order:
+  /// TP, CP, DP, PP; gradients are reduced over the DP x CP ranks.
+  int cp = 1;
+  CpCommKind cp_comm = CpCommKind::ring;
+  /// CPU offload ("offload": none, optimizer, parameters; model/offload.hpp) and ZeRO-Offload's
+  /// one-step delayed parameter update ("delayed_update").
+  OffloadKind offload = OffloadKind::none;
+  bool delayed_update = false;
+  int dp(int gpus) const { return gpus / (tp * pp * cp); }
 };
 
 /// Whole nodes that differ from the rest: slower GPUs (thermal throttling, an older part)

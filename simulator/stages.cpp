@@ -184,7 +184,8 @@ double optimizer_step_s(const Job& job, double trainable) {
   const double optimizer_shards =
       job.tp * (!shards_optimizer(st)                 ? 1.0
                 : st == Strategy::fsdp_hybrid_shard ? job.gpus_per_node / job.tp
-                                                    : job.dp);
+                                                    : static_cast<double>(job.dp) * job.cp);
+  if (job.scenario.strategy.offload != OffloadKind::none) return 0.0;  // the host runs it (cost_offload)
   const bool fp32_grads = tr.optimizer == OptimizerKind::adam_deepspeed_18;
   return optimizer_time_s(trainable / optimizer_shards,
                           optimizer_bytes_per_param(tr.precision, fp32_grads, tr.optimizer == OptimizerKind::sgd_momentum),
@@ -263,8 +264,12 @@ void cost_memory(const Job& job, Costs& c) {
   mem.flash_attention = tr.flash_attention;
   mem.lora = tr.lora ? &*tr.lora : nullptr;
   mem.strategy = s.strategy.kind;
-  mem.gpus = job.dp;
+  mem.gpus = static_cast<std::int64_t>(job.dp) * job.cp;  // the gradient group: DP x CP ranks
   mem.gpus_per_node = job.gpus_per_node / job.tp;
+  mem.cp = job.cp;
+  mem.offload = s.strategy.offload;
+  mem.gpus_per_host = job.gpus_per_node;
+  mem.host_capacity_bytes = job.host_memory_bytes;
   mem.tp = job.tp;
   mem.sp = s.strategy.sp;
   mem.bucket_bytes = zero12(s.strategy.kind) || s.strategy.kind == Strategy::zero3
@@ -414,6 +419,7 @@ KernelChoice resolve_kernels(const Scenario& s, GpuArch arch, std::vector<std::s
   k.causal = s.model.kind == ModelKind::decoder;
   k.tp = s.strategy.tp;
   k.sp = s.strategy.sp;
+  k.cp = s.strategy.cp;
   if (!tr.flash_attention) {
     k.attention = AttentionKernel::unfused;
   } else if (tr.attention_kernel) {
@@ -469,7 +475,7 @@ CommFabric group_fabric(const Topology& topo, const GroupPlacement& g) {
 /// pipeline link is one GPU's path to the next stage (NVLink inside a node, else its share
 /// of the NICs).
 void resolve_parallel_fabrics(Job& job, const Topology& topo) {
-  if (job.tp == 1 && job.pp == 1) {
+  if (job.tp == 1 && job.pp == 1 && job.cp == 1) {
     job.fabric = topo.fabric(job.nodes, job.gpus_per_node);
     return;
   }
@@ -477,7 +483,19 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
   layout.dp = job.dp;
   layout.tp = job.tp;
   layout.pp = job.pp;
-  job.fabric = group_fabric(topo, group_placement(layout, GroupKind::dp, job.gpus_per_node));
+  layout.cp = job.cp;
+  // Gradients reduce over the DP x CP ranks of a TP rank and stage.
+  job.fabric = group_fabric(topo, group_placement(gradient_group_layout(layout), GroupKind::dp, job.gpus_per_node));
+  if (job.cp > 1) {
+    const GroupPlacement cp = group_placement(layout, GroupKind::cp, job.gpus_per_node);
+    job.cp_fabric = group_fabric(topo, cp);
+    // A ring step's slowest hop: NVLink when the group sits in one node, else the NICs.
+    job.cp_hop_fabric = cp.nodes_spanned == 1 ? topo.fabric(1, 2)
+                                              : group_fabric(topo, GroupPlacement{2, 1, 2, cp.groups_sharing_a_node});
+    job.assumptions.push_back(fmt::format("context parallelism cp {} ({} exchange of K/V per layer), gradients "
+                                          "reduced over the {} DP x CP ranks",
+                                          job.cp, name(job.scenario.strategy.cp_comm), job.dp * job.cp));
+  }
   if (job.tp > 1) job.tp_fabric = topo.fabric(1, job.tp);
   if (job.pp > 1) {
     const GroupPlacement pp = group_placement(layout, GroupKind::pp, job.gpus_per_node);
@@ -486,6 +504,25 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
   job.assumptions.push_back(fmt::format("parallel layout tp {} x dp {} x pp {} in Megatron order (TP fastest, then "
                                         "data, then pipeline stages); TP collectives block the layers",
                                         job.tp, job.dp, job.pp));
+}
+
+/// The host under CPU offload: its memory bandwidth and size from the box catalog, the PCIe
+/// rate per GPU from the box's PCIe link and switches.
+void resolve_host(Job& job, const BoxSpec& box) {
+  const StrategySpec& st = job.scenario.strategy;
+  if (st.offload == OffloadKind::none) return;
+  if (!box.host)
+    throw std::invalid_argument(fmt::format("scenario \"{}\": offload needs the host of box {} (not in the catalog)",
+                                            job.scenario.name, box.name));
+  job.host_memory_GBps = box.host->memory_bw_GBps;
+  job.host_memory_bytes = box.host->memory_GiB * 1024.0 * 1024.0 * 1024.0;
+  job.pcie_GBps = host_link_GBps_per_gpu(box);
+  job.assumptions.push_back(fmt::format(
+      "CPU offload ({}{}): host {} with {:.0f} GB/s of DRAM at {:.0f}% (STREAM-class efficiency), {:.0f} GiB; "
+      "{:.1f} GB/s of PCIe per GPU ({} shared by {} GPUs); {}",
+      name(st.offload), st.delayed_update ? ", delayed parameter update" : "", box.host->cpu, box.host->memory_bw_GBps,
+      100 * kHostMemoryEfficiency, box.host->memory_GiB, job.pcie_GBps, box.pcie,
+      box.pcie_switches > 0 ? box.gpus / box.pcie_switches : 1, box.host->source));
 }
 
 }  // namespace
@@ -504,8 +541,10 @@ Job resolve(const Scenario& s) {
   job.assumptions = s.defaults;
   job.tp = s.strategy.tp;
   job.pp = s.strategy.pp;
+  job.cp = s.strategy.cp;
   job.dp = s.strategy.dp(job.gpus);
   resolve_parallel_fabrics(job, topo);
+  resolve_host(job, topo.box());
   // Named by the whole cluster's network (a DP group of one node has no inter level).
   job.hardware = job.nodes > 1 ? fmt::format("{} x {} ({})", job.nodes, topo.box().name,
                                              topo.fabric(job.nodes, job.gpus_per_node).inter->kind)
@@ -560,6 +599,76 @@ void stage_zero_share(const Job& job, Costs& c) {
     *v *= share;
 }
 
+/// The context-parallel K/V exchange of one layer per micro-batch (model/parallel.hpp):
+/// ring, one op per pass whose phase is the part the attention chunks do not hide
+/// (cp_ring_exposed_s, a ring step = the hop's latency + bytes / its rate); all_gather,
+/// the collectives on the CP group, exposed.
+void cost_context_parallel(const Job& job, Costs& c) {
+  if (job.cp == 1) return;
+  const TrainingSpec& tr = job.scenario.training;
+  const TransformerSpec& model = job.scenario.model;
+  const std::int64_t tokens = tr.micro_batch * tr.seq_len;
+  const double w = working_bytes(tr.precision);
+  const std::string algorithm = job.scenario.strategy.algorithm;
+  if (job.scenario.strategy.cp_comm == CpCommKind::all_gather) {
+    const TpLayerComm comm = cp_all_gather_comm(model, tokens, w, job.cp, job.tp);
+    auto ops = [&](const std::vector<TpCollective>& list, const char* pass) {
+      std::vector<sim::LayerCollective> out;
+      for (const TpCollective& t : list)
+        out.push_back({fmt::format("context-parallel K/V {} ({})", name(t.op), pass), t.op, t.bytes, job.cp,
+                       collective_phases(t.op, t.bytes, job.cp_fabric, algorithm)});
+      return out;
+    };
+    c.cp_forward = ops(comm.forward, "forward");
+    c.cp_backward = ops(comm.backward, "backward");
+    return;
+  }
+  const CpLayerComm ring = cp_layer_comm(model, tokens, w, job.cp, job.tp);
+  const FabricLevel& hop = job.cp_hop_fabric.inter ? *job.cp_hop_fabric.inter : job.cp_hop_fabric.intra;
+  const auto probe = collective_phases(Collective::all_gather, 1.0, job.cp_hop_fabric, "auto");
+  const double latency_s = probe.empty() ? 0.0 : probe.front().latency_s;
+  auto op = [&](double step_bytes, double attention_s, const char* pass) {
+    const double step_s = latency_s + step_bytes / (hop.bw_GBps * 1e9);
+    CollectivePhase ph;
+    ph.collective = Collective::all_gather;
+    ph.latency_s = cp_ring_exposed_s(ring.steps, step_s, attention_s, job.cp);
+    ph.algorithm = "ring attention (exposed part)";
+    ph.protocol = "p2p";
+    return sim::LayerCollective{fmt::format("context-parallel K/V ring ({}, exposed part)", pass), Collective::all_gather,
+                                ring.steps * step_bytes, job.cp, {ph}};
+  };
+  c.cp_forward = {op(ring.forward_bytes_per_step, c.micro.layer_attention_forward_s, "forward")};
+  c.cp_backward = {op(ring.backward_bytes_per_step, c.micro.layer_attention_backward_s, "backward")};
+}
+
+/// CPU offload per optimizer step (model/offload.hpp offload_times): one GPU's partition of
+/// the trainable parameters, its micro-step's forward and backward to hide copies behind.
+void cost_offload(const Job& job, Costs& c) {
+  const StrategySpec& st = job.scenario.strategy;
+  if (st.offload == OffloadKind::none) return;
+  const TrainingSpec& tr = job.scenario.training;
+  OffloadInputs in;
+  in.kind = st.offload;
+  in.strategy = st.kind;
+  in.local_params = c.trainable / (static_cast<double>(job.tp) * job.pp * job.dp * job.cp);
+  in.micro_steps = tr.grad_accum;
+  in.w = working_bytes(tr.precision);
+  in.gpus_per_host = job.gpus_per_node;
+  in.pcie_GBps = job.pcie_GBps;
+  in.host_memory_GBps = job.host_memory_GBps;
+  in.delayed_update = st.delayed_update;
+  in.forward_s = c.micro.forward_s;
+  in.backward_s = c.micro.backward_s;
+  in.step_compute_s = c.forward_s + c.backward_s + c.recompute_s;
+  c.offload = offload_times(in);
+  c.optimizer_s = c.offload.exposed_s;
+  c.assumptions.push_back(fmt::format(
+      "offload per step: {:.3g} s of gradients down and {:.3g} s of parameters up over PCIe ({:.0f} B per local "
+      "parameter), {:.3g} s of CPU Adam for the node's {} GPUs ({} B/param over host memory); {:.3g} s exposed",
+      c.offload.down_s, c.offload.up_s, pcie_bytes_per_param(in.kind, in.strategy, in.micro_steps, in.w),
+      c.offload.cpu_s, in.gpus_per_host, kCpuAdamBytesPerParam, c.offload.exposed_s));
+}
+
 Costs cost(const Job& job) {
   const TransformerSpec& model = job.scenario.model;
   const TrainingSpec& tr = job.scenario.training;
@@ -580,10 +689,12 @@ Costs cost(const Job& job) {
   c.trainable = tr.lora ? static_cast<double>(lora_parameter_count(model, *tr.lora)) : c.parameters;
   c.optimizer_s = optimizer_step_s(job, c.trainable);
   if (job.pp > 1) stage_zero_share(job, c);
+  cost_offload(job, c);
   c.compute_s = c.forward_s + c.backward_s + c.recompute_s + c.optimizer_s;
   cost_flops(job, c);
   cost_bytes(job, c);
   cost_memory(job, c);
+  cost_context_parallel(job, c);
   return c;
 }
 
@@ -598,7 +709,7 @@ void plan_tensor_parallel(const Job& job, sim::StepPlan& plan) {
   if (job.tp == 1) return;
   const TrainingSpec& tr = job.scenario.training;
   const bool sp = job.scenario.strategy.sp;
-  const std::int64_t tokens = tr.micro_batch * tr.seq_len;
+  const std::int64_t tokens = tr.micro_batch * (tr.seq_len / job.cp);  // this GPU's tokens
   const double w = working_bytes(tr.precision);
   const std::int64_t h = job.scenario.model.hidden;
   plan.tp_fabric = job.tp_fabric;
@@ -626,7 +737,7 @@ void plan_pipeline(const Job& job, const Costs& c, sim::StepPlan& plan) {
   plan.nodes = job.nodes;
   plan.gpus_per_node = job.gpus_per_node;
   plan.pp_fabric = job.pp_fabric;
-  plan.p2p_bytes = pipeline_p2p_bytes(tr.micro_batch * tr.seq_len, job.scenario.model.hidden,
+  plan.p2p_bytes = pipeline_p2p_bytes(tr.micro_batch * (tr.seq_len / job.cp), job.scenario.model.hidden,
                                       working_bytes(tr.precision), job.tp, st.sp);
   const auto phases = collective_phases(Collective::all_gather, 1.0, job.pp_fabric, "auto");
   plan.p2p_latency_s = phases.empty() ? 0.0 : phases.front().latency_s;
@@ -656,12 +767,15 @@ sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& op
   plan.bucket_bytes = job.bucket_bytes;
   plan.first_bucket_bytes = job.first_bucket_bytes;
   plan.prefetch_layers = s.strategy.prefetch_layers;
-  plan.gpus = job.dp;  // the lowering's collectives span the data-parallel ranks
+  plan.gpus = job.dp * job.cp;  // the lowering's collectives span the DP x CP ranks
   plan.nodes = job.nodes;
   plan.gpus_per_node = job.gpus_per_node / job.tp;
   plan.fabric = job.fabric;
   plan_tensor_parallel(job, plan);
   plan_pipeline(job, c, plan);
+  plan.cp_forward = c.cp_forward;
+  plan.cp_backward = c.cp_backward;
+  if (s.training.recompute == Recompute::full) plan.cp_recompute = c.cp_forward;
   plan.algorithm = s.strategy.algorithm;
   plan.comm_on_compute_stream = options.comm_on_compute_stream;
   plan.measured_collectives = job.measured_collectives;

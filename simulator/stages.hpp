@@ -65,9 +65,17 @@ struct Job {
   CommFabric fabric;           ///< what a data-parallel collective sees (all GPUs when tp = 1)
   int tp = 1;                  ///< tensor-parallel degree (strategy.tp)
   int pp = 1;                  ///< pipeline stages (strategy.pp)
-  int dp = 1;                  ///< data-parallel degree: gpus / (tp·pp)
+  int dp = 1;                  ///< data-parallel replicas: gpus / (tp·pp·cp); gradients reduce over dp·cp
   CommFabric tp_fabric;        ///< a TP group's fabric (tp GPUs of one node)
   CommFabric pp_fabric;        ///< the link between adjacent stages, as one sending GPU sees it
+  int cp = 1;                  ///< context-parallel degree (strategy.cp)
+  CommFabric cp_fabric;        ///< a CP group's fabric (its all-gathers)
+  CommFabric cp_hop_fabric;    ///< one ring step: a GPU's link to the next CP rank
+  /// CPU offload: the host's memory bandwidth (DRAM wire rate, GB/s) and memory, and the PCIe
+  /// rate per GPU with all GPUs copying (topologies/ host_link_GBps_per_gpu). 0 without.
+  double host_memory_GBps = 0;
+  double host_memory_bytes = 0;
+  double pcie_GBps = 0;
   Dtype dtype = Dtype::bf16;   ///< dtype of the GEMMs (peak used for MFU)
   KernelChoice kernels;        ///< attention kernel, kernel profile, causal or not
   DeviceRates device;
@@ -154,6 +162,10 @@ struct Costs {
   double activation_bytes_per_layer = 0;  ///< per micro-step, kept from forward to backward
   double logits_bytes = 0;
   double static_memory_bytes = 0;  ///< held all step (total less the transient terms)
+  /// Context parallelism per layer and micro-batch: the K/V exchange's collectives on the
+  /// compute stream (model/parallel.hpp; the ring's part the attention does not hide).
+  std::vector<sim::LayerCollective> cp_forward, cp_backward;
+  OffloadTimes offload;        ///< CPU offload per optimizer step (zero without)
   std::vector<std::string> assumptions;
 };
 

@@ -128,9 +128,27 @@ BoxSpec parse_box(JsonObject& obj) {
   b.p2p = obj.boolean("p2p");
   b.nics = obj.int32("nics", 0, limits::kMaxNicsPerGpu * b.gpus);
   if (b.nics > 0) b.nic = link_kind(obj, "nic");
+  if (obj.has("host")) {
+    JsonObject h = obj.object("host");
+    HostSpec host;
+    host.cpu = h.string("cpu");
+    host.cores = h.int32("cores", 1, 100000);
+    host.memory_GiB = h.number("memory_GiB", 1, 1e6);
+    host.memory_bw_GBps = h.number("memory_bw_GBps", 1, 1e6);
+    host.source = h.string("source");
+    h.finish();
+    b.host = host;
+  }
   b.source = obj.string("source");
   obj.finish();
   return b;
+}
+
+double host_link_GBps_per_gpu(const BoxSpec& box) {
+  const LinkSpec* link = find_link(box.pcie);
+  if (!link) throw std::invalid_argument("box " + box.name + ": unknown PCIe link \"" + box.pcie + "\"");
+  const double sharing = box.pcie_switches > 0 ? std::max(1.0, static_cast<double>(box.gpus) / box.pcie_switches) : 1.0;
+  return link->effective_GBps / sharing;
 }
 
 const std::vector<BoxSpec>& box_catalog() {

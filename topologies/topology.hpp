@@ -32,6 +32,17 @@ enum class IntraFabric {
 std::string_view name(IntraFabric);
 
 /// One server, as data (topologies/catalog/boxes.json).
+/// The host of a box (its CPUs and their memory), what CPU offload runs on. Optional in
+/// the catalog: a box without it cannot be predicted with offload.
+struct HostSpec {
+  std::string cpu;           ///< "2x AMD EPYC 7742"
+  int cores = 0;             ///< physical cores, all sockets
+  double memory_GiB = 0;     ///< host memory
+  /// DRAM wire rate of all sockets, GB/s: channels x MT/s x 8 bytes.
+  double memory_bw_GBps = 0;
+  std::string source;
+};
+
 struct BoxSpec {
   std::string name;          ///< "dgx-a100"
   std::string display_name;
@@ -50,8 +61,14 @@ struct BoxSpec {
   bool p2p = true;           ///< GPU peer-to-peer over PCIe allowed (false: via host memory)
   std::string nic;           ///< default NIC link kind ("" = none)
   int nics = 0;              ///< NICs per box
+  std::optional<HostSpec> host;  ///< the CPUs and host memory ("host"); absent: not catalogued
   std::string source;
 };
+
+/// PCIe bandwidth between one GPU and host memory when every GPU of the box copies at once,
+/// GB/s per direction: the box's PCIe link at NCCL's effective rate, shared by the GPUs
+/// behind one PCIe switch's uplink (gpus / pcie_switches; no switch: the GPU's own link).
+double host_link_GBps_per_gpu(const BoxSpec& box);
 
 BoxSpec parse_box(JsonObject& obj);
 const std::vector<BoxSpec>& box_catalog();

@@ -162,7 +162,8 @@ void check_representable(const MeasuredRun& r) {
     throw Skip{fmt::format("tensor parallelism across nodes (TP {} over {} GPUs per node) is not modelled",
                            *r.tp, *r.gpus_per_node)};
   if (!r.offload) throw Skip{"CPU offload not stated"};
-  if (*r.offload != "none") throw Skip{"CPU offload (" + *r.offload + ") is not modelled"};
+  if (*r.offload != "none" && *r.offload != "optimizer_cpu" && *r.offload != "param_optimizer_cpu")
+    throw Skip{"CPU offload (" + *r.offload + ") is not modelled"};
   if (!r.precision) throw Skip{"precision not stated"};
   if (*r.precision == "bf16_pure") throw Skip{"precision bf16_pure (no fp32 master weights) is not modelled"};
   if (!r.checkpointing) throw Skip{"activation checkpointing not stated"};
@@ -306,6 +307,24 @@ HardwareChoice hardware_for(const MeasuredRun& r, const std::string& gpu, std::v
   return h;
 }
 
+/// The record's CPU offload: optimizer_cpu is ZeRO-Offload's optimizer on the host,
+/// param_optimizer_cpu the parameters too (DeepSpeed offload_param, FSDP CPUOffload). The
+/// record format states no host, so only with `assume_host` is it taken from the box catalog
+/// (a box without one: an explicit skip). No delayed parameter update (DeepSpeed's default).
+void offload_for(const MeasuredRun& r, Scenario& s, bool assume_host, std::vector<std::string>& assumed) {
+  if (*r.offload == "none") return;
+  s.strategy.offload = *r.offload == "optimizer_cpu" ? OffloadKind::optimizer : OffloadKind::parameters;
+  if (!offload_supported(s.strategy.offload, s.strategy.kind))
+    throw Skip{fmt::format("CPU offload ({}) with {} is not modelled", *r.offload, name(s.strategy.kind))};
+  if (!assume_host)
+    throw Skip{"CPU offload: the record does not state its host (CPUs, memory bandwidth), which sets the offload's "
+               "cost (validate --assume-host takes the catalog box's)"};
+  const BoxSpec* box = find_box(s.hardware.cluster.box);
+  if (!box || !box->host) throw Skip{"CPU offload on a box whose host (CPU, memory) is not in the catalog"};
+  assumed.push_back(fmt::format("CPU offload of the {} on the {}'s host ({}), no delayed parameter update",
+                                name(s.strategy.offload), box->name, box->host->cpu));
+}
+
 /// Where each checked value of the record's scenario came from in the record.
 ScenarioSource source_of(const MeasuredRun& r) {
   ScenarioSource w;
@@ -323,7 +342,8 @@ ScenarioSource source_of(const MeasuredRun& r) {
 }
 
 Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
-               const std::shared_ptr<const HardwareFile>& calibration, const std::string& calibration_file) {
+               const std::shared_ptr<const HardwareFile>& calibration, const std::string& calibration_file,
+               bool assume_host) {
   check_representable(r);
   Scenario s;
   s.name = r.id;
@@ -342,6 +362,7 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
   }
   kernels_for(r, s, assumed);
   s.hardware = hardware_for(r, gpu, assumed);
+  offload_for(r, s, assume_host, assumed);
   if (calibration && calibration->gpu == gpu) {
     s.hardware.calibration = calibration;
     s.hardware.calibration_file = calibration_file;
@@ -376,10 +397,10 @@ double predicted_metric(const MeasuredRun& r, const Prediction& p) {
 }  // namespace
 
 RunScenario scenario_for(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration,
-                         const std::string& calibration_file) {
+                         const std::string& calibration_file, bool assume_host) {
   RunScenario out;
   try {
-    out.scenario = build(run, out.assumptions, calibration, calibration_file);
+    out.scenario = build(run, out.assumptions, calibration, calibration_file, assume_host);
   } catch (const Skip& s) {
     out.skip_reason = s.why;
   }
@@ -398,7 +419,7 @@ void set_prediction(ValidationRow& row, const MeasuredRun& run, double predicted
 }
 
 ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration,
-                           const std::string& calibration_file) {
+                           const std::string& calibration_file, bool assume_host) {
   ValidationRow row;
   row.id = run.id;
   row.source = run.source;
@@ -414,7 +435,7 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   row.model = run.model_name;
   row.seq_len = run.seq_len.value_or(0);
   row.precision = run.precision.value_or("");
-  RunScenario rs = scenario_for(run, calibration, calibration_file);
+  RunScenario rs = scenario_for(run, calibration, calibration_file, assume_host);
   row.assumptions = rs.assumptions;
   if (!rs.scenario) {
     row.status = "skipped: " + rs.skip_reason;
@@ -437,7 +458,8 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
 std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs,
                                          const std::shared_ptr<const HardwareFile>& calibration,
                                          const std::string& calibration_file, unsigned threads,
-                                         const std::function<void(std::size_t, std::size_t)>& progress) {
+                                         const std::function<void(std::size_t, std::size_t)>& progress,
+                                         bool assume_host) {
   const std::size_t n = runs.size();
   std::vector<ValidationRow> rows(n);
   std::vector<std::exception_ptr> failures(n);
@@ -448,7 +470,7 @@ std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs,
   auto work = [&] {
     for (std::size_t i = next++; i < n && !failed; i = next++) {
       try {
-        rows[i] = validate_run(runs[i], calibration, calibration_file);
+        rows[i] = validate_run(runs[i], calibration, calibration_file, assume_host);
       } catch (...) {
         failures[i] = std::current_exception();
         failed = true;  // records after it need not run; records before it still finish
