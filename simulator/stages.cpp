@@ -631,7 +631,8 @@ void cost_context_parallel(const Job& job, Costs& c) {
     const double step_s = latency_s + step_bytes / (hop.bw_GBps * 1e9);
     CollectivePhase ph;
     ph.collective = Collective::all_gather;
-    ph.latency_s = cp_ring_exposed_s(ring.steps, step_s, attention_s, job.cp);
+    ph.latency_s = cp_ring_exposed_s(ring.steps, step_s, attention_s, job.cp);  // no bytes left to move
+    ph.algbw_GBps = hop.bw_GBps;
     ph.algorithm = "ring attention (exposed part)";
     ph.protocol = "p2p";
     return sim::LayerCollective{fmt::format("context-parallel K/V ring ({}, exposed part)", pass), Collective::all_gather,
