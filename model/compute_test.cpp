@@ -272,3 +272,30 @@ TEST_CASE("tensor parallelism: each rank runs 1/t of the attention FLOPs at the 
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+TEST_CASE("context parallelism: a rank runs 1/cp of the whole sequence's attention in kernels of s/cp, and "
+          "GEMMs of b·s/cp rows") {
+  const TransformerSpec& spec = *find_model("llama-2-7b");
+  const DeviceRates d = unit_device();  // flat attention rate: the FLOPs decide
+  KernelChoice k{AttentionKernel::flash2, KernelProfile::compiled, true};
+  const MicroStepTimes one = micro_step_times(spec, 1, 8192, Precision::bf16_mixed, {}, k, d);
+  const MicroStepTimes half_seq = micro_step_times(spec, 1, 4096, Precision::bf16_mixed, {}, k, d);
+  k.cp = 2;
+  const MicroStepTimes two = micro_step_times(spec, 1, 8192, Precision::bf16_mixed, {}, k, d);
+  // Causal attention of 8192 tokens split over 2 ranks: each does half of it, which is
+  // twice the attention of a 4096-token sequence (attention FLOPs grow as s^2).
+  CHECK(two.layer_attention_forward_s == doctest::Approx(one.layer_attention_forward_s / 2));
+  CHECK(two.layer_attention_forward_s == doctest::Approx(2 * half_seq.layer_attention_forward_s));
+  CHECK(two.kernels.gemm_s == doctest::Approx(half_seq.kernels.gemm_s));  // 4096 rows per rank
+  k.attention = AttentionKernel::unfused;
+  CHECK_THROWS_AS(micro_step_times(spec, 1, 8192, Precision::bf16_mixed, {}, k, d), std::invalid_argument);
+  k.attention = AttentionKernel::flash2;
+  k.cp = 3;  // does not divide 8192
+  CHECK_THROWS_AS(micro_step_times(spec, 1, 8192, Precision::bf16_mixed, {}, k, d), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace stepcast

@@ -430,4 +430,50 @@ TEST_CASE("micro-step times: micro_batch x seq_len is checked, huge but valid on
   CHECK(t.backward_s > t.forward_s);
 }
 
+
+TEST_CASE("context parallelism: activations and logits are those of s/cp tokens; model states shard over DP x CP") {
+  const TransformerSpec spec = *find_model("llama-2-7b");
+  MemoryInputs whole = base_inputs(spec, Strategy::zero1, 8);
+  whole.seq_len = 8192;
+  MemoryInputs quarter = whole;
+  quarter.seq_len = 2048;
+  MemoryInputs cp = whole;
+  cp.cp = 4;
+  const MemoryBreakdown c = memory_per_gpu(cp), q = memory_per_gpu(quarter);
+  CHECK(term(c, "activations") == doctest::Approx(term(q, "activations")));
+  CHECK(term(c, "logits") == doctest::Approx(term(q, "logits")));
+  CHECK(term(c, "optimizer") == doctest::Approx(term(memory_per_gpu(whole), "optimizer")));
+  cp.cp = 3;  // does not divide 8192
+  CHECK_THROWS_AS(memory_per_gpu(cp), std::invalid_argument);
+}
+
+TEST_CASE("CPU offload: the optimizer leaves the GPU for the host, which holds 16 B per parameter of every "
+          "GPU's partition; the verdict names what runs out") {
+  const TransformerSpec spec = *find_model("llama-2-7b");
+  MemoryInputs in = base_inputs(spec, Strategy::zero2, 8);
+  const MemoryBreakdown gpu_only = memory_per_gpu(in);
+  in.offload = OffloadKind::optimizer;
+  in.gpus_per_host = 8;
+  in.host_capacity_bytes = 1e12;
+  const MemoryBreakdown off = memory_per_gpu(in);
+  CHECK(term(off, "optimizer") == 0);
+  CHECK(term(off, "weights") == term(gpu_only, "weights"));
+  const double P = static_cast<double>(parameter_count(spec));
+  CHECK(off.host_total_bytes == doctest::Approx(8 * 16 * P / 8));  // 8 GPUs x 16 B x P/8
+  CHECK(off.host_verdict == MemoryVerdict::fits);
+  CHECK(out_of_memory(off).empty());
+  in.host_capacity_bytes = 100e9;  // 112 GB of host states do not fit
+  CHECK(memory_per_gpu(in).host_verdict == MemoryVerdict::oom);
+  CHECK(out_of_memory(memory_per_gpu(in)) == "host");
+  // Parameter offload takes the 16-bit shards too.
+  in.strategy = Strategy::zero3;
+  in.offload = OffloadKind::parameters;
+  in.host_capacity_bytes = 1e12;
+  const MemoryBreakdown params = memory_per_gpu(in);
+  CHECK(term(params, "weights") == 0);
+  CHECK(params.host_total_bytes == doctest::Approx(8 * 18 * P / 8));
+  in.host_capacity_bytes = 0;  // a host of unknown size is refused
+  CHECK_THROWS_AS(memory_per_gpu(in), std::invalid_argument);
+}
+
 }  // namespace stepcast

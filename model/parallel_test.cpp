@@ -386,3 +386,61 @@ TEST_CASE("stage parameters: matrices and vocab split by t, norms replicated, em
   CHECK_THROWS_AS(stage_parameters_per_gpu(m, 4, 4, 1, 8), std::invalid_argument);
   CHECK_THROWS_AS(stage_parameters_per_gpu(m, 0, 4, 1, 16), std::invalid_argument);
 }
+
+TEST_CASE("CP ring under TP: a rank exchanges only its kv_heads/t heads") {
+  // b·s = 8192 over cp 4 and tp 8: 2048 tokens x kv_dim 1024 / 8 x 2 B = 524,288 B per K chunk.
+  const CpLayerComm c = cp_layer_comm(llama70b(), 8192, 2, 4, 8);
+  CHECK(c.forward_bytes_per_step == doctest::Approx(2 * 524288.0));
+  CHECK(c.backward_bytes_per_step == doctest::Approx(4 * 524288.0));
+  CHECK_THROWS_AS(cp_layer_comm(llama70b(), 8192, 2, 4, 16), std::invalid_argument);  // 16 does not divide 8 KV heads
+}
+
+TEST_CASE("CP ring exposure: steps x max(0, step - attention/cp); hidden when a chunk's attention is longer") {
+  // cp 4, 3 steps; attention 8 ms -> 2 ms a chunk.
+  CHECK(cp_ring_exposed_s(3, 1e-3, 8e-3, 4) == 0);                         // 1 ms transfers hide
+  CHECK(cp_ring_exposed_s(3, 2e-3, 8e-3, 4) == 0);                         // the boundary: equal
+  CHECK(cp_ring_exposed_s(3, 5e-3, 8e-3, 4) == doctest::Approx(3 * 3e-3));  // 3 ms of each 5 ms show
+  CHECK(cp_ring_exposed_s(0, 5e-3, 8e-3, 1) == 0);                         // cp 1: no ring
+  CHECK_THROWS_AS(cp_ring_exposed_s(3, -1, 1, 4), std::invalid_argument);
+}
+
+TEST_CASE("CP all-gather (Llama 3): forward gathers K and V of the whole sequence, backward again plus a "
+          "reduce-scatter of dK, dV") {
+  // b·s = 8192, kv_dim 1024, w 2: K and V of the whole sequence 2 x 8192 x 1024 x 2 = 33,554,432 B.
+  const TpLayerComm c = cp_all_gather_comm(llama70b(), 8192, 2, 4);
+  REQUIRE(c.forward.size() == 1);
+  CHECK(c.forward[0].op == Collective::all_gather);
+  CHECK(c.forward_bytes() == doctest::Approx(33554432.0));
+  CHECK(c.backward_bytes() == doctest::Approx(2 * 33554432.0));
+  CHECK(cp_all_gather_comm(llama70b(), 8192, 2, 4, 8).forward_bytes() == doctest::Approx(33554432.0 / 8));
+  CHECK(cp_all_gather_comm(llama70b(), 8192, 2, 1).forward.empty());
+  CHECK(parse_cp_comm("all_gather") == CpCommKind::all_gather);
+  CHECK(name(CpCommKind::ring) == "ring");
+  CHECK_THROWS_AS(parse_cp_comm("allgather"), std::invalid_argument);
+}
+
+TEST_CASE("CP placement, Megatron order tp-cp-dp-pp: the gradient group is the DP x CP ranks of one TP rank") {
+  // tp 2, cp 2, dp 2, pp 2 on 8-GPU nodes: a CP group (stride 2) sits in one node; the
+  // gradient group {dp x cp} = ranks 0, 2, 4, 6 of node 0: 4 ranks, one node, 2 groups per node.
+  const ParallelLayout l = layout(2, 2, 2, 2);
+  const GroupPlacement cp = group_placement(l, GroupKind::cp, 8);
+  CHECK(cp.ranks == 2);
+  CHECK(cp.nodes_spanned == 1);
+  const ParallelLayout g = gradient_group_layout(l);
+  CHECK(g.dp == 4);
+  CHECK(g.cp == 1);
+  const GroupPlacement grad = group_placement(g, GroupKind::dp, 8);
+  CHECK(grad.ranks == 4);
+  CHECK(grad.ranks_per_node == 4);
+  CHECK(grad.groups_sharing_a_node == 2);
+  for (int dp = 0; dp < 2; ++dp)
+    for (int c = 0; c < 2; ++c) CHECK(rank_of(l, RankCoords{0, c, dp, 0}) % 2 == 0);  // TP rank 0 of stage 0
+}
+
+TEST_CASE("CP rules: cp divides the sequence, 2·cp for causal load balance") {
+  TransformerSpec s = llama70b();
+  CHECK_NOTHROW(validate_layout(layout(1, 1, 1, 8), 8, s, 4096));   // 4096 / 16 chunks
+  CHECK_THROWS_AS(validate_layout(layout(1, 1, 1, 8), 8, s, 4104), std::invalid_argument);  // 4104 = 8 x 513
+  s.kind = ModelKind::encoder;  // no causal mask: cp alone must divide
+  CHECK_NOTHROW(validate_layout(layout(1, 1, 1, 8), 8, s, 4104));
+}
