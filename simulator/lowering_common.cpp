@@ -189,6 +189,7 @@ MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks
                               p.activation_bytes_per_layer + hooks.backward_extra_free_bytes);
     const int cp = layer_collectives(b, p.cp_backward, t.backward[i], fmt::format("bwd L{}{}", i, mk));
     tp_collectives(b, p.tp_backward, cp, fmt::format("bwd L{}{}", i, mk));
+    t.backward[i] = cp;  // the K/V weight gradients need the ring's dK and dV: ready after the exchange
     if (hooks.after_backward) hooks.after_backward(i, t.backward[i]);
   }
   return t;

@@ -82,7 +82,8 @@ class Builder {
 /// The micro-step suffix of task names: " m3" when there are several micro-steps.
 std::string micro_suffix(const StepPlan& p, std::int64_t k);
 
-/// Ids of one micro-step's compute tasks (index 1..layers; 0 unused).
+/// Ids of one micro-step's compute tasks (index 1..layers; 0 unused); under context
+/// parallelism a layer's backward is its K/V exchange, after which its gradients are ready.
 struct MicroStepTasks {
   std::vector<int> forward, backward;
   int head_backward = -1;

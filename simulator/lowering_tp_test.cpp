@@ -76,3 +76,34 @@ TEST_CASE("TP collectives cost the step what they take alone on the TP fabric: t
   CHECK(extra >= 16 * 4096.0 * 4096 * 2 / 240e9);
   CHECK(extra < 16 * 4096.0 * 4096 * 2 / 240e9 * 3);
 }
+
+namespace {
+/// A costed context-parallel exchange whose one phase takes `s` seconds and moves nothing.
+LayerCollective cp_exchange(const char* purpose, double s) {
+  CollectivePhase ph;
+  ph.collective = Collective::all_gather;
+  ph.latency_s = s;
+  ph.algbw_GBps = 100;
+  return LayerCollective{purpose, Collective::all_gather, 1e6, 4, {ph}};
+}
+}  // namespace
+
+TEST_CASE("CP: each layer's K/V exchange follows its forward, backward and recompute on the compute stream, and "
+          "the step waits for it") {
+  StepPlan p = plan(Strategy::ddp, 2);
+  const double step = simulate(lower_step(p), {}).step_s();
+  p.cp_forward = {cp_exchange("context-parallel fwd", 1e-3)};
+  p.cp_backward = {cp_exchange("context-parallel bwd", 2e-3)};
+  const StepGraph g = lower_step(p);
+  int fwd = 0, bwd = 0;
+  for (const CollectiveOp& op : g.ops) {
+    if (op.purpose.rfind("context-parallel", 0) != 0) continue;
+    (op.purpose == "context-parallel fwd" ? fwd : bwd) += 1;
+    CHECK(op.ranks == 4);
+    for (int t : op.members) CHECK(g.streams[g.tasks[t].stream].kind == StreamKind::compute);
+  }
+  CHECK(fwd == 4 * 2);  // 4 layers x 2 micro-steps
+  CHECK(bwd == 4 * 2);
+  // Nothing overlaps them: 8 x 1 ms + 8 x 2 ms on the compute stream's critical path.
+  CHECK(simulate(g, {}).step_s() == doctest::Approx(step + 8 * 1e-3 + 8 * 2e-3).epsilon(1e-6));
+}

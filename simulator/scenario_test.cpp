@@ -318,3 +318,47 @@ TEST_CASE("pipeline parallelism: tp x pp divides the GPUs, ddp or zero1 within a
   j["strategy"]["schedule"] = "1f1c";
   CHECK(mentions(error_of(j), "did you mean \"1f1b\""));
 }
+
+TEST_CASE("context parallelism: tp x cp x pp divides the GPUs, 2·cp divides a causal sequence, flash attention, "
+          "cp_comm needs cp >= 2") {
+  json j = good();  // gpt2, seq 1024, 8 GPUs
+  j["strategy"] = json{{"name", "zero1"}, {"cp", 4}};
+  CHECK(error_of(j).empty());
+  CHECK(parse(j).strategy.dp(8) == 2);  // 8 GPUs = cp 4 x dp 2
+  j["strategy"]["cp_comm"] = "all_gather";
+  CHECK(error_of(j).empty());
+  j["strategy"]["cp_comm"] = "allgather";
+  CHECK(mentions(error_of(j), "/strategy/cp_comm"));
+  j["strategy"]["cp_comm"] = "ring";
+  j["strategy"]["cp"] = 3;
+  CHECK(mentions(error_of(j), "/strategy/cp: expected tp x cp x pp (1 x 3 x 1) to divide the 8 GPUs"));
+  j["strategy"]["cp"] = 8;
+  j["training"]["seq_len"] = 1000;  // 8 divides it, 16 chunks do not
+  CHECK(mentions(error_of(j), "expected 2 x cp to divide seq_len 1000"));
+  j["training"]["seq_len"] = 1024;
+  j["training"]["flash_attention"] = false;
+  CHECK(mentions(error_of(j), "context parallelism runs on a flash-class attention kernel"));
+  j["training"]["flash_attention"] = true;
+  j["strategy"] = json{{"name", "zero1"}, {"cp_comm", "all_gather"}};
+  CHECK(mentions(error_of(j), "/strategy/cp_comm: a context-parallel exchange needs cp >= 2"));
+}
+
+TEST_CASE("CPU offload: a strategy that offloads it, a box with a catalogued host, delayed_update with the "
+          "optimizer's offload only") {
+  json j = good();  // FSDP FULL_SHARD on a DGX A100
+  j["strategy"] = json{{"name", "zero2"}, {"offload", "optimizer"}, {"delayed_update", true}};
+  CHECK(error_of(j).empty());
+  j["strategy"]["name"] = "ddp";
+  CHECK(mentions(error_of(j), "/strategy/offload: optimizer offload with ddp"));
+  j["strategy"] = json{{"name", "fsdp_full_shard"}, {"offload", "parameters"}};
+  CHECK(error_of(j).empty());
+  j["strategy"]["delayed_update"] = true;
+  CHECK(mentions(error_of(j), "/strategy/delayed_update: the delayed parameter update is ZeRO-Offload's"));
+  j["strategy"] = json{{"name", "zero2"}, {"delayed_update", true}};
+  CHECK(mentions(error_of(j), "/strategy/delayed_update: the delayed parameter update needs offload: optimizer"));
+  j["strategy"] = json{{"name", "zero2"}, {"offload", "gpu"}};
+  CHECK(mentions(error_of(j), "/strategy/offload"));
+  j["strategy"] = json{{"name", "zero2"}, {"offload", "optimizer"}};
+  j["hardware"] = json{{"box", "rtx4090-pcie-8x"}, {"gpus", 8}};  // no host in the catalog
+  CHECK(mentions(error_of(j), "has no host (CPU, memory bandwidth) in the catalog"));
+}

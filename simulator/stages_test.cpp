@@ -522,3 +522,72 @@ TEST_CASE("predict with a pipeline: the bubble costs time, the report's parts ar
   CHECK(p.step_time_s >= (p.forward_s + p.backward_s) * (8 + 1) / 8.0);
   CHECK(p.global_batch_samples == doctest::Approx(flat.global_batch_samples / 2));
 }
+
+TEST_CASE("context parallelism: cp ranks share each sequence; gradients reduce over DP x CP; the ring's exchange "
+          "per layer is costed, hidden where the attention chunks are longer") {
+  Scenario plain = parsed("zero1", kTwoNodesIb);  // gpt2-xl, 16 GPUs, seq 1024
+  Scenario cp = plain;
+  cp.strategy.cp = 4;
+  const Job a = resolve(plain), b = resolve(cp);
+  CHECK(b.cp == 4);
+  CHECK(b.dp == 4);  // 16 GPUs = cp 4 x dp 4
+  // The gradient group is every rank here (tp = pp = 1): the same fabric as without CP.
+  CHECK(b.fabric.ranks() == a.fabric.ranks());
+  CHECK(b.cp_fabric.ranks() == 4);
+  const Costs ca = cost(a), cb = cost(b);
+  // A quarter of the tokens per GPU: a quarter of the activations per layer.
+  CHECK(cb.activation_bytes_per_layer == doctest::Approx(ca.activation_bytes_per_layer / 4));
+  REQUIRE(cb.cp_forward.size() == 1);
+  REQUIRE(cb.cp_backward.size() == 1);
+  // Ring bytes per layer: 3 steps x 2 x b·s/cp·kv_dim·w = 3 x 2 x 4·256·1600·2.
+  CHECK(cb.cp_forward[0].bytes == doctest::Approx(3 * 2 * 4.0 * 256 * 1600 * 2));
+  CHECK(cb.cp_backward[0].bytes == doctest::Approx(2 * cb.cp_forward[0].bytes));
+  const sim::StepPlan plan = step_plan(b, cb, PredictOptions{});
+  CHECK(plan.gpus == 16);  // the lowering's collectives span the DP x CP ranks
+  CHECK(plan.cp_recompute.size() == 1);  // full recompute repeats the forward's exchange
+  // The step's figures count dp replicas: a quarter of the global batch and FLOPs.
+  const Prediction pa = predict(plain), pb = predict(cp);
+  CHECK(pb.global_batch_samples == doctest::Approx(pa.global_batch_samples / 4));
+  CHECK(pb.model_flops_per_step == doctest::Approx(pa.model_flops_per_step / 4));
+  // Llama 3's all-gather: K and V of the whole sequence, gathered on the CP group, exposed.
+  cp.strategy.cp_comm = CpCommKind::all_gather;
+  const Costs cg = cost(resolve(cp));
+  REQUIRE(cg.cp_forward.size() == 1);
+  CHECK(cg.cp_forward[0].op == Collective::all_gather);
+  CHECK(cg.cp_forward[0].bytes == doctest::Approx(2 * 4.0 * 1024 * 1600 * 2));
+  CHECK(cg.cp_backward.size() == 2);
+  CHECK(predict(cp).comm_total_s > pa.comm_total_s);
+  // gpt2-xl's 256-token chunks attend in less time than a ring step: the ring shows.
+  CHECK(cb.cp_forward[0].phases.at(0).latency_s > 0);
+  // Llama-3.1-8B's 16,384-token chunks of a 131,072-token sequence hide every ring step on NVLink.
+  Scenario long_seq = parsed("zero1", R"({"box": "dgx-h100", "gpus": 8})");
+  long_seq.model = *find_model("llama-3.1-8b");
+  long_seq.training.seq_len = 131072;
+  long_seq.training.micro_batch = 1;
+  long_seq.strategy.cp = 8;
+  const Costs cl = cost(resolve(long_seq));
+  REQUIRE(cl.cp_forward.size() == 1);
+  CHECK(cl.cp_forward[0].phases.at(0).latency_s == 0);
+  CHECK(cl.cp_backward[0].phases.at(0).latency_s == 0);
+}
+
+TEST_CASE("CPU offload: the host's Adam and the PCIe copies replace the GPU's optimizer step; the optimizer states "
+          "leave the GPU for the host") {
+  Scenario s = parsed("zero2", R"({"box": "dgx-a100", "gpus": 8})");
+  const Prediction gpu = predict(s);
+  s.strategy.offload = OffloadKind::optimizer;
+  const Job job = resolve(s);
+  CHECK(job.pcie_GBps == doctest::Approx(24.0 / 2));  // pcie4-x16 at NCCL's 24 GB/s, 2 GPUs per switch
+  CHECK(job.host_memory_GBps == doctest::Approx(409.6));
+  const Costs c = cost(job);
+  CHECK(c.optimizer_s == doctest::Approx(c.offload.exposed_s));
+  CHECK(c.offload.cpu_s > 0);
+  const Prediction off = predict(s);
+  CHECK(off.memory.total_bytes < gpu.memory.total_bytes);
+  CHECK(off.memory.host_total_bytes == doctest::Approx(16 * c.trainable));  // 8 GPUs x 16 B x P/8
+  CHECK(off.memory.host_verdict == MemoryVerdict::fits);
+  CHECK(off.step_time_s > gpu.step_time_s);  // gpt2-xl's step is short: the host's Adam shows
+  // The delayed parameter update hides the host's step behind the next step's GPU work.
+  s.strategy.delayed_update = true;
+  CHECK(predict(s).step_time_s < off.step_time_s);
+}

@@ -113,6 +113,19 @@ foreach(seed IN LISTS STEPCAST_CLI_SEEDS)
   stepcast_cli_case(seed_${seed_name}_text STDOUT "Step time" ARGS predict ${seed})
 endforeach()
 
+# Every example scenario (context parallelism, CPU offload) predicts as text and as JSON.
+file(GLOB STEPCAST_CLI_EXAMPLES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scenarios/examples/*.json)
+foreach(example IN LISTS STEPCAST_CLI_EXAMPLES)
+  get_filename_component(example_name ${example} NAME_WE)
+  stepcast_cli_case(example_${example_name}_json JSON_KEYS ${STEPCAST_CLI_PREDICT_KEYS}
+                    ARGS predict ${example} --json)
+endforeach()
+stepcast_cli_case(example_offload_text STDOUT "Host memory per node (CPU offload)" "FITS on GPU and host"
+                  "CPU offload (optimizer, delayed parameter update)"
+                  ARGS predict ${PROJECT_SOURCE_DIR}/scenarios/examples/llama2-13b-zero-offload-1xa100.json)
+stepcast_cli_case(example_cp_text STDOUT "context parallel 8 (ring)" "context-parallel K/V ring"
+                  ARGS predict ${PROJECT_SOURCE_DIR}/scenarios/examples/llama31-8b-cp8-ring-8xh100.json)
+
 # ---- bad input: exit 2, the file and the JSON path named, no crash ----
 stepcast_cli_case(bad_malformed RC 2 STDERR "malformed.json" "malformed JSON"
                   ARGS predict ${STEPCAST_CLI_BAD}/malformed.json)

@@ -231,3 +231,17 @@ TEST_CASE("box and cluster counts are checked against int range and physical bou
     CHECK(e.json_path() == "/network/nics_per_node");
   }
 }
+
+TEST_CASE("a box's host: catalogued with its source where offload needs it; PCIe per GPU shares a switch's uplink") {
+  const BoxSpec& a100 = *find_box("dgx-a100");
+  REQUIRE(a100.host);
+  CHECK(a100.host->memory_bw_GBps == doctest::Approx(2 * 8 * 3200e6 * 8 / 1e9));  // 2 sockets x 8 channels DDR4-3200
+  CHECK_FALSE(a100.host->source.empty());
+  CHECK(host_link_GBps_per_gpu(a100) == doctest::Approx(24.0 / 2));  // 4 switches for 8 GPUs
+  const BoxSpec& h100 = *find_box("dgx-h100");
+  REQUIRE(h100.host);
+  CHECK(h100.host->memory_bw_GBps == doctest::Approx(2 * 8 * 4800e6 * 8 / 1e9));  // DDR5-4800
+  // GPUs on the CPU's root ports: each its own link.
+  CHECK(host_link_GBps_per_gpu(*find_box("rtx4090-pcie-8x")) == doctest::Approx(24.0));
+  CHECK_FALSE(find_box("rtx4090-pcie-8x")->host);  // not catalogued: offload is refused there
+}
