@@ -110,6 +110,9 @@ struct StepPlan {
   double layer_param_bytes = 0;      ///< one layer's weights, working dtype
   double root_param_bytes = 0;       ///< embeddings, final norm, untied LM head
   double head_param_bytes = 0;       ///< untied LM head only (its gradient is ready first)
+  /// Bytes of one layer's all-gather of its parameters (ZeRO-3, FSDP); <= 0: layer_param_bytes
+  /// (fp8 all-gather: the linear weights in 1 byte).
+  double layer_gather_bytes = 0;
   double layer_grad_bytes = 0;       ///< trainable gradient bytes per layer
   double root_grad_bytes = 0;        ///< trainable gradient bytes of the root unit
   double head_grad_bytes = 0;        ///< trainable gradient bytes of the untied LM head

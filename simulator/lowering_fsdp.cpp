@@ -53,7 +53,8 @@ void ShardedLowering::sharded_micro_step(Builder& b, std::int64_t k, bool last) 
   const int pf = std::max(0, p.prefetch_layers);
   // SHARD_GRAD_OP's parameters stay gathered from forward to backward, so the memory model
   // counts them whole among the static weights: nothing extra to allocate.
-  const double unit = keep_for_backward() ? 0.0 : gathered(p, p.layer_param_bytes);
+  const double layer_gather = p.layer_gather_bytes > 0 ? p.layer_gather_bytes : p.layer_param_bytes;
+  const double unit = keep_for_backward() ? 0.0 : gathered(p, layer_gather);
 
   // Forward: the root unit, then each layer gathered up to `pf` layers ahead of use.
   const int ag_root = b.collective(Lane::gather, "all-gather root" + mk, "parameter all-gather (forward)",
@@ -65,7 +66,7 @@ void ShardedLowering::sharded_micro_step(Builder& b, std::int64_t k, bool last) 
     std::vector<int> deps;
     if (i - 1 - pf >= 1) deps.push_back(t.forward[i - 1 - pf]);
     const int ag = b.collective(Lane::gather, fmt::format("all-gather L{} (fwd){}", i, mk),
-                                "parameter all-gather (forward)", Collective::all_gather, p.layer_param_bytes, level,
+                                "parameter all-gather (forward)", Collective::all_gather, layer_gather, level,
                                 deps, unit);
     if (i == 1) ag_first = ag;
     return i == 1 ? std::vector<int>{ag, ag_root} : std::vector<int>{ag};
@@ -80,7 +81,7 @@ void ShardedLowering::sharded_micro_step(Builder& b, std::int64_t k, bool last) 
     if (i + 1 + pf <= L) deps.push_back(t.backward[i + 1 + pf]);
     return std::vector<int>{b.collective(Lane::gather, fmt::format("all-gather L{} (bwd){}", i, mk),
                                          "parameter all-gather (backward)", Collective::all_gather,
-                                         p.layer_param_bytes, level, deps, unit)};
+                                         layer_gather, level, deps, unit)};
   };
   h.backward_alloc_bytes = p.layer_grad_bytes;
   h.backward_extra_free_bytes = unit;

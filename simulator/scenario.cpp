@@ -196,6 +196,7 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
     if (obj.has("offload")) s.offload = parse_name(obj, "offload", parse_offload, offload_names());
     if (obj.has("delayed_update")) s.delayed_update = obj.boolean("delayed_update");
   });
+  errors.attempt([&] { if (obj.has("fp8_all_gather")) s.fp8_all_gather = obj.boolean("fp8_all_gather"); });
   errors.attempt([&] {
     if (auto r = obj.optional_string("reduce_dtype")) {
       if (*r != "fp32" && *r != "working")
@@ -633,6 +634,10 @@ void check_strategy(const Scenario& s, const ScenarioSource& w) {
   check_pipeline(s, w);
   check_context_parallel(s, w);
   check_offload(s, w);
+  if (s.strategy.fp8_all_gather && (s.training.precision != Precision::fp8_mixed || !shards_parameters(s.strategy.kind)))
+    throw InputError(w.file, w.strategy + "/fp8_all_gather", "the fp8 all-gather needs training.precision fp8_mixed and "
+                                                             "parameters sharded (zero3, fsdp_full_shard, "
+                                                             "fsdp_hybrid_shard)");
   const StrategySpec& st = s.strategy;
   check_count(st.prefetch_layers, 0, s.model.layers, w.file, w.strategy + "/prefetch_layers",
               "layers gathered ahead, at most the model's layers");

@@ -76,6 +76,9 @@ struct StrategySpec {
   /// one-step delayed parameter update ("delayed_update").
   OffloadKind offload = OffloadKind::none;
   bool delayed_update = false;
+  /// Under fp8 training, FSDP / ZeRO-3 all-gather the linear layers' weights in fp8 (1 B
+  /// instead of 2; torchao's float8 all-gather for FSDP2) ("fp8_all_gather").
+  bool fp8_all_gather = false;
   int dp(int gpus) const { return gpus / (tp * pp * cp); }
 };
 

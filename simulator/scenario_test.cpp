@@ -362,3 +362,20 @@ TEST_CASE("CPU offload: a strategy that offloads it, a box with a catalogued hos
   j["hardware"] = json{{"box", "rtx4090-pcie-8x"}, {"gpus", 8}};  // no host in the catalog
   CHECK(mentions(error_of(j), "has no host (CPU, memory bandwidth) in the catalog"));
 }
+
+TEST_CASE("fp8 training: refused on a GPU without fp8 arithmetic; the fp8 all-gather needs fp8 and sharded "
+          "parameters") {
+  json j = good();  // FSDP FULL_SHARD on a DGX A100: no fp8 tensor cores
+  j["training"]["precision"] = "fp8_mixed";
+  CHECK(mentions(error_of(j), "/training/precision: precision fp8_mixed needs fp8 arithmetic, which the "
+                              "a100-sxm4-80gb does not support"));
+  j["hardware"]["box"] = "dgx-h100";
+  CHECK(error_of(j).empty());
+  j["strategy"] = json{{"name", "fsdp_full_shard"}, {"fp8_all_gather", true}};
+  CHECK(error_of(j).empty());
+  j["strategy"]["name"] = "zero2";  // parameters are not gathered per layer
+  CHECK(mentions(error_of(j), "/strategy/fp8_all_gather: the fp8 all-gather needs"));
+  j["strategy"]["name"] = "fsdp_full_shard";
+  j["training"]["precision"] = "bf16_mixed";
+  CHECK(mentions(error_of(j), "/strategy/fp8_all_gather"));
+}

@@ -235,6 +235,10 @@ void cost_bytes(const Job& job, Costs& c) {
     c.root_grad_bytes = c.root_param_bytes;
     c.head_grad_bytes = c.head_param_bytes;
   }
+  if (job.scenario.strategy.fp8_all_gather) {  // linear weights gathered in fp8, 1 byte each
+    const double linear = static_cast<double>(pb.attention + pb.mlp) / static_cast<double>(model.layers);
+    c.layer_gather_bytes = (linear * 1.0 + (layer_params - linear) * wb) / t;
+  }
   if (job.scenario.strategy.reduce_fp32) {  // gradients cast up and reduced in fp32
     const double up = 4.0 / wb;
     c.layer_grad_bytes *= up;
@@ -763,6 +767,7 @@ sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& op
   plan.root_param_bytes = c.root_param_bytes;
   plan.head_param_bytes = c.head_param_bytes;
   plan.layer_grad_bytes = c.layer_grad_bytes;
+  plan.layer_gather_bytes = c.layer_gather_bytes;
   plan.root_grad_bytes = c.root_grad_bytes;
   plan.head_grad_bytes = c.head_grad_bytes;
   plan.bucket_bytes = job.bucket_bytes;

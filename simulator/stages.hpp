@@ -157,6 +157,9 @@ struct Costs {
   double layer_grad_bytes = 0;
   double root_grad_bytes = 0;
   double head_grad_bytes = 0;
+  /// One layer's parameter all-gather, bytes: with the fp8 all-gather the linear weights in
+  /// 1 byte and the rest (norms) in the working dtype; 0 otherwise (layer_param_bytes).
+  double layer_gather_bytes = 0;
 
   MemoryBreakdown memory;      ///< per GPU, term by term
   double activation_bytes_per_layer = 0;  ///< per micro-step, kept from forward to backward

@@ -591,3 +591,34 @@ TEST_CASE("CPU offload: the host's Adam and the PCIe copies replace the GPU's op
   s.strategy.delayed_update = true;
   CHECK(predict(s).step_time_s < off.step_time_s);
 }
+
+TEST_CASE("fp8 training: GEMMs at the fp8 ceiling, attention at the 16-bit one; the fp8 all-gather moves the "
+          "linear weights in one byte") {
+  const std::string h100 = R"({"box": "dgx-h100", "gpus": 8})";
+  Scenario bf16 = parsed("fsdp_full_shard", h100);
+  bf16.model = *find_model("llama-2-7b");
+  Scenario fp8 = bf16;
+  fp8.training.precision = Precision::fp8_mixed;
+  const Job jb = resolve(bf16), jf = resolve(fp8);
+  CHECK(jf.device.gemm_ceiling_tflops > 1.5 * jb.device.gemm_ceiling_tflops);  // H100: 1402.6 vs 794.5
+  CHECK(jf.device.attention_gemm_ceiling_tflops == doctest::Approx(jb.device.gemm_ceiling_tflops));
+  const Costs cb = cost(jb), cf = cost(jf);
+  CHECK(cf.kernels.gemm_s < cb.kernels.gemm_s);
+  CHECK(cf.layer_gather_bytes == 0);  // gathered in bf16 unless asked
+  fp8.strategy.fp8_all_gather = true;
+  const Costs c8 = cost(resolve(fp8));
+  // Llama-2-7B layer: 202,383,360 linear weights in 1 B + 8,192 norm weights in 2 B.
+  const ParameterBreakdown pb = parameter_breakdown(fp8.model);
+  const double linear = static_cast<double>(pb.attention + pb.mlp) / 32;
+  CHECK(c8.layer_gather_bytes == doctest::Approx(linear + 2 * (static_cast<double>(pb.per_layer) - linear)));
+  CHECK(c8.layer_gather_bytes < 0.51 * c8.layer_param_bytes);
+  const sim::StepPlan plan = step_plan(resolve(fp8), c8, PredictOptions{});
+  const sim::StepGraph g = sim::lower_step(plan);
+  bool found = false;
+  for (const sim::CollectiveOp& op : g.ops)
+    if (op.purpose == "parameter all-gather (forward)" && op.name.find("L1 ") != std::string::npos) {
+      CHECK(op.bytes == doctest::Approx(c8.layer_gather_bytes));
+      found = true;
+    }
+  CHECK(found);
+}

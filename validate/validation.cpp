@@ -170,7 +170,7 @@ void check_representable(const MeasuredRun& r) {
   if (!r.gpus) throw Skip{"GPU count not stated"};
   if (!r.micro_batch) throw Skip{"micro-batch not stated"};
   for (const std::string& e : r.extras)
-    if (e == "cpu_offload_activations" || e == "context_parallel_16" || e == "float8_allgather")
+    if (e == "cpu_offload_activations" || e == "context_parallel_16")
       throw Skip{"extra \"" + e + "\" is not modelled"};
 }
 
@@ -363,6 +363,12 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
   kernels_for(r, s, assumed);
   s.hardware = hardware_for(r, gpu, assumed);
   offload_for(r, s, assume_host, assumed);
+  if (has_extra(r, "float8_allgather")) {
+    if (s.training.precision != Precision::fp8_mixed || !shards_parameters(s.strategy.kind))
+      throw Skip{"extra \"float8_allgather\" without fp8 training and sharded parameters is not modelled"};
+    s.strategy.fp8_all_gather = true;
+    assumed.push_back("linear weights all-gathered in fp8 (the record's float8_allgather)");
+  }
   if (calibration && calibration->gpu == gpu) {
     s.hardware.calibration = calibration;
     s.hardware.calibration_file = calibration_file;
