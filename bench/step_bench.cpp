@@ -61,6 +61,7 @@ constexpr CaseSpec kCases[] = {
     {"Llama-3-70B FSDP, 1,024x H100", "llama3-70b-fsdp-1024xh100.json"},
     {"Llama-3-70B FSDP, 16,384x H100", "llama3-70b-fsdp-16384xh100.json"},
     {"Llama-3.1-405B TP8 PP16 VPP4, 16,384x H100", "llama31-405b-3d-16384xh100.json"},
+    {"Llama-3.1-405B TP8 CP16 PP16 VPP4 (131k tokens), 16,384x H100", "llama31-405b-4d-cp16-16384xh100.json"},
 };
 constexpr int kSweepCase = 1;  ///< the 1,024-GPU case
 constexpr int kSweepClasses[] = {1, 2, 4, 8, 16, 32};

@@ -157,7 +157,9 @@ std::string scenario_help() {
                                ") or {name, optional bucket_mb, prefetch_layers, algorithm "
                                "(see `stepcast catalog algorithms`), reduce_dtype (working, fp32), tp and sp (tensor and "
                                "sequence parallelism inside a node), pp, vpp and schedule (gpipe, 1f1b, "
-                               "interleaved, zb-h1)}");
+                               "interleaved, zb-h1), cp and cp_comm (ring, all_gather: context "
+                               "parallelism), offload (none, optimizer, parameters) and delayed_update (CPU "
+                               "offload), fp8_all_gather}");
   out += field("hardware",
                "{\"cluster\": NAME, \"gpus\": N} or {\"box\": NAME, \"gpus\": N, optional \"nodes\": N "
                "(default: the GPUs over the box size), \"network\": {nic, nics_per_node, topology "
