@@ -193,9 +193,10 @@ PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool
   out.base = planned_base(base, options);
   out.gpus = out.base.hardware.gpus();
   const int base_tp = std::max(1, base.strategy.tp);
+  const int cp = std::max(1, base.strategy.cp);  // kept from the scenario: cp ranks share each sequence
   out.global_batch = options.global_batch > 0
                          ? options.global_batch
-                         : base.training.micro_batch * base.training.grad_accum * (out.gpus / base_tp);
+                         : base.training.micro_batch * base.training.grad_accum * (out.gpus / (base_tp * cp));
   if (out.global_batch < 1) throw std::invalid_argument("global batch must be >= 1");
   const std::vector<std::int64_t> micro_batches = divisors(out.global_batch);
   const auto per_family = static_cast<std::int64_t>(micro_batches.size() * std::size(kPlanRecompute));
@@ -210,7 +211,7 @@ PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool
           index += static_cast<int>(per_family);
           continue;
         }
-        const int dp = out.gpus / static_cast<int>(tp);
+        const int dp = std::max(1, out.gpus / (static_cast<int>(tp) * cp));
         const Layout first{st, static_cast<int>(tp), sp, 1, std::max<std::int64_t>(1, out.global_batch / dp),
                            Recompute::none, dp};
         std::optional<Job> job = resolve_family(out, first, per_family);
