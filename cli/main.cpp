@@ -158,7 +158,7 @@ std::string scenario_help() {
                                ") or {name, optional bucket_mb, prefetch_layers, algorithm "
                                "(see `stepcast catalog algorithms`), reduce_dtype (working, fp32), tp and sp (tensor and "
                                "sequence parallelism inside a node), pp, vpp and schedule (gpipe, 1f1b, "
-                               "interleaved, zb-h1)}");
+                               "interleaved, zb-h1) and pp_split (even, balanced)}");
   out += field("hardware",
                "{\"cluster\": NAME, \"gpus\": N} or {\"box\": NAME, \"gpus\": N, optional \"nodes\": N "
                "(default: the GPUs over the box size), \"network\": {nic, nics_per_node, topology "
