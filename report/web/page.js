@@ -77,9 +77,9 @@
       el('div', {class: 'figure'}, [el('div', {class: 'label', text: label}), el('div', {class: 'value', text: value})]))));
   }
 
-  function assumptions(list, title) {
+  function assumptions(list, title, note) {
     const s = section(title || 'Assumptions',
-                      'Defaults and choices the prediction rests on; change them in the scenario file.');
+                      note || 'Defaults and choices the prediction rests on; change them in the scenario file.');
     s.appendChild(el('ul', {class: 'assumptions'}, (list || []).map(a => el('li', {text: a}))));
     return s;
   }
@@ -126,25 +126,37 @@
     const termNames = [];
     for (const m of memories)
       for (const t of m.terms) if (t.bytes > 0 && !termNames.includes(t.name)) termNames.push(t.name);
-    const series = [{
-      name: 'capacity', type: 'bar', barGap: '-100%', barMaxWidth: 38, z: 1,
-      itemStyle: {color: 'rgba(0,0,0,0.03)', borderColor: '#b3261e', borderWidth: 2, borderType: 'dashed'},
-      label: {show: true, position: 'right', formatter: pr => 'capacity ' + pr.value.toFixed(1) + ' GiB', color: '#b3261e'},
-      data: memories.map(m => m.capacity_bytes / GiB),
-    }];
+    const series = [];
     termNames.forEach((name, i) => series.push({
-      name: name, type: 'bar', stack: 'memory', barGap: '-100%', barMaxWidth: 38, z: 2,
+      name: name, type: 'bar', stack: 'memory', barMaxWidth: 38,
       itemStyle: {color: PALETTE[i % PALETTE.length]},
       data: memories.map(m => { const t = m.terms.find(x => x.name === name); return t ? t.bytes / GiB : 0; }),
     }));
+    series.push({
+      name: 'capacity', type: 'custom', z: 10, itemStyle: {color: '#b3261e'}, encode: {x: 0, y: 1},
+      data: memories.map((m, i) => [m.capacity_bytes / GiB, i]), renderItem: capacityMark,
+      tooltip: {formatter: pr => 'capacity ' + pr.value[0].toFixed(1) + ' GiB per GPU'},
+    });
     return chart(parent, id, 'Memory per GPU', {
       tooltip: {trigger: 'axis', axisPointer: {type: 'shadow'}, valueFormatter: v => fixed(v, 2) + ' GiB'},
       legend: {top: 0, type: 'scroll'},
-      grid: {left: 12, right: 120, top: 36, bottom: 44, containLabel: true},
+      grid: {left: 12, right: 130, top: 36, bottom: 44, containLabel: true},
       xAxis: {type: 'value', name: 'memory per GPU (GiB)', nameLocation: 'middle', nameGap: 28},
       yAxis: {type: 'category', data: labels, inverse: true},
       series: series,
     }, Math.max(170, 90 + 46 * labels.length));
+  }
+
+  /// A GPU's capacity: a red bar across its row, labelled.
+  function capacityMark(params, api) {
+    const c = api.coord([api.value(0), api.value(1)]);
+    const h = Math.min(api.size([0, 1])[1] * 0.8, 52);
+    return {type: 'group', children: [
+      {type: 'line', shape: {x1: c[0], y1: c[1] - h / 2, x2: c[0], y2: c[1] + h / 2},
+       style: {stroke: '#b3261e', lineWidth: 3}},
+      {type: 'text', x: c[0] + 6, y: c[1] - h / 2 + 2,
+       style: {text: 'capacity ' + api.value(0).toFixed(1) + ' GiB', fill: '#b3261e', font: '12px sans-serif',
+               backgroundColor: 'rgba(255,255,255,0.85)', padding: [1, 3]}}]};
   }
 
   // ---- the timeline of one simulated step (Trace Event Format -> Gantt rows) ----
@@ -233,12 +245,12 @@
         const next = i + 1 < points.length ? points[i + 1][0] : stepEndMs;
         if (u > 0 && next > t)
           segments.push({value: [row, t, next, u], name: name,
-                         itemStyle: {color: 'rgba(242,142,43,' + (0.2 + 0.8 * Math.min(u, 100) / 100).toFixed(3) + ')'}});
+                         itemStyle: {color: 'rgba(123,82,171,' + (0.2 + 0.8 * Math.min(u, 100) / 100).toFixed(3) + ')'}});
       });
     }
     if (!segments.length) return [];
     return [{name: 'link utilization', type: 'custom', renderItem: ganttItem, encode: {x: [1, 2], y: 0},
-             itemStyle: {color: '#f28e2b'}, data: segments, xAxisIndex: 0, yAxisIndex: 0,
+             itemStyle: {color: '#7b52ab'}, data: segments, xAxisIndex: 0, yAxisIndex: 0,
              tooltip: {formatter: pr => '<b>' + escapeHtml(pr.name) + '</b><br>' + pr.value[3].toFixed(1) +
                        ' % of capacity from ' + pr.value[1].toFixed(3) + ' to ' + pr.value[2].toFixed(3) + ' ms'}}];
   }
@@ -258,16 +270,21 @@
     const series = taskSeries(trace, rows, stepEndMs).concat(linkSeries(trace, rows, stepEndMs));
     const memory = memorySeries(trace);
     const rowHeight = 26, ganttHeight = rowHeight * rows.labels.length + 10;
-    const memTop = 40 + ganttHeight + 50;
-    const grids = [{left: 12, right: 30, top: 40, height: ganttHeight, containLabel: true}];
-    const xAxes = [{type: 'value', gridIndex: 0, min: 0, max: stepEndMs, name: 'time in the step (ms)',
-                    nameLocation: 'middle', nameGap: 24}];
-    const yAxes = [{type: 'category', gridIndex: 0, data: rows.labels, inverse: true, axisTick: {show: false}}];
+    const memTop = 40 + ganttHeight + 56;
+    // Both grids share one left edge, so the memory curve lines up with the streams above it.
+    const left = Math.min(360, 24 + 6.3 * Math.max(...rows.labels.map(l => l.length)));
+    const timeAxis = gridIndex => ({type: 'value', gridIndex: gridIndex, min: 0, max: stepEndMs,
+      name: 'time in the step (ms)', nameLocation: 'middle', nameGap: 26,
+      axisLabel: {formatter: v => String(+v.toFixed(2))}});
+    const grids = [{left: left, right: 40, top: 40, height: ganttHeight}];
+    const xAxes = [timeAxis(0)];
+    const yAxes = [{type: 'category', gridIndex: 0, data: rows.labels, inverse: true, axisTick: {show: false},
+                    axisLabel: {width: left - 16, overflow: 'truncate'}}];
     if (memory.length) {
-      grids.push({left: 12, right: 30, top: memTop, height: 90, containLabel: true});
-      xAxes.push({type: 'value', gridIndex: 1, min: 0, max: stepEndMs, name: 'time in the step (ms)',
-                  nameLocation: 'middle', nameGap: 24});
-      yAxes.push({type: 'value', gridIndex: 1, name: 'allocated (GiB)', nameTextStyle: {align: 'left'}});
+      grids.push({left: left, right: 40, top: memTop, height: 90});
+      xAxes.push(timeAxis(1));
+      yAxes.push({type: 'value', gridIndex: 1, name: 'memory allocated (GiB)', nameTextStyle: {align: 'left'},
+                  splitNumber: 3});
     }
     const height = (memory.length ? memTop + 90 : 40 + ganttHeight) + 90;
     return chart(parent, id, 'Timeline of one step', {
@@ -305,8 +322,8 @@
       ['MFU (%)', pct(p.mfu)],
       ['time per epoch (h)', hours(p.time_per_epoch_s)],
       ['cost per epoch (USD)', usd(p.cost_per_epoch_usd)],
-      ['memory per GPU (GiB)', gib(p.memory_per_gpu_bytes) + ' of ' + gib(p.memory.capacity_bytes) + ' · ' +
-                               verdict(p.memory.verdict)],
+      ['memory per GPU (GiB)', gib(p.memory_per_gpu_bytes) + ' of ' + gib(p.memory.capacity_bytes)],
+      ['memory verdict', verdict(p.memory.verdict)],
     ]);
     if (data.trace) {
       const s = section('Timeline of one step',
@@ -316,21 +333,22 @@
       timelineChart(s, 'timeline', data.trace, p.step_time_s);
     }
     const b = section('Step time breakdown',
-      'The simulated step split as in the text report; dashed lines: closed-form bounds (perfect overlap ' +
-      'below, no overlap above). Hidden communication (' + seconds(p.parts.comm_hidden_s) +
+      'The simulated step split as in the text report, and the closed-form bounds beside it (every collective ' +
+      'hidden; nothing overlapped). Hidden communication (' + seconds(p.parts.comm_hidden_s) +
       ' s) ran under compute and is not in the total.');
-    breakdownChart(b, 'breakdown', ['simulated step'], [p], series => {
-      series[series.length - 1].markLine = {symbol: 'none', lineStyle: {type: 'dashed', color: '#444'},
-        label: {formatter: pr => pr.name + ' ' + seconds(pr.value) + ' s', position: 'end'},
-        data: [{name: 'perfect overlap', xAxis: p.bounds.perfect_overlap_s},
-               {name: 'no overlap', xAxis: p.bounds.no_overlap_s}]};
+    const rows = ['simulated step: ' + seconds(p.step_time_s) + ' s', 'bound: perfect overlap', 'bound: no overlap'];
+    breakdownChart(b, 'breakdown', rows, [p], series => {
+      series.forEach(x => { x.data = [x.data[0], '-', '-']; });
+      series.push({name: 'closed-form bound', type: 'bar', stack: 'step', barMaxWidth: 38, itemStyle: {color: '#8c96a5'},
+                   label: {show: true, position: 'right', formatter: pr => seconds(pr.value) + ' s'},
+                   data: ['-', p.bounds.perfect_overlap_s, p.bounds.no_overlap_s]});
     });
     const m = section('Memory per GPU', 'Each term of the memory model, stacked, against the GPU\'s capacity; ' +
                       'verdict: ' + verdict(p.memory.verdict) + '.');
     memoryChart(m, 'memory', [p.gpu], [p.memory]);
     collectivesTable(p);
     assumptions(p.assumptions);
-    if (p.notes && p.notes.length) assumptions(p.notes, 'Notes of the scenario');
+    if (p.notes && p.notes.length) assumptions(p.notes, 'Notes of the scenario', 'What the scenario\'s author wrote about it.');
   }
 
   function collectivesTable(p) {
@@ -349,9 +367,10 @@
       title: {text: title, left: 'center', textStyle: {fontSize: 14}},
       tooltip: {trigger: 'axis'},
       legend: {bottom: 0},
-      grid: {left: 12, right: 24, top: 40, bottom: 56, containLabel: true},
-      xAxis: {type: 'category', data: gpus.map(String), name: 'GPUs', nameLocation: 'middle', nameGap: 26},
-      yAxis: {type: 'value', name: yName, nameLocation: 'middle', nameGap: 48},
+      grid: {left: 12, right: 24, top: 60, bottom: 56, containLabel: true},
+      xAxis: {type: 'category', data: gpus.map(String), name: 'GPUs (count)', nameLocation: 'middle', nameGap: 26},
+      yAxis: {type: 'value', name: yName, nameLocation: 'end', nameGap: 12,
+              nameTextStyle: {align: 'left', fontWeight: 'bold'}},
       series: series.map(s => Object.assign({type: 'line', showSymbol: true, symbolSize: 7}, s)),
     }, 300);
   }
@@ -454,6 +473,11 @@
 
   function planPage() {
     const r = data.report, preds = data.predictions;
+    if (!r.rows.length) {
+      section('No layout', 'No layout of the job fits and divides on these GPUs; the rejections by reason: ' +
+              r.rejected.map(x => x.description + ' ' + x.count).join('; ') + '.');
+      return;
+    }
     const t = section('Ranked layouts', 'Best first by the objective (' + r.objective + '); ' + r.enumerated +
       ' layouts enumerated, ' + r.screened + ' screened, ' + r.simulated + ' simulated' +
       (r.exact ? ' (exact: no unsimulated layout can enter the table).' : '.'));
