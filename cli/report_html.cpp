@@ -134,9 +134,9 @@ std::string gpus_of(const Prediction& p) { return fmt::format("{} x {}", p.gpus,
 bool html_report_available() { return !assets::chart_library_name().empty(); }
 
 std::string html_report_unavailable_reason() {
-  return "--html needs the charting library (Apache ECharts from the npm registry), which this build of "
-         "stepcast does not embed: run `bash .ci/setup` (it runs `npm ci` in report/web/), or `npm ci` in "
-         "report/web/ and rebuild";
+  return "the HTML report needs the charting library (Apache ECharts from the npm registry), which this "
+         "build of stepcast does not embed: run `bash .ci/setup` (it runs `npm ci` in report/web/ and "
+         "rebuilds), or `npm ci` in report/web/ and rebuild";
 }
 
 std::string predict_html(const Scenario& s, const Prediction& p) {
