@@ -45,6 +45,10 @@ struct TrainingSpec {
   /// LanguageCrossEntropy and LanguagePerplexity: 2). Default 0.
   int metric_loss_passes = 0;
   std::optional<LoraSpec> lora;
+  /// GEMM and attention rates as they run inside a training step ("kernel_rates":
+  /// "in_step", the default: model/catalog/in_step.json's fractions of the isolated
+  /// benchmarks) or as the isolated benchmarks measured them ("isolated").
+  bool in_step_rates = true;
 };
 
 struct StrategySpec {
@@ -79,6 +83,9 @@ struct StrategySpec {
   /// Under fp8 training, FSDP / ZeRO-3 all-gather the linear layers' weights in fp8 (1 B
   /// instead of 2; torchao's float8 all-gather for FSDP2) ("fp8_all_gather").
   bool fp8_all_gather = false;
+  /// How layers are split into stages ("pp_split": "even", the default, or "balanced":
+  /// the LM head counted as its share of GEMM work, as nanotron splits; model/parallel.hpp).
+  StageSplit pp_split = StageSplit::even;
   int dp(int gpus) const { return gpus / (tp * pp * cp); }
 };
 
