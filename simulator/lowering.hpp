@@ -133,7 +133,8 @@ struct StepPlan {
   std::vector<TpCollective> tp_forward, tp_backward, tp_recompute;
   std::vector<TpCollective> tp_head_forward, tp_head_backward;  ///< vocab-parallel head and loss
   /// Context parallelism: per layer and micro-step, the K/V exchange after each layer's
-  /// forward, backward and full recompute, on the compute stream (empty: none).
+  /// forward, backward and recompute (full or selective: both rerun the attention), on the
+  /// compute stream (empty: none).
   std::vector<LayerCollective> cp_forward, cp_backward, cp_recompute;
   std::string algorithm = "auto";
 

@@ -796,7 +796,8 @@ sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& op
   plan_pipeline(job, c, plan);
   plan.cp_forward = c.cp_forward;
   plan.cp_backward = c.cp_backward;
-  if (s.training.recompute == Recompute::full) plan.cp_recompute = c.cp_forward;
+  // Full and selective recompute both rerun the attention, and with it the K/V exchange.
+  if (s.training.recompute != Recompute::none) plan.cp_recompute = c.cp_forward;
   plan.algorithm = s.strategy.algorithm;
   plan.comm_on_compute_stream = options.comm_on_compute_stream;
   plan.measured_collectives = job.measured_collectives;

@@ -568,6 +568,10 @@ TEST_CASE("context parallelism: cp ranks share each sequence; gradients reduce o
   const sim::StepPlan plan = step_plan(b, cb, PredictOptions{});
   CHECK(plan.gpus == 16);  // the lowering's collectives span the DP x CP ranks
   CHECK(plan.cp_recompute.size() == 1);  // full recompute repeats the forward's exchange
+  Scenario no_recompute = cp;
+  no_recompute.training.recompute = Recompute::none;
+  const Job jn = resolve(no_recompute);
+  CHECK(step_plan(jn, cost(jn), PredictOptions{}).cp_recompute.empty());
   // The step's figures count dp replicas: a quarter of the global batch and FLOPs.
   const Prediction pa = predict(plain), pb = predict(cp);
   CHECK(pb.global_batch_samples == doctest::Approx(pa.global_batch_samples / 4));
