@@ -1,5 +1,8 @@
 #include "model/moe.hpp"
 
+#include "topologies/fabric.hpp"
+
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -70,6 +73,21 @@ double moe_all_to_all_bytes(const TransformerSpec& spec, const MoeSpec& moe, dou
   check(moe);
   if (ep < 1 || tokens < 0 || w <= 0) throw std::invalid_argument("all-to-all bytes: ep >= 1, tokens >= 0, w > 0");
   return tokens * static_cast<double>(moe.top_k) * static_cast<double>(spec.hidden) * w * (ep - 1) / ep;
+}
+
+double all_to_all_time_s(double bytes_out, const CommFabric& f, double latency_s) {
+  if (bytes_out < 0 || latency_s < 0) throw std::invalid_argument("all-to-all: bytes and latency must be >= 0");
+  const int e = f.ranks();
+  if (e <= 1) return 0;
+  const double ppn = f.intra.ranks;
+  const double peers = e - 1;
+  double t = 0;
+  if (ppn > 1) t = bytes_out * (ppn - 1) / peers / (f.intra.bw_GBps * 1e9);
+  if (f.inter) {
+    const double per_rank_GBps = f.inter->bw_GBps / ppn;
+    t = std::max(t, bytes_out * (e - ppn) / peers / (per_rank_GBps * 1e9));
+  }
+  return latency_s + t;
 }
 
 }  // namespace stepcast

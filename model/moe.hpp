@@ -12,6 +12,8 @@
 
 namespace stepcast {
 
+struct CommFabric;
+
 /// The expert part of a MoE transformer. A MoE layer replaces the dense MLP with `experts`
 /// routed experts (each a gated or plain MLP of width `expert_ffn`), of which each token
 /// uses `top_k`, plus `shared_experts` that every token uses (width `shared_ffn`, 0: the
@@ -66,5 +68,16 @@ ExpertWork expert_work(const TransformerSpec& spec, const MoeSpec& moe, double t
 /// backward: their gradients, the same bytes again (Lepikhin et al. 2020, GShard, Sec. 2.2;
 /// Rajbhandari et al. 2022, DeepSpeed-MoE, Sec. 5).
 double moe_all_to_all_bytes(const TransformerSpec& spec, const MoeSpec& moe, double tokens, double w, int ep);
+
+/// Time of one all-to-all over `f` in which every rank sends `bytes_out` bytes, split evenly
+/// over the other e - 1 ranks (NCCL runs it as grouped ncclSend/ncclRecv to every peer;
+/// nccl-tests' alltoall busbw = algbw·(e - 1)/e). The ppn - 1 peers in the node are reached
+/// over NVLink at the rank's intra ring rate; the e - ppn peers in other nodes over the
+/// node's NICs, which the node's ppn ranks share (with PXN the bytes first cross NVLink to
+/// the GPU on the destination's rail; the NIC load is the same):
+///   t = latency_s + max(bytes_out·(ppn - 1)/(e - 1) / intra_GBps,
+///                        bytes_out·(e - ppn)/(e - 1) / (inter_GBps / ppn))
+/// One rank (e = 1) sends nothing: 0.
+double all_to_all_time_s(double bytes_out, const CommFabric& f, double latency_s);
 
 }  // namespace stepcast

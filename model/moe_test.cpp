@@ -2,8 +2,11 @@
 // published Mixtral-8x7B counts.
 #include "model/moe.hpp"
 
+#include "topologies/fabric.hpp"
+
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 using namespace stepcast;
@@ -101,4 +104,21 @@ TEST_CASE("expert parallelism: tokens·k·ep/E rows per local expert; all-to-all
   CHECK(moe_all_to_all_bytes(s, m, 4096, 2, 8) == doctest::Approx(4096.0 * 2 * 4096 * 2 * 7 / 8));
   CHECK_THROWS_AS(expert_work(s, m, 4096, 3), std::invalid_argument);  // 3 does not divide 8
   CHECK_THROWS_AS(expert_work(s, m, 4096, 8, 0.9), std::invalid_argument);
+}
+
+TEST_CASE("all-to-all: NVLink peers at the intra rate, other nodes' peers at the node's NIC share") {
+  CommFabric f;
+  f.intra.ranks = 8;
+  f.intra.bw_GBps = 370;
+  CHECK(all_to_all_time_s(1e9, f, 10e-6) == doctest::Approx(10e-6 + 1e9 / 370e9));
+  // Two nodes of 8: 7 of 15 peers in the node, 8 in the other over 400 GB/s of NICs shared
+  // by 8 GPUs (50 GB/s each): the NICs are the bottleneck.
+  f.inter = FabricLevel{};
+  f.inter->ranks = 2;
+  f.inter->bw_GBps = 400;
+  const double nvlink = 1e9 * 7.0 / 15 / 370e9, nic = 1e9 * 8.0 / 15 / 50e9;
+  CHECK(all_to_all_time_s(1e9, f, 0) == doctest::Approx(std::max(nvlink, nic)));
+  CHECK(all_to_all_time_s(1e9, f, 0) == doctest::Approx(nic));
+  CommFabric one;
+  CHECK(all_to_all_time_s(1e9, one, 10e-6) == 0);
 }
