@@ -452,15 +452,15 @@ void check_number(double v, double lo, double hi, const std::string& file, const
                      fmt::format("expected a number in [{}, {}]{}, got {}", lo, hi, why.empty() ? "" : " (" + why + ")", v));
 }
 
-/// The model's shape: counts within base/limits.hpp, heads dividing hidden, kv_heads
-/// dividing heads (head_dim = hidden / heads; a division by zero or a truncated head
-/// otherwise).
+/// The model's shape: counts within base/limits.hpp, heads dividing hidden unless head_dim
+/// is given, kv_heads dividing heads (head_dim = hidden / heads; a division by zero or a
+/// truncated head otherwise).
 void check_model(const TransformerSpec& m, const ScenarioSource& w) {
   const std::string& f = w.file;
   check_count(m.layers, 1, limits::kMaxLayers, f, w.model_field("layers"), "layers");
   check_count(m.hidden, 1, limits::kMaxHidden, f, w.model_field("hidden"), "hidden size");
   check_count(m.heads, 1, m.hidden, f, w.model_field("heads"), "attention heads, at most hidden");
-  if (m.hidden % m.heads != 0)
+  if (m.head_width == 0 && m.hidden % m.heads != 0)
     throw InputError(f, w.model_field("heads"),
                      fmt::format("expected a divisor of hidden ({}), got {}", m.hidden, m.heads));
   check_count(m.kv_heads, 1, m.heads, f, w.model_field("kv_heads"), "key/value heads, at most heads");
