@@ -11,6 +11,7 @@
 /// problems gets one such line for each, then one counting them.
 
 #include "cli/report.hpp"
+#include "cli/user_catalog.hpp"
 
 #include "topologies/hardware_file.hpp"
 
@@ -725,6 +726,15 @@ int run(int argc, char** argv) {
   CLI::App* init_cmd = add_init_command(app, ia);
   CLI::App* plan_cmd = add_plan_command(app, pla);
   CLI::App* compare_cmd = add_compare_command(app, cma);
+  // User catalog folders, on every command that reads catalog names (repeatable).
+  std::vector<std::string> catalog_dirs;
+  for (CLI::App* cmd : {predict_cmd, scale_cmd, validate_cmd, catalog_cmd, fit_cmd, init_cmd, plan_cmd, compare_cmd})
+    cmd->add_option("--catalog", catalog_dirs,
+                    "Folder of catalog files of one's own (gpus.json, boxes.json, links.json,\n"
+                    "clusters.json, models.json; the built-in format), added to the\n"
+                    "catalog; repeatable; also read from STEPCAST_CATALOG_PATH")
+        ->option_text("DIR")
+        ->allow_extra_args(false);
 
   try {
     app.parse(argc, argv);
@@ -739,6 +749,13 @@ int run(int argc, char** argv) {
     return kExitBadInput;
   }
 
+  try {
+    cli::load_user_catalogs(cli::catalog_folders(catalog_dirs));
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw UserError(e.what());
+  }
   if (predict_cmd->parsed()) return run_predict(pa);
   if (scale_cmd->parsed()) return run_scale(sa);
   if (catalog_cmd->parsed()) return run_catalog(ca);
