@@ -143,8 +143,8 @@ std::string scenario_help() {
       "training.micro_batch; every other key has a default, printed under Assumptions:\n";
   out += field("name, description", "optional: the file's name; none");
   out += field("model",
-               "catalog name or alias (see `stepcast catalog models`) or an inline shape "
-               "{layers, hidden, heads, ...}");
+               "catalog name, alias or Hugging Face id (see `stepcast catalog models`), an inline shape "
+               "{layers, hidden, heads, head_dim, ...}, or {\"hf_config\": PATH} (a config.json)");
   out += field("training", "micro_batch (required), seq_len (default: the model's), precision (" +
                                join(precision_names(), ", ") +
                                "; default bf16_mixed where the GPU has bf16, else fp16_mixed), optimizer (adam), "
@@ -165,7 +165,10 @@ std::string scenario_help() {
                "(default: the GPUs over the box size), \"network\": {nic, nics_per_node, topology "
                "(single_switch, rail_fat_tree), oversubscription (rail_fat_tree)} (default for several nodes: "
                "the box's own NICs on one switch)}; gpus is the total used, whole nodes above one box (see "
-               "`stepcast catalog clusters`, `boxes`, `links`); optional calibration, stragglers");
+               "`stepcast catalog clusters`, `boxes`, `links`); optional calibration, stragglers. The box, "
+               "its gpu and links (nvlink, pcie, cpu_link, nic) and the network's nic may be inline objects in "
+               "the catalog's format (a link's rates in GB/s or line_rate_Gbps/effective_Gbps); --catalog DIR "
+               "adds catalog files of one's own");
   out += field("dataset", "optional {\"tokens\": N} or {\"samples\": N} per epoch; without it no epoch figures");
   out += field("price_per_gpu_hour_usd", "optional; gives the cost per epoch");
   out += field("measured", "optional measured figures, compared with the prediction");

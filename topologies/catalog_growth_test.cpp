@@ -59,6 +59,14 @@ TEST_CASE("new data-center GPUs keep the dense ladder: tf32 = bf16 / 2, fp16 = b
   }
 }
 
+TEST_CASE("SM (compute unit) counts of the new GPUs are the datasheets' cores / cores per SM") {
+  CHECK(gpu("l4-24gb").sm_count == 7424 / 128);             // L4 datasheet: 7,424 CUDA cores
+  CHECK(gpu("rtx-6000-ada-48gb").sm_count == 18176 / 128);  // 18,176 CUDA cores
+  CHECK(gpu("rtx-5090-32gb").sm_count == 21760 / 128);      // RTX Blackwell whitepaper: 21,760 cores
+  CHECK(gpu("mi300x-192gb").sm_count == 304);               // AMD: 304 compute units
+  CHECK(gpu("gb200-186gb").sm_count == gpu("b200-sxm-180gb").sm_count);  // the same GPU
+}
+
 TEST_CASE("RTX 5090 is a GeForce part: FP32-accumulate tensor rate = 2 x FP32 (170 SMs x 128 x 2 x 2.407 GHz)") {
   const GpuSpec& g = gpu("rtx-5090-32gb");
   CHECK(170 * 128 * 2 * 2.407e9 / 1e12 == doctest::Approx(g.peak(Dtype::fp32)).epsilon(0.001));
