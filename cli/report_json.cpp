@@ -440,8 +440,7 @@ std::string plan_json(const Scenario& sc, const PlanResult& r) {
   json rejected = json::array();
   for (int i = 0; i < kPlanRejectReasons; ++i) {
     const auto reason = static_cast<PlanRejectReason>(i);
-    static constexpr const char* kKeys[] = {"tp_model", "sp_sequence", "batch", "invalid", "memory"};
-    rejected.push_back({{"reason", kKeys[i]}, {"description", str(describe(reason))}, {"count", r.rejected[i]}});
+    rejected.push_back({{"reason", str(key(reason))}, {"description", str(describe(reason))}, {"count", r.rejected[i]}});
   }
   json rows = json::array();
   int rank = 0;
@@ -455,6 +454,9 @@ std::string plan_json(const Scenario& sc, const PlanResult& r) {
                       {"tp", l.tp},
                       {"sp", l.sp},
                       {"dp", l.dp},
+                      {"pp", l.pp},
+                      {"vpp", l.vpp},
+                      {"schedule", str(l.schedule)},
                       {"micro_batch", l.micro_batch},
                       {"grad_accum", l.grad_accum},
                       {"recompute", str(name(l.recompute))}}},
@@ -464,6 +466,7 @@ std::string plan_json(const Scenario& sc, const PlanResult& r) {
                     {"mfu", num(p.mfu)},
                     {"memory_per_gpu_bytes", num(p.memory.total_bytes)},
                     {"comm_exposed_s", num(p.comm_exposed_s)},
+                    {"bubble_s", num(bubble_s(p))},
                     {"objective", num(row.objective)}});
   }
   const json out = {{"scenario", sc.name},
