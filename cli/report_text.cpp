@@ -840,6 +840,32 @@ std::string plan_text(const Scenario& sc, const PlanResult& r) {
   return out;
 }
 
+std::string plan_range_text(const Scenario& sc, const std::vector<PlanResult>& results) {
+  std::string out;
+  for (const PlanResult& r : results) out += plan_text(sc, r) + "\n";
+  out += fmt::format("Plans of {} by GPU count, global batch {} sequences\n", sc.name,
+                     results.empty() ? 0 : results.front().global_batch);
+  Table t({{"GPUs", true},
+           {"best layout", false},
+           {"step time (s)", true},
+           {"tokens/s/GPU", true},
+           {"MFU (%)", true},
+           {"memory/GPU (GiB)", true},
+           {"exposed comm (s)", true},
+           {"bubble (%)", true}});
+  for (const PlanResult& r : results) {
+    if (r.top.empty()) {
+      t.add({std::to_string(r.gpus), "no layout fits", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"});
+      continue;
+    }
+    const Prediction& p = r.top[0].prediction;
+    t.add({std::to_string(r.gpus), r.top[0].layout.describe(), seconds(p.step_time_s),
+           grouped(p.tokens_per_s_per_gpu), percent(p.mfu), gib(p.memory.total_bytes), seconds(p.comm_exposed_s),
+           fixed(p.step_time_s > 0 ? 100 * bubble_s(p) / p.step_time_s : 0.0, 1)});
+  }
+  return out + t.render();
+}
+
 std::string compare_text(const std::vector<CompareRow>& rows) {
   std::string out = "Compare\n";
   Table t({{"scenario", false},
