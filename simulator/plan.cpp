@@ -142,13 +142,16 @@ struct MicroCache {
   }
 };
 
-/// The last family resolved, for its pipeline variants: resolve() reads no vpp or schedule,
-/// so the families that differ only there share one resolve (the Job copied, the two set).
+/// The last (strategy, tp, sp, pp) resolved, for its pipeline variants: resolve() and the
+/// scenario's checks read no vpp or schedule but through what dividing_micro_batches and
+/// pipe_choices already ensure (interleaved with vpp >= 2, pp x vpp <= layers, grad_accum
+/// in groups of pp), so the variants share one family (its Job's vpp and schedule set per
+/// variant) or one refusal.
 struct LastResolve {
   Strategy strategy = Strategy::ddp;
   int tp = 0, pp = 0;
   bool sp = false;
-  std::optional<Job> job;
+  int family = -2;  ///< index in PlanScreen::families; -1: refused; -2: none yet
 };
 
 /// Screens one resolved family: every dividing micro-batch and recompute, each costed and
@@ -184,13 +187,19 @@ void screen_family(PlanScreen& out, Job& job, int family, const std::vector<std:
   }
 }
 
-/// Resolves one family on the plan's topology, or counts why it cannot run: its scenario's
-/// own checks on its first dividing layout (the checks read no micro-batch but through the
-/// token bound, which the fixed global batch keeps constant, and the interleaved grouping,
-/// checked before).
-std::optional<Job> resolve_family(PlanScreen& out, const Topology& topo, const Layout& first, std::int64_t layouts,
-                                  LastResolve& last) {
-  Scenario s = with_layout(out.base, first);
+/// The family of a layout's (strategy, tp, sp, pp), resolved on the plan's topology, or -1
+/// with the layouts counted when it cannot run: its scenario's own checks on its first
+/// dividing layout (the checks read no micro-batch but through the token bound, which the
+/// fixed global batch keeps constant, and the interleaved grouping, checked before).
+int resolve_family(PlanScreen& out, const Topology& topo, const Layout& first, std::int64_t layouts,
+                   LastResolve& last) {
+  if (last.family != -2 && last.strategy == first.strategy && last.tp == first.tp && last.sp == first.sp &&
+      last.pp == first.pp) {
+    if (last.family < 0) out.rejected[static_cast<int>(PlanRejectReason::invalid)] += layouts;
+    return last.family;
+  }
+  last = LastResolve{first.strategy, first.tp, first.pp, first.sp, -1};
+  const Scenario s = with_layout(out.base, first);
   ScenarioSource where;
   where.file = s.file;
   try {
@@ -198,18 +207,11 @@ std::optional<Job> resolve_family(PlanScreen& out, const Topology& topo, const L
   } catch (const InputError& e) {
     out.rejected[static_cast<int>(PlanRejectReason::invalid)] += layouts;
     if (out.invalid_example.empty()) out.invalid_example = e.what();
-    return std::nullopt;
+    return -1;
   }
-  if (last.job && last.strategy == first.strategy && last.tp == first.tp && last.sp == first.sp &&
-      last.pp == first.pp) {
-    Job job = *last.job;
-    job.scenario.strategy.vpp = first.vpp;
-    job.scenario.strategy.schedule = std::string(first.schedule);
-    return job;
-  }
-  Job job = resolve(s, topo);
-  last = LastResolve{first.strategy, first.tp, first.pp, first.sp, job};
-  return job;
+  out.families.push_back(resolve(s, topo));
+  last.family = static_cast<int>(out.families.size()) - 1;
+  return last.family;
 }
 
 /// The candidate's bound: the lowered one when known, else the compute time.
@@ -218,14 +220,51 @@ double step_score(const PlanCandidate& c) {
   return std::isnan(c.pipeline_bound_s) ? c.compute_s : std::max(c.compute_s, c.pipeline_bound_s);
 }
 
-/// The family's Job with the layout's micro-batch, grad accumulation and recompute (the
-/// rest of the layout is the family's).
+/// The family's Job with the layout's vpp, schedule, micro-batch, grad accumulation and
+/// recompute (the rest of the layout is the family's).
 Job layout_job(const PlanScreen& screen, const PlanCandidate& c) {
   Job job = screen.families[static_cast<std::size_t>(c.family)];
+  job.scenario.strategy.vpp = c.layout.vpp;
+  job.scenario.strategy.schedule = std::string(c.layout.schedule);
   job.scenario.training.micro_batch = c.layout.micro_batch;
   job.scenario.training.grad_accum = c.layout.grad_accum;
   job.scenario.training.recompute = c.layout.recompute;
   return job;
+}
+
+}  // namespace
+
+namespace {
+
+/// A collective's time alone at its modelled rate (Σ phases' latency + bytes / algbw): no
+/// longer than the simulation plays it (phase_alone_s is this or slower).
+double modelled_s(Collective op, double bytes, const CommFabric& fabric, const std::string& algorithm) {
+  if (bytes <= 0 || fabric.ranks() < 2) return 0;
+  double t = 0;
+  for (const CollectivePhase& ph : collective_phases(op, bytes, fabric, algorithm)) t += ph.time_s();
+  return t;
+}
+
+double tp_layer_s(const sim::StepPlan& plan, const std::vector<TpCollective>& list) {
+  double t = 0;
+  if (plan.tp > 1)
+    for (const TpCollective& c : list) t += c.count * modelled_s(c.op, c.bytes, plan.tp_fabric, plan.algorithm);
+  return t;
+}
+
+/// Stage 0 after its last backward: its gradient reduction over the data-parallel group,
+/// its optimizer share, and under zero1 the parameter all-gather (lowering_pipeline.cpp's
+/// pass 3, with stage 0's bytes and parameter share).
+double stage0_tail_s(const sim::StepPlan& p, const std::vector<int>& stage_layers) {
+  const double grad = stage_layers[0] * p.layer_grad_bytes + p.root_grad_bytes - p.head_grad_bytes;
+  const double params = stage_layers[0] * p.layer_param_bytes + p.root_param_bytes - p.head_param_bytes;
+  const double all = p.layers * p.layer_param_bytes + p.root_param_bytes;
+  const double share = all > 0 ? params / all : static_cast<double>(stage_layers[0]) / p.layers;
+  const bool zero1 = p.strategy == Strategy::zero1;
+  double t = p.optimizer_s * share;
+  t += modelled_s(zero1 ? Collective::reduce_scatter : Collective::all_reduce, grad, p.fabric, p.algorithm);
+  if (zero1) t += modelled_s(Collective::all_gather, params, p.fabric, p.algorithm);
+  return t;
 }
 
 }  // namespace
@@ -238,15 +277,21 @@ double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& c, Schedu
   const auto key = std::make_tuple(std::string(l.schedule), l.pp, m, l.vpp);
   auto it = programs.find(key);
   if (it == programs.end()) it = programs.emplace(key, sim::schedule(l.schedule, l.pp, m, l.vpp)).first;
-  // Per layer at full speed: the forward, and the backward without its recompute (the
-  // lowering's B and W halves under zb-h1); the LM head left out.
-  const double f = costs.per_layer.forward_s, b = costs.per_layer.backward_s;
+  const sim::StepPlan plan = step_plan(job, costs, PredictOptions{});
+  // Measured collectives (a calibration) may beat the model: then compute alone.
+  const bool modelled = job.measured_collectives.empty();
+  // Per layer at full speed: the forward and its TP collectives, the backward (without its
+  // recompute) and its TP collectives, which zb-h1 plays with B; the LM head left out.
+  const double f = costs.per_layer.forward_s + (modelled ? tp_layer_s(plan, plan.tp_forward) : 0);
+  const double tb = modelled ? tp_layer_s(plan, plan.tp_backward) : 0;
+  const double b = costs.per_layer.backward_s;
   std::vector<sim::PipeOpDurations> per_chunk;
   for (int n : layers_per_chunk(job.scenario.model.layers, l.pp, l.vpp))
-    per_chunk.push_back({n * f, n * b, n * b / 2, n * b / 2});
+    per_chunk.push_back({n * f, n * (b + tb), n * (b / 2 + tb), n * b / 2});
   const sim::PipeReplay r = sim::replay(it->second, m, l.vpp, per_chunk);
-  // Stage 0's optimizer waits for its last backward (costs.optimizer_s is stage 0's share).
-  return std::max(r.step, r.stage_finish.front() + costs.optimizer_s);
+  const std::vector<int> stage_layers = layers_per_stage(job.scenario.model.layers, l.pp, l.vpp);
+  const double tail = modelled ? stage0_tail_s(plan, stage_layers) : 0.0;
+  return std::max(r.step, r.stage_finish.front() + tail);
 }
 
 double lowered_bound_s(const PlanScreen& screen, const PlanCandidate& c) {
@@ -358,12 +403,13 @@ void screen_one_family(PlanScreen& out, const Topology& topo, const PlanOptions&
   const std::int64_t mb = micro_batches[dividing.front()];
   const Layout first{st, tp, sp, mb, out.global_batch / dp / mb, Recompute::none, dp, pipe.pp, pipe.vpp, pipe.schedule};
   const auto layouts = static_cast<std::int64_t>(dividing.size() * std::size(kPlanRecompute));
-  std::optional<Job> job = resolve_family(out, topo, first, layouts, last);
-  if (!job) return;
-  out.families.push_back(std::move(*job));
-  const double limit = options.max_memory_fraction * out.families.back().gpu.memory_bytes;
-  screen_family(out, out.families.back(), static_cast<int>(out.families.size()) - 1, micro_batches, dividing,
-                pipe.schedule, limit, first_index, micro);
+  const int family = resolve_family(out, topo, first, layouts, last);
+  if (family < 0) return;
+  Job& job = out.families[static_cast<std::size_t>(family)];
+  job.scenario.strategy.vpp = pipe.vpp;
+  job.scenario.strategy.schedule = pipe.schedule;
+  const double limit = options.max_memory_fraction * job.gpu.memory_bytes;
+  screen_family(out, job, family, micro_batches, dividing, pipe.schedule, limit, first_index, micro);
 }
 
 }  // namespace
@@ -453,6 +499,10 @@ std::string why_winner(const PlanRow& a, const PlanRow& b) {
       {"compute slowdown under communication", p.compute_busy_s - p.compute_s, q.compute_busy_s - q.compute_s},
       {"pipeline bubble and idle time", bubble_s(p), bubble_s(q)},
   };
+  if (q.step_time_s == p.step_time_s)
+    return fmt::format("{} and {} tie at {:.4g} s per step; the first is ranked first by the objective, then by "
+                       "enumeration order",
+                       a.layout.describe(), b.layout.describe(), p.step_time_s);
   const Term* best = &terms[0];
   for (const Term& t : terms)
     if (t.runner_s - t.winner_s > best->runner_s - best->winner_s) best = &t;

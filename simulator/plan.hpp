@@ -17,8 +17,8 @@
 /// lazily, only for the layouts whose compute bound reaches the front of the queue. The
 /// simulation order is exactly the order of the lowered bound, as if every layout had been
 /// lowered. The hardware's
-/// topology is built once per plan; resolve() runs on it once per (strategy, tp, sp, pp,
-/// vpp, schedule) family, never per layout (micro-batch, grad accumulation and recompute
+/// topology is built once per plan; resolve() runs on it once per (strategy, tp, sp, pp)
+/// family, never per layout (micro-batch, grad accumulation and recompute
 /// are not read by it); the micro-step's compute is costed once per (micro-batch,
 /// recompute), which no parallel choice changes.
 #pragma once
@@ -110,7 +110,7 @@ std::vector<std::string> plan_dimensions_not_enumerated();
 struct PlanCandidate {
   Layout layout;
   int index = 0;                     ///< enumeration order (ties break on it)
-  int family = 0;                    ///< index of its resolved (strategy, tp, sp, pipeline) Job
+  int family = 0;                    ///< index of its resolved (strategy, tp, sp, pp) Job
   double compute_s = 0;              ///< cost stage: forward + backward + recompute + optimizer, s
   /// Lowered bound of the step, s (lowered_bound_s); NaN until computed (screen_layouts with
   /// `full_bounds`, or plan() when the candidate reaches the front).
@@ -128,7 +128,9 @@ struct PlanScreen {
   Scenario base;                     ///< on the planned GPUs, tp 1, no pipeline
   int gpus = 1;
   std::int64_t global_batch = 1;
-  std::vector<Job> families;         ///< one resolve() per (strategy, tp, sp, pipeline) that passed
+  /// One resolve() per (strategy, tp, sp, pp) that passed; a candidate's vpp and schedule
+  /// are its layout's.
+  std::vector<Job> families;
   std::vector<PlanCandidate> candidates;
   std::int64_t enumerated = 0;       ///< layouts enumerated
   std::int64_t rejected[kPlanRejectReasons] = {};
@@ -143,12 +145,14 @@ PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool
 /// Stage programs by (schedule, pp, micro-batches, vpp), built once per plan.
 using ScheduleCache = std::map<std::tuple<std::string, int, int, int>, std::vector<sim::StageProgram>>;
 
-/// The pipeline bound of a candidate with pp >= 2: its schedule replayed with free
-/// communication (schedules.hpp replay), each chunk's forward and backward its layers x
-/// the cost stage's per-layer forward and backward at full speed (recompute, the LM head
-/// and every send left out), then stage 0's optimizer after its last backward. The
-/// simulation plays the same programs with tasks no shorter and sends that only delay, so
-/// the step is no shorter.
+/// The pipeline bound of a candidate with pp >= 2: its schedule replayed with free sends
+/// (schedules.hpp replay), each chunk's forward and backward its layers x the cost stage's
+/// per-layer forward and backward at full speed plus the layer's TP collectives at their
+/// modelled time alone (recompute, the LM head and every send left out), then stage 0's
+/// tail after its last backward: gradient reduction, optimizer share, zero1's all-gather.
+/// The simulation plays the same programs with tasks no shorter and sends that only delay,
+/// so the step is no shorter. With measured collectives (a calibration) only the compute
+/// counts.
 double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& candidate, ScheduleCache& programs);
 
 /// The lowered bound of a candidate: its family's Job with the layout, cost, lower, then
