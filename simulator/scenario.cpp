@@ -4,6 +4,7 @@
 #include "base/limits.hpp"
 #include "base/suggest.hpp"
 #include "model/collective.hpp"
+#include "model/compute.hpp"
 #include "model/hf_config.hpp"
 #include "simulator/schedules.hpp"
 #include "topologies/hardware_file.hpp"
@@ -84,7 +85,8 @@ struct TrainingInput {
   std::optional<std::int64_t> micro_batch, grad_accum, seq_len;
   std::optional<Recompute> recompute;
   std::optional<bool> flash_attention;
-  TrainingSpec rest;  ///< attention_kernel, kernels, fused_loss, metric_loss_passes, lora
+  TrainingSpec rest;  ///< attention_kernel, kernels, fused_loss, metric_loss_passes, lora, kernel_rates
+  bool kernel_rates_given = false;
 };
 
 std::optional<LoraSpec> parse_lora(JsonObject& obj) {
@@ -120,6 +122,11 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors) {
   errors.attempt([&] { t.fused_loss = obj.optional_boolean("fused_loss"); });
   errors.attempt([&] { if (obj.has("metric_loss_passes")) t.metric_loss_passes = obj.int32("metric_loss_passes", 0, 16); });
   errors.attempt([&] { t.lora = parse_lora(obj); });
+  errors.attempt([&] {
+    if (!obj.has("kernel_rates")) return;
+    t.in_step_rates = obj.choice("kernel_rates", {"in_step", "isolated"}) == "in_step";
+    in.kernel_rates_given = true;
+  });
   errors.attempt([&] {
     if (t.attention_kernel && in.flash_attention &&
         (*t.attention_kernel == AttentionKernel::unfused) == *in.flash_attention)
@@ -163,6 +170,12 @@ void apply_training_defaults(Scenario& s, const TrainingInput& in) {
     note(fmt::format("training.flash_attention: {} (FlashAttention runs from Ampere on; the {} is {})",
                      t.flash_attention, gpu.name, name(gpu.arch)));
   }
+  if (!in.kernel_rates_given) {
+    const InStepFractions& f = in_step_fractions();
+    note(fmt::format("training.kernel_rates: in_step (inside a step GEMMs keep {:.1f}% and attention {:.1f}% of "
+                     "their isolated benchmarks: model/catalog/in_step.json; \"isolated\" for the benchmarks)",
+                     100 * f.gemm, 100 * f.attention));
+  }
 }
 
 StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
@@ -187,6 +200,9 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
       s.schedule = *sched;
     }
     if (s.vpp > 1 && !obj.has("schedule")) s.schedule = "interleaved";
+  });
+  errors.attempt([&] {
+    if (obj.has("pp_split")) s.pp_split = parse_stage_split(obj.choice("pp_split", stage_split_names()));
   });
   errors.attempt([&] {
     if (auto r = obj.optional_string("reduce_dtype")) {
@@ -558,6 +574,8 @@ void check_pipeline(const Scenario& s, const ScenarioSource& w) {
   const bool interleaved = st.schedule == "interleaved";
   if (interleaved != (st.vpp > 1))
     throw InputError(w.file, w.strategy + "/vpp", "the interleaved schedule and vpp >= 2 go together");
+  if (st.pp_split == StageSplit::balanced && st.vpp > 1)
+    throw InputError(w.file, w.strategy + "/pp_split", "the balanced split places one chunk per stage: vpp must be 1");
   if (interleaved && s.training.grad_accum % st.pp != 0)
     throw InputError(w.file, w.grad_accum, fmt::format("the interleaved schedule runs micro-batches in groups of "
                                                        "pp = {}: grad_accum must be a multiple", st.pp));
