@@ -278,7 +278,7 @@ TEST_CASE("a given global batch and GPU count set grad accumulation: 128 on 16 G
   CHECK(s.global_batch == 128);
   bool found = false;
   for (const PlanCandidate& c : s.candidates)
-    if (c.layout.tp == 1 && c.layout.micro_batch == 2) {
+    if (c.layout.tp == 1 && c.layout.pp == 1 && c.layout.micro_batch == 2) {
       CHECK(c.layout.grad_accum == 4);
       CHECK(c.layout.dp == 16);
       found = true;
