@@ -264,11 +264,25 @@ struct PredictArgs {
   int gpus = 0;  ///< 0: as the scenario says
   bool json = false;
   std::string trace;  ///< Chrome trace file to write; empty: none
+  std::string calibration;  ///< hardware file from `stepcast fit` replacing the scenario's; empty: none
 };
+
+/// The scenario with its rates from `file` (a `stepcast fit` hardware file for its GPU).
+Scenario with_calibration(Scenario s, const std::string& file) {
+  if (!std::filesystem::exists(file)) throw UserError("no such hardware file: " + file);
+  auto cal = std::make_shared<const HardwareFile>(load_hardware(file));
+  const BoxSpec* box = find_box(s.hardware.cluster.box);
+  if (box && cal->gpu != box->gpu)
+    throw UserError("--calibration " + file + ": fitted for " + cal->gpu + ", but " + box->name + " holds " + box->gpu);
+  s.hardware.calibration = std::move(cal);
+  s.hardware.calibration_file = file;
+  return s;
+}
 
 int run_predict(const PredictArgs& args) {
   Scenario s = load(args.scenario);
   if (args.gpus > 0) s = on_gpus(s, args.gpus);
+  if (!args.calibration.empty()) s = with_calibration(std::move(s), args.calibration);
   PredictOptions options;
   options.keep_simulation = options.record_timelines = !args.trace.empty();
   const Prediction p = predict(s, options);
@@ -491,6 +505,10 @@ CLI::App* add_predict_command(CLI::App& app, PredictArgs& pa) {
                   "(whole nodes above one box)")
       ->check(gpu_count());
   cmd->add_flag("--json", pa.json, "Print one JSON object instead of the text report");
+  cmd->add_option("--calibration", pa.calibration,
+                  "Hardware file from `stepcast fit` whose measured rates\n"
+                  "replace the catalog's (and the scenario's calibration)")
+      ->option_text("FILE");
   cmd->add_option("--trace", pa.trace,
                   "Also write the simulated step as a Chrome trace (JSON)\n"
                   "to FILE; open it in https://ui.perfetto.dev")
