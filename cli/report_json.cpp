@@ -400,7 +400,7 @@ json summary_json(const ErrorSummary& s) {
 
 std::string validate_json(const std::vector<ValidationRow>& rows) {
   json runs = json::array();
-  for (const ValidationRow& r : rows)
+  for (const ValidationRow& r : rows) {
     runs.push_back({{"id", r.id},
                     {"metric", r.metric},
                     {"measured", r.measured},
@@ -412,6 +412,15 @@ std::string validate_json(const std::vector<ValidationRow>& rows) {
                     {"strategy", r.strategy},
                     {"gpu", r.gpu},
                     {"assumptions", r.assumptions}});
+    if (r.categories.empty()) continue;  // probe records: kernel time by category
+    json cats = json::array();
+    for (const CategoryComparison& c : r.categories)
+      cats.push_back({{"category", c.category},
+                      {"measured_s", c.measured_s},
+                      {"predicted_s", c.predicted_s},
+                      {"error_pct", c.error_pct ? json(*c.error_pct) : json(nullptr)}});
+    runs.back()["categories"] = std::move(cats);
+  }
   const auto sums = summarize(rows);
   json groups = json::array(), sources = json::array();
   const std::string source_prefix = "source: ";

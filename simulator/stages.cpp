@@ -158,14 +158,24 @@ void resolve_groups(Job& job) {
   }
 }
 
-/// NCCL's channels and the compute they take: one CUDA block per channel on its own SM.
-void resolve_comm_slowdown(Job& job) {
+/// NCCL's channels and the compute they take: one CUDA block per channel on its own SM, or
+/// the slowdown a calibration file measured for a GEMM beside an all-reduce.
+void resolve_comm_slowdown(Job& job, const Scenario& s) {
   job.nccl_channels = job.gpus > 1 ? nccl_channels(job.fabric) : 0;
   job.comm_slowdown = std::min(kMaxCommSlowdown, static_cast<double>(job.nccl_channels) / job.gpu.sm_count);
-  if (job.gpus > 1)
-    job.assumptions.push_back(fmt::format("compute runs {:.0f}% slower while a collective runs: {} NCCL channels "
-                                          "of {} SMs (one CUDA block per channel)",
-                                          100 * job.comm_slowdown, job.nccl_channels, job.gpu.sm_count));
+  if (job.gpus < 2) return;
+  if (const HardwareFile* cal = s.hardware.calibration.get())
+    if (auto slowdown = calibrated_comm_slowdown(cal->kernel_model)) {
+      job.comm_slowdown = *slowdown;
+      job.provenance.comm_slowdown = RateSource::calibration;
+      job.assumptions.push_back(fmt::format("compute runs {:.0f}% slower while a collective runs: {} (a GEMM beside "
+                                            "an all-reduce)",
+                                            100 * *slowdown, calibration_source(s.hardware.calibration_file)));
+      return;
+    }
+  job.assumptions.push_back(fmt::format("compute runs {:.0f}% slower while a collective runs: {} NCCL channels "
+                                        "of {} SMs (one CUDA block per channel)",
+                                        100 * job.comm_slowdown, job.nccl_channels, job.gpu.sm_count));
 }
 
 std::vector<sim::MeasuredCollective> measured_collectives(const HardwareFile* cal) {
@@ -536,14 +546,7 @@ Job resolve(const Scenario& s) {
   resolve_buckets(job);
   resolve_groups(job);
   job.measured_collectives = measured_collectives(s.hardware.calibration.get());
-  resolve_comm_slowdown(job);
-  if (const HardwareFile* cal = s.hardware.calibration.get(); cal && job.gpus > 1)
-    if (auto slowdown = calibrated_comm_slowdown(cal->kernel_model)) {
-      job.comm_slowdown = *slowdown;
-      job.provenance.comm_slowdown = RateSource::calibration;
-      job.assumptions.push_back(fmt::format("compute runs {:.0f}% slower while a collective runs: {}", 100 * *slowdown,
-                                            calibration_source(s.hardware.calibration_file)));
-    }
+  resolve_comm_slowdown(job, s);
   return job;
 }
 

@@ -341,6 +341,16 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
     assumed.push_back("pipeline schedule 1F1B (PipeDream-Flush, Megatron's and DeepSpeed's default; not stated)");
   }
   kernels_for(r, s, assumed);
+  std::optional<LoraSpec> lora;  // the probe's LoRA runs (validate/categories.hpp)
+  try {
+    lora = lora_from_extras(r.extras);
+  } catch (const std::invalid_argument& e) {
+    throw Skip{e.what()};
+  }
+  if (lora) {
+    s.training.lora = lora;
+    assumed.push_back(fmt::format("LoRA rank {} (the record's extras)", lora->rank));
+  }
   s.hardware = hardware_for(r, gpu, assumed);
   if (calibration && calibration->gpu == gpu) {
     s.hardware.calibration = calibration;
@@ -431,6 +441,7 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
     return row;
   }
   set_prediction(row, run, predicted);
+  if (run.categories) row.categories = compare_categories(*run.categories, p);
   return row;
 }
 

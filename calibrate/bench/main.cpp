@@ -123,6 +123,7 @@ int run(int argc, char** argv, ProcessGroup& group) {
   };
   single_gpu_section("gemm", [&] { run_gemm(options, gemm_device, raw, save); });
   single_gpu_section("memory", [&] { run_memory(options, gemm_device, raw, save); });
+  single_gpu_section("launch", [&] { run_launch(options, gemm_device, raw, save); });
   if (options.wants("nccl")) {
     try {
       run_nccl(options, group, raw, save);
@@ -141,6 +142,7 @@ int run(int argc, char** argv, ProcessGroup& group) {
     int failed = 0;
     for (const auto& r : raw.gemm) failed += r.check == "failed" ? 1 : 0;
     for (const auto& r : raw.nccl) failed += r.check == "failed" ? 1 : 0;
+    for (const auto& r : raw.launch) failed += r.check == "failed" ? 1 : 0;
     std::fprintf(stderr, "stepcast-calibrate: wrote %s: %zu gemm, %zu memory, %zu nccl rows; %d failed their check\n",
                  options.out.c_str(), raw.gemm.size(), raw.memory.size(), raw.nccl.size(), failed);
     if (status == 0 && failed > 0) status = 3;

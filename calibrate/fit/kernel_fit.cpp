@@ -261,4 +261,39 @@ void fit_overlap(const std::vector<RawOverlap>& rows, KernelCalibration& k) {
   k.overlap_points = static_cast<std::int64_t>(compute.size());
 }
 
+std::string kernel_model_report_text(const KernelCalibration& k) {
+  if (k.empty()) return "";
+  std::string out = "\nKernel model (the hardware file's kernel_model; -> the rate it sets)\n";
+  if (k.sm_count) out += fmt::format("  SMs: {} -> sm_count\n", *k.sm_count);
+  for (const auto& [dtype, g] : k.gemm)
+    out += fmt::format("  GEMM {}: ceiling {:.1f} TFLOP/s (best row {:.1f}), tile/wave model RMS residual {:.2f}% "
+                       "over {} rows -> gemm_ceiling_tflops\n",
+                       name(dtype), g.ceiling_tflops, g.best_measured_tflops, 100 * g.wave_rms_rel_residual, g.points);
+  for (const CalibratedAttentionCurve& c : k.attention) {
+    std::string points;
+    for (const auto& [seq, tf] : c.tflops_by_seq) points += fmt::format(" {:.0f}:{:.0f}", seq, tf);
+    out += fmt::format("  attention {} d={} {} {}: TFLOP/s by seq{} (spread {:.2f}%) -> attention curves\n", c.kernel,
+                       c.head_dim, c.causal ? "causal" : "full", c.backward ? "backward" : "forward", points,
+                       100 * c.rms_rel_residual);
+  }
+  for (const CalibratedMemoryOp& m : k.memory_ops)
+    out += fmt::format("  memory-bound {} ({}): {:.0f} GB/s, {:.1f}% of datasheet\n", m.op, m.profile, m.GBps,
+                       100 * m.fraction_of_datasheet);
+  if (k.memory_efficiency)
+    out += fmt::format("  memory-bound efficiency (median, copies left out): {:.1f}% -> memory_efficiency\n",
+                       100 * *k.memory_efficiency);
+  auto us = [&](const char* what, const std::optional<double>& v, const char* field) {
+    if (v) out += fmt::format("  {}: {:.2f} µs{}\n", what, 1e6 * *v, field);
+  };
+  us("launch", k.launch_s, " -> launch_s");
+  us("CUDA-graph replay per kernel", k.graph_launch_s, " (informational)");
+  us("eager op forward", k.eager_forward_op_s, " -> eager_forward_op_s");
+  us("eager op backward", k.eager_backward_op_s, " -> eager_backward_op_s");
+  if (k.compute_slowdown)
+    out += fmt::format("  beside an all-reduce: GEMM {:.1f}% slower -> compute slowdown while NCCL runs; "
+                       "all-reduce {:.1f}% slower (informational); {} rows\n",
+                       100 * *k.compute_slowdown, 100 * k.collective_slowdown.value_or(0), k.overlap_points);
+  return out;
+}
+
 }  // namespace stepcast

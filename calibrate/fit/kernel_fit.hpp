@@ -120,4 +120,8 @@ void fit_launch(const std::vector<RawLaunch>& rows, KernelCalibration& k);
 /// Fills k.compute_slowdown, collective_slowdown, overlap_points (medians, >= 0).
 void fit_overlap(const std::vector<RawOverlap>& rows, KernelCalibration& k);
 
+/// The report's "Kernel model" part: each fitted parameter with its unit, residual and the
+/// DeviceRates field it feeds ("" when nothing was measured).
+std::string kernel_model_report_text(const KernelCalibration& k);
+
 }  // namespace stepcast
