@@ -58,6 +58,12 @@ function(stepcast_fit_cli_tests)
     --stdout "attention flash2 d=128 causal forward: TFLOP/s by seq 512:300 1024:400 2048:450 4096:480"
     --file-json @TMP@/hw.json --file-json-keys ${hw_keys},kernel_model
     -- $<TARGET_FILE:stepcast> fit ${STEPCAST_FIT_TESTDATA}/synthetic_kernel_raw.json -o @TMP@/hw.json)
+  # The committed hardware file is what `fit` writes today (regenerate it with the command).
+  add_test(NAME cli.fit_kernel_hardware_current
+           COMMAND sh -c "\"$0\" fit calibrate/fit/testdata/synthetic_kernel_raw.json -o \"$1\" >/dev/null && cmp \"$1\" calibrate/fit/testdata/synthetic_kernel_hardware.json"
+             $<TARGET_FILE:stepcast> ${CMAKE_CURRENT_BINARY_DIR}/synthetic_kernel_hardware.json
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(cli.fit_kernel_hardware_current PROPERTIES LABELS cli)
   # predict --calibration: the file's rates replace the catalog's, each saying where from.
   set(kernel_hw ${STEPCAST_FIT_TESTDATA}/synthetic_kernel_hardware.json)
   stepcast_fit_case(predict_calibration

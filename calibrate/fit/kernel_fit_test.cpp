@@ -211,3 +211,31 @@ TEST_CASE("fit_calibration: the kernel sections of a raw file land in the hardwa
     CHECK(e.json_path() == "/attention/0/seq");
   }
 }
+
+TEST_CASE("kernel_model in the hardware file: strict reading, each part optional") {
+  auto parse = [](const std::string& kernel_model) {
+    HardwareFile hw;
+    hw.gpu = "h100-sxm5-80gb";
+    nlohmann::json doc = nlohmann::json::parse(hardware_json(hw));
+    doc["kernel_model"] = nlohmann::json::parse(kernel_model);
+    return parse_hardware(JsonDoc::parse(doc.dump(), "hw.json"));
+  };
+  auto error_path = [&](const std::string& kernel_model) {
+    try {
+      parse(kernel_model);
+    } catch (const InputError& e) {
+      return e.json_path();
+    }
+    return std::string("(no error)");
+  };
+  CHECK(parse(R"({"launch": {"launch_s": 3e-6}})").kernel_model.launch_s == 3e-6);
+  CHECK(parse(R"({})").kernel_model.empty());
+  CHECK(error_path(R"({"launch": {"launch_us": 3}})") == "/kernel_model/launch/launch_us");
+  CHECK(error_path(R"({"overlap": {"compute_slowdown": 1.0, "points": 1}})") == "/kernel_model/overlap/compute_slowdown");
+  CHECK(error_path(R"({"gemm": {"bf17": {}}})") == "/kernel_model/gemm/bf17");
+  CHECK(error_path(R"({"attention": [{"kernel": "flash2", "head_dim": 128, "causal": true, "pass": "sideways",
+                     "tflops_by_seq": {"512": 1}, "rms_rel_residual": 0, "points": 1, "source": ""}]})") ==
+        "/kernel_model/attention/0/pass");
+  CHECK(error_path(R"({"memory_bound": {"by_op": [{"op": "gelu", "profile": "eager", "GBps": 1,
+                     "fraction_of_datasheet": 0.5, "points": 1}]}})") == "/kernel_model/memory_bound/by_op/0/op");
+}
