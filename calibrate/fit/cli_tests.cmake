@@ -64,10 +64,11 @@ function(stepcast_fit_cli_tests)
              $<TARGET_FILE:stepcast> ${CMAKE_CURRENT_BINARY_DIR}/synthetic_kernel_hardware.json
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(cli.fit_kernel_hardware_current PROPERTIES LABELS cli)
-  # predict --calibration: the file's rates replace the catalog's, each saying where from.
+  # predict --calibration: the file's rates replace the catalog's, each saying where from
+  # (GEMM and attention rates then scaled in-step as any isolated rate, model/catalog/in_step.json).
   set(kernel_hw ${STEPCAST_FIT_TESTDATA}/synthetic_kernel_hardware.json)
   stepcast_fit_case(predict_calibration
-    --stdout "GEMMs against a ceiling of 700 TFLOP/s bf16" --stdout "attention: flash2 measured: calibration file"
+    --stdout "tile and wave quantized: calibration file" --stdout "attention: flash2 measured: calibration file"
     --stdout "memory-bound kernels reach 72% of 3350 GB/s (calibration file"
     --stdout "compute runs 10% slower while a collective runs: calibration file"
     --stdout "12.0 / 30.0 µs per eager op forward / backward: calibration file"
