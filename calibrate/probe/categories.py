@@ -10,7 +10,7 @@ Categories, first match wins (names as CUDA libraries and compilers give them):
                  FlashAttnFwdSm90), fmha (fmha_cutlassF_bf16_aligned_64x128_rf_sm80, PyTorch's
                  memory-efficient kernel), cuDNN's sdpa/flash engines (cudnn_generated_fort_native_sdpa_sm90_...),
                  "attention" (attention_kernel, efficient_attention_backward)
-  gemm           matrix multiplies: gemm, cutlass, xmma, nvjet (cuBLAS's Hopper kernels), cublas, s16816 / s1688
+  gemm           matrix multiplies: gemm, gemv, cutlass, xmma, nvjet (cuBLAS's Hopper kernels), cublas, s16816 / s1688
                  tensor-core names (ampere_bf16_s16816gemm_...), splitKreduce (cuBLAS's split-K epilogue), Triton
                  templates for mm (triton_tem_fused_mm, triton_tem_fused_addmm), "_mm_" / "bmm"
   memory_bound   everything else: element-wise, reductions, norms, softmax, the loss, optimizer steps
@@ -21,7 +21,7 @@ Categories, first match wins (names as CUDA libraries and compilers give them):
 CATEGORIES = ("gemm", "attention", "memory_bound", "communication", "idle")
 
 _ATTENTION = ("flash", "fmha", "sdpa", "attention", "attn_fwd", "attn_bwd")
-_GEMM = ("gemm", "cutlass", "xmma", "nvjet", "cublas", "s16816", "s1688", "splitkreduce", "triton_tem_fused_mm",
+_GEMM = ("gemm", "gemv", "cutlass", "xmma", "nvjet", "cublas", "s16816", "s1688", "splitkreduce", "triton_tem_fused_mm",
          "triton_tem_fused_addmm", "triton_tem_fused_bmm", "_mm_", "bmm", "matmul")
 
 

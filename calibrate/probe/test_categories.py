@@ -24,6 +24,7 @@ class ClassifyTest(unittest.TestCase):
         "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>": "gemm",
         "void splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>": "gemm",
         "triton_tem_fused_addmm_0": "gemm",
+        "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, 128, 16, 4, 4>": "gemm",
         "triton_poi_fused_add_mul_0": "memory_bound",
         "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_1": "memory_bound",
         "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>":

@@ -75,6 +75,14 @@ class RecordTest(unittest.TestCase):
             self.assertTrue(any("torch.compile" in a for a in runs[1]["assumptions"]))
             text = subprocess.run([stepcast, "validate", path], capture_output=True, text=True).stdout
             self.assertIn("Step time by kernel category", text)
+            # With a calibration file of the same GPU its kernel-model rates are used and named.
+            hw = os.path.join(ROOT, "calibrate", "fit", "testdata", "synthetic_kernel_hardware.json")
+            out = subprocess.run([stepcast, "validate", path, "--json", "--calibration", hw], capture_output=True,
+                                 text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            calibrated = json.loads(out.stdout)["runs"][0]
+            self.assertIn("calibration " + hw, calibrated["assumptions"])
+            self.assertNotEqual(calibrated["categories"][0]["predicted_s"], runs[0]["categories"][0]["predicted_s"])
 
 
 if __name__ == "__main__":
