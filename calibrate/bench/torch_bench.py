@@ -25,7 +25,6 @@ plans, the file merge) need no PyTorch and are tested by test_torch_bench.py.
 """
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
