@@ -54,9 +54,10 @@ case "$stage" in
   sweep) build && describe && "$here/run_calibration.sh" --torch --machine "$machine" \
            --build-dir "$repo/build-calibrate" "$dest" "${sweep_options[@]}" ;;
   probe) describe && "$here/probe/run_probe_kernels.sh" "$dest" "$machine" full ;;
-  first) build && describe &&
+  first) build; describe
+         # A smoke run with failed rows (status 3) still lets the sweep run; read both logs.
          "$here/run_calibration.sh" --quick --torch --probe quick --machine "$machine" \
-           --build-dir "$repo/build-calibrate" "$dest/smoke" &&
+           --build-dir "$repo/build-calibrate" "$dest/smoke" || echo "device_run.sh: smoke exited with status $?"
          "$here/run_calibration.sh" --torch --machine "$machine" --build-dir "$repo/build-calibrate" "$dest" \
            "${sweep_options[@]}" ;;
   *) echo "device_run.sh: unknown stage $stage (build, smoke, sweep, probe, first)" >&2; exit 2 ;;
