@@ -17,7 +17,8 @@ run() {  # model micro_batch seq_len kernels [extra train_probe options]
   local model=$1 mb=$2 seq=$3 kernels=$4
   shift 4
   echo "== $model mb=$mb seq=$seq $kernels $*" | tee -a "$out/probe.log"
-  torchrun --standalone --nproc_per_node=1 "$here/train_probe.py" --model "$model" --micro-batch "$mb" \
+  # python3 -m torch.distributed.run is torchrun, found wherever python3 holds PyTorch.
+  python3 -m torch.distributed.run --standalone --nproc_per_node=1 "$here/train_probe.py" --model "$model" --micro-batch "$mb" \
     --seq-len "$seq" --strategy ddp --kernels "$kernels" --warmup 3 --steps 10 --profile-steps 2 \
     --out "$out/runs.jsonl" --machine "$machine" "$@" 2>&1 | tee -a "$out/probe.log" || true
 }
@@ -38,4 +39,6 @@ else
     run llama-2-7b 2 2048 "$k" --lora-rank 16
   done
 fi
-echo "records: $(wc -l < "$out/runs.jsonl" 2>/dev/null || echo 0) in $out/runs.jsonl"
+records=0
+if [[ -f "$out/runs.jsonl" ]]; then records=$(wc -l < "$out/runs.jsonl"); fi
+echo "records: $records in $out/runs.jsonl"
