@@ -324,7 +324,8 @@ def count_kernels(torch, fn):
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
-    return sum(1 for e in prof.events() if e.device_type.name == "CUDA" and not e.name.startswith("Memcpy"))
+    return sum(1 for e in prof.events()
+               if str(e.device_type).split(".")[-1] == "CUDA" and not e.name.startswith(("Memcpy", "Memset")))
 
 
 def run_launch(torch, args):

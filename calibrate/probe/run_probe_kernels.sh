@@ -35,7 +35,7 @@ else
     for mb in 2 4; do run gpt2-xl "$mb" 1024 "$k"; done
     run gpt2-xl 2 2048 "$k"
     for mb in 2 4; do run llama-3.2-1b "$mb" 2048 "$k"; done
-    run llama-3.2-3b 2 2048 "$k"
+    run llama-3.2-3b 1 2048 "$k"
     run llama-2-7b 2 2048 "$k" --lora-rank 16
   done
 fi

@@ -169,12 +169,15 @@ def wrap(model, strategy, args, local_rank, world):
     return engine, optimizer, engine
 
 
-def profiled_kernels(prof, torch_module):
+def profiled_kernels(prof):
     """(name, start s, duration s) of every GPU kernel a torch.profiler run saw."""
     out = []
+
+    def on_gpu(device_type):  # DeviceType.CUDA, however the enum is exported
+        return str(device_type).split(".")[-1] == "CUDA"
     try:
         for e in prof.profiler.kineto_results.events():
-            if e.device_type() != torch_module.autograd.DeviceType.CUDA:
+            if not on_gpu(e.device_type()):
                 continue
             if hasattr(e, "start_ns"):
                 out.append((e.name(), e.start_ns() / 1e9, e.duration_ns() / 1e9))
@@ -182,7 +185,7 @@ def profiled_kernels(prof, torch_module):
                 out.append((e.name(), e.start_us() / 1e6, e.duration_us() / 1e6))
     except AttributeError:  # older or newer API: the function events carry the kernels too
         for e in prof.events():
-            if e.device_type == torch_module.autograd.DeviceType.CUDA:
+            if on_gpu(e.device_type):
                 out.append((e.name, e.time_range.start / 1e6, (e.time_range.end - e.time_range.start) / 1e6))
     return [k for k in out if not k[0].startswith(("Memset", "Memcpy HtoD", "Memcpy DtoH"))]
 
@@ -282,7 +285,7 @@ def main():
                 torch.cuda.synchronize()
             # The window: the profiled steps at the median unprofiled step time, so the
             # profiler's own CPU overhead does not show as idle GPU time.
-            split = categories.split(profiled_kernels(prof, torch), args.profile_steps * statistics.median(step_times),
+            split = categories.split(profiled_kernels(prof), args.profile_steps * statistics.median(step_times),
                                      args.profile_steps)
     except torch.cuda.OutOfMemoryError:
         if rank == 0:
