@@ -137,7 +137,7 @@ CalibratedGemm fit_gemm_ceiling(const std::vector<GemmTiming>& rows, double elem
     double sum = 0;
     for (const GemmTiming& r : rows) {
       const double t = gemm_time_s(r.m, r.n, r.k, 1, elem_bytes, std::exp(log_c), sm_count, memory_GBps);
-      sum += std::pow(std::log(t / r.time_s), 2);
+      sum += r.time_s * std::pow(std::log(t / r.time_s), 2);  // weighted by the row's time
     }
     return sum;
   };

@@ -4,8 +4,8 @@
 /// a collective) and the fits that turn them into the hardware file's "kernel_model"
 /// section (topologies/kernel_calibration.hpp):
 ///
-///  - GEMM ceiling per dtype: the C that minimises sum_i ln²(gemm_time_s(m,n,k; C, SMs, bw) /
-///    t_i) over every GEMM row of the dtype, i.e. the best achievable matmul as the kernel
+///  - GEMM ceiling per dtype: the C that minimises sum_i t_i ln²(gemm_time_s(m,n,k; C, SMs, bw)
+///    / t_i) over every GEMM row of the dtype, i.e. the best achievable matmul as the kernel
 ///    model's tile and wave formula sees it; the residual says how well waves explain the sweep;
 ///  - attention: per (kernel, head_dim, causal, pass) and sequence length the median TFLOP/s
 ///    in the flash-attention convention (4·b·s²·heads·d, halved causal, x2.5 backward);
@@ -93,10 +93,12 @@ struct GemmTiming {
   double time_s = 0;
 };
 
-/// The ceiling C (TFLOP/s) minimising sum ln²(gemm_time_s(C) / t) by golden-section search
-/// on ln C (the objective is convex in ln C: each term is flat where bytes bound the GEMM
-/// and a parabola where tiles do); `elem_bytes` per operand element. Throws FitError when
-/// no row is given.
+/// The ceiling C (TFLOP/s) minimising sum t_i · ln²(gemm_time_s(C) / t_i) by golden-section
+/// search on ln C (convex in ln C: each term is flat where bytes bound the GEMM and a
+/// parabola where tiles do). The weight t_i makes the GEMMs that take a step's time count
+/// most, so that a few tiny launch-bound shapes do not drag the ceiling down;
+/// wave_rms_rel_residual is the unweighted RMS of (model - t) / t over all rows. `elem_bytes`
+/// per operand element. Throws FitError when no row is given.
 CalibratedGemm fit_gemm_ceiling(const std::vector<GemmTiming>& rows, double elem_bytes, int sm_count,
                                 double memory_GBps);
 

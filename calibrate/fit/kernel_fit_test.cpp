@@ -76,6 +76,17 @@ TEST_CASE("fit_gemm_ceiling: under ±1% noise the ceiling comes back within 1% a
   CHECK(f.wave_rms_rel_residual > 0.001);
 }
 
+TEST_CASE("fit_gemm_ceiling: tiny launch-bound GEMMs barely move the ceiling (rows weigh by their time)") {
+  std::vector<GemmTiming> rows = wave_sweep(kCeiling);
+  // Ten 256 x 256 x 256 GEMMs at a launch-bound 8 µs each: 4 TFLOP/s, far below the model.
+  for (int i = 0; i < 10; ++i) rows.push_back({256, 256, 256, 8e-6});
+  const CalibratedGemm f = fit_gemm_ceiling(rows, 2, kSms, kBw);
+  // Within 2% (1.1% here); unweighted, their ln(8 µs / 1.6 µs)² = 2.6 each would outweigh the
+  // whole sweep and pull the ceiling to the search's lower end.
+  CHECK(rel(f.ceiling_tflops, kCeiling) < 0.02);
+  CHECK(f.wave_rms_rel_residual > 0.3);  // the tiny rows' misfit shows in the residual
+}
+
 TEST_CASE("fit_gemm_ceiling: a sweep the wave model does not explain leaves a residual") {
   // Every row at the same rate (no wave steps at all): the model's steps show as residual.
   std::vector<GemmTiming> rows = wave_sweep(kCeiling);
