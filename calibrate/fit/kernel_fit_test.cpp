@@ -81,7 +81,7 @@ TEST_CASE("fit_gemm_ceiling: tiny launch-bound GEMMs barely move the ceiling (ro
   // Ten 256 x 256 x 256 GEMMs at a launch-bound 8 µs each: 4 TFLOP/s, far below the model.
   for (int i = 0; i < 10; ++i) rows.push_back({256, 256, 256, 8e-6});
   const CalibratedGemm f = fit_gemm_ceiling(rows, 2, kSms, kBw);
-  // Within 2% (1.1% here); unweighted, their ln(8 µs / 1.6 µs)² = 2.6 each would outweigh the
+  // Within 2% (1.1% here); unweighted, their ln(8 µs / 0.77 µs)² = 5.5 each would outweigh the
   // whole sweep and pull the ceiling to the search's lower end.
   CHECK(rel(f.ceiling_tflops, kCeiling) < 0.02);
   CHECK(f.wave_rms_rel_residual > 0.3);  // the tiny rows' misfit shows in the residual
