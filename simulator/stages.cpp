@@ -454,9 +454,10 @@ void describe_rates(const Job& job, std::vector<std::string>& assumptions) {
 namespace {
 
 /// A group's fabric from its placement (model/parallel.hpp group_placement): the nodes it
-/// spans, its GPUs per node, and the node's NICs shared by the groups with members there.
-CommFabric group_fabric(const Topology& topo, const GroupPlacement& g) {
-  CommFabric f = topo.fabric(g.nodes_spanned, g.ranks_per_node);
+/// spans, its GPUs per node, the node's NICs shared by the groups with members there, and
+/// `node_stride` nodes between its member nodes (the spine's share, Topology::fabric).
+CommFabric group_fabric(const Topology& topo, const GroupPlacement& g, int node_stride = 1) {
+  CommFabric f = topo.fabric(g.nodes_spanned, g.ranks_per_node, node_stride);
   if (f.inter && g.groups_sharing_a_node > 1) {
     f.inter->bw_GBps /= g.groups_sharing_a_node;
     f.nic_sharing *= g.groups_sharing_a_node;
@@ -464,10 +465,17 @@ CommFabric group_fabric(const Topology& topo, const GroupPlacement& g) {
   return f;
 }
 
+/// Nodes between consecutive member nodes of a `kind` group: its rank stride over the
+/// node's GPUs, at least 1 (members on adjacent nodes).
+int node_stride(const ParallelLayout& layout, GroupKind kind, int gpus_per_node) {
+  return static_cast<int>(std::max<std::int64_t>(1, group_stride(layout, kind) / gpus_per_node));
+}
+
 /// Fabrics of the data-parallel, tensor-parallel and pipeline groups in Megatron order (TP
 /// fastest, then DP, then PP): the DP fabric is what the lowering's collectives span; the
-/// pipeline link is one GPU's path to the next stage (NVLink inside a node, else its share
-/// of the NICs).
+/// TP group's is one node's GPUs or, wider than a node, whole nodes joined by their NICs
+/// (NCCL's ring over NVLink then the NICs); the pipeline link is one GPU's path to the next
+/// stage (NVLink inside a node, else its share of the NICs).
 void resolve_parallel_fabrics(Job& job, const Topology& topo) {
   if (job.tp == 1 && job.pp == 1) {
     job.fabric = topo.fabric(job.nodes, job.gpus_per_node);
@@ -477,15 +485,39 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
   layout.dp = job.dp;
   layout.tp = job.tp;
   layout.pp = job.pp;
-  job.fabric = group_fabric(topo, group_placement(layout, GroupKind::dp, job.gpus_per_node));
-  if (job.tp > 1) job.tp_fabric = topo.fabric(1, job.tp);
+  const int gpn = job.gpus_per_node;
+  job.fabric = group_fabric(topo, group_placement(layout, GroupKind::dp, gpn), node_stride(layout, GroupKind::dp, gpn));
+  if (job.tp > 1)
+    job.tp_fabric = job.tp <= gpn ? topo.fabric(1, job.tp) : group_fabric(topo, group_placement(layout, GroupKind::tp, gpn));
   if (job.pp > 1) {
-    const GroupPlacement pp = group_placement(layout, GroupKind::pp, job.gpus_per_node);
-    job.pp_fabric = pp.ranks_per_node >= 2 ? topo.fabric(1, 2) : group_fabric(topo, GroupPlacement{2, 1, 2, pp.groups_sharing_a_node});
+    const GroupPlacement pp = group_placement(layout, GroupKind::pp, gpn);
+    job.pp_fabric = pp.ranks_per_node >= 2 ? topo.fabric(1, 2)
+                                           : group_fabric(topo, GroupPlacement{2, 1, 2, pp.groups_sharing_a_node},
+                                                          node_stride(layout, GroupKind::pp, gpn));
   }
   job.assumptions.push_back(fmt::format("parallel layout tp {} x dp {} x pp {} in Megatron order (TP fastest, then "
                                         "data, then pipeline stages); TP collectives block the layers",
                                         job.tp, job.dp, job.pp));
+  if (job.tp > gpn)
+    job.assumptions.push_back(fmt::format("tensor-parallel groups span {} nodes: their collectives run NCCL's ring "
+                                          "(or tree) over NVLink, then the NICs",
+                                          job.tp / gpn));
+}
+
+/// On a rail fat tree, the spine model as an assumption: leaf groups, oversubscription, and
+/// which groups' traffic climbs to the spine.
+void describe_spine(Job& job, const ClusterSpec& used) {
+  if (!used.network || used.network->topology != NetworkTopology::rail_fat_tree || job.nodes <= 1) return;
+  const NetworkSpec& n = *used.network;
+  std::string crossing;
+  for (const auto& [what, f] : {std::pair<const char*, const CommFabric*>{"data-parallel", &job.fabric},
+                                {"tensor-parallel", &job.tp_fabric}, {"pipeline", &job.pp_fabric}})
+    if (f->spine) crossing += fmt::format("{}{} {:.3g}", crossing.empty() ? "" : ", ", what, f->spine->crossing);
+  job.assumptions.push_back(fmt::format(
+      "rail fat tree: leaf groups of {} nodes (nodes_per_leaf; DGX SuperPOD scalable unit), rail-aligned rings, "
+      "nodes in leaf-group order; spine uplinks at leaf bandwidth / {:g}{}",
+      n.nodes_per_leaf, n.oversubscription,
+      crossing.empty() ? " (no traffic limited by the spine)" : "; share of NIC bytes crossing it: " + crossing));
 }
 
 }  // namespace
@@ -506,6 +538,7 @@ Job resolve(const Scenario& s) {
   job.pp = s.strategy.pp;
   job.dp = s.strategy.dp(job.gpus);
   resolve_parallel_fabrics(job, topo);
+  describe_spine(job, used);
   // Named by the whole cluster's network (a DP group of one node has no inter level).
   job.hardware = job.nodes > 1 ? fmt::format("{} x {} ({})", job.nodes, topo.box().name,
                                              topo.fabric(job.nodes, job.gpus_per_node).inter->kind)

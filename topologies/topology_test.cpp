@@ -53,6 +53,11 @@ void check_same_fabrics(const ClusterSpec& c) {
       check_same_level(a.intra, b.intra);
       REQUIRE(a.inter.has_value() == b.inter.has_value());
       if (a.inter) check_same_level(*a.inter, *b.inter);
+      REQUIRE(a.spine.has_value() == b.spine.has_value());
+      if (a.spine) {
+        CHECK(a.spine->crossing == b.spine->crossing);
+        CHECK(a.spine->bw_GBps == doctest::Approx(b.spine->bw_GBps));
+      }
     }
 }
 
@@ -92,6 +97,8 @@ TEST_CASE("the one-node graph gives the whole graph's fabric for every box, clus
           ClusterSpec c = one_box(b.name);
           c.nodes = nodes;
           c.network = NetworkSpec{"ib-ndr", nics, topology, topology == NetworkTopology::rail_fat_tree ? 3.0 : 1.0};
+          check_same_fabrics(c);
+          c.network->nodes_per_leaf = 2;  // several leaf groups: the spine level
           check_same_fabrics(c);
         }
   }

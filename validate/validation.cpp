@@ -158,9 +158,6 @@ void check_representable(const MeasuredRun& r) {
   if (!r.tp || !r.pp) throw Skip{"tensor/pipeline parallel degrees not stated"};
   if (*r.pp > 1 && r.data_parallel != "ddp" && r.data_parallel != "zero1" && r.data_parallel != "dp_allreduce_other")
     throw Skip{fmt::format("{} with pipeline parallelism (PP {}) is not modelled", r.data_parallel, *r.pp)};
-  if (*r.tp > 1 && r.gpus_per_node && *r.tp > *r.gpus_per_node)
-    throw Skip{fmt::format("tensor parallelism across nodes (TP {} over {} GPUs per node) is not modelled",
-                           *r.tp, *r.gpus_per_node)};
   if (!r.offload) throw Skip{"CPU offload not stated"};
   if (*r.offload != "none") throw Skip{"CPU offload (" + *r.offload + ") is not modelled"};
   if (!r.precision) throw Skip{"precision not stated"};
