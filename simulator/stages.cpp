@@ -183,7 +183,7 @@ double optimizer_step_s(const Job& job, double trainable) {
   const Strategy st = job.scenario.strategy.kind;
   const double optimizer_shards =
       job.tp * (!shards_optimizer(st)                 ? 1.0
-                : st == Strategy::fsdp_hybrid_shard ? job.gpus_per_node / job.tp
+                : st == Strategy::fsdp_hybrid_shard ? std::max(1, job.gpus_per_node / job.tp)
                                                     : job.dp);
   const bool fp32_grads = tr.optimizer == OptimizerKind::adam_deepspeed_18;
   return optimizer_time_s(trainable / optimizer_shards,
@@ -264,7 +264,7 @@ void cost_memory(const Job& job, Costs& c) {
   mem.lora = tr.lora ? &*tr.lora : nullptr;
   mem.strategy = s.strategy.kind;
   mem.gpus = job.dp;
-  mem.gpus_per_node = job.gpus_per_node / job.tp;
+  mem.gpus_per_node = std::max(1, job.gpus_per_node / job.tp);  // DP ranks per node (1 with TP across nodes)
   mem.tp = job.tp;
   mem.sp = s.strategy.sp;
   mem.bucket_bytes = zero12(s.strategy.kind) || s.strategy.kind == Strategy::zero3
@@ -691,7 +691,7 @@ sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& op
   plan.prefetch_layers = s.strategy.prefetch_layers;
   plan.gpus = job.dp;  // the lowering's collectives span the data-parallel ranks
   plan.nodes = job.nodes;
-  plan.gpus_per_node = job.gpus_per_node / job.tp;
+  plan.gpus_per_node = std::max(1, job.gpus_per_node / job.tp);  // DP ranks per node
   plan.fabric = job.fabric;
   plan_tensor_parallel(job, plan);
   plan_pipeline(job, c, plan);
