@@ -331,6 +331,9 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
   s.training = training_for(r, s.model);
   s.strategy.kind = strategy_for(r, assumed);
   s.strategy.tp = static_cast<int>(*r.tp);  // <= kMaxGpus, checked against the node by check_scenario
+  if (const auto t = *r.tp; s.model.heads % t != 0 || s.model.kv_heads % t != 0 || s.model.ffn_hidden % t != 0)
+    throw Skip{fmt::format("TP {} does not divide the model's {} heads, {} KV heads and MLP width {} (Megatron's "
+                           "split)", t, s.model.heads, s.model.kv_heads, s.model.ffn_hidden)};
   s.strategy.sp = r.sp.value_or(false) && *r.tp > 1;
   s.strategy.pp = static_cast<int>(*r.pp);
   if (*r.pp > 1) {
