@@ -125,6 +125,10 @@ std::string scale_text(const Scenario& scenario, const std::vector<ScaleRow>& ro
 /// why the winner wins.
 std::string plan_text(const Scenario& scenario, const PlanResult& result);
 
+/// `stepcast plan --gpus-range`: each count's plan_text, then the winners side by side (GPUs,
+/// layout, step time, tokens/s/GPU, MFU, memory/GPU, exposed comm, bubble).
+std::string plan_range_text(const Scenario& scenario, const std::vector<PlanResult>& results);
+
 /// `stepcast compare`: one row per scenario (step time, time per epoch, tokens/s, cost per
 /// epoch and per million tokens, memory per GPU and verdict), and a note where the rows are
 /// not the same model or tokens per step.
@@ -155,6 +159,11 @@ std::string scale_json(const Scenario& scenario, const std::vector<ScaleRow>& ro
 ///  recompute, dp}, step_time_s, lower_bound_s, tokens_per_s_per_gpu, mfu,
 ///  memory_per_gpu_bytes, comm_exposed_s, objective}], "why"}
 std::string plan_json(const Scenario& scenario, const PlanResult& result);
+
+/// `stepcast plan --gpus-range`: {"scenario", "global_batch", "plans": [plan_json's object
+/// per count], "summary": [{gpus, layout, step_time_s, tokens_per_s_per_gpu, mfu,
+/// memory_per_gpu_bytes, comm_exposed_s, bubble_s}] (null figures where nothing fits)}.
+std::string plan_range_json(const Scenario& scenario, const std::vector<PlanResult>& results);
 
 /// {"rows": [{scenario, file, model, hardware, gpu, gpus, step_time_s, time_per_epoch_s,
 ///  tokens_per_s, tokens_per_step, cost_per_epoch_usd, usd_per_million_tokens,
