@@ -557,7 +557,7 @@ Job resolve(const Scenario& s, const Topology& topo) {
   job.pp = s.strategy.pp;
   job.dp = s.strategy.dp(job.gpus);
   resolve_parallel_fabrics(job, topo);
-  describe_spine(job, used);
+  describe_spine(job, topo.cluster());
   // Named by the whole cluster's network (a DP group of one node has no inter level).
   job.hardware = job.nodes > 1 ? fmt::format("{} x {} ({})", job.nodes, topo.box().name,
                                              topo.fabric(job.nodes, job.gpus_per_node).inter->kind)
