@@ -161,14 +161,15 @@ std::string scenario_help() {
   out += field("strategy", "a name (" + join(strategy_names(), ", ") +
                                ") or {name, optional bucket_mb, prefetch_layers, algorithm "
                                "(see `stepcast catalog algorithms`), reduce_dtype (working, fp32), tp and sp (tensor and "
-                               "sequence parallelism inside a node), pp, vpp and schedule (gpipe, 1f1b, "
-                               "interleaved, zb-h1), pp_split (even, balanced), cp and cp_comm (ring, "
+                               "sequence parallelism: a divisor of the node, or whole nodes), pp, vpp and schedule "
+                               "(gpipe, 1f1b, interleaved, zb-h1), pp_split (even, balanced), cp and cp_comm (ring, "
                                "all_gather: context parallelism), offload (none, optimizer, parameters) and "
                                "delayed_update (CPU offload), fp8_all_gather}");
   out += field("hardware",
                "{\"cluster\": NAME, \"gpus\": N} or {\"box\": NAME, \"gpus\": N, optional \"nodes\": N "
                "(default: the GPUs over the box size), \"network\": {nic, nics_per_node, topology "
-               "(single_switch, rail_fat_tree), oversubscription (rail_fat_tree)} (default for several nodes: "
+               "(single_switch, rail_fat_tree), oversubscription and optional nodes_per_leaf "
+               "(rail_fat_tree; default 32)} (default for several nodes: "
                "the box's own NICs on one switch)}; gpus is the total used, whole nodes above one box (see "
                "`stepcast catalog clusters`, `boxes`, `links`); optional calibration, stragglers. The box, "
                "its gpu and links (nvlink, pcie, cpu_link, nic) and the network's nic may be inline objects in "

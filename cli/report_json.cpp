@@ -347,7 +347,8 @@ json clusters_json() {
       network = {{"nic", c.network->nic},
                  {"nics_per_node", c.network->nics_per_node},
                  {"topology", str(name(c.network->topology))},
-                 {"oversubscription", num(c.network->oversubscription)}};
+                 {"oversubscription", num(c.network->oversubscription)},
+                 {"nodes_per_leaf", c.network->nodes_per_leaf}};
     a.push_back({{"name", c.name},
                  {"box", c.box},
                  {"nodes", c.nodes},

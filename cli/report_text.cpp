@@ -647,6 +647,8 @@ std::string clusters_text() {
                             name(c.network->topology));
       if (c.network->oversubscription != 1.0)
         network += fmt::format(", {:g}:1 oversubscribed", c.network->oversubscription);
+      if (c.network->topology == NetworkTopology::rail_fat_tree)
+        network += fmt::format(", leaf groups of {} nodes", c.network->nodes_per_leaf);
     }
     t.add({c.name, c.box, std::to_string(c.nodes),
            box ? std::to_string(static_cast<long long>(box->gpus) * c.nodes) : "?", network,

@@ -394,7 +394,19 @@ struct PhaseParts {
   double alg_GBps = 0;
   double intra_load = 0;  ///< bytes on one GPU's ring link per byte of S
   double inter_load = 0;  ///< bytes through one node's NICs per byte of S (all rails)
+  double spine_load = 0;  ///< bytes through the node's share of the spine per byte of S
 };
+
+/// The spine's share of a phase on a rail fat tree: spine_load = inter_load x crossing
+/// (the node's inter-node bytes that leave its leaf group), and the phase runs no faster
+/// than the node's share of the uplinks allows: algbw <= spine bw / spine_load. With 1:1
+/// the cap never binds (spine bw = the NICs' rate, spine_load <= inter_load). Source: byte
+/// counting on the rail-aligned ring (topology.hpp spine_crossing).
+void apply_spine(PhaseParts& out, const CommFabric& f) {
+  if (!f.spine || !(out.inter_load > 0)) return;
+  out.spine_load = out.inter_load * f.spine->crossing;
+  if (out.spine_load > 0) out.alg_GBps = std::min(out.alg_GBps, f.spine->bw_GBps / out.spine_load);
+}
 
 /// Latency, algbw and loads of (a, p) for a single-phase algorithm (ring, tree, nvls).
 /// Loads count the bytes each level carries per byte of S, so that level bandwidth / load
@@ -437,6 +449,7 @@ PhaseParts phase_parts(Algo a, Proto p, Collective c, double bytes, const CommFa
   }
   out.latency_us = launch_overhead_us(f.arch) + lat;
   out.inter_load *= f.nic_sharing;
+  apply_spine(out, f);
   return out;
 }
 
@@ -614,6 +627,7 @@ CollectivePhase make_phase(Collective c, double bytes, const CommFabric& f, Algo
   ph.algbw_GBps = parts.alg_GBps;
   ph.intra_load = parts.intra_load;
   ph.inter_load = parts.inter_load;
+  ph.spine_load = parts.spine_load;
   ph.algorithm = std::string(kAlgoNames[static_cast<std::size_t>(a)]);
   ph.protocol = std::string(kProtoNames[idx(p)]);
   return ph;

@@ -320,3 +320,28 @@ TEST_CASE("an inter-node collective per GPU shares the node's NICs: its load cou
   // Ring all-reduce over 4 nodes: 2(n-1)/n = 1.5 per rail, 8 rails through the node's NICs.
   CHECK(phases[0].inter_load == doctest::Approx(1.5 * 8));
 }
+
+TEST_CASE("the spine: spine_load = inter_load x crossing, algbw <= the node's spine share / spine_load") {
+  // 64 DGX H100 on 8 NDR rails (376 GB/s a node). A ring over adjacent nodes in leaf groups
+  // of 2 sends half of each node's inter-node bytes up the spine (crossing = stride / P
+  // = 1/2); at 8:1 the node's share of its leaf's uplinks is 376 / 8 = 47 GB/s.
+  CommFabric f = restrict_fabric(h100_ndr(64), FabricScope::inter_node);  // the rails
+  const auto open = collective_phases(Collective::all_reduce, 1e9, f, "ring");
+  f.spine = SpineLevel{0.5, 376.0 / 8, 8};
+  const auto capped = collective_phases(Collective::all_reduce, 1e9, f, "ring");
+  REQUIRE(open.size() == 1);
+  REQUIRE(capped.size() == 1);
+  CHECK(open[0].spine_load == 0);
+  CHECK(capped[0].inter_load == doctest::Approx(open[0].inter_load));
+  CHECK(capped[0].spine_load == doctest::Approx(capped[0].inter_load * 0.5));
+  // inter_load = 2(n-1)/n x 8 rails = 15.75: the spine allows 47 / (15.75 x 0.5) = 5.97 GB/s.
+  CHECK(capped[0].algbw_GBps == doctest::Approx(std::min(open[0].algbw_GBps, 47.0 / (2.0 * 63 / 64 * 8 * 0.5))));
+  CHECK(capped[0].algbw_GBps < open[0].algbw_GBps);
+  // A crossing too small to bind (1/32 at 8:1: 47 / (15.75 / 32) = 95 GB/s > the rail's rate).
+  f.spine->crossing = 1.0 / 32;
+  CHECK(collective_phases(Collective::all_reduce, 1e9, f, "ring")[0].algbw_GBps ==
+        doctest::Approx(open[0].algbw_GBps));
+  // collective_cost sees the same cap as the phases it is the sum of.
+  f.spine->crossing = 0.5;
+  CHECK(collective_cost(Collective::all_reduce, 1e9, f, "ring").time_s == doctest::Approx(capped[0].time_s()));
+}

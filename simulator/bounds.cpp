@@ -12,10 +12,7 @@ double phase_alone_s(const StepGraph& g, const CollectiveOp& op, const Collectiv
   double rate_Bps = ph.algbw_GBps * 1e9;
   for (int m : op.members) {
     const RankClass& rc = g.classes[g.streams[g.tasks[m].stream].rank_class];
-    if (rc.intra_resource >= 0 && ph.intra_load > 0)
-      rate_Bps = std::min(rate_Bps, capacity_Bps(rc.intra_resource) / ph.intra_load);
-    if (rc.nic_resource >= 0 && ph.inter_load > 0)
-      rate_Bps = std::min(rate_Bps, capacity_Bps(rc.nic_resource) / ph.inter_load);
+    for_each_link_load(rc, ph, [&](int link, double load) { rate_Bps = std::min(rate_Bps, capacity_Bps(link) / load); });
   }
   return ph.latency_s + (ph.bytes > 0 ? ph.bytes / rate_Bps : 0.0);
 }
@@ -49,10 +46,9 @@ StepBounds closed_form_bounds(const StepGraph& g) {
     for (const CollectivePhase& ph : op.phases) {
       for (int m : op.members) {
         const RankClass& rc = g.classes[g.streams[g.tasks[m].stream].rank_class];
-        if (rc.intra_resource >= 0 && ph.intra_load > 0)
-          link_s[rc.intra_resource] += times * ph.bytes * ph.intra_load / capacity_Bps(rc.intra_resource);
-        if (rc.nic_resource >= 0 && ph.inter_load > 0)
-          link_s[rc.nic_resource] += times * ph.bytes * ph.inter_load / capacity_Bps(rc.nic_resource);
+        for_each_link_load(rc, ph, [&](int link, double load) {
+          link_s[link] += times * ph.bytes * load / capacity_Bps(link);
+        });
       }
       const double alone_s = phase_alone_s(g, op, ph);
       b.comm_total_s += times * alone_s;

@@ -14,6 +14,18 @@ std::vector<int> shifted(const std::vector<int>& deps, int k) {
   return out;
 }
 
+/// The first of the plan's fabrics with a spine level, or null.
+const SpineLevel* plan_spine(const StepPlan& p) {
+  for (const CommFabric* f : {&p.fabric, &p.tp_fabric, &p.pp_fabric})
+    if (f->spine && f->spine->crossing > 0) return &*f->spine;
+  return nullptr;
+}
+
+double spine_oversubscription(const StepPlan& p) {
+  const SpineLevel* s = plan_spine(p);
+  return s ? s->oversubscription : 1.0;
+}
+
 }  // namespace
 
 Builder::Builder(const StepPlan& plan, const StreamLayout& layout) : p_(plan) {
@@ -43,12 +55,16 @@ void Builder::add_class(const RankGroup& grp, bool several, const StreamLayout& 
     g_.classes[c].intra_resource =
         g_.add_link(fmt::format("intra-node ring per GPU ({}){}", intra.kind, who), intra.bw_GBps * grp.link_speed);
   }
-  if (p_.nodes > 1 && p_.fabric.inter)
+  if (p_.nodes > 1 && (p_.fabric.inter || p_.tp_fabric.inter))
     // The node's NICs: a fabric shared by several groups per node carries 1/nic_sharing of
     // them per group (fabric.hpp), and its phases' inter loads count the node's bytes.
     g_.classes[c].nic_resource =
-        g_.add_link(fmt::format("NICs per node ({}){}", p_.fabric.inter->kind, who),
-                    p_.fabric.inter->bw_GBps * p_.fabric.nic_sharing * grp.link_speed);
+        g_.add_link(fmt::format("NICs per node ({}){}", (p_.fabric.inter ? p_.fabric : p_.tp_fabric).inter->kind, who),
+                    node_nic_GBps(p_) * grp.link_speed);
+  if (const double spine = spine_GBps(p_); spine > 0)
+    g_.classes[c].spine_resource =
+        g_.add_link(fmt::format("spine uplinks per node (1:{:g}){}", spine_oversubscription(p_), who),
+                    spine * grp.link_speed);
   const int cs = g_.add_stream("compute", StreamKind::compute, c);
   compute_.push_back(cs);
   if (p_.comm_on_compute_stream) {
@@ -85,8 +101,9 @@ int Builder::tp_collective(std::string name, std::string purpose, Collective c, 
   if (p_.tp > 1 && bytes > 0) phases = collective_phases(c, bytes, p_.tp_fabric, p_.algorithm);
   std::vector<std::pair<int, std::vector<int>>> members;
   for (int k = 0; k < classes_; ++k) members.push_back({compute_[k], shifted(deps, k)});
-  const auto ids = g_.add_collective(std::move(name), std::move(purpose), FabricScope::intra_node, c, bytes,
-                                     std::move(phases), members);
+  // A TP group wider than a node spans its GPUs on several nodes (level "all").
+  const FabricScope level = p_.tp_fabric.inter ? FabricScope::all : FabricScope::intra_node;
+  const auto ids = g_.add_collective(std::move(name), std::move(purpose), level, c, bytes, std::move(phases), members);
   g_.ops[g_.tasks[ids[0]].op].ranks = p_.tp;
   return ids[0];
 }
@@ -128,6 +145,17 @@ int Builder::compute(const std::string& name, TaskCategory category, double s, d
 
 void Builder::add_free(int task, double bytes) {
   for (int k = 0; k < classes_; ++k) g_.tasks[task + k].free_bytes += bytes;
+}
+
+double spine_GBps(const StepPlan& p) {
+  const SpineLevel* s = plan_spine(p);
+  return s ? s->bw_GBps : 0.0;
+}
+
+double node_nic_GBps(const StepPlan& p) {
+  for (const CommFabric* f : {&p.fabric, &p.tp_fabric, &p.pp_fabric})
+    if (f->inter) return f->inter->bw_GBps * f->nic_sharing;
+  return 0.0;
 }
 
 std::string micro_suffix(const StepPlan& p, std::int64_t k) {

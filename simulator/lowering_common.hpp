@@ -79,6 +79,15 @@ class Builder {
   double fwd_s_ = 0, bwd_s_ = 0, rec_s_ = 0;
 };
 
+/// A node's share of an oversubscribed rail fat tree's spine uplinks (GB/s per direction,
+/// all rails) when any of the plan's fabrics (data-parallel, tensor-parallel, pipeline)
+/// sends bytes across it; 0 when none does (then no class gets a spine resource).
+double spine_GBps(const StepPlan& p);
+
+/// A node's NICs, all rails (GB/s per direction): the inter level of the data-parallel,
+/// else the tensor-parallel, else the pipeline fabric, times its NIC sharing; 0 on one node.
+double node_nic_GBps(const StepPlan& p);
+
 /// The micro-step suffix of task names: " m3" when there are several micro-steps.
 std::string micro_suffix(const StepPlan& p, std::int64_t k);
 

@@ -174,6 +174,8 @@ void PipelineBuilder::add_stage(int i) {
                                  : p_.pp_fabric.inter->bw_GBps * p_.pp_fabric.nic_sharing;
     g_.classes.back().nic_resource = g_.add_link(fmt::format("NICs per node [stage {}]", i), GBps);
   }
+  if (const double spine = spine_GBps(p_); spine > 0)
+    g_.classes.back().spine_resource = g_.add_link(fmt::format("spine uplinks per node [stage {}]", i), spine);
   StageStreams s;
   s.compute = g_.add_stream("compute", StreamKind::compute, i);
   s.nccl = p_.comm_on_compute_stream ? s.compute : g_.add_stream("nccl", StreamKind::communication, i);
@@ -306,6 +308,13 @@ int PipelineBuilder::p2p(int from, int to, bool forward, int m, int k, int after
     // Alone the phase runs at the pp link's rate: load = the resource's capacity / that rate.
     const double load = link >= 0 && ph.algbw_GBps > 0 ? g_.links[link].capacity_GBps / ph.algbw_GBps : 0;
     (inter ? ph.inter_load : ph.intra_load) = load;
+    if (inter && p_.pp_fabric.spine && g_.classes[from].spine_resource >= 0) {
+      // Sends between leaf groups climb the spine: the crossing share of the NIC bytes, no
+      // faster than the node's share of the uplinks (collective.cpp apply_spine).
+      ph.spine_load = load * p_.pp_fabric.spine->crossing;
+      if (ph.spine_load > 0)
+        ph.algbw_GBps = std::min(ph.algbw_GBps, g_.links[g_.classes[from].spine_resource].capacity_GBps / ph.spine_load);
+    }
     ph.algorithm = "p2p";
     ph.protocol = "Simple";
     phases.push_back(ph);

@@ -2,12 +2,15 @@
 #include "simulator/predict.hpp"
 
 #include "base/json_input.hpp"
+#include "topologies/topology.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 
 using namespace stepcast;
+using json = nlohmann::json;
 
 namespace {
 
@@ -239,4 +242,124 @@ TEST_CASE("a pipeline split that counts a heavy LM head shortens the step; the s
   };
   CHECK(said(balanced, "pipeline split balanced"));
   CHECK(said(even, "pipeline split even: layers per chunk 8, 8, 8, 8"));
+}
+
+// ---------------------------------------------------------------------------------------
+// The network: a rail fat tree's spine, tensor parallelism across nodes
+
+namespace {
+
+/// DGX H100 nodes with 8 NDR rails (47 GB/s each, 376 GB/s a node) on `topology`.
+std::string h100_cluster(int nodes, const std::string& topology, double oversubscription = 1,
+                         int nodes_per_leaf = 0) {
+  std::string net = R"({"nic": "ib-ndr", "nics_per_node": 8, "topology": ")" + topology + "\"";
+  if (topology == "rail_fat_tree") net += ", \"oversubscription\": " + std::to_string(oversubscription);
+  if (nodes_per_leaf > 0) net += ", \"nodes_per_leaf\": " + std::to_string(nodes_per_leaf);
+  return R"({"box": "dgx-h100", "nodes": )" + std::to_string(nodes) + R"(, "network": )" + net +
+         R"(}, "gpus": )" + std::to_string(8 * nodes) + "}";
+}
+
+const CollectiveUse* use_of(const Prediction& p, const std::string& purpose) {
+  for (const CollectiveUse& u : p.collectives)
+    if (u.purpose == purpose) return &u;
+  return nullptr;
+}
+
+bool has_link(const Prediction& p, const std::string& prefix) {
+  for (const LinkUse& l : p.links)
+    if (l.name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("oversubscription: DDP on 4 nodes under one leaf per rail is the same at 1:1, 8:1 and on one switch") {
+  // 4 nodes fit one leaf group (32 nodes, the DGX SuperPOD scalable unit): rail-aligned
+  // rings stay on each rail's leaf switch and never climb to the spine.
+  const double one = predict(parse_scenario(scenario("ddp", h100_cluster(4, "rail_fat_tree", 1)), "t.json")).step_time_s;
+  const Prediction eight = predict(parse_scenario(scenario("ddp", h100_cluster(4, "rail_fat_tree", 8)), "t.json"));
+  const double single = predict(parse_scenario(scenario("ddp", h100_cluster(4, "single_switch")), "t.json")).step_time_s;
+  CHECK(eight.step_time_s == one);
+  CHECK(single == one);
+  CHECK_FALSE(has_link(eight, "spine"));
+}
+
+TEST_CASE("oversubscription: DDP across leaf groups slows at 8:1 as the spine share allows") {
+  // 8 nodes in leaf groups of 2: a ring over adjacent nodes sends crossing = stride / P =
+  // 1/2 of each node's bytes up the spine, whose share per node at 8:1 is 8 x 47 / 8 =
+  // 47 GB/s: algbw <= 47 / (inter_load x 1/2).
+  const Prediction open = predict(parse_scenario(scenario("ddp", h100_cluster(8, "rail_fat_tree", 1, 2)), "t.json"));
+  const Prediction over = predict(parse_scenario(scenario("ddp", h100_cluster(8, "rail_fat_tree", 8, 2)), "t.json"));
+  CHECK(over.step_time_s > open.step_time_s);
+  CHECK(has_link(over, "spine uplinks per node"));
+  CHECK_FALSE(has_link(open, "spine"));
+  const CollectiveUse* u = use_of(over, "gradient all-reduce (bucketed)");
+  REQUIRE(u != nullptr);
+  for (const CollectivePhase& ph : u->phases) {
+    CHECK(ph.spine_load == doctest::Approx(ph.inter_load * 0.5));
+    CHECK(ph.algbw_GBps <= 47.0 / ph.spine_load * (1 + 1e-12));
+  }
+  // Beyond a leaf group with the SuperPOD's 32 nodes a leaf, the ring's crossing is 1/32:
+  // at 8:1 the spine allows 47 / (inter_load / 32), 4x the NICs' 376 / inter_load: unchanged.
+  const double wide1 = predict(parse_scenario(scenario("ddp", h100_cluster(64, "rail_fat_tree", 1)), "t.json")).step_time_s;
+  const double wide8 = predict(parse_scenario(scenario("ddp", h100_cluster(64, "rail_fat_tree", 8)), "t.json")).step_time_s;
+  CHECK(wide8 == doctest::Approx(wide1));
+}
+
+TEST_CASE("oversubscription: pipeline stages a leaf group apart send every byte across the spine") {
+  // pp 2 over 2 nodes (stage stride = 1 node) in leaf groups of 1: crossing = 1. A GPU's
+  // send runs at its NIC share 376 / 8 = 47 GB/s at 1:1 and at 47 / 8 GB/s at 8:1.
+  auto pp_scenario = [](double k) {
+    json j = json::parse(scenario("ddp", h100_cluster(2, "rail_fat_tree", k, 1)));
+    j["training"]["grad_accum"] = 4;
+    j["strategy"] = json{{"name", "ddp"}, {"pp", 2}};
+    return parse_scenario(j.dump(), "t.json");
+  };
+  const Prediction one = predict(pp_scenario(1));
+  const Prediction eight = predict(pp_scenario(8));
+  const CollectiveUse* a = use_of(one, "pipeline p2p (activations)");
+  const CollectiveUse* b = use_of(eight, "pipeline p2p (activations)");
+  REQUIRE(a != nullptr);
+  REQUIRE(b != nullptr);
+  CHECK(a->phases[0].algbw_GBps == doctest::Approx(47.0));
+  CHECK(b->phases[0].algbw_GBps == doctest::Approx(47.0 / 8));
+  CHECK(b->phases[0].spine_load == doctest::Approx(b->phases[0].inter_load));
+  CHECK(eight.step_time_s > one.step_time_s);
+}
+
+TEST_CASE("tensor parallelism across nodes: tp 16 on two DGX H100 runs NCCL's two-level collective") {
+  // Llama-2-7B (32 heads and KV heads, MLP 11008: all divisible by 16). The TP group is both
+  // nodes' 16 GPUs: each layer's forward all-reduces b·s·h·2 bytes = 1 x 2048 x 4096 x 2
+  // (Megatron, two per layer), costed on fabric(2 nodes, 8 GPUs): ring over NVLink then the NICs.
+  json j = json::parse(scenario("ddp", h100_cluster(2, "single_switch")));
+  j["model"] = "llama-2-7b";
+  j["training"]["micro_batch"] = 1;
+  j["training"]["seq_len"] = 2048;
+  j["strategy"] = json{{"name", "ddp"}, {"tp", 16}};
+  const Prediction p = predict(parse_scenario(j.dump(), "t.json"));
+  const CollectiveUse* tp = use_of(p, "tensor-parallel all_reduce");
+  REQUIRE(tp != nullptr);
+  CHECK(tp->ranks == 16);
+  CHECK(tp->level == FabricScope::all);
+  CHECK(tp->bytes == doctest::Approx(1.0 * 2048 * 4096 * 2));
+  ClusterSpec c = parse_scenario(j.dump(), "t.json").hardware.cluster;
+  c.nodes = 2;
+  const CollectiveCost alone = collective_cost(Collective::all_reduce, tp->bytes, Topology::build(c).fabric(2, 8));
+  CHECK(tp->cost.time_s == doctest::Approx(alone.time_s));
+  // Slower than the same all-reduce on one node's NVLink (8 GPUs).
+  CHECK(alone.time_s > collective_cost(Collective::all_reduce, tp->bytes, Topology::build(c).fabric(1, 8)).time_s);
+  // Nothing overlaps the TP collectives (dp = 1): the step is the no-overlap bound, up to
+  // the engine's 1 ns per task.
+  CHECK(p.step_time_s == doctest::Approx(p.step_no_overlap_s).epsilon(1e-6));
+  // Wider than a node, a TP group is whole nodes that divide the cluster's.
+  j["strategy"]["tp"] = 24;  // 3 nodes' worth on 2 nodes
+  std::string what;
+  try {
+    parse_scenario(j.dump(), "t.json");
+  } catch (const InputError& e) {
+    what = e.what();
+  }
+  CHECK_MESSAGE(what.find("/strategy/tp: expected a divisor of the 8 GPUs per node, or whole nodes") !=
+                    std::string::npos,
+                what);
 }

@@ -78,8 +78,7 @@ std::vector<double> span_link_bytes(const StepGraph& g, const MicroStepSpan& b) 
     for (const CollectivePhase& ph : op.phases)
       for (int m : op.members) {
         const RankClass& rc = g.classes[g.streams[g.tasks[m].stream].rank_class];
-        if (rc.intra_resource >= 0 && ph.intra_load > 0) bytes[rc.intra_resource] += ph.bytes * ph.intra_load;
-        if (rc.nic_resource >= 0 && ph.inter_load > 0) bytes[rc.nic_resource] += ph.bytes * ph.inter_load;
+        for_each_link_load(rc, ph, [&](int link, double load) { bytes[link] += ph.bytes * load; });
       }
   }
   return bytes;
@@ -92,7 +91,7 @@ bool class0_collective_on(const StepGraph& g, int t, int l) {
   const int cls = g.streams[task.stream].rank_class;
   if (l < 0) return cls == 0;
   const RankClass& rc = g.classes[cls];
-  return rc.intra_resource == l || rc.nic_resource == l;
+  return rc.intra_resource == l || rc.nic_resource == l || rc.spine_resource == l;
 }
 
 void shift_samples(std::vector<UtilizationSample>& tl, Time from, Time by) {

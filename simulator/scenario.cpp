@@ -580,7 +580,8 @@ void check_training(const Scenario& s, const ScenarioSource& w) {
 /// bucket_cap_mb, so the count is bounded, not the size. Without bucket_mb the bound uses
 /// the smallest default (DDP's 25 MiB; ZeRO-1/2's 5e8 elements are larger), which refuses
 /// only models beyond ~1.25 T parameters in 16-bit gradients.
-/// Tensor parallelism inside a node: t divides the node's GPUs, the heads, the KV heads and
+/// Tensor parallelism: t divides the node's GPUs or is whole nodes (a multiple of them dividing
+/// the node count), and divides the heads, the KV heads and
 /// the MLP width; sequence parallelism needs t >= 2 and t dividing the sequence; no LoRA.
 void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
   const StrategySpec& st = s.strategy;
@@ -588,9 +589,12 @@ void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
   const int t = st.tp;
   if (st.sp && t < 2) throw InputError(w.file, w.strategy + "/sp", "sequence parallelism needs tp >= 2");
   if (t == 1) return;
-  if (s.hardware.gpus_per_node % t != 0)
-    throw InputError(w.file, at, fmt::format("expected a divisor of the {} GPUs per node: tensor-parallel groups stay "
-                                             "inside a node (Megatron order)", s.hardware.gpus_per_node));
+  // Megatron order puts TP fastest: a group is a divisor of a node, or whole nodes.
+  const int gpn = s.hardware.gpus_per_node;
+  if (gpn % t != 0 && (t % gpn != 0 || s.hardware.nodes % (t / gpn) != 0))
+    throw InputError(w.file, at, fmt::format("expected a divisor of the {} GPUs per node, or whole nodes (a multiple of "
+                                             "{} dividing the {} GPUs): tensor-parallel groups fill nodes in Megatron "
+                                             "order", gpn, gpn, static_cast<std::int64_t>(gpn) * s.hardware.nodes));
   const TransformerSpec& m = s.model;
   if (m.heads % t != 0 || m.kv_heads % t != 0 || m.ffn_hidden % t != 0)
     throw InputError(w.file, at, fmt::format("expected a divisor of the heads ({}), KV heads ({}) and MLP width ({})",

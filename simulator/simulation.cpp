@@ -235,8 +235,7 @@ class Executor final : public Component, public Network::Listener {
     std::vector<ResourceUse> uses;
     for (int m : o.members) {
       const RankClass& rc = g_.classes[class_of(m)];
-      if (rc.intra_resource >= 0 && ph.intra_load > 0) uses.push_back({rc.intra_resource, ph.intra_load});
-      if (rc.nic_resource >= 0 && ph.inter_load > 0) uses.push_back({rc.nic_resource, ph.inter_load});
+      for_each_link_load(rc, ph, [&](int link, double load) { uses.push_back({link, load}); });
     }
     net_.start(e, ph.bytes, ph.algbw_GBps * 1e9, std::move(uses), this, static_cast<std::uint64_t>(op));
   }

@@ -195,7 +195,7 @@ double optimizer_step_s(const Job& job, double trainable) {
   const Strategy st = job.scenario.strategy.kind;
   const double optimizer_shards =
       job.tp * (!shards_optimizer(st)                 ? 1.0
-                : st == Strategy::fsdp_hybrid_shard ? job.gpus_per_node / job.tp
+                : st == Strategy::fsdp_hybrid_shard ? std::max(1, job.gpus_per_node / job.tp)
                                                     : static_cast<double>(job.dp) * job.cp);
   if (job.scenario.strategy.offload != OffloadKind::none) return 0.0;  // the host runs it (cost_offload)
   const bool fp32_grads = tr.optimizer == OptimizerKind::adam_deepspeed_18;
@@ -281,7 +281,7 @@ void cost_memory(const Job& job, Costs& c) {
   mem.lora = tr.lora ? &*tr.lora : nullptr;
   mem.strategy = s.strategy.kind;
   mem.gpus = static_cast<std::int64_t>(job.dp) * job.cp;  // the gradient group: DP x CP ranks
-  mem.gpus_per_node = job.gpus_per_node / job.tp;
+  mem.gpus_per_node = std::max(1, job.gpus_per_node / job.tp);  // DP ranks per node (1 with TP across nodes)
   mem.cp = job.cp;
   mem.offload = s.strategy.offload;
   mem.gpus_per_host = job.gpus_per_node;
@@ -490,9 +490,10 @@ void describe_rates(const Job& job, std::vector<std::string>& assumptions) {
 namespace {
 
 /// A group's fabric from its placement (model/parallel.hpp group_placement): the nodes it
-/// spans, its GPUs per node, and the node's NICs shared by the groups with members there.
-CommFabric group_fabric(const Topology& topo, const GroupPlacement& g) {
-  CommFabric f = topo.fabric(g.nodes_spanned, g.ranks_per_node);
+/// spans, its GPUs per node, the node's NICs shared by the groups with members there, and
+/// `node_stride` nodes between its member nodes (the spine's share, Topology::fabric).
+CommFabric group_fabric(const Topology& topo, const GroupPlacement& g, int node_stride = 1) {
+  CommFabric f = topo.fabric(g.nodes_spanned, g.ranks_per_node, node_stride);
   if (f.inter && g.groups_sharing_a_node > 1) {
     f.inter->bw_GBps /= g.groups_sharing_a_node;
     f.nic_sharing *= g.groups_sharing_a_node;
@@ -500,10 +501,17 @@ CommFabric group_fabric(const Topology& topo, const GroupPlacement& g) {
   return f;
 }
 
+/// Nodes between consecutive member nodes of a `kind` group: its rank stride over the
+/// node's GPUs, at least 1 (members on adjacent nodes).
+int node_stride(const ParallelLayout& layout, GroupKind kind, int gpus_per_node) {
+  return static_cast<int>(std::max<std::int64_t>(1, group_stride(layout, kind) / gpus_per_node));
+}
+
 /// Fabrics of the data-parallel, tensor-parallel and pipeline groups in Megatron order (TP
 /// fastest, then DP, then PP): the DP fabric is what the lowering's collectives span; the
-/// pipeline link is one GPU's path to the next stage (NVLink inside a node, else its share
-/// of the NICs).
+/// TP group's is one node's GPUs or, wider than a node, whole nodes joined by their NICs
+/// (NCCL's ring over NVLink then the NICs); the pipeline link is one GPU's path to the next
+/// stage (NVLink inside a node, else its share of the NICs).
 void resolve_parallel_fabrics(Job& job, const Topology& topo) {
   if (job.tp == 1 && job.pp == 1 && job.cp == 1) {
     job.fabric = topo.fabric(job.nodes, job.gpus_per_node);
@@ -514,11 +522,14 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
   layout.tp = job.tp;
   layout.pp = job.pp;
   layout.cp = job.cp;
+  const int gpn = job.gpus_per_node;
   // Gradients reduce over the DP x CP ranks of a TP rank and stage.
-  job.fabric = group_fabric(topo, group_placement(gradient_group_layout(layout), GroupKind::dp, job.gpus_per_node));
+  const ParallelLayout gradients = gradient_group_layout(layout);
+  job.fabric = group_fabric(topo, group_placement(gradients, GroupKind::dp, gpn),
+                            node_stride(gradients, GroupKind::dp, gpn));
   if (job.cp > 1) {
-    const GroupPlacement cp = group_placement(layout, GroupKind::cp, job.gpus_per_node);
-    job.cp_fabric = group_fabric(topo, cp);
+    const GroupPlacement cp = group_placement(layout, GroupKind::cp, gpn);
+    job.cp_fabric = group_fabric(topo, cp, node_stride(layout, GroupKind::cp, gpn));
     // A ring step's slowest hop: NVLink when the group sits in one node, else the NICs.
     job.cp_hop_fabric = cp.nodes_spanned == 1 ? topo.fabric(1, 2)
                                               : group_fabric(topo, GroupPlacement{2, 1, 2, cp.groups_sharing_a_node});
@@ -526,14 +537,21 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
                                           "reduced over the {} DP x CP ranks",
                                           job.cp, name(job.scenario.strategy.cp_comm), job.dp * job.cp));
   }
-  if (job.tp > 1) job.tp_fabric = topo.fabric(1, job.tp);
+  if (job.tp > 1)
+    job.tp_fabric = job.tp <= gpn ? topo.fabric(1, job.tp) : group_fabric(topo, group_placement(layout, GroupKind::tp, gpn));
   if (job.pp > 1) {
-    const GroupPlacement pp = group_placement(layout, GroupKind::pp, job.gpus_per_node);
-    job.pp_fabric = pp.ranks_per_node >= 2 ? topo.fabric(1, 2) : group_fabric(topo, GroupPlacement{2, 1, 2, pp.groups_sharing_a_node});
+    const GroupPlacement pp = group_placement(layout, GroupKind::pp, gpn);
+    job.pp_fabric = pp.ranks_per_node >= 2 ? topo.fabric(1, 2)
+                                           : group_fabric(topo, GroupPlacement{2, 1, 2, pp.groups_sharing_a_node},
+                                                          node_stride(layout, GroupKind::pp, gpn));
   }
   job.assumptions.push_back(fmt::format("parallel layout tp {} x dp {} x pp {} in Megatron order (TP fastest, then "
                                         "data, then pipeline stages); TP collectives block the layers",
                                         job.tp, job.dp, job.pp));
+  if (job.tp > gpn)
+    job.assumptions.push_back(fmt::format("tensor-parallel groups span {} nodes: their collectives run NCCL's ring "
+                                          "(or tree) over NVLink, then the NICs",
+                                          job.tp / gpn));
   if (job.pp > 1) {
     const StrategySpec& st = job.scenario.strategy;
     std::string layers;
@@ -566,6 +584,22 @@ void resolve_host(Job& job, const BoxSpec& box) {
       box.pcie_switches > 0 ? box.gpus / box.pcie_switches : 1, box.host->source));
 }
 
+/// On a rail fat tree, the spine model as an assumption: leaf groups, oversubscription, and
+/// which groups' traffic climbs to the spine.
+void describe_spine(Job& job, const ClusterSpec& used) {
+  if (!used.network || used.network->topology != NetworkTopology::rail_fat_tree || job.nodes <= 1) return;
+  const NetworkSpec& n = *used.network;
+  std::string crossing;
+  for (const auto& [what, f] : {std::pair<const char*, const CommFabric*>{"data-parallel", &job.fabric},
+                                {"tensor-parallel", &job.tp_fabric}, {"pipeline", &job.pp_fabric}})
+    if (f->spine) crossing += fmt::format("{}{} {:.3g}", crossing.empty() ? "" : ", ", what, f->spine->crossing);
+  job.assumptions.push_back(fmt::format(
+      "rail fat tree: leaf groups of {} nodes (nodes_per_leaf; DGX SuperPOD scalable unit), rail-aligned rings, "
+      "nodes in leaf-group order; spine uplinks at leaf bandwidth / {:g}{}",
+      n.nodes_per_leaf, n.oversubscription,
+      crossing.empty() ? " (no traffic limited by the spine)" : "; share of NIC bytes crossing it: " + crossing));
+}
+
 }  // namespace
 
 Topology resolved_topology(const Scenario& s) {
@@ -594,6 +628,7 @@ Job resolve(const Scenario& s, const Topology& topo) {
   job.dp = s.strategy.dp(job.gpus);
   resolve_parallel_fabrics(job, topo);
   resolve_host(job, topo.box());
+  describe_spine(job, topo.cluster());
   // Named by the whole cluster's network (a DP group of one node has no inter level).
   job.hardware = job.nodes > 1 ? fmt::format("{} x {} ({})", job.nodes, topo.box().name,
                                              topo.fabric(job.nodes, job.gpus_per_node).inter->kind)
@@ -831,7 +866,7 @@ sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& op
   plan.prefetch_layers = s.strategy.prefetch_layers;
   plan.gpus = job.dp * job.cp;  // the lowering's collectives span the DP x CP ranks
   plan.nodes = job.nodes;
-  plan.gpus_per_node = job.gpus_per_node / job.tp;
+  plan.gpus_per_node = std::max(1, job.gpus_per_node / job.tp);  // DP ranks per node
   plan.fabric = job.fabric;
   plan_tensor_parallel(job, plan);
   plan_pipeline(job, c, plan);

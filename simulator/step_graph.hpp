@@ -30,6 +30,8 @@ struct RankClass {
   double comm_slowdown = 0.0;
   int intra_resource = -1;    ///< this class's intra-node ring link (-1: none)
   int nic_resource = -1;      ///< this class's node NICs (-1: one node)
+  /// This class's node's share of a rail fat tree's spine uplinks (-1: none crossed)
+  int spine_resource = -1;
   double static_memory_bytes = 0;  ///< weights, gradients, optimizer, buffers: held all step
 };
 
@@ -103,6 +105,16 @@ struct CollectiveOp {
   std::vector<CollectivePhase> phases;  ///< latency, rate and link loads (model/)
   std::vector<int> members;             ///< task ids
 };
+
+/// Calls use(resource, load) for each link of class `rc` that phase `ph` loads (bytes on
+/// the link per byte of the phase): the intra-node ring link, the node's NICs, the node's
+/// share of the spine.
+template <class Use>
+void for_each_link_load(const RankClass& rc, const CollectivePhase& ph, Use use) {
+  if (rc.intra_resource >= 0 && ph.intra_load > 0) use(rc.intra_resource, ph.intra_load);
+  if (rc.nic_resource >= 0 && ph.inter_load > 0) use(rc.nic_resource, ph.inter_load);
+  if (rc.spine_resource >= 0 && ph.spine_load > 0) use(rc.spine_resource, ph.spine_load);
+}
 
 /// A link resource of the simulated step.
 struct LinkResource {

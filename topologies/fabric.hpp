@@ -38,10 +38,29 @@ struct FabricLevel {
   int channels = 0;
 };
 
+/// The spine of a rail-optimised fat tree as one node of a group sees it. NCCL keeps rings
+/// and trees rail-aligned (GPU i of a node talks to GPU i of the next over NIC i, one leaf
+/// switch per rail and leaf group), so traffic between nodes of one leaf group stays on
+/// the leaf and only the bytes leaving the leaf group climb to the spine, whose uplinks
+/// carry the leaf's down bandwidth / oversubscription (NVIDIA DGX SuperPOD reference
+/// architecture: rail-optimised, 32 nodes per scalable unit, 1:1).
+struct SpineLevel {
+  /// Fraction of a node's inter-level bytes that leave its leaf group (Topology::fabric).
+  double crossing = 0;
+  /// The node's share of its leaf group's uplinks, all rails: NICs x NIC rate /
+  /// oversubscription, GB/s per direction (a node's resource: not divided by nic_sharing).
+  double bw_GBps = 0;
+  double oversubscription = 1;  ///< leaf down / up bandwidth
+};
+
 struct CommFabric {
   GpuArch arch = GpuArch::ampere;
   FabricLevel intra;                  ///< ranks = GPUs per node taking part
   std::optional<FabricLevel> inter;   ///< ranks = nodes; absent on one node
+  /// Present when some of the inter level's bytes cross an oversubscribed rail fat tree's
+  /// spine (at 1:1 a node's share of the uplinks equals its NICs' rate, below what the
+  /// NICs already cap, so the level is left out).
+  std::optional<SpineLevel> spine;
   bool nvls = false;                  ///< NVLink SHARP in the node's NVSwitches
   /// Identical collectives that share the node's NICs at once (one per GPU of the node, as
   /// in the rails of a hierarchical collective); inter.bw_GBps is already divided by it.

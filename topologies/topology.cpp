@@ -161,6 +161,11 @@ NetworkSpec parse_network(JsonObject& obj) {
   n.topology = enum_of<NetworkTopology>(obj.choice("topology", names_of(kNetwork)), kNetwork);
   if (n.topology == NetworkTopology::rail_fat_tree) {
     n.oversubscription = obj.number("oversubscription", 1, limits::kMaxOversubscription);
+    if (auto p = obj.optional_int32("nodes_per_leaf", 1, static_cast<int>(limits::kMaxClusterGpus))) n.nodes_per_leaf = *p;
+  } else {
+    for (const char* key : {"oversubscription", "nodes_per_leaf"})
+      if (obj.has(key))
+        throw obj.error(key, "applies to rail_fat_tree only: single_switch is one non-blocking switch");
   }
   obj.finish();
   return n;
@@ -262,8 +267,10 @@ void add_node(HardwareGraph& g, const BoxSpec& box, int node, int nics, std::vec
 }
 
 /// The network switches of a cluster of `cluster.nodes` nodes and their edges to the NICs
-/// in `nic_vertices` (node * nics + i, for the nodes in the graph). The leaf-spine bundles
-/// carry the whole cluster's lanes however few nodes are in the graph.
+/// in `nic_vertices` (node * nics + i, for the nodes in the graph). Rail fat tree: one leaf
+/// switch per rail and leaf group of nodes_per_leaf nodes (those of the graph's nodes), each
+/// joined to one spine by an uplink bundle of (the leaf group's nodes x NIC rate) /
+/// oversubscription, however few of its nodes are in the graph.
 void add_network(HardwareGraph& g, const ClusterSpec& cluster, const LinkSpec& nic_link, int nics,
                  const std::vector<Vertex>& nic_vertices) {
   const NetworkSpec& net = *cluster.network;
@@ -273,14 +280,20 @@ void add_network(HardwareGraph& g, const ClusterSpec& cluster, const LinkSpec& n
     for (Vertex v : nic_vertices) connect(g, v, sw, nic_link, 1);
     return;
   }
-  // One leaf (rail) switch per NIC index; one spine joined to every leaf by a bundle
-  // carrying (nodes x NIC rate) / oversubscription.
-  Vertex spine = add_device(g, DeviceKind::network_switch, -1, nics);
-  for (int r = 0; r < nics; ++r) {
-    Vertex leaf = add_device(g, DeviceKind::network_switch, -1, r);
-    for (int node = 0; node < graph_nodes; ++node) connect(g, nic_vertices[node * nics + r], leaf, nic_link, 1);
-    int lanes = std::max(1, static_cast<int>(std::lround(cluster.nodes / net.oversubscription)));
-    connect(g, leaf, spine, nic_link, lanes);
+  const int per_leaf = net.nodes_per_leaf;
+  const int leaf_groups = (cluster.nodes + per_leaf - 1) / per_leaf;
+  Vertex spine = add_device(g, DeviceKind::network_switch, -1, leaf_groups * nics);
+  for (int group = 0; group * per_leaf < std::max(1, graph_nodes); ++group) {
+    const int first = group * per_leaf, end = std::min(cluster.nodes, first + per_leaf);
+    for (int r = 0; r < nics; ++r) {
+      Vertex leaf = add_device(g, DeviceKind::network_switch, -1, group * nics + r);
+      for (int node = first; node < std::min(end, graph_nodes); ++node)
+        connect(g, nic_vertices[node * nics + r], leaf, nic_link, 1);
+      const int down = end - first;
+      connect(g, leaf, spine, nic_link, std::max(1, static_cast<int>(std::ceil(down / net.oversubscription))));
+      Connection& up = g[boost::edge(leaf, spine, g).first];
+      up.bw_GBps = down * nic_link.effective_GBps / net.oversubscription;
+    }
   }
 }
 
@@ -440,9 +453,9 @@ FabricLevel pcie_ring_level(const HardwareGraph& g, const BoxSpec& box, const st
 
 /// Inter level: every NIC of a box carries one ring channel across the boundary, so a
 /// node's bandwidth into the ring is its NICs' summed effective rate (the multi-node rule
-/// of thumb busbw ~ min(intra busbw, NICs x NIC rate), nccl-tests #309), and nothing else:
-/// on a rail-optimised fat-tree NCCL keeps each ring channel on its own rail, so spine
-/// oversubscription does not slow rings.
+/// of thumb busbw ~ min(intra busbw, NICs x NIC rate), nccl-tests #309). On a rail fat
+/// tree NCCL keeps each ring channel on its own rail; what crosses the spine is the
+/// separate SpineLevel (spine_level).
 FabricLevel inter_level(const ClusterSpec& cluster, int nodes) {
   const NetworkSpec& net = *cluster.network;
   const LinkSpec& nic = link_or_throw(net.nic, cluster.name);
@@ -482,7 +495,42 @@ FabricLevel intra_level(const HardwareGraph& g, const BoxSpec& box, const std::v
 
 }  // namespace
 
-CommFabric Topology::fabric(int nodes, int gpus_per_node) const {
+double Topology::spine_crossing(int nodes, int node_stride) const {
+  const auto& net = cluster_.network;
+  if (!net || net->topology != NetworkTopology::rail_fat_tree || nodes <= 1) return 0;
+  const std::int64_t per_leaf = net->nodes_per_leaf;
+  if (cluster_.nodes <= per_leaf) return 0;  // one leaf group: every rail stays on its leaf
+  const std::int64_t stride = std::max(1, node_stride);
+  const std::int64_t span = static_cast<std::int64_t>(nodes) * stride;
+  if (span <= per_leaf && per_leaf % span == 0) return 0;  // groups tile the leaf groups
+  return std::min(1.0, static_cast<double>(stride) / static_cast<double>(per_leaf));
+}
+
+namespace {
+
+/// The spine as node 0 sees it: the uplink bundle of the leaf switch its NIC 0 hangs from
+/// (read from the graph), shared by the leaf group's nodes, times the node's rails.
+std::optional<SpineLevel> spine_level(const HardwareGraph& g, const ClusterSpec& cluster, double crossing) {
+  const NetworkSpec& net = *cluster.network;
+  if (!(crossing > 0) || !(net.oversubscription > 1)) return std::nullopt;  // 1:1 never binds
+  for (auto [v, vend] = boost::vertices(g); v != vend; ++v) {
+    if (g[*v].kind != DeviceKind::nic || g[*v].node != 0 || g[*v].index != 0) continue;
+    for (auto [e, end] = boost::out_edges(*v, g); e != end; ++e) {
+      const Vertex leaf = boost::target(*e, g);
+      if (g[leaf].kind != DeviceKind::network_switch) continue;
+      for (auto [u, uend] = boost::out_edges(leaf, g); u != uend; ++u) {
+        if (g[boost::target(*u, g)].kind != DeviceKind::network_switch) continue;
+        const int leaf_nodes = std::min(cluster.nodes, net.nodes_per_leaf);
+        return SpineLevel{crossing, g[*u].bw_GBps / leaf_nodes * net.nics_per_node, net.oversubscription};
+      }
+    }
+  }
+  throw std::logic_error("rail fat tree without a leaf uplink for node 0");
+}
+
+}  // namespace
+
+CommFabric Topology::fabric(int nodes, int gpus_per_node, int node_stride) const {
   if (nodes < 1 || nodes > this->nodes())
     throw std::invalid_argument("fabric: " + std::to_string(nodes) + " nodes requested, the cluster has " +
                                 std::to_string(this->nodes()));
@@ -496,7 +544,10 @@ CommFabric Topology::fabric(int nodes, int gpus_per_node) const {
   f.intra = intra_level(graph_, box_, members, cpu_vertices_);
   const LinkSpec* nvlink = box_.nvlink.empty() ? nullptr : find_link(box_.nvlink);
   f.nvls = box_.fabric == IntraFabric::nvswitch && gpus_per_node > 1 && nvlink && nvlink->nvls;
-  if (nodes > 1) f.inter = inter_level(cluster_, nodes);
+  if (nodes > 1) {
+    f.inter = inter_level(cluster_, nodes);
+    f.spine = spine_level(graph_, cluster_, spine_crossing(nodes, node_stride));
+  }
   return f;
 }
 

@@ -102,6 +102,10 @@ struct NetworkSpec {
   NetworkTopology topology = NetworkTopology::single_switch;
   /// Leaf-to-spine oversubscription (rail_fat_tree): 1 = non-blocking.
   double oversubscription = 1.0;
+  /// Nodes under one leaf switch per rail (rail_fat_tree): the scalable unit of the NVIDIA
+  /// DGX SuperPOD reference architecture, 32 DGX H100 nodes (the DGX A100 one's is 20).
+  int nodes_per_leaf = kDefaultNodesPerLeaf;
+  static constexpr int kDefaultNodesPerLeaf = 32;
   bool operator==(const NetworkSpec&) const = default;
 };
 
@@ -169,8 +173,23 @@ class Topology {
   /// boxes sees: the intra level from ring routes through the box's graph (the slowest
   /// rank's bandwidth into the ring, NVLink where the GPUs are NVLink-connected, else the
   /// PCIe/host path with every shared edge's load counted), the inter level from the NICs
-  /// (their summed effective rate per box, capped by the network's spine share).
-  CommFabric fabric(int nodes, int gpus_per_node) const;
+  /// (their summed effective rate per box), and on a rail fat tree the spine level: the
+  /// fraction of the inter-node bytes leaving the leaf group (spine_crossing) and the
+  /// node's share of its leaf's uplinks, read from the graph's leaf-spine edge.
+  /// `node_stride`: the distance between consecutive member nodes of the group (1:
+  /// adjacent nodes; a pipeline's stages lie dp·tp / gpus_per_node nodes apart), which
+  /// sets how much of its traffic crosses a rail fat tree's spine (spine_crossing).
+  CommFabric fabric(int nodes, int gpus_per_node, int node_stride = 1) const;
+
+  /// Fraction of a node's inter-node bytes that leave its leaf group in a rail-aligned
+  /// ring over `nodes` member nodes `node_stride` apart, nodes numbered in leaf-group order
+  /// (P = nodes_per_leaf, span = nodes x stride):
+  ///   0                 one switch, one leaf group in the cluster, or span dividing P
+  ///                     (every group inside one leaf group);
+  ///   min(1, stride/P)  otherwise: a ring leaves each leaf group it passes once, and
+  ///                     a leaf group holds P/stride member nodes of it.
+  /// Trees and NVLSTree are counted as rings (a leaf group's nodes form one subtree).
+  double spine_crossing(int nodes, int node_stride = 1) const;
 
   /// A GPU vertex of one of the graph_nodes() nodes in the graph.
   HardwareGraph::vertex_descriptor gpu_vertex(int node, int index) const;

@@ -53,6 +53,11 @@ void check_same_fabrics(const ClusterSpec& c) {
       check_same_level(a.intra, b.intra);
       REQUIRE(a.inter.has_value() == b.inter.has_value());
       if (a.inter) check_same_level(*a.inter, *b.inter);
+      REQUIRE(a.spine.has_value() == b.spine.has_value());
+      if (a.spine) {
+        CHECK(a.spine->crossing == b.spine->crossing);
+        CHECK(a.spine->bw_GBps == doctest::Approx(b.spine->bw_GBps));
+      }
     }
 }
 
@@ -92,6 +97,8 @@ TEST_CASE("the one-node graph gives the whole graph's fabric for every box, clus
           ClusterSpec c = one_box(b.name);
           c.nodes = nodes;
           c.network = NetworkSpec{"ib-ndr", nics, topology, topology == NetworkTopology::rail_fat_tree ? 3.0 : 1.0};
+          check_same_fabrics(c);
+          c.network->nodes_per_leaf = 2;  // several leaf groups: the spine level
           check_same_fabrics(c);
         }
   }
@@ -244,4 +251,79 @@ TEST_CASE("a box's host: catalogued with its source where offload needs it; PCIe
   // GPUs on the CPU's root ports: each its own link.
   CHECK(host_link_GBps_per_gpu(*find_box("rtx4090-pcie-8x")) == doctest::Approx(24.0));
   CHECK_FALSE(find_box("rtx4090-pcie-8x")->host);  // not catalogued: offload is refused there
+}
+
+namespace {
+
+/// DGX H100 nodes, 8 NDR NICs each (47 GB/s effective), on a rail fat tree.
+ClusterSpec rail_cluster(int nodes, double oversubscription, int nodes_per_leaf = 32) {
+  ClusterSpec c = one_box("dgx-h100");
+  c.nodes = nodes;
+  c.network = NetworkSpec{"ib-ndr", 8, NetworkTopology::rail_fat_tree, oversubscription};
+  c.network->nodes_per_leaf = nodes_per_leaf;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("spine crossing: 0 inside one leaf group, stride / P of a node's bytes across leaf groups") {
+  // A rail-aligned ring leaves each leaf group it passes once; a leaf group of P nodes holds
+  // P / stride of its member nodes, so stride / P of a node's bytes leave (at most all).
+  const Topology big = Topology::build(rail_cluster(128, 8));  // 4 leaf groups of 32
+  CHECK(big.spine_crossing(1) == 0);         // one node: nothing crosses the network
+  CHECK(big.spine_crossing(4) == 0);         // 4 nodes tile a leaf group of 32
+  CHECK(big.spine_crossing(32) == 0);        // exactly one leaf group
+  CHECK(big.spine_crossing(64) == doctest::Approx(1.0 / 32));   // two leaf groups, adjacent nodes
+  CHECK(big.spine_crossing(128) == doctest::Approx(1.0 / 32));
+  CHECK(big.spine_crossing(2, 16) == 0);     // span 32 = one leaf group
+  CHECK(big.spine_crossing(4, 16) == doctest::Approx(16.0 / 32));  // span 64: 2 members per leaf group
+  CHECK(big.spine_crossing(2, 64) == 1.0);   // every member in its own leaf group: every byte crosses
+  CHECK(big.spine_crossing(3) == doctest::Approx(1.0 / 32));  // 3 does not tile 32: groups straddle leaves
+  // One leaf group in the whole cluster, or one switch: nothing climbs to a spine.
+  CHECK(Topology::build(rail_cluster(32, 8)).spine_crossing(32) == 0);
+  ClusterSpec single = rail_cluster(128, 1);
+  single.network->topology = NetworkTopology::single_switch;
+  CHECK(Topology::build(single).spine_crossing(128) == 0);
+}
+
+TEST_CASE("the spine level: a node's share of its leaf's uplinks is NICs x NIC rate / oversubscription") {
+  // Leaf uplinks (graph edge leaf -> spine) = 32 nodes x 47 GB/s / 8; a node's share over
+  // its 8 rails = 8 x 47 / 8 = 47 GB/s against 376 GB/s of NICs.
+  const CommFabric f = Topology::build(rail_cluster(64, 8)).fabric(64, 8);
+  REQUIRE(f.spine.has_value());
+  CHECK(f.spine->bw_GBps == doctest::Approx(8 * 47.0 / 8));
+  CHECK(f.spine->crossing == doctest::Approx(1.0 / 32));
+  CHECK(f.spine->oversubscription == 8);
+  CHECK(f.inter->bw_GBps == doctest::Approx(8 * 47.0));
+  // 1:1 never binds below the NICs (a node's share = its NICs' rate): no spine level; nor
+  // when the group stays inside a leaf group.
+  CHECK_FALSE(Topology::build(rail_cluster(64, 1)).fabric(64, 8).spine.has_value());
+  CHECK_FALSE(Topology::build(rail_cluster(64, 8)).fabric(4, 8).spine.has_value());
+  // A small leaf group's uplinks: 2 nodes x 47 / 4 per rail, a node's share 8 x 47 / 4.
+  const CommFabric small = Topology::build(rail_cluster(8, 4, 2)).fabric(8, 8);
+  REQUIRE(small.spine.has_value());
+  CHECK(small.spine->bw_GBps == doctest::Approx(8 * 47.0 / 4));
+  CHECK(small.spine->crossing == doctest::Approx(0.5));
+}
+
+TEST_CASE("oversubscription and nodes_per_leaf belong to a rail fat tree: one switch is non-blocking") {
+  const auto what = [](const std::string& network) {
+    JsonDoc doc = JsonDoc::parse(R"({"name": "c", "box": "dgx-a100", "nodes": 4, "network": )" + network +
+                                     R"(, "source": "t"})",
+                                 "c.json");
+    JsonObject o(doc.root(), doc.file(), "");
+    try {
+      parse_cluster(o);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no InputError)");
+  };
+  CHECK(what(R"({"nic": "ib-hdr", "nics_per_node": 8, "topology": "rail_fat_tree", "oversubscription": 8,
+                 "nodes_per_leaf": 2})") == "(no InputError)");
+  const std::string e = what(R"({"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch",
+                                 "oversubscription": 8})");
+  CHECK_MESSAGE(e.find("/network/oversubscription: applies to rail_fat_tree only") != std::string::npos, e);
+  CHECK(what(R"({"nic": "ib-hdr", "nics_per_node": 8, "topology": "rail_fat_tree", "oversubscription": 1,
+                 "nodes_per_leaf": 0})").find("/network/nodes_per_leaf") != std::string::npos);
 }

@@ -158,9 +158,6 @@ void check_representable(const MeasuredRun& r) {
   if (!r.tp || !r.pp) throw Skip{"tensor/pipeline parallel degrees not stated"};
   if (*r.pp > 1 && r.data_parallel != "ddp" && r.data_parallel != "zero1" && r.data_parallel != "dp_allreduce_other")
     throw Skip{fmt::format("{} with pipeline parallelism (PP {}) is not modelled", r.data_parallel, *r.pp)};
-  if (*r.tp > 1 && r.gpus_per_node && *r.tp > *r.gpus_per_node)
-    throw Skip{fmt::format("tensor parallelism across nodes (TP {} over {} GPUs per node) is not modelled",
-                           *r.tp, *r.gpus_per_node)};
   if (!r.offload) throw Skip{"CPU offload not stated"};
   if (*r.offload != "none" && *r.offload != "optimizer_cpu" && *r.offload != "param_optimizer_cpu")
     throw Skip{"CPU offload (" + *r.offload + ") is not modelled"};
@@ -359,6 +356,9 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
   s.training = training_for(r, s.model);
   s.strategy.kind = strategy_for(r, assumed);
   s.strategy.tp = static_cast<int>(*r.tp);  // <= kMaxGpus, checked against the node by check_scenario
+  if (const auto t = *r.tp; s.model.heads % t != 0 || s.model.kv_heads % t != 0 || s.model.ffn_hidden % t != 0)
+    throw Skip{fmt::format("TP {} does not divide the model's {} heads, {} KV heads and MLP width {} (Megatron's "
+                           "split)", t, s.model.heads, s.model.kv_heads, s.model.ffn_hidden)};
   s.strategy.sp = r.sp.value_or(false) && *r.tp > 1;
   s.strategy.pp = static_cast<int>(*r.pp);
   if (*r.pp > 1) {
