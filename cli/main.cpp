@@ -288,6 +288,7 @@ struct ScaleArgs {
   std::string scenario;
   std::vector<int> gpus;
   bool json = false;
+  bool csv = false;
 };
 
 int run_scale(const ScaleArgs& args) {
@@ -304,8 +305,8 @@ int run_scale(const ScaleArgs& args) {
     if (progress) fmt::print(stderr, "[{}/{}] {} GPUs\n", i + 1, scenarios.size(), args.gpus[i]);
     predictions.push_back(predict(scenarios[i]));
   }
-  const auto rows = cli::scale_rows(predictions);
-  write(args.json ? cli::scale_json(base, rows) : cli::scale_text(base, rows));
+  const auto rows = cli::scale_rows(predictions, base.price_per_gpu_hour_usd);
+  write(args.csv ? cli::scale_csv(rows) : args.json ? cli::scale_json(base, rows) : cli::scale_text(base, rows));
   return kExitOk;
 }
 
@@ -317,6 +318,7 @@ struct PlanArgs {
   double max_memory_fraction = 0.9;
   int top = 5;
   bool json = false;
+  bool csv = false;
 };
 
 int run_plan(const PlanArgs& args) {
@@ -330,13 +332,14 @@ int run_plan(const PlanArgs& args) {
   options.max_memory_fraction = args.max_memory_fraction;
   options.top = args.top;
   const PlanResult result = plan(s, options);
-  write(args.json ? cli::plan_json(s, result) : cli::plan_text(s, result));
+  write(args.csv ? cli::plan_csv(result) : args.json ? cli::plan_json(s, result) : cli::plan_text(s, result));
   return kExitOk;
 }
 
 struct CompareArgs {
   std::vector<std::string> scenarios;
   bool json = false;
+  bool csv = false;
 };
 
 int run_compare(const CompareArgs& args) {
@@ -345,13 +348,14 @@ int run_compare(const CompareArgs& args) {
     const Scenario s = load(file);
     rows.push_back(cli::compare_row(s, predict(s)));
   }
-  write(args.json ? cli::compare_json(rows) : cli::compare_text(rows));
+  write(args.csv ? cli::compare_csv(rows) : args.json ? cli::compare_json(rows) : cli::compare_text(rows));
   return kExitOk;
 }
 
 struct ValidateArgs {
   std::vector<std::string> inputs;
   bool json = false;
+  bool csv = false;
   std::string calibration;  ///< hardware file from `stepcast fit`; empty: none
 };
 
@@ -372,7 +376,7 @@ int run_validate(const ValidateArgs& args) {
     if (progress && (done % 20 == 0 || done == total)) fmt::print(stderr, "\r[{}/{}]", done, total);
   });
   if (progress) fmt::print(stderr, "\n");
-  write(args.json ? cli::validate_json(rows) : cli::validate_text(rows));
+  write(args.csv ? cli::validate_csv(rows) : args.json ? cli::validate_json(rows) : cli::validate_text(rows));
   return kExitOk;
 }
 
@@ -527,13 +531,16 @@ CLI::App* add_scale_command(CLI::App& app, ScaleArgs& sa) {
       ->required()
       ->delimiter(',')
       ->check(gpu_count());
-  cmd->add_flag("--json", sa.json,
+  CLI::Option* json = cmd->add_flag("--json", sa.json,
                 "Print {\"scenario\": ..., \"rows\": [...]} instead of the table");
+  cmd->add_flag("--csv", sa.csv, "Print the table as CSV (units in the column names)")->excludes(json);
   cmd->footer(footer(
       "One row per GPU count (the micro-batch per GPU stays fixed, so the global batch grows):\n"
-      "GPUs, nodes, step time, tokens/s, time per epoch, speedup and scaling efficiency against\n"
-      "the first count, memory per GPU and whether it fits. Counts above one box must fill\n"
-      "whole nodes. Progress goes to stderr when it is a terminal.\n",
+      "GPUs, nodes, step time, tokens/s, MFU, time per epoch, USD per million tokens (with a\n"
+      "price), speedup and scaling efficiency against the baseline -- the fewest GPUs that fit\n"
+      "in memory (marked *; rows that do not fit get none) -- memory per GPU and whether it\n"
+      "fits. --json rows add tokens/s/GPU and the cost per epoch. Counts above one box must\n"
+      "fill whole nodes. Progress goes to stderr when it is a terminal.\n",
       scale_examples(), true));
 
   return cmd;
@@ -555,7 +562,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
       ->check(CLI::Range(1e-6, 1.0))
       ->capture_default_str();
   cmd->add_option("--top", pa.top, "Rows to rank")->check(CLI::Range(1, 1000))->capture_default_str();
-  cmd->add_flag("--json", pa.json, "Print one JSON object instead of the table");
+  CLI::Option* json = cmd->add_flag("--json", pa.json, "Print one JSON object instead of the table");
+  cmd->add_flag("--csv", pa.csv, "Print the ranked table as CSV (units in the column names)")->excludes(json);
   cmd->footer(footer(
       "Enumerates every layout of the job on the GPUs at a fixed global batch: data-parallel\n"
       "strategy (ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op) x tensor-parallel\n"
@@ -580,7 +588,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
 CLI::App* add_compare_command(CLI::App& app, CompareArgs& ca) {
   CLI::App* cmd = app.add_subcommand("compare", "Compare one job on several hardware choices side by side");
   cmd->add_option("SCENARIOS", ca.scenarios, "Scenario files (JSON), two or more")->required()->expected(1, -1);
-  cmd->add_flag("--json", ca.json, "Print {\"rows\": [...]} instead of the table");
+  CLI::Option* json = cmd->add_flag("--json", ca.json, "Print {\"rows\": [...]} instead of the table");
+  cmd->add_flag("--csv", ca.csv, "Print the table as CSV (units in the column names)")->excludes(json);
   cmd->footer(footer(
       "Predicts each scenario as written and prints one row each: hardware, GPUs, step time (s),\n"
       "time per epoch (h), tokens/s, cost per epoch and per million tokens (USD, where the\n"
@@ -600,8 +609,9 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
   cmd->add_option("--calibration", va.calibration,
                   "Hardware file from `stepcast fit`, used for records on its GPU")
       ->option_text("FILE");
-  cmd->add_flag("--json", va.json,
+  CLI::Option* json = cmd->add_flag("--json", va.json,
                 "Print {\"runs\": [...], \"summary_loso\": {...}, \"sources\": [...]} instead of the tables");
+  cmd->add_flag("--csv", va.csv, "Print one CSV row per record (units in the column names)")->excludes(json);
   cmd->footer(footer(
       "Each record (one JSON object per line, the measured-run record format of README.md)\n"
       "becomes a scenario where stepcast can represent it; the record's metric is predicted\n"
