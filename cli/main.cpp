@@ -151,7 +151,8 @@ std::string scenario_help() {
                                "; default none), flash_attention (default: true from Ampere on), optional "
                                "attention_kernel (" + attention_kernel_names() + "), kernels (" +
                                kernel_profile_names() +
-                               "; default eager), fused_loss, metric_loss_passes, lora {rank, targets: [q, "
+                               "; default eager), fused_loss, metric_loss_passes, kernel_rates (in_step, isolated; default "
+                               "in_step), lora {rank, targets: [q, "
                                "k, v, o, gate, up, down]}");
   out += field("strategy", "a name (" + join(strategy_names(), ", ") +
                                ") or {name, optional bucket_mb, prefetch_layers, algorithm "

@@ -179,6 +179,49 @@ AttentionRates attention_rates(const GpuSpec& gpu, AttentionKernel kernel) {
   return out;
 }
 
+namespace {
+
+InStepFractions load_in_step() {
+  const JsonDoc doc = JsonDoc::load(data_dir() / "model" / "catalog" / "in_step.json");
+  JsonObject root(doc.root(), doc.file(), "");
+  root.ignore("about");
+  root.ignore("method");
+  InStepFractions f;
+  f.gemm = root.positive("gemm_fraction", 1.0);
+  f.attention = root.positive("attention_fraction", 1.0);
+  JsonArray from = root.array("fitted_on");
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    JsonObject o = from.object(i);
+    const std::string repo = o.string("repo");
+    const std::string path = o.string("path");
+    o.ignore("commit");
+    o.ignore("locator");
+    o.finish();
+    f.fitted_on.push_back(repo + " · " + path);
+  }
+  root.finish();
+  f.source = "model/catalog/in_step.json, fitted on ";
+  for (std::size_t i = 0; i < f.fitted_on.size(); ++i) f.source += (i ? "; " : "") + f.fitted_on[i];
+  return f;
+}
+
+}  // namespace
+
+const InStepFractions& in_step_fractions() {
+  static const InStepFractions f = load_in_step();
+  return f;
+}
+
+DeviceRates in_step_rates(DeviceRates d, const InStepFractions& f) {
+  d.gemm_ceiling_tflops *= f.gemm;
+  d.attention_gemm_ceiling_tflops *= f.gemm;
+  d.gemm_source = fmt::format("{} x {:.3f} in-step ({})", d.gemm_source, f.gemm, f.source);
+  d.attention.scale *= f.attention;
+  if (d.attention.kernel != AttentionKernel::unfused)
+    d.attention.source = fmt::format("{} x {:.3f} in-step ({})", d.attention.source, f.attention, f.source);
+  return d;
+}
+
 DeviceRates catalog_device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKernel kernel) {
   DeviceRates d;
   d.arch = gpu.arch;

@@ -63,6 +63,29 @@ AttentionRates attention_rates(const GpuSpec& gpu, AttentionKernel kernel);
 /// the launch cost and the attention curves.
 DeviceRates catalog_device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKernel kernel);
 
+/// The fraction of an isolated benchmark's rate a kernel keeps inside a training step
+/// (model/catalog/in_step.json): GEMMs against the best achievable matmul, attention against
+/// the published kernel tables. Inside a step the GPU runs at the clock its power limit
+/// sustains, beside NCCL kernels that take SMs and HBM bandwidth, on the step's own shapes.
+/// Fitted on one published in-step decomposition (its source in `fitted_on`); memory-bound
+/// kernels and launches are not scaled.
+struct InStepFractions {
+  double gemm = 1;       ///< in (0, 1]
+  double attention = 1;  ///< in (0, 1]
+  /// "owner/repo · path" of each source the fractions were fitted on (validate's
+  /// leave-one-source-out predicts those sources' records with isolated rates).
+  std::vector<std::string> fitted_on;
+  std::string source;    ///< one line: the file and what it was fitted on
+};
+
+/// model/catalog/in_step.json, read once. Throws InputError (naming the file and key) when a
+/// fraction is outside (0, 1].
+const InStepFractions& in_step_fractions();
+
+/// `d` with its GEMM ceilings and attention rates scaled by `f` (memory-bound rates and
+/// launches unchanged), each scaled source saying so.
+DeviceRates in_step_rates(DeviceRates d, const InStepFractions& f);
+
 /// CPU cost of one kernel launch: 5 µs, the middle of the 4-6 µs per launch through the
 /// CUDA driver and runtime (kernel-benchmarks.md Sec. 3).
 inline constexpr double kLaunchOverhead_s = 5e-6;

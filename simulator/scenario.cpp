@@ -4,6 +4,7 @@
 #include "base/limits.hpp"
 #include "base/suggest.hpp"
 #include "model/collective.hpp"
+#include "model/compute.hpp"
 #include "model/hf_config.hpp"
 #include "simulator/schedules.hpp"
 #include "topologies/hardware_file.hpp"
@@ -84,7 +85,8 @@ struct TrainingInput {
   std::optional<std::int64_t> micro_batch, grad_accum, seq_len;
   std::optional<Recompute> recompute;
   std::optional<bool> flash_attention;
-  TrainingSpec rest;  ///< attention_kernel, kernels, fused_loss, metric_loss_passes, lora
+  TrainingSpec rest;  ///< attention_kernel, kernels, fused_loss, metric_loss_passes, lora, kernel_rates
+  bool kernel_rates_given = false;
 };
 
 std::optional<LoraSpec> parse_lora(JsonObject& obj) {
@@ -120,6 +122,11 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors) {
   errors.attempt([&] { t.fused_loss = obj.optional_boolean("fused_loss"); });
   errors.attempt([&] { if (obj.has("metric_loss_passes")) t.metric_loss_passes = obj.int32("metric_loss_passes", 0, 16); });
   errors.attempt([&] { t.lora = parse_lora(obj); });
+  errors.attempt([&] {
+    if (!obj.has("kernel_rates")) return;
+    t.in_step_rates = obj.choice("kernel_rates", {"in_step", "isolated"}) == "in_step";
+    in.kernel_rates_given = true;
+  });
   errors.attempt([&] {
     if (t.attention_kernel && in.flash_attention &&
         (*t.attention_kernel == AttentionKernel::unfused) == *in.flash_attention)
@@ -162,6 +169,12 @@ void apply_training_defaults(Scenario& s, const TrainingInput& in) {
     t.flash_attention = gpu.arch >= GpuArch::ampere;
     note(fmt::format("training.flash_attention: {} (FlashAttention runs from Ampere on; the {} is {})",
                      t.flash_attention, gpu.name, name(gpu.arch)));
+  }
+  if (!in.kernel_rates_given) {
+    const InStepFractions& f = in_step_fractions();
+    note(fmt::format("training.kernel_rates: in_step (inside a step GEMMs keep {:.1f}% and attention {:.1f}% of "
+                     "their isolated benchmarks: model/catalog/in_step.json; \"isolated\" for the benchmarks)",
+                     100 * f.gemm, 100 * f.attention));
   }
 }
 

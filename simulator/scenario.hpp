@@ -43,6 +43,10 @@ struct TrainingSpec {
   /// LanguageCrossEntropy and LanguagePerplexity: 2). Default 0.
   int metric_loss_passes = 0;
   std::optional<LoraSpec> lora;
+  /// GEMM and attention rates as they run inside a training step ("kernel_rates":
+  /// "in_step", the default: model/catalog/in_step.json's fractions of the isolated
+  /// benchmarks) or as the isolated benchmarks measured them ("isolated").
+  bool in_step_rates = true;
 };
 
 struct StrategySpec {

@@ -101,6 +101,21 @@ TEST_CASE("a given attention kernel implies flash_attention") {
   CHECK(parse(j).training.flash_attention);
 }
 
+TEST_CASE("kernel_rates defaults to in_step, recorded; isolated turns it off; anything else names the choices") {
+  json j = five_keys();
+  const Scenario by_default = parse(j);
+  CHECK(by_default.training.in_step_rates);
+  CHECK(has_default(by_default, "training.kernel_rates: in_step"));
+  j["training"]["kernel_rates"] = "isolated";
+  const Scenario isolated = parse(j);
+  CHECK_FALSE(isolated.training.in_step_rates);
+  CHECK_FALSE(has_default(isolated, "training.kernel_rates"));
+  j["training"]["kernel_rates"] = "in-step";
+  const InputError e = error_of(j);
+  CHECK(mentions(e.what(), "/training/kernel_rates"));
+  CHECK(mentions(e.what(), "isolated"));
+}
+
 TEST_CASE("without a dataset the epoch figures are not a number, never invented") {
   json j = five_keys();
   j["hardware"]["gpus"] = 8;

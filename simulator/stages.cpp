@@ -516,6 +516,7 @@ Job resolve(const Scenario& s) {
   job.kernels = resolve_kernels(s, job.gpu.arch, job.assumptions);
   job.device = device_rates(job.gpu, job.dtype, job.kernels.attention, s.hardware.calibration.get(),
                             s.hardware.calibration_file, job.provenance, job.assumptions);
+  if (tr.in_step_rates) job.device = in_step_rates(job.device, in_step_fractions());
   describe_rates(job, job.assumptions);
   resolve_buckets(job);
   resolve_groups(job);

@@ -62,7 +62,9 @@ TEST_CASE("resolve: a catalog GPU runs at the catalog's rates, each with its sou
   CHECK(job.dtype == Dtype::fp16);
   CHECK(job.device.peak_tflops == job.gpu.peak(Dtype::fp16));
   CHECK(job.device.memory_bw_GBps == job.gpu.memory_bw_GBps);
-  CHECK(job.device.gemm_ceiling_tflops == gemm_ceiling(job.gpu, Dtype::fp16).first);
+  // Inside a step GEMMs keep in_step_fractions().gemm of the isolated ceiling.
+  CHECK(job.device.gemm_ceiling_tflops ==
+        doctest::Approx(gemm_ceiling(job.gpu, Dtype::fp16).first * in_step_fractions().gemm));
   CHECK(job.device.memory_efficiency == default_memory_efficiency(GpuArch::volta));
   CHECK(job.device.sm_count == job.gpu.sm_count);
   CHECK(job.provenance.gemm == RateSource::catalog);
@@ -80,6 +82,26 @@ TEST_CASE("resolve: a catalog GPU runs at the catalog's rates, each with its sou
   CHECK(said("GEMMs against a ceiling"));
 }
 
+TEST_CASE("resolve: in-step rates scale GEMMs and attention only; \"isolated\" keeps the benchmarks' rates") {
+  Scenario s = parsed("ddp", kDgx1, "", "fp16_mixed");
+  const Job in_step = resolve(s);
+  s.training.in_step_rates = false;
+  const Job isolated = resolve(s);
+  const InStepFractions& f = in_step_fractions();
+  REQUIRE(f.gemm > 0);
+  REQUIRE(f.gemm <= 1);
+  CHECK(isolated.device.gemm_ceiling_tflops == gemm_ceiling(isolated.gpu, Dtype::fp16).first);
+  CHECK(in_step.device.gemm_ceiling_tflops == doctest::Approx(f.gemm * isolated.device.gemm_ceiling_tflops));
+  CHECK(in_step.device.attention_gemm_ceiling_tflops ==
+        doctest::Approx(f.gemm * isolated.device.attention_gemm_ceiling_tflops));
+  CHECK(in_step.device.attention.scale == doctest::Approx(f.attention * isolated.device.attention.scale));
+  CHECK(in_step.device.memory_efficiency == isolated.device.memory_efficiency);
+  CHECK(in_step.device.memory_bw_GBps == isolated.device.memory_bw_GBps);
+  CHECK(in_step.device.launch_s == isolated.device.launch_s);
+  CHECK(in_step.device.gemm_source.find("in-step") != std::string::npos);
+  CHECK(isolated.device.gemm_source.find("in-step") == std::string::npos);
+}
+
 TEST_CASE("resolve: a calibration file's GEMM ceiling, memory efficiency and collectives replace the catalog's") {
   const Scenario s = calibrated();
   REQUIRE(s.hardware.calibration);
@@ -87,7 +109,8 @@ TEST_CASE("resolve: a calibration file's GEMM ceiling, memory efficiency and col
   const Job job = resolve(s);
   REQUIRE(cal.gemm.count(job.dtype) == 1);
   CHECK(job.provenance.gemm == RateSource::calibration);
-  CHECK(job.device.gemm_ceiling_tflops == doctest::Approx(cal.gemm.at(job.dtype).max_fraction * job.device.peak_tflops));
+  CHECK(job.device.gemm_ceiling_tflops ==
+        doctest::Approx(cal.gemm.at(job.dtype).max_fraction * job.device.peak_tflops * in_step_fractions().gemm));
   CHECK(job.device.gemm_source.rfind("measured: ", 0) == 0);
   REQUIRE(cal.memory.memory_efficiency);
   CHECK(job.provenance.memory == RateSource::calibration);

@@ -197,4 +197,13 @@ std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows) {
   return out;
 }
 
+std::vector<ValidationRow> fit_free_rows(std::vector<ValidationRow> rows) {
+  for (ValidationRow& r : rows) {
+    if (!r.predicted) continue;
+    r.predicted = r.predicted_fit_free;
+    r.error_pct = r.error_pct_fit_free;
+  }
+  return rows;
+}
+
 }  // namespace stepcast

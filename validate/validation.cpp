@@ -420,9 +420,18 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
     row.status = "skipped: " + rs.skip_reason;
     return row;
   }
+  // Leave one source out: a record of a source the in-step fractions were fitted on is
+  // predicted with the isolated benchmarks' rates. The fit-free prediction always is.
+  Scenario& sc = *rs.scenario;
+  const auto& fitted_on = in_step_fractions().fitted_on;
+  const bool own_source = std::find(fitted_on.begin(), fitted_on.end(), run.source) != fitted_on.end();
+  sc.training.in_step_rates = !own_source;
+  if (own_source)
+    row.assumptions.push_back("isolated kernel rates: the in-step fractions were fitted on this record's source "
+                              "(leave one source out)");
   // Only an explicit reason skips a record; any other exception while predicting is a
   // failure and propagates.
-  const Prediction p = predict(*rs.scenario);
+  const Prediction p = predict(sc);
   double predicted = 0;
   try {
     predicted = predicted_metric(run, p);
@@ -431,6 +440,13 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
     return row;
   }
   set_prediction(row, run, predicted);
+  sc.training.in_step_rates = false;
+  const double fit_free = own_source ? predicted : predicted_metric(run, predict(sc));
+  row.predicted_fit_free = fit_free;
+  row.error_pct_fit_free = 100.0 * (fit_free - run.value) / run.value;
+  const KernelTimes& k = p.compute_by_kernel;
+  row.breakdown = ValidationRow::Breakdown{p.step_time_s, p.compute_busy_s, p.comm_busy_s, p.comm_exposed_s,
+                                           k.gemm_s, k.attention_s, k.memory_s, k.launch_s, p.optimizer_s};
   return row;
 }
 

@@ -81,6 +81,9 @@ struct ValidationRow {
   double measured = 0;
   std::optional<double> predicted;
   std::optional<double> error_pct;        ///< 100 (predicted - measured) / measured
+  /// The same with the isolated benchmarks' kernel rates (nothing fitted to any run).
+  std::optional<double> predicted_fit_free;
+  std::optional<double> error_pct_fit_free;
   std::string status;                      ///< "ok" or "skipped: <reason>"
   std::vector<std::string> assumptions;
   // Knobs for ordering pairs.
@@ -91,6 +94,13 @@ struct ValidationRow {
   std::string model;
   std::int64_t seq_len = 0;
   std::string precision;
+  /// Where the predicted step goes (seconds per step, one GPU), for "ok" rows: the
+  /// simulated step, its compute and collectives, and compute split by kernel.
+  struct Breakdown {
+    double step_s = 0, compute_busy_s = 0, comm_busy_s = 0, comm_exposed_s = 0;
+    double gemm_s = 0, attention_s = 0, memory_s = 0, launch_s = 0, optimizer_s = 0;
+  };
+  std::optional<Breakdown> breakdown;
 };
 
 
@@ -134,5 +144,8 @@ struct ErrorSummary {
 /// metric, model, sequence, precision and GPU equal) whose measured values differ; a pair
 /// is right when the prediction orders it strictly the same way. O(n log n) in the rows.
 std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows);
+
+/// `rows` with each prediction replaced by its fit-free one (isolated kernel rates).
+std::vector<ValidationRow> fit_free_rows(std::vector<ValidationRow> rows);
 
 }  // namespace stepcast
