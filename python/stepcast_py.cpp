@@ -77,20 +77,21 @@ Scenario scenario_of(const py::handle& value) {
                        py::str(py::type::of(value)).cast<std::string>());
 }
 
-/// The scenario on `gpus` GPUs (0: as written); with_gpus's std::invalid_argument is the
+/// The scenario on `gpus` GPUs (None: as written); with_gpus's std::invalid_argument is the
 /// caller's count, so it becomes ValueError.
-Scenario on_gpus(const Scenario& s, int gpus) {
-  if (gpus <= 0) return s;
+Scenario on_gpus(const Scenario& s, std::optional<int> gpus) {
+  if (!gpus) return s;
+  if (*gpus < 1) throw OptionError("gpus: expected a count >= 1, got " + std::to_string(*gpus));
   try {
-    return with_gpus(s, gpus);
+    return with_gpus(s, *gpus);
   } catch (const InputError&) {
     throw;
   } catch (const std::invalid_argument& e) {
-    throw OptionError(s.file + ": gpus=" + std::to_string(gpus) + ": " + e.what());
+    throw OptionError(s.file + ": gpus=" + std::to_string(*gpus) + ": " + e.what());
   }
 }
 
-py::dict run_predict(const py::object& scenario, int gpus) {
+py::dict run_predict(const py::object& scenario, std::optional<int> gpus) {
   const Scenario s = on_gpus(scenario_of(scenario), gpus);
   std::string text;
   {
@@ -104,10 +105,7 @@ py::dict run_scale(const py::object& scenario, const std::vector<int>& gpus) {
   if (gpus.empty()) throw OptionError("scale needs at least one GPU count");
   const Scenario base = scenario_of(scenario);
   std::vector<Scenario> scenarios;
-  for (int n : gpus) {
-    if (n < 1) throw OptionError("gpus: expected counts >= 1, got " + std::to_string(n));
-    scenarios.push_back(on_gpus(base, n));
-  }
+  for (int n : gpus) scenarios.push_back(on_gpus(base, n));
   std::string text;
   {
     py::gil_scoped_release unlocked;
@@ -118,7 +116,8 @@ py::dict run_scale(const py::object& scenario, const std::vector<int>& gpus) {
   return from_json(text);
 }
 
-py::dict run_plan(const py::object& scenario, int gpus, std::int64_t global_batch, const std::string& objective,
+py::dict run_plan(const py::object& scenario, std::optional<int> gpus, std::optional<std::int64_t> global_batch,
+                  const std::string& objective,
                   double max_memory_fraction, int top) {
   const Scenario s = on_gpus(scenario_of(scenario), gpus);
   PlanOptions options;
@@ -129,11 +128,11 @@ py::dict run_plan(const py::object& scenario, int gpus, std::int64_t global_batc
   }
   if (options.objective == PlanObjective::cost && !s.price_per_gpu_hour_usd)
     throw OptionError(s.file + ": objective 'cost' needs price_per_gpu_hour_usd in the scenario");
-  if (global_batch < 0) throw OptionError("global_batch: expected a count >= 1 (or None)");
+  if (global_batch && *global_batch < 1) throw OptionError("global_batch: expected a count >= 1 (or None)");
   if (!(max_memory_fraction > 0 && max_memory_fraction <= 1))
     throw OptionError("max_memory_fraction: expected a fraction in (0, 1]");
   if (top < 1) throw OptionError("top: expected a count >= 1");
-  options.global_batch = global_batch;
+  options.global_batch = global_batch.value_or(0);
   options.max_memory_fraction = max_memory_fraction;
   options.top = top;
   std::string text;
@@ -237,17 +236,17 @@ PYBIND11_MODULE(stepcast, m) {
     }
   });
 
-  m.def("predict", &run_predict, py::arg("scenario"), py::arg("gpus") = 0,
+  m.def("predict", &run_predict, py::arg("scenario"), py::arg("gpus") = py::none(),
         "The prediction of one scenario (a dict or a path), optionally on `gpus` GPUs instead of "
         "the scenario's: the dict of `stepcast predict --json` (step_time_s, tokens_per_s_per_gpu, "
         "mfu, memory_per_gpu_bytes, fits, simulation, ...).");
   m.def("scale", &run_scale, py::arg("scenario"), py::arg("gpus"),
         "The scenario predicted on each GPU count of `gpus` (a list): the dict of `stepcast "
         "scale --json`, {scenario, baseline_gpus, rows: [...]}.");
-  m.def("plan", &run_plan, py::arg("scenario"), py::arg("gpus") = 0, py::arg("global_batch") = 0,
+  m.def("plan", &run_plan, py::arg("scenario"), py::arg("gpus") = py::none(), py::arg("global_batch") = py::none(),
         py::arg("objective") = "time", py::arg("max_memory_fraction") = 0.9, py::arg("top") = 5,
         "The best layouts of the job (a dict or a path): the dict of `stepcast plan --json`. "
-        "gpus and global_batch 0 take the scenario's; objective is time, tokens_per_s or cost.");
+        "gpus and global_batch None take the scenario's; objective is time, tokens_per_s or cost.");
   m.def("validate", &run_validate, py::arg("runs"), py::arg("calibration") = py::none(),
         "Predictions against measured runs: `runs` is a path (.jsonl file or folder), one "
         "record dict or a list of them; calibration an optional hardware file from `stepcast "

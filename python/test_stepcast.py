@@ -160,9 +160,16 @@ class Errors(unittest.TestCase):
         self.assertEqual(caught.exception.path, "/unknown")
 
     def test_count_the_hardware_cannot_take_is_a_value_error(self):
-        with self.assertRaises(ValueError) as caught:
-            stepcast.predict(MINIMAL, gpus=12)  # not whole DGX A100 nodes
-        self.assertNotIsInstance(caught.exception, stepcast.InputError)
+        for call in (lambda: stepcast.predict(MINIMAL, gpus=12),  # not whole DGX A100 nodes
+                     lambda: stepcast.scale(MINIMAL, [1, 0]),
+                     lambda: stepcast.plan(MINIMAL, global_batch=0)):
+            with self.assertRaises(ValueError) as caught:
+                call()
+            self.assertNotIsInstance(caught.exception, stepcast.InputError)
+
+    def test_none_takes_the_scenarios_own(self):
+        self.assertEqual(stepcast.predict(MINIMAL, gpus=None), stepcast.predict(MINIMAL))
+        self.assertEqual(stepcast.plan(MINIMAL, gpus=None, global_batch=None, top=1)["gpus"], 8)
 
     def test_other_types_are_type_errors(self):
         with self.assertRaises(TypeError):
