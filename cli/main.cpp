@@ -11,6 +11,7 @@
 /// problems gets one such line for each, then one counting them.
 
 #include "cli/report.hpp"
+#include "cli/report_html.hpp"
 
 #include "topologies/hardware_file.hpp"
 
@@ -158,7 +159,7 @@ std::string scenario_help() {
                                ") or {name, optional bucket_mb, prefetch_layers, algorithm "
                                "(see `stepcast catalog algorithms`), reduce_dtype (working, fp32), tp and sp (tensor and "
                                "sequence parallelism inside a node), pp, vpp and schedule (gpipe, 1f1b, "
-                               "interleaved, zb-h1)}");
+                               "interleaved, zb-h1) and pp_split (even, balanced)}");
   out += field("hardware",
                "{\"cluster\": NAME, \"gpus\": N} or {\"box\": NAME, \"gpus\": N, optional \"nodes\": N "
                "(default: the GPUs over the box size), \"network\": {nic, nics_per_node, topology "
@@ -265,13 +266,14 @@ struct PredictArgs {
   int gpus = 0;  ///< 0: as the scenario says
   bool json = false;
   std::string trace;  ///< Chrome trace file to write; empty: none
+  std::string html;   ///< HTML report to write; empty: none
 };
 
 int run_predict(const PredictArgs& args) {
   Scenario s = load(args.scenario);
   if (args.gpus > 0) s = on_gpus(s, args.gpus);
   PredictOptions options;
-  options.keep_simulation = options.record_timelines = !args.trace.empty();
+  options.keep_simulation = options.record_timelines = !args.trace.empty() || !args.html.empty();
   const Prediction p = predict(s, options);
   if (!args.trace.empty()) {
     if (!p.simulation) throw std::logic_error("predict kept no simulation for the trace");
@@ -281,6 +283,7 @@ int run_predict(const PredictArgs& args) {
                sim::chrome_trace_json(p.simulation->graph, p.simulation->result, title),
                "trace file");
   }
+  if (!args.html.empty()) write_file(args.html, cli::predict_html(s, p), "HTML report");
   write(args.json ? cli::predict_json(s, p, args.trace) : cli::predict_text(s, p, args.trace));
   return kExitOk;
 }
@@ -290,6 +293,7 @@ struct ScaleArgs {
   std::vector<int> gpus;
   bool json = false;
   bool csv = false;
+  std::string html;  ///< HTML report to write; empty: none
 };
 
 int run_scale(const ScaleArgs& args) {
@@ -307,6 +311,7 @@ int run_scale(const ScaleArgs& args) {
     predictions.push_back(predict(scenarios[i]));
   }
   const auto rows = cli::scale_rows(predictions, base.price_per_gpu_hour_usd);
+  if (!args.html.empty()) write_file(args.html, cli::scale_html(base, scenarios, predictions), "HTML report");
   write(args.csv ? cli::scale_csv(rows) : args.json ? cli::scale_json(base, rows) : cli::scale_text(base, rows));
   return kExitOk;
 }
@@ -320,6 +325,7 @@ struct PlanArgs {
   int top = 5;
   bool json = false;
   bool csv = false;
+  std::string html;  ///< HTML report to write; empty: none
 };
 
 int run_plan(const PlanArgs& args) {
@@ -333,6 +339,7 @@ int run_plan(const PlanArgs& args) {
   options.max_memory_fraction = args.max_memory_fraction;
   options.top = args.top;
   const PlanResult result = plan(s, options);
+  if (!args.html.empty()) write_file(args.html, cli::plan_html(s, result), "HTML report");
   write(args.csv ? cli::plan_csv(result) : args.json ? cli::plan_json(s, result) : cli::plan_text(s, result));
   return kExitOk;
 }
@@ -341,14 +348,19 @@ struct CompareArgs {
   std::vector<std::string> scenarios;
   bool json = false;
   bool csv = false;
+  std::string html;  ///< HTML report to write; empty: none
 };
 
 int run_compare(const CompareArgs& args) {
   std::vector<cli::CompareRow> rows;
+  std::vector<Scenario> loaded;
+  std::vector<Prediction> predictions;
   for (const std::string& file : args.scenarios) {
-    const Scenario s = load(file);
-    rows.push_back(cli::compare_row(s, predict(s)));
+    loaded.push_back(load(file));
+    predictions.push_back(predict(loaded.back()));
+    rows.push_back(cli::compare_row(loaded.back(), predictions.back()));
   }
+  if (!args.html.empty()) write_file(args.html, cli::compare_html(loaded, predictions), "HTML report");
   write(args.csv ? cli::compare_csv(rows) : args.json ? cli::compare_json(rows) : cli::compare_text(rows));
   return kExitOk;
 }
@@ -487,6 +499,19 @@ void configure_app(CLI::App& app) {
   app.get_formatter()->column_width(30);
 }
 
+/// `--html FILE`: the self-contained HTML report (report_html.hpp); refused on the command line
+/// (exit 2) when this build does not embed the charting library.
+void add_html_option(CLI::App* cmd, std::string& file) {
+  cmd->add_option("--html", file, "Also write the report as one self-contained HTML page\n(charts; works offline) to FILE")
+      ->option_text("FILE")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            if (text.empty()) return "expected a file name for the HTML report, got an empty one";
+            return cli::html_report_available() ? "" : cli::html_report_unavailable_reason();
+          },
+          "FILE", "html_file"));
+}
+
 CLI::App* add_predict_command(CLI::App& app, PredictArgs& pa) {
   CLI::App* cmd =
       app.add_subcommand("predict", "Predict step time, throughput, epoch time and memory");
@@ -505,6 +530,7 @@ CLI::App* add_predict_command(CLI::App& app, PredictArgs& pa) {
             return text.empty() ? "expected a file name for the trace, got an empty one" : "";
           },
           "FILE", "trace_file"));
+  add_html_option(cmd, pa.html);
   cmd->footer(
       footer("The report: the simulated step time and its parts (forward, backward, recompute,\n"
              "optimizer, compute slowed by NCCL, exposed and hidden communication, idle) with the\n"
@@ -535,6 +561,7 @@ CLI::App* add_scale_command(CLI::App& app, ScaleArgs& sa) {
   CLI::Option* json = cmd->add_flag("--json", sa.json,
                 "Print {\"scenario\": ..., \"rows\": [...]} instead of the table");
   cmd->add_flag("--csv", sa.csv, "Print the table as CSV (units in the column names)")->excludes(json);
+  add_html_option(cmd, sa.html);
   cmd->footer(footer(
       "One row per GPU count (the micro-batch per GPU stays fixed, so the global batch grows):\n"
       "GPUs, nodes, step time, tokens/s, MFU, time per epoch, USD per million tokens (with a\n"
@@ -565,6 +592,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
   cmd->add_option("--top", pa.top, "Rows to rank")->check(CLI::Range(1, 1000))->capture_default_str();
   CLI::Option* json = cmd->add_flag("--json", pa.json, "Print one JSON object instead of the table");
   cmd->add_flag("--csv", pa.csv, "Print the ranked table as CSV (units in the column names)")->excludes(json);
+  add_html_option(cmd, pa.html);
   cmd->footer(footer(
       "Enumerates every layout of the job on the GPUs at a fixed global batch: data-parallel\n"
       "strategy (ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op) x tensor-parallel\n"
@@ -591,6 +619,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareArgs& ca) {
   cmd->add_option("SCENARIOS", ca.scenarios, "Scenario files (JSON), two or more")->required()->expected(1, -1);
   CLI::Option* json = cmd->add_flag("--json", ca.json, "Print {\"rows\": [...]} instead of the table");
   cmd->add_flag("--csv", ca.csv, "Print the table as CSV (units in the column names)")->excludes(json);
+  add_html_option(cmd, ca.html);
   cmd->footer(footer(
       "Predicts each scenario as written and prints one row each: hardware, GPUs, step time (s),\n"
       "time per epoch (h), tokens/s, cost per epoch and per million tokens (USD, where the\n"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -306,6 +307,59 @@ std::vector<int> layers_per_stage(std::int64_t layers, int pp, int vpp) {
   std::vector<int> out(static_cast<std::size_t>(pp), 0);
   for (std::size_t c = 0; c < chunks.size(); ++c) out[c % static_cast<std::size_t>(pp)] += chunks[c];
   return out;
+}
+
+std::string_view name(StageSplit s) {
+  switch (s) {
+    case StageSplit::even: return "even";
+    case StageSplit::balanced: return "balanced";
+  }
+  return "?";
+}
+
+StageSplit parse_stage_split(std::string_view text) {
+  if (text == "even") return StageSplit::even;
+  if (text == "balanced") return StageSplit::balanced;
+  throw std::invalid_argument("unknown pp_split \"" + std::string(text) + "\" (even, balanced)");
+}
+
+std::vector<std::string> stage_split_names() { return {"even", "balanced"}; }
+
+std::vector<int> balanced_layers_per_stage(std::int64_t layers, int pp, double head_cost) {
+  if (pp < 1 || head_cost < 0 || !std::isfinite(head_cost))
+    throw std::invalid_argument("the balanced split needs pp >= 1 and a finite head cost >= 0");
+  if (layers < pp) throw std::invalid_argument("layers " + str(layers) + " fewer than the pp " + str(pp) + " stages");
+  const double total = static_cast<double>(layers) + head_cost;
+  std::vector<int> out(static_cast<std::size_t>(pp), 0);
+  int stage = 0;
+  for (std::int64_t j = 1; j <= layers; ++j) {
+    ++out[static_cast<std::size_t>(stage)];
+    if (static_cast<double>(j) > total * (stage + 1) / pp && stage < pp - 1) ++stage;
+  }
+  // No stage without a layer: an empty stage takes one from the busier neighbour.
+  for (int i = 0; i < pp; ++i) {
+    if (out[static_cast<std::size_t>(i)] > 0) continue;
+    int from = i;
+    for (int d = 1; from == i; ++d) {
+      if (i - d >= 0 && out[static_cast<std::size_t>(i - d)] > 1) from = i - d;
+      else if (i + d < pp && out[static_cast<std::size_t>(i + d)] > 1) from = i + d;
+    }
+    --out[static_cast<std::size_t>(from)];
+    ++out[static_cast<std::size_t>(i)];
+  }
+  return out;
+}
+
+double head_cost_in_layers(const TransformerSpec& spec) {
+  const ParameterBreakdown b = parameter_breakdown(spec);
+  const double per_layer = static_cast<double>(b.attention + b.mlp) / static_cast<double>(spec.layers);
+  return static_cast<double>(spec.vocab) * static_cast<double>(spec.hidden) / per_layer;
+}
+
+std::vector<int> split_layers_per_chunk(const TransformerSpec& spec, int pp, int vpp, StageSplit split) {
+  if (split == StageSplit::even) return layers_per_chunk(spec.layers, pp, vpp);
+  if (vpp != 1) throw std::invalid_argument("pp_split balanced needs vpp 1 (one chunk per stage)");
+  return balanced_layers_per_stage(spec.layers, pp, head_cost_in_layers(spec));
 }
 
 double pipeline_p2p_bytes(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp) {

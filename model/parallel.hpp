@@ -214,6 +214,32 @@ std::vector<int> layers_per_chunk(std::int64_t layers, int pp, int vpp = 1);
 /// Layers of each physical stage: the sum of its v chunks.
 std::vector<int> layers_per_stage(std::int64_t layers, int pp, int vpp = 1);
 
+/// How layers are split into pipeline stages ("pp_split" in a scenario's strategy):
+enum class StageSplit {
+  even,      ///< layers_per_chunk above: equal layer counts, embedding and LM head ignored
+  balanced,  ///< balanced_layers_per_stage below (nanotron's cost-balanced split)
+};
+/// "even", "balanced".
+std::string_view name(StageSplit);
+StageSplit parse_stage_split(std::string_view);  ///< throws std::invalid_argument
+std::vector<std::string> stage_split_names();
+
+/// Layers of each of p stages when the LM head is counted as `head_cost` layers of work and
+/// the split balances cumulative cost: blocks in order (L layers of cost 1, then the head),
+/// block j goes to the current stage i, and the stage moves on once the cumulative cost
+/// exceeds (i + 1)/p of the total (nanotron's build_model, models/base.py, with each block's
+/// cost from get_block_compute_costs: a decoder layer 4·h·heads·d + 3·f·h, the LM head
+/// V·h). A stage the rule leaves without a layer takes one from its busier neighbour, as
+/// stepcast's pipeline needs one layer per stage. Throws when L < p.
+std::vector<int> balanced_layers_per_stage(std::int64_t layers, int pp, double head_cost);
+
+/// The LM head's cost in decoder layers for the balanced split: V·h over one layer's
+/// linear weights (attention's q, k, v, o and the MLP's), i.e. GEMM FLOPs per token.
+double head_cost_in_layers(const TransformerSpec& spec);
+
+/// Layers of each chunk under `split` (balanced needs vpp = 1; throws otherwise).
+std::vector<int> split_layers_per_chunk(const TransformerSpec& spec, int pp, int vpp, StageSplit split);
+
 /// Bytes one GPU sends to the next stage per micro-batch and chunk boundary (the activation
 /// forward; the same again as its gradient backward): b·(s/cp)·h·w, divided by t under SP
 /// (the activation is already split along the sequence over the TP ranks; Korthikanti et

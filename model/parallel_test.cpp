@@ -268,6 +268,37 @@ TEST_CASE("uneven stages: extra layers go to chunks 1..r, never the first") {
   CHECK_THROWS_AS(layers_per_stage(3, 4), std::invalid_argument);
 }
 
+TEST_CASE("balanced split: a stage moves on once the cumulative cost passes its share, the head counted") {
+  // 16 layers + a head of 4 layer-costs over 4 stages: total 20, thresholds 5, 10, 15, 20.
+  // Layer j goes to the current stage, which moves on after j > threshold: stage 0 takes
+  // 1..6, stage 1 7..11, stage 2 12..16, stage 3 only the head; an empty stage takes a
+  // layer from its busier neighbour.
+  CHECK(balanced_layers_per_stage(16, 4, 4.0) == std::vector<int>{6, 5, 4, 1});
+  // No head cost: the layer that crosses each threshold stays behind (21 = 80/4 + 1).
+  CHECK(balanced_layers_per_stage(80, 4, 0.0) == std::vector<int>{21, 20, 20, 19});
+  CHECK(balanced_layers_per_stage(4, 4, 100.0) == std::vector<int>{1, 1, 1, 1});
+  CHECK_THROWS_AS(balanced_layers_per_stage(3, 4, 0.0), std::invalid_argument);
+  CHECK_THROWS_AS(balanced_layers_per_stage(8, 2, -1.0), std::invalid_argument);
+}
+
+TEST_CASE("balanced split: the head costs V·h over one layer's linear weights") {
+  // Llama-2-70B: q and o 8192², k and v 8192·1024 each, MLP 3·8192·28672 per layer.
+  const TransformerSpec m = llama70b();
+  const double layer = 2.0 * 8192 * 8192 + 2.0 * 8192 * 1024 + 3.0 * 8192 * 28672;
+  CHECK(head_cost_in_layers(m) == doctest::Approx(32000.0 * 8192 / layer));
+  CHECK(split_layers_per_chunk(m, 4, 2, StageSplit::even) == layers_per_chunk(80, 4, 2));
+  CHECK_THROWS_AS(split_layers_per_chunk(m, 4, 2, StageSplit::balanced), std::invalid_argument);
+  const std::vector<int> balanced = split_layers_per_chunk(m, 4, 1, StageSplit::balanced);
+  CHECK(balanced.size() == 4);
+  CHECK(balanced.back() <= balanced.front());  // the head's stage holds no more layers than the first
+  int sum = 0;
+  for (int n : balanced) sum += n;
+  CHECK(sum == 80);
+  CHECK(parse_stage_split("balanced") == StageSplit::balanced);
+  CHECK(name(StageSplit::even) == "even");
+  CHECK_THROWS_AS(parse_stage_split("cost"), std::invalid_argument);
+}
+
 TEST_CASE("pipeline p2p: b·s·h·w per boundary, divided by t under SP") {
   // 4096·8192·2 = 67,108,864 B; SP over 8: 8,388,608 B.
   CHECK(pipeline_p2p_bytes(4096, 8192, 2, 8, false) == doctest::Approx(67108864.0));

@@ -144,6 +144,9 @@ struct StepPlan {
   int pp = 1;
   int vpp = 1;
   std::string schedule = "1f1b";
+  /// Layers of each chunk k = c·pp + i (model/parallel.hpp split_layers_per_chunk); empty:
+  /// layers_per_chunk(layers, pp, vpp).
+  std::vector<int> chunk_layers;
   /// Bytes one GPU sends to the next virtual stage per micro-batch (the activation forward,
   /// the same again as its gradient backward; model/parallel.hpp pipeline_p2p_bytes).
   double p2p_bytes = 0;

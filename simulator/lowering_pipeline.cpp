@@ -118,8 +118,10 @@ PipelineBuilder::PipelineBuilder(const StepPlan& p) : p_(p) {
   P_ = p.pp;
   V_ = p.pp * p.vpp;
   M_ = static_cast<int>(p.micro_steps);
-  chunk_layers_ = layers_per_chunk(p.layers, p.pp, p.vpp);
-  stage_layers_ = layers_per_stage(p.layers, p.pp, p.vpp);
+  chunk_layers_ = p.chunk_layers.empty() ? layers_per_chunk(p.layers, p.pp, p.vpp) : p.chunk_layers;
+  if (static_cast<int>(chunk_layers_.size()) != V_) throw InternalError("chunk layers: one count per chunk expected");
+  stage_layers_.assign(P_, 0);
+  for (int k = 0; k < V_; ++k) stage_layers_[k % P_] += chunk_layers_[k];
   first_layer_.assign(V_, 1);
   for (int k = 1; k < V_; ++k) first_layer_[k] = first_layer_[k - 1] + chunk_layers_[k - 1];
   const double L = p.layers;

@@ -202,6 +202,9 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
     if (s.vpp > 1 && !obj.has("schedule")) s.schedule = "interleaved";
   });
   errors.attempt([&] {
+    if (obj.has("pp_split")) s.pp_split = parse_stage_split(obj.choice("pp_split", stage_split_names()));
+  });
+  errors.attempt([&] {
     if (auto r = obj.optional_string("reduce_dtype")) {
       if (*r != "fp32" && *r != "working")
         throw obj.error("reduce_dtype", "expected \"fp32\" or \"working\" (the precision's 16-bit dtype), got \"" +
@@ -571,6 +574,8 @@ void check_pipeline(const Scenario& s, const ScenarioSource& w) {
   const bool interleaved = st.schedule == "interleaved";
   if (interleaved != (st.vpp > 1))
     throw InputError(w.file, w.strategy + "/vpp", "the interleaved schedule and vpp >= 2 go together");
+  if (st.pp_split == StageSplit::balanced && st.vpp > 1)
+    throw InputError(w.file, w.strategy + "/pp_split", "the balanced split places one chunk per stage: vpp must be 1");
   if (interleaved && s.training.grad_accum % st.pp != 0)
     throw InputError(w.file, w.grad_accum, fmt::format("the interleaved schedule runs micro-batches in groups of "
                                                        "pp = {}: grad_accum must be a multiple", st.pp));

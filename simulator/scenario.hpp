@@ -8,6 +8,7 @@
 #include "model/flops.hpp"
 #include "model/kernels.hpp"
 #include "model/memory.hpp"
+#include "model/parallel.hpp"
 #include "model/transformer.hpp"
 #include "base/types.hpp"
 #include "topologies/topology.hpp"
@@ -69,6 +70,9 @@ struct StrategySpec {
   int pp = 1;
   int vpp = 1;
   std::string schedule = "1f1b";
+  /// How layers are split into stages ("pp_split": "even", the default, or "balanced":
+  /// the LM head counted as its share of GEMM work, as nanotron splits; model/parallel.hpp).
+  StageSplit pp_split = StageSplit::even;
   int dp(int gpus) const { return gpus / (tp * pp); }
 };
 

@@ -486,6 +486,17 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
   job.assumptions.push_back(fmt::format("parallel layout tp {} x dp {} x pp {} in Megatron order (TP fastest, then "
                                         "data, then pipeline stages); TP collectives block the layers",
                                         job.tp, job.dp, job.pp));
+  if (job.pp > 1) {
+    const StrategySpec& st = job.scenario.strategy;
+    std::string layers;
+    for (int n : split_layers_per_chunk(job.scenario.model, job.pp, st.vpp, st.pp_split))
+      layers += (layers.empty() ? "" : ", ") + std::to_string(n);
+    job.assumptions.push_back(fmt::format("pipeline split {}: layers per chunk {}{}", name(st.pp_split), layers,
+                                          st.pp_split == StageSplit::balanced
+                                              ? fmt::format(" (the LM head counted as {:.1f} layers of GEMM work)",
+                                                            head_cost_in_layers(job.scenario.model))
+                                              : ""));
+  }
 }
 
 }  // namespace
@@ -550,7 +561,9 @@ LayerTimes layer_times(const MicroStepTimes& micro, int layers) {
 void stage_zero_share(const Job& job, Costs& c) {
   const StrategySpec& st = job.scenario.strategy;
   const double m = static_cast<double>(job.scenario.training.grad_accum);
-  const double layers0 = layers_per_stage(job.scenario.model.layers, job.pp, st.vpp).front();
+  const std::vector<int> chunks = split_layers_per_chunk(job.scenario.model, job.pp, st.vpp, st.pp_split);
+  double layers0 = 0;
+  for (std::size_t k = 0; k < chunks.size(); k += static_cast<std::size_t>(job.pp)) layers0 += chunks[k];
   const double whole = c.forward_s + c.backward_s + c.recompute_s;
   c.forward_s = m * layers0 * c.per_layer.forward_s;
   c.backward_s = m * layers0 * c.per_layer.backward_s;
@@ -623,6 +636,7 @@ void plan_pipeline(const Job& job, const Costs& c, sim::StepPlan& plan) {
   const TrainingSpec& tr = job.scenario.training;
   plan.vpp = st.vpp;
   plan.schedule = st.schedule;
+  plan.chunk_layers = split_layers_per_chunk(job.scenario.model, job.pp, st.vpp, st.pp_split);
   plan.gpus = job.gpus;
   plan.nodes = job.nodes;
   plan.gpus_per_node = job.gpus_per_node;

@@ -260,6 +260,11 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
     t.kernel_profile = KernelProfile::eager;
     assumed.push_back("eager PyTorch kernels (no fused kernels named by the record)");
   }
+  if (framework_is(r, "nanotron") && s.strategy.pp > 1) {
+    s.strategy.pp_split = StageSplit::balanced;
+    assumed.push_back("pipeline stages split by cost with the LM head counted (nanotron's build_model balances "
+                      "get_block_compute_costs)");
+  }
   if (has_extra(r, "fsdp_mp_default")) {
     s.strategy.reduce_fp32 = true;
     assumed.push_back("gradients reduced in fp32 (FSDP mixed precision DEFAULT)");

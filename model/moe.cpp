@@ -1,0 +1,93 @@
+#include "model/moe.hpp"
+
+#include "topologies/fabric.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace stepcast {
+
+namespace {
+
+void check(const MoeSpec& m) {
+  if (m.experts < 1 || m.top_k < 1 || m.top_k > m.experts || m.shared_experts < 0 || m.expert_ffn < 1 ||
+      m.shared_ffn < 0 || m.first_dense_layers < 0 || m.moe_every < 1)
+    throw std::invalid_argument("MoE spec: expected experts >= 1, 1 <= top_k <= experts, shared_experts >= 0, "
+                                "expert_ffn >= 1, shared_ffn >= 0, first_dense_layers >= 0, moe_every >= 1");
+}
+
+std::int64_t shared_width(const MoeSpec& m) { return m.shared_ffn > 0 ? m.shared_ffn : m.expert_ffn; }
+
+}  // namespace
+
+std::int64_t moe_layer_count(std::int64_t layers, const MoeSpec& moe) {
+  check(moe);
+  if (layers < 1) throw std::invalid_argument("MoE: layers must be >= 1");
+  if (layers <= moe.first_dense_layers) return 0;
+  return (layers - moe.first_dense_layers + moe.moe_every - 1) / moe.moe_every;
+}
+
+std::int64_t expert_parameters(std::int64_t hidden, std::int64_t ffn, bool gated) {
+  return (gated ? 3 : 2) * hidden * ffn;
+}
+
+std::int64_t moe_mlp_parameters(const TransformerSpec& spec, const MoeSpec& moe) {
+  check(moe);
+  const std::int64_t h = spec.hidden;
+  return moe.experts * expert_parameters(h, moe.expert_ffn, spec.gated_mlp) +
+         moe.shared_experts * expert_parameters(h, shared_width(moe), spec.gated_mlp) + h * moe.experts;
+}
+
+std::int64_t moe_mlp_active_parameters(const TransformerSpec& spec, const MoeSpec& moe) {
+  check(moe);
+  const std::int64_t h = spec.hidden;
+  return moe.top_k * expert_parameters(h, moe.expert_ffn, spec.gated_mlp) +
+         moe.shared_experts * expert_parameters(h, shared_width(moe), spec.gated_mlp) + h * moe.experts;
+}
+
+MoeParameters moe_parameters(const TransformerSpec& spec, const MoeSpec& moe) {
+  const ParameterBreakdown b = parameter_breakdown(spec);
+  const std::int64_t n = moe_layer_count(spec.layers, moe);
+  const std::int64_t dense_mlp = b.mlp / spec.layers;
+  const std::int64_t dense_total = b.total() - n * dense_mlp;
+  return MoeParameters{dense_total + n * moe_mlp_parameters(spec, moe),
+                       dense_total + n * moe_mlp_active_parameters(spec, moe)};
+}
+
+ExpertWork expert_work(const TransformerSpec& spec, const MoeSpec& moe, double tokens, int ep, double imbalance) {
+  check(moe);
+  if (ep < 1 || moe.experts % ep != 0)
+    throw std::invalid_argument("expert parallelism " + std::to_string(ep) + " must divide the " +
+                                std::to_string(moe.experts) + " experts");
+  if (tokens < 0 || imbalance < 1) throw std::invalid_argument("expert work: tokens >= 0 and imbalance >= 1");
+  ExpertWork w;
+  w.local_experts = moe.experts / ep;
+  w.rows_per_expert = tokens * static_cast<double>(moe.top_k) * ep / static_cast<double>(moe.experts) * imbalance;
+  w.flops_forward = 2.0 * w.rows_per_expert * static_cast<double>(w.local_experts) *
+                    static_cast<double>(expert_parameters(spec.hidden, moe.expert_ffn, spec.gated_mlp));
+  return w;
+}
+
+double moe_all_to_all_bytes(const TransformerSpec& spec, const MoeSpec& moe, double tokens, double w, int ep) {
+  check(moe);
+  if (ep < 1 || tokens < 0 || w <= 0) throw std::invalid_argument("all-to-all bytes: ep >= 1, tokens >= 0, w > 0");
+  return tokens * static_cast<double>(moe.top_k) * static_cast<double>(spec.hidden) * w * (ep - 1) / ep;
+}
+
+double all_to_all_time_s(double bytes_out, const CommFabric& f, double latency_s) {
+  if (bytes_out < 0 || latency_s < 0) throw std::invalid_argument("all-to-all: bytes and latency must be >= 0");
+  const int e = f.ranks();
+  if (e <= 1) return 0;
+  const double ppn = f.intra.ranks;
+  const double peers = e - 1;
+  double t = 0;
+  if (ppn > 1) t = bytes_out * (ppn - 1) / peers / (f.intra.bw_GBps * 1e9);
+  if (f.inter) {
+    const double per_rank_GBps = f.inter->bw_GBps / ppn;
+    t = std::max(t, bytes_out * (e - ppn) / peers / (per_rank_GBps * 1e9));
+  }
+  return latency_s + t;
+}
+
+}  // namespace stepcast

@@ -1,0 +1,83 @@
+/// \file
+/// Mixture-of-experts layers: which layers route tokens to experts, their parameters (total
+/// and active per token), FLOPs, the expert GEMMs one GPU runs under expert parallelism, and
+/// the all-to-all bytes of dispatch and combine. Pure functions of the shapes; the
+/// simulator decides where the all-to-alls run.
+#pragma once
+
+#include "model/transformer.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace stepcast {
+
+struct CommFabric;
+
+/// The expert part of a MoE transformer. A MoE layer replaces the dense MLP with `experts`
+/// routed experts (each a gated or plain MLP of width `expert_ffn`), of which each token
+/// uses `top_k`, plus `shared_experts` that every token uses (width `shared_ffn`, 0: the
+/// routed width), and a router (a hidden x experts matrix, no bias).
+struct MoeSpec {
+  std::int64_t experts = 1;            ///< routed experts per MoE layer
+  std::int64_t top_k = 1;              ///< routed experts per token
+  std::int64_t shared_experts = 0;     ///< experts every token passes through
+  std::int64_t expert_ffn = 0;         ///< inner width of one routed expert
+  std::int64_t shared_ffn = 0;         ///< inner width of one shared expert (0: expert_ffn)
+  std::int64_t first_dense_layers = 0; ///< leading layers that keep the dense MLP (DeepSeek-V3: 3)
+  std::int64_t moe_every = 1;          ///< after those, every k-th layer is MoE (1: all)
+};
+
+/// Layers with a MoE MLP: i >= first_dense_layers with (i - first_dense_layers) % moe_every == 0,
+/// for i in [0, layers). Throws std::invalid_argument on counts below their minimum.
+std::int64_t moe_layer_count(std::int64_t layers, const MoeSpec& moe);
+
+/// Parameters of one expert: 3·h·f gated (gate, up, down), 2·h·f plain.
+std::int64_t expert_parameters(std::int64_t hidden, std::int64_t ffn, bool gated);
+
+/// Parameters of one MoE MLP: E routed experts + S shared experts + the h x E router.
+std::int64_t moe_mlp_parameters(const TransformerSpec& spec, const MoeSpec& moe);
+/// The part of it one token uses: k routed + S shared experts + the router.
+std::int64_t moe_mlp_active_parameters(const TransformerSpec& spec, const MoeSpec& moe);
+
+/// Whole-model counts: the dense count (parameter_count) with each MoE layer's dense MLP
+/// replaced by its MoE MLP; active: the same with the MoE MLPs' active parts.
+struct MoeParameters {
+  std::int64_t total = 0;
+  std::int64_t active = 0;
+};
+MoeParameters moe_parameters(const TransformerSpec& spec, const MoeSpec& moe);
+
+/// One GPU's share of the routed expert work of one MoE layer for `tokens` tokens of its
+/// micro-batch under expert parallelism of degree `ep` (experts spread evenly over the ep
+/// ranks; ep divides the experts). With routing balanced, the rank computes tokens·k
+/// token-expert pairs, tokens·k·ep/E per local expert; `imbalance` (>= 1: the busiest
+/// rank's load over the mean) scales them. Each local expert runs its GEMMs on that many
+/// rows (a grouped GEMM: one launch, each expert's tiles).
+struct ExpertWork {
+  std::int64_t local_experts = 0;   ///< E / ep
+  double rows_per_expert = 0;       ///< tokens·k·ep/E · imbalance
+  double flops_forward = 0;         ///< 2 · rows · (expert parameters) per local expert, summed
+};
+ExpertWork expert_work(const TransformerSpec& spec, const MoeSpec& moe, double tokens, int ep,
+                       double imbalance = 1.0);
+
+/// Bytes one GPU sends in one all-to-all of a MoE layer (dispatch, and combine the same):
+/// each of its `tokens` tokens goes to k experts, a share (ep - 1)/ep of them on other
+/// ranks with routing balanced: tokens·k·h·w·(ep - 1)/ep. Forward: dispatch + combine;
+/// backward: their gradients, the same bytes again (Lepikhin et al. 2020, GShard, Sec. 2.2;
+/// Rajbhandari et al. 2022, DeepSpeed-MoE, Sec. 5).
+double moe_all_to_all_bytes(const TransformerSpec& spec, const MoeSpec& moe, double tokens, double w, int ep);
+
+/// Time of one all-to-all over `f` in which every rank sends `bytes_out` bytes, split evenly
+/// over the other e - 1 ranks (NCCL runs it as grouped ncclSend/ncclRecv to every peer;
+/// nccl-tests' alltoall busbw = algbw·(e - 1)/e). The ppn - 1 peers in the node are reached
+/// over NVLink at the rank's intra ring rate; the e - ppn peers in other nodes over the
+/// node's NICs, which the node's ppn ranks share (with PXN the bytes first cross NVLink to
+/// the GPU on the destination's rail; the NIC load is the same):
+///   t = latency_s + max(bytes_out·(ppn - 1)/(e - 1) / intra_GBps,
+///                        bytes_out·(e - ppn)/(e - 1) / (inter_GBps / ppn))
+/// One rank (e = 1) sends nothing: 0.
+double all_to_all_time_s(double bytes_out, const CommFabric& f, double latency_s);
+
+}  // namespace stepcast
