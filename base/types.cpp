@@ -21,7 +21,7 @@ std::vector<std::string> all(const std::array<std::string_view, N>& names) {
 }
 
 constexpr std::array<std::string_view, 5> kDtype{"fp32", "tf32", "fp16", "bf16", "fp8"};
-constexpr std::array<std::string_view, 6> kArch{"volta", "turing", "ampere", "ada", "hopper", "blackwell"};
+constexpr std::array<std::string_view, 7> kArch{"volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna3"};
 constexpr std::array<std::string_view, 3> kLink{"nvlink", "pcie", "network"};
 constexpr std::array<std::string_view, 4> kPrecision{"fp32", "fp16_mixed", "bf16_mixed", "fp8_mixed"};
 constexpr std::array<std::string_view, 3> kRecompute{"none", "selective", "full"};

@@ -17,7 +17,9 @@ namespace stepcast {
 enum class Dtype { fp32, tf32, fp16, bf16, fp8 };
 
 /// GPU generations, as NCCL's tuning tables and datasheets group them.
-enum class GpuArch { volta, turing, ampere, ada, hopper, blackwell };
+/// GPU generations: NVIDIA's, then AMD's CDNA 3 (Instinct MI300X/MI325X, a contemporary of
+/// Hopper; enumerators after blackwell so that `>= ampere` tests keep their meaning).
+enum class GpuArch { volta, turing, ampere, ada, hopper, blackwell, cdna3 };
 
 /// NCCL's three hardware-latency rows (tuning.cc): NVLink, PCIe and network.
 enum class LinkClass { nvlink, pcie, network };

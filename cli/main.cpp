@@ -12,6 +12,7 @@
 
 #include "cli/report.hpp"
 #include "cli/report_html.hpp"
+#include "cli/user_catalog.hpp"
 
 #include "topologies/hardware_file.hpp"
 
@@ -143,8 +144,8 @@ std::string scenario_help() {
       "training.micro_batch; every other key has a default, printed under Assumptions:\n";
   out += field("name, description", "optional: the file's name; none");
   out += field("model",
-               "catalog name or alias (see `stepcast catalog models`) or an inline shape "
-               "{layers, hidden, heads, ...}");
+               "catalog name, alias or Hugging Face id (see `stepcast catalog models`), an inline shape "
+               "{layers, hidden, heads, head_dim, ...}, or {\"hf_config\": PATH} (a config.json)");
   out += field("training", "micro_batch (required), seq_len (default: the model's), precision (" +
                                join(precision_names(), ", ") +
                                "; default bf16_mixed where the GPU has bf16, else fp16_mixed), optimizer (adam), "
@@ -165,7 +166,10 @@ std::string scenario_help() {
                "(default: the GPUs over the box size), \"network\": {nic, nics_per_node, topology "
                "(single_switch, rail_fat_tree), oversubscription (rail_fat_tree)} (default for several nodes: "
                "the box's own NICs on one switch)}; gpus is the total used, whole nodes above one box (see "
-               "`stepcast catalog clusters`, `boxes`, `links`); optional calibration, stragglers");
+               "`stepcast catalog clusters`, `boxes`, `links`); optional calibration, stragglers. The box, "
+               "its gpu and links (nvlink, pcie, cpu_link, nic) and the network's nic may be inline objects in "
+               "the catalog's format (a link's rates in GB/s or line_rate_Gbps/effective_Gbps); --catalog DIR "
+               "adds catalog files of one's own");
   out += field("dataset", "optional {\"tokens\": N} or {\"samples\": N} per epoch; without it no epoch figures");
   out += field("price_per_gpu_hour_usd", "optional; gives the cost per epoch");
   out += field("measured", "optional measured figures, compared with the prediction");
@@ -765,6 +769,15 @@ int run(int argc, char** argv) {
   CLI::App* init_cmd = add_init_command(app, ia);
   CLI::App* plan_cmd = add_plan_command(app, pla);
   CLI::App* compare_cmd = add_compare_command(app, cma);
+  // User catalog folders, on every command that reads catalog names (repeatable).
+  std::vector<std::string> catalog_dirs;
+  for (CLI::App* cmd : {predict_cmd, scale_cmd, validate_cmd, catalog_cmd, fit_cmd, init_cmd, plan_cmd, compare_cmd})
+    cmd->add_option("--catalog", catalog_dirs,
+                    "Folder of catalog files of one's own (gpus.json, boxes.json, links.json,\n"
+                    "clusters.json, models.json; the built-in format), added to the\n"
+                    "catalog; repeatable; also read from STEPCAST_CATALOG_PATH")
+        ->option_text("DIR")
+        ->allow_extra_args(false);
 
   try {
     app.parse(argc, argv);
@@ -779,6 +792,13 @@ int run(int argc, char** argv) {
     return kExitBadInput;
   }
 
+  try {
+    cli::load_user_catalogs(cli::catalog_folders(catalog_dirs));
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw UserError(e.what());
+  }
   if (predict_cmd->parsed()) return run_predict(pa);
   if (scale_cmd->parsed()) return run_scale(sa);
   if (catalog_cmd->parsed()) return run_catalog(ca);

@@ -278,6 +278,7 @@ json models_json() {
   for (const TransformerSpec& m : model_catalog())
     a.push_back({{"name", m.name},
                  {"aliases", m.aliases},
+                 {"hf_ids", m.hf_ids},
                  {"parameters", parameter_count(m)},
                  {"published_parameters",
                   m.published_params ? json(*m.published_params) : json(nullptr)},
@@ -285,6 +286,7 @@ json models_json() {
                  {"hidden", m.hidden},
                  {"heads", m.heads},
                  {"kv_heads", m.kv_heads},
+                 {"head_dim", m.head_dim()},
                  {"ffn_hidden", m.ffn_hidden},
                  {"vocab", m.vocab},
                  {"seq_len", m.seq_len},

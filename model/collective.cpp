@@ -51,6 +51,7 @@ int cap_row(GpuArch a) {
     case GpuArch::ada: return 1;
     case GpuArch::hopper: return 2;
     case GpuArch::blackwell: return 3;
+    case GpuArch::cdna3: return 2;  // RCCL keeps NCCL's tuning tables; MI300 takes Hopper's row (guess)
   }
   return 1;
 }

@@ -104,6 +104,7 @@ int generation(GpuArch a) {
     case GpuArch::ada: return 3;
     case GpuArch::hopper: return 4;
     case GpuArch::blackwell: return 5;
+    case GpuArch::cdna3: return 4;  // no AMD row in the table: Hopper's generation (guess)
   }
   return 0;
 }

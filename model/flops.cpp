@@ -120,7 +120,7 @@ double headline_training_flops(double params, double tokens) {
 ///     2·W (activation gradients through the frozen weights, no weight gradients) + 2·A +
 ///     4·P_a (adapters: activation and weight gradients). The first layer's input gradient,
 ///     not needed when nothing before it trains, is still counted (an upper bound).
-///   - model (MFU) = (6·N + 12·L·h·s) per token, N = parameter_count(spec): llm-foundry's
+///   - model (MFU) = (6·N + 12·L·q·s) per token, q = heads·head_dim (h unless head_dim is given), N = parameter_count(spec): llm-foundry's
 ///     collect_results.py, where n_params is the model's total parameter count. The measured
 ///     runs confirm it: MPT-70b at seq 2048 ran 1007 tokens/s/GPU at MFU 0.4125 of 989
 ///     TFLOP/s, i.e. 0.4125·989e12/1007 = 405.1e9 FLOPs/token; 6·64862437376 + 12·80·8192·2048
@@ -158,7 +158,9 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
       break;
   }
   const double n = static_cast<double>(parameter_count(spec));
-  const double mfu_attention = 12.0 * layers * static_cast<double>(spec.hidden) *
+  // 12·L·h·s with the attention width q = heads·head_dim in place of h (the two are equal
+  // unless head_dim is given, as for Gemma 2 and Qwen3).
+  const double mfu_attention = 12.0 * layers * static_cast<double>(q_dim(spec)) *
                                static_cast<double>(seq_len);
   if (options.lora == nullptr) {
     out.model = (6.0 * n + mfu_attention) * tokens;

@@ -40,7 +40,7 @@ struct StepFlops {
   double recompute = 0;  ///< extra forward work re-done by activation recompute
   /// Model FLOPs for MFU, the llm-foundry definition (scripts/train/benchmarking/
   /// collect_results.py; PaLM, Chowdhery et al. 2022, App. B, for the attention term):
-  /// (6·N + 12·L·h·s) per token with N = parameter_count(spec), i.e. ALL parameters,
+  /// (6·N + 12·L·q·s) per token (q = heads·head_dim, = h unless head_dim is given) with N = parameter_count(spec), i.e. ALL parameters,
   /// embeddings and a learned position table included; no recompute, no causal halving,
   /// Under LoRA the frozen weights get no weight gradients: (4·N + 6·P_a + 12·L·h·s).
   /// See training_flops().

@@ -233,9 +233,11 @@ TEST_CASE("HFU's FLOPs are MFU's plus recompute in the same attention convention
         CHECK_MESSAGE(none.hfu_flops() == none.model, spec.name);
         CHECK_MESSAGE(sel.hfu_flops() > sel.model, spec.name);
         CHECK_MESSAGE(full.hfu_flops() > sel.hfu_flops(), spec.name);
-        // Selective recompute re-does the attention core's forward: 4·L·h·s per token, a
-        // third of MFU's 12·L·h·s attention term, with or without causal halving.
-        const double attention_forward = 4.0 * static_cast<double>(spec.layers) * static_cast<double>(spec.hidden) *
+        // Selective recompute re-does the attention core's forward: 4·L·q·s per token, a
+        // third of MFU's 12·L·q·s attention term (q = heads·head_dim, h unless head_dim is
+        // given), with or without causal halving.
+        const double q = static_cast<double>(spec.heads * spec.head_dim());
+        const double attention_forward = 4.0 * static_cast<double>(spec.layers) * q *
                                          static_cast<double>(spec.seq_len) * tokens;
         CHECK_MESSAGE(sel.hfu_flops() - sel.model == doctest::Approx(attention_forward).epsilon(1e-12), spec.name);
       }

@@ -26,7 +26,7 @@ using limits::kMaxLayers;
 using limits::kMaxSeqLen;
 using limits::kMaxVocab;
 
-enum class Family { llama, mistral, qwen2, gemma, gemma2, phi3, gpt2, gpt_neox, falcon, mpt, phi };
+enum class Family { llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3, gpt2, gpt_neox, falcon, mpt, phi };
 
 /// model_type values (and the architectures[0] class names of configs without one).
 const std::map<std::string, Family> kFamilies = {
@@ -35,6 +35,8 @@ const std::map<std::string, Family> kFamilies = {
     {"qwen2", Family::qwen2},         {"Qwen2ForCausalLM", Family::qwen2},
     {"gemma", Family::gemma},         {"GemmaForCausalLM", Family::gemma},
     {"gemma2", Family::gemma2},       {"Gemma2ForCausalLM", Family::gemma2},
+    {"qwen3", Family::qwen3},         {"Qwen3ForCausalLM", Family::qwen3},
+    {"gemma3_text", Family::gemma3},  {"Gemma3ForCausalLM", Family::gemma3},
     {"phi3", Family::phi3},           {"Phi3ForCausalLM", Family::phi3},
     {"gpt2", Family::gpt2},           {"GPT2LMHeadModel", Family::gpt2},
     {"gpt_neox", Family::gpt_neox},   {"GPTNeoXForCausalLM", Family::gpt_neox},
@@ -105,7 +107,11 @@ Family family_of(Config& c) {
     if (it != kFamilies.end()) return it->second;
     throw c.error("model_type", "architecture \"" + *type +
                                     "\" is not one stepcast reads (known: llama, mistral, qwen2, "
-                                    "gemma, gemma2, phi3, gpt2, gpt_neox, falcon, mpt, phi)");
+                                    "qwen3, gemma, gemma2, gemma3_text, phi3, gpt2, gpt_neox, falcon, "
+                                    "mpt, phi)" +
+                                    (*type == "gemma3" ? std::string("; a multimodal Gemma 3 config: give its "
+                                                                     "text model as a gemma3_text config")
+                                                       : std::string()));
   }
   if (auto archs = c.array("architectures"); archs && archs->size() > 0) {
     // No model_type: the class name of the first architecture decides.
@@ -138,27 +144,30 @@ std::int64_t rope_context(Config& c, std::int64_t fallback) {
   return c.optional_integer("max_position_embeddings", kMaxSeqLen).value_or(fallback);
 }
 
-/// Checks the head layout TransformerSpec can hold: heads | hidden, kv_heads | heads, and an
-/// explicit head_dim equal to hidden / heads.
-void check_heads(Config& c, const TransformerSpec& s, const std::string& heads_key,
-                 const std::string& kv_key) {
-  if (s.hidden % s.heads != 0)
+/// Checks the head layout TransformerSpec can hold: kv_heads | heads, and heads | hidden
+/// unless an explicit head_dim gives the head width (Gemma, Mistral Nemo, Qwen3: head_dim
+/// x heads need not be the hidden size); a head_dim equal to hidden / heads changes nothing.
+void check_heads(Config& c, TransformerSpec& s, const std::string& heads_key, const std::string& kv_key) {
+  if (auto head_dim = c.optional_integer("head_dim", kMaxHidden);
+      head_dim && (s.hidden % s.heads != 0 || *head_dim != s.hidden / s.heads)) {
+    if (*head_dim * s.heads > kMaxHidden)
+      throw c.error("head_dim", "expected head_dim x heads at most " + std::to_string(kMaxHidden) + ", got " +
+                                    std::to_string(*head_dim) + " x " + std::to_string(s.heads));
+    s.head_width = *head_dim;
+  }
+  if (s.head_width == 0 && s.hidden % s.heads != 0)
     throw c.error(heads_key, "expected a divisor of the hidden size " + std::to_string(s.hidden) +
-                                 ", got " + std::to_string(s.heads));
+                                 ", got " + std::to_string(s.heads) + " (and no head_dim)");
   if (s.kv_heads > s.heads || s.heads % s.kv_heads != 0)
     throw c.error(kv_key, "expected a divisor of the " + std::to_string(s.heads) +
                               " attention heads, got " + std::to_string(s.kv_heads));
-  if (auto head_dim = c.optional_integer("head_dim", kMaxHidden); head_dim && *head_dim != s.head_dim())
-    throw c.error("head_dim",
-                  std::to_string(*head_dim) + " is not hidden / heads = " + std::to_string(s.hidden) +
-                      " / " + std::to_string(s.heads) + " = " + std::to_string(s.head_dim()) +
-                      "; stepcast's transformer shape has head width hidden / heads, so this "
-                      "model cannot be represented yet");
 }
 
-/// Llama and its descendants (Mistral, Qwen2, Gemma, Gemma2, Phi-3): RoPE, RMSNorm, gated MLP,
-/// no biases except Qwen2's Q/K/V and Llama's optional attention_bias / mlp_bias.
-/// Gemma2's extra post-attention and post-MLP norms (2h per layer) are not counted.
+/// Llama and its descendants (Mistral, Qwen2, Qwen3, Gemma, Gemma 2, Gemma 3, Phi-3): RoPE,
+/// RMSNorm, gated MLP, no biases except Qwen2's Q/K/V and Llama's optional attention_bias /
+/// mlp_bias (Qwen3 has attention_bias false). Not counted: Gemma 2/3's extra post-attention
+/// and post-MLP norms (2h per layer) and Qwen3/Gemma 3's per-head Q and K norms (2·head_dim
+/// per layer), each under 0.1% of the parameters.
 void read_llama_like(Config& c, Family f, TransformerSpec& s) {
   s.hidden = c.integer("hidden_size", kMaxHidden);
   s.layers = c.integer("num_hidden_layers", kMaxLayers);
@@ -170,7 +179,7 @@ void read_llama_like(Config& c, Family f, TransformerSpec& s) {
   s.positional = Positional::rope;
   s.norm = Norm::rmsnorm;
   s.gated_mlp = true;
-  const bool gemma = f == Family::gemma || f == Family::gemma2;
+  const bool gemma = f == Family::gemma || f == Family::gemma2 || f == Family::gemma3;
   s.tied_embeddings = c.flag("tie_word_embeddings", gemma);
   const bool attention_bias = c.flag("attention_bias", false);
   // mlp_bias implies biases everywhere in TransformerSpec; attention_bias alone maps to the

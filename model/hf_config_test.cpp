@@ -54,6 +54,11 @@ TEST_CASE("config.json of public models: parameter counts within 1% of the publi
       {"phi-2", 2.78e9, 0.01, "HF microsoft/phi-2 'Model size 2.78B params'"},
       {"phi-3-mini-4k", 3.8e9, 0.01, "Phi-3-mini-4k-instruct model card '3.8B parameters'"},
       {"pythia-1b", 1011781632, 0.01, "EleutherAI/pythia README table '1,011,781,632' total params"},
+      {"gemma-2-2b", 2.61e9, 0.01, "HF google/gemma-2-2b 'Model size 2.61B params'"},
+      {"gemma-3-1b", 1.0e9, 0.01, "Gemma 3 technical report (arXiv 2503.19786) Table 1: 302M embedding + 698M non-embedding"},
+      {"mistral-nemo-12b", 12.2e9, 0.01, "HF mistralai/Mistral-Nemo-Base-2407 'Model size 12.2B params'"},
+      {"qwen3-8b", 8.2e9, 0.01, "HF Qwen/Qwen3-8B model card 'Number of Parameters: 8.2B'"},
+      {"phi-4", 14.7e9, 0.01, "HF microsoft/phi-4 'Model size 14.7B params'"},
   };
   for (const Row& row : rows) {
     const TransformerSpec spec = fixture(row.file);
@@ -101,6 +106,23 @@ TEST_CASE("architecture facts read from the configs") {
   CHECK(phi.norm == Norm::layernorm);
   const TransformerSpec neox = fixture("pythia-1b");
   CHECK_FALSE(neox.parallel_attn_mlp);  // two norms per layer
+
+  const TransformerSpec gemma2 = fixture("gemma-2-2b");
+  CHECK(gemma2.head_dim() == 256);  // not 2304 / 8 = 288
+  CHECK(gemma2.tied_embeddings);    // Gemma's default
+  CHECK(gemma2.kv_dim() == 4 * 256);
+  const TransformerSpec gemma3 = fixture("gemma-3-1b");
+  CHECK(gemma3.head_dim() == 256);
+  CHECK(gemma3.kv_heads == 1);
+  const TransformerSpec nemo = fixture("mistral-nemo-12b");
+  CHECK(nemo.head_dim() == 128);    // not 5120 / 32 = 160
+  CHECK_FALSE(nemo.tied_embeddings);
+  const TransformerSpec qwen3 = fixture("qwen3-8b");
+  CHECK_FALSE(qwen3.qkv_bias);      // Qwen2 has Q/K/V biases, Qwen3 does not
+  CHECK(qwen3.head_width == 0);     // 4096 / 32 = 128 = head_dim
+  const TransformerSpec phi4 = fixture("phi-4");
+  CHECK(phi4.kv_heads == 10);
+  CHECK(phi4.seq_len == 16384);
   CHECK(fixture("llama-3-8b").seq_len == 8192);
   CHECK(fixture("phi-3-mini-4k").gated_mlp);
 }
@@ -114,14 +136,28 @@ TEST_CASE("the pre-training context comes from rope_scaling's original length wh
   CHECK(spec_from_hf_config(nlohmann::json::parse(llama("")), "x.json").seq_len == 256);
 }
 
-TEST_CASE("head_dim equal to hidden / heads is accepted; any other is refused naming the key") {
-  CHECK(spec_from_hf_config(nlohmann::json::parse(llama(R"(, "head_dim": 16)")), "x.json").head_dim() == 16);
-  // Gemma 7B: hidden 3072, 16 heads, head_dim 256 (not 192).
-  const std::string what = what_of(R"({"model_type": "gemma", "hidden_size": 3072,
-    "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 16,
-    "head_dim": 256, "intermediate_size": 24576, "vocab_size": 256000})");
-  CHECK_MESSAGE(what.find("/head_dim") != std::string::npos, what);
-  CHECK_MESSAGE(what.find("3072 / 16 = 192") != std::string::npos, what);
+TEST_CASE("head_dim equal to hidden / heads changes nothing; any other becomes the head width") {
+  const TransformerSpec same = spec_from_hf_config(nlohmann::json::parse(llama(R"(, "head_dim": 16)")), "x.json");
+  CHECK(same.head_dim() == 16);
+  CHECK(same.head_width == 0);
+  // Gemma 7B: hidden 3072, 16 heads, head_dim 256 (not 3072 / 16 = 192): Q is 16 x 256 = 4096 wide.
+  const TransformerSpec gemma = spec_from_hf_config(nlohmann::json::parse(R"({"model_type": "gemma",
+    "hidden_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 16,
+    "head_dim": 256, "intermediate_size": 24576, "vocab_size": 256000})"), "x.json");
+  CHECK(gemma.head_dim() == 256);
+  // Per layer: Q and O 2 x 3072 x 4096, K and V 2 x 3072 x 4096, MLP 3 x 3072 x 24576, 2 norms.
+  CHECK(parameter_breakdown(gemma).per_layer == 4 * 3072LL * 4096 + 3 * 3072LL * 24576 + 2 * 3072);
+  // Heads that do not divide hidden are fine with a head_dim, refused without one.
+  const std::string six_heads = R"({"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 6, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 1000)";
+  CHECK(spec_from_hf_config(nlohmann::json::parse(six_heads + R"(, "head_dim": 32})"), "x.json").head_dim() == 32);
+  const std::string what = what_of(six_heads + "}");
+  CHECK_MESSAGE(what.find("/num_attention_heads") != std::string::npos, what);
+}
+
+TEST_CASE("a multimodal Gemma 3 config is refused with the hint to give its text part") {
+  const std::string what = what_of(R"({"model_type": "gemma3", "text_config": {}})");
+  CHECK_MESSAGE(what.find("gemma3_text") != std::string::npos, what);
 }
 
 TEST_CASE("mixture-of-experts configs are refused naming the key; one expert is dense") {

@@ -136,7 +136,8 @@ double gathered_params_bytes(const ParamCounts& c, Strategy s, const MemoryInput
 ///   MLP 19h: input h·w, GeLU input 4h·w, GeLU output 4h·w, dropout mask h;
 ///   norms 4h: the two LayerNorm inputs 2·h·w.
 /// Generalised term by term:
-///   attention: (3h + 2d)·w + h   — K and V have width d = kv_heads·head_dim (GQA/MQA);
+///   attention: (h + 2q + 2d)·w + h — Q and the context have width q = heads·head_dim (h
+///                                  unless head_dim is given), K and V d = kv_heads·head_dim;
 ///   MLP plain: (h + 2f)·w + h    — activation input and output have width f;
 ///   MLP gated: (h + 4f)·w + h    — eager SwiGLU/GeGLU stores gate g (for act'), act(g) and
 ///                                  up u (for the product), and the product (down input);
@@ -147,9 +148,10 @@ double gathered_params_bytes(const ParamCounts& c, Strategy s, const MemoryInput
 /// models trained without dropout: a deliberate 2/34 over-count.
 double layer_bytes_per_token(const TransformerSpec& spec, double w) {
   const double h = static_cast<double>(spec.hidden);
+  const double q = static_cast<double>(spec.heads * spec.head_dim());
   const double d = static_cast<double>(spec.kv_dim());
   const double f = static_cast<double>(spec.ffn_hidden);
-  const double attention = (3.0 * h + 2.0 * d) * w + h;
+  const double attention = (h + 2.0 * q + 2.0 * d) * w + h;
   const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
   const double mlp = (mlp_input + (spec.gated_mlp ? 4.0 : 2.0) * f) * w + h;
   const double norms = (spec.parallel_attn_mlp ? 1.0 : 2.0) * h * w;
@@ -267,6 +269,7 @@ std::string_view name(MemoryVerdict v) { return kVerdictNames[static_cast<int>(v
 
 std::int64_t largest_module_params(const TransformerSpec& spec) {
   const std::int64_t h = spec.hidden, v = spec.vocab, f = spec.ffn_hidden, d = spec.kv_dim();
+  const std::int64_t q = checked_product(spec.heads, spec.head_dim(), "parameters of one module");
   const std::int64_t bias = spec.linear_bias ? 1 : 0;
   // Products of model dimensions, checked: a wrapped one would pass for a small module.
   auto mul = [](std::int64_t a, std::int64_t b) { return checked_product(a, b, "parameters of one module"); };
@@ -281,7 +284,7 @@ std::int64_t largest_module_params(const TransformerSpec& spec) {
       spec.positional == Positional::learned ? mul(spec.max_positions, h) : 0,
       mul(spec.type_vocab, h),                               // BERT token types
       spec.tied_embeddings ? 0 : mul(v, h),                  // untied LM head
-      add(mul(h, h), bias * h),                              // q (and o)
+      add(mul(q, h), bias * q),                              // q (and o)
       add(mul(d, h), bias * d),                              // k, v
       add(mul(f, h), bias * f),                              // up (gate)
       add(mul(h, f), bias * h),                              // down

@@ -9,6 +9,7 @@
 #include <cassert>
 #include <cctype>
 #include <map>
+#include <set>
 
 namespace stepcast {
 
@@ -86,12 +87,15 @@ std::string_view name(Norm n) {
 /// Optional keys and their defaults (the defaults of TransformerSpec):
 ///   - `kv_heads`: defaults to `heads` (multi-head attention) when ABSENT; it must divide
 ///     `heads`.
-///   - `aliases` (array of strings): none; `kind` ("decoder" | "encoder"): "decoder";
+///   - `aliases` (array of strings): none; `hf_ids` (array of "organisation/name" Hugging
+///     Face ids): none; `kind` ("decoder" | "encoder"): "decoder";
+///   - `head_dim` (integer >= 1): the width of one head when it is not hidden / heads
+///     (Gemma 2, Mistral Nemo, Qwen3); absent: hidden / heads, and heads must divide hidden;
 ///   - `embedding_norm`, `qkv_bias`, `parallel_attn_mlp`, `pooler`: false;
 ///     `type_vocab` (integer >= 0): 0;
 ///   - `published_params` (integer >= 1): none;
 ///   - `notes` (string): free documentation, read and discarded.
-/// Checks: `heads` divides `hidden` (the head width is hidden / heads).
+/// Checks: `heads` divides `hidden` unless `head_dim` is given.
 TransformerSpec parse_transformer(JsonObject& obj) {
   TransformerSpec spec;
   spec.name = obj.string("name");
@@ -103,12 +107,26 @@ TransformerSpec parse_transformer(JsonObject& obj) {
   if (auto kind = obj.optional_choice("kind", kKindNames))
     spec.kind = *kind == "encoder" ? ModelKind::encoder : ModelKind::decoder;
 
+  if (auto ids = obj.optional_array("hf_ids"))
+    for (std::size_t i = 0; i < ids->size(); ++i) {
+      std::string id = ids->string(i);
+      if (std::count(id.begin(), id.end(), '/') != 1 || id.front() == '/' || id.back() == '/')
+        throw ids->error(i, "expected a Hugging Face id \"organisation/name\", got \"" + id + "\"");
+      spec.hf_ids.push_back(std::move(id));
+    }
+
   spec.layers = obj.integer("layers", 1, kMaxLayers);
   spec.hidden = obj.integer("hidden", 1, kMaxHidden);
   spec.heads = obj.integer("heads", 1, kMaxHidden);
-  if (spec.hidden % spec.heads != 0)
+  spec.head_width = obj.optional_integer("head_dim", 1, kMaxHidden).value_or(0);
+  if (spec.head_width == 0 && spec.hidden % spec.heads != 0)
     throw obj.error("heads", "expected a divisor of hidden (" + std::to_string(spec.hidden) +
-                                 "), got " + std::to_string(spec.heads));
+                                 "), got " + std::to_string(spec.heads) +
+                                 " (or give head_dim, the width of one head)");
+  if (spec.head_width > 0 && spec.head_width * spec.heads > kMaxHidden)
+    throw obj.error("head_dim", "expected heads x head_dim at most " + std::to_string(kMaxHidden) +
+                                    " (limits::kMaxHidden), got " + std::to_string(spec.heads) + " x " +
+                                    std::to_string(spec.head_width));
   spec.kv_heads = obj.optional_integer("kv_heads", 1, kMaxHidden).value_or(spec.heads);
   if (spec.kv_heads > spec.heads || spec.heads % spec.kv_heads != 0)
     throw obj.error("kv_heads", "expected a divisor of heads (" + std::to_string(spec.heads) +
@@ -184,43 +202,64 @@ std::int64_t parameter_count(const TransformerSpec& spec) {
   return parameter_breakdown(spec).total();
 }
 
-/// Loads data_dir()/model/catalog/models.json, {"models": [entry, ...]}, each entry read by
-/// parse_transformer. Names and aliases must be unique (case-insensitively) across entries.
-static std::vector<TransformerSpec> load_catalog() {
-  const JsonDoc doc = JsonDoc::load(data_dir() / "model" / "catalog" / "models.json");
+namespace {
+
+/// Every name an entry is found by: its name, aliases and Hugging Face ids.
+std::vector<std::string> names_of(const TransformerSpec& spec) {
+  std::vector<std::string> names{spec.name};
+  names.insert(names.end(), spec.aliases.begin(), spec.aliases.end());
+  names.insert(names.end(), spec.hf_ids.begin(), spec.hf_ids.end());
+  return names;
+}
+
+/// Reads {"models": [entry, ...]} and appends its entries to `out`; every name, alias and
+/// Hugging Face id must be new (case-insensitively) to `out` and to the file. Nothing is
+/// appended when an entry is refused.
+void append_models(const JsonDoc& doc, std::deque<TransformerSpec>& out) {
   JsonObject root(doc.root(), doc.file(), "");
   JsonArray models = root.array("models");
   root.finish();
-  std::vector<TransformerSpec> out;
-  std::map<std::string, std::string> owner;  // lower-cased name or alias -> entry name
+  std::map<std::string, std::string> owner;  // lower-cased name, alias or id -> entry name
+  for (const TransformerSpec& spec : out)
+    for (const auto& n : names_of(spec)) owner.emplace(lower(n), spec.name);
+  std::vector<TransformerSpec> added;
   for (std::size_t i = 0; i < models.size(); ++i) {
     JsonObject entry = models.object(i);
     TransformerSpec spec = parse_transformer(entry);
-    std::vector<std::string> names = spec.aliases;
-    names.insert(names.begin(), spec.name);
-    for (const auto& n : names) {
+    std::set<std::string> own;  // an alias may repeat the entry's name in another case
+    for (const auto& n : names_of(spec)) {
+      if (!own.insert(lower(n)).second) continue;
       auto [it, inserted] = owner.emplace(lower(n), spec.name);
-      if (!inserted && it->second != spec.name)
-        throw models.error(i, "name or alias \"" + n + "\" is already used by \"" + it->second +
-                                  "\"");
+      if (!inserted)
+        throw models.error(i, "name, alias or Hugging Face id \"" + n + "\" is already used by \"" +
+                                  it->second + "\" (catalogs add entries and never redefine one)");
     }
-    out.push_back(std::move(spec));
+    added.push_back(std::move(spec));
   }
-  return out;
+  for (auto& spec : added) out.push_back(std::move(spec));
 }
 
-const std::vector<TransformerSpec>& model_catalog() {
-  static const std::vector<TransformerSpec> catalog = load_catalog();
+/// Loads data_dir()/model/catalog/models.json once.
+std::deque<TransformerSpec>& catalog_store() {
+  static std::deque<TransformerSpec> catalog = [] {
+    std::deque<TransformerSpec> out;
+    append_models(JsonDoc::load(data_dir() / "model" / "catalog" / "models.json"), out);
+    return out;
+  }();
   return catalog;
 }
 
+}  // namespace
+
+const std::deque<TransformerSpec>& model_catalog() { return catalog_store(); }
+
+void add_models(const JsonDoc& doc) { append_models(doc, catalog_store()); }
+
 const TransformerSpec* find_model(const std::string& name) {
   const std::string key = lower(name);
-  for (const auto& spec : model_catalog()) {
-    if (lower(spec.name) == key) return &spec;
-    for (const auto& alias : spec.aliases)
-      if (lower(alias) == key) return &spec;
-  }
+  for (const auto& spec : model_catalog())
+    for (const auto& n : names_of(spec))
+      if (lower(n) == key) return &spec;
   return nullptr;
 }
 

@@ -6,12 +6,14 @@
 #include "base/types.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace stepcast {
 
+class JsonDoc;
 class JsonObject;
 
 enum class Positional { learned, rope, alibi };
@@ -22,11 +24,17 @@ enum class ModelKind { decoder, encoder };
 struct TransformerSpec {
   std::string name;                 ///< catalog key, e.g. "llama-2-7b"
   std::vector<std::string> aliases; ///< other names it goes by, e.g. "Llama-2-7B", "MPT-7b"
+  /// Hugging Face Hub ids of the checkpoints with this shape ("meta-llama/Meta-Llama-3-8B"):
+  /// names the model is found by, like aliases, each "organisation/name" and unique.
+  std::vector<std::string> hf_ids;
   ModelKind kind = ModelKind::decoder;
   std::int64_t layers = 0;
   std::int64_t hidden = 0;
   std::int64_t heads = 0;
   std::int64_t kv_heads = 0;        ///< == heads for multi-head attention; fewer for GQA/MQA
+  /// Width of one attention head when it is not hidden / heads (Gemma, Mistral Nemo, Qwen3:
+  /// config.json's head_dim); 0: hidden / heads.
+  std::int64_t head_width = 0;
   std::int64_t ffn_hidden = 0;      ///< MLP inner width
   bool gated_mlp = false;           ///< SwiGLU/GeGLU: three MLP matrices instead of two
   std::int64_t vocab = 0;
@@ -44,7 +52,7 @@ struct TransformerSpec {
   std::optional<std::int64_t> published_params;  ///< count stated by the source
   std::string source;               ///< where the dimensions come from
 
-  std::int64_t head_dim() const { return hidden / heads; }
+  std::int64_t head_dim() const { return head_width > 0 ? head_width : hidden / heads; }
   std::int64_t kv_dim() const { return head_dim() * kv_heads; }
 };
 
@@ -72,10 +80,18 @@ std::int64_t parameter_count(const TransformerSpec& spec);
 /// Unknown keys and missing required keys throw InputError with the JSON path.
 TransformerSpec parse_transformer(JsonObject& obj);
 
-/// The model catalog, loaded once from model/catalog/models.json under data_dir().
-const std::vector<TransformerSpec>& model_catalog();
-/// Finds a model by catalog name or alias (case-insensitive); nullptr if unknown.
+/// The model catalog, loaded once from model/catalog/models.json under data_dir(), then
+/// any user catalogs added by add_models. Entries never move (a deque), so pointers from
+/// find_model stay valid after an addition.
+const std::deque<TransformerSpec>& model_catalog();
+/// Finds a model by catalog name, alias or Hugging Face id (case-insensitive); nullptr if
+/// unknown.
 const TransformerSpec* find_model(const std::string& name);
+/// Adds the models of a user catalog file ({"models": [...]}, the format of models.json),
+/// handed in by the front end. A name, alias or Hugging Face id already in the catalog
+/// (built-in or added before) is an InputError naming the file and the entry's path: user
+/// catalogs extend the built-in one and never redefine an entry. All or nothing.
+void add_models(const JsonDoc& doc);
 
 std::string_view name(Positional);
 std::string_view name(Norm);

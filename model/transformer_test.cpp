@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -294,4 +295,63 @@ TEST_CASE("parse_transformer bounds every count and never wraps one") {
   CHECK(what_of(with(R"(, "kv_heads": 0)")).find("/model/kv_heads") != std::string::npos);
   CHECK(what_of(with(R"(, "published_params": 1e300)")).find("/model/published_params") !=
         std::string::npos);
+}
+
+TEST_CASE("Hugging Face ids find their catalog entry; every id is organisation/name and unique") {
+  CHECK(find_model("meta-llama/Meta-Llama-3-8B") == find_model("llama-3-8b"));
+  CHECK(find_model("META-LLAMA/meta-llama-3-8b") == find_model("llama-3-8b"));
+  CHECK(find_model("google/gemma-2-9b") == find_model("gemma-2-9b"));
+  CHECK(find_model("Qwen/Qwen3-8B-Base") == find_model("qwen3-8b"));
+  std::set<std::string> seen;
+  for (const auto& spec : model_catalog())
+    for (const auto& id : spec.hf_ids) {
+      CHECK_MESSAGE(std::count(id.begin(), id.end(), '/') == 1, id);
+      CHECK_MESSAGE(seen.insert(id).second, id);
+      CHECK_MESSAGE(find_model(id) == &spec, id);
+    }
+  CHECK(seen.size() >= 40);
+  const std::string what = what_of(with(R"(, "hf_ids": ["llama-3-8b"])"));
+  CHECK_MESSAGE(what.find("/model/hf_ids/0") != std::string::npos, what);
+  CHECK_MESSAGE(what.find("organisation/name") != std::string::npos, what);
+}
+
+TEST_CASE("head_dim sets the head width: Q and O are heads x head_dim wide, and heads need not divide hidden") {
+  // hidden 64, 6 heads of 32: Q and O 2 x 64 x 192, K and V 2 x 64 x (6 x 32), MLP 3 x 64 x 256, 2 norms.
+  const TransformerSpec spec = parse_inline(
+      std::string(kMinimal).replace(std::string(kMinimal).find("\"heads\": 4"), 10, "\"heads\": 6, \"head_dim\": 32") +
+      "}");
+  CHECK(spec.head_dim() == 32);
+  CHECK(parameter_breakdown(spec).per_layer == 4 * 64 * 192 + 3 * 64 * 256 + 2 * 64);
+  // Without head_dim, 6 heads do not divide 64.
+  const std::string what = what_of(std::string(kMinimal).replace(std::string(kMinimal).find("\"heads\": 4"), 10,
+                                                                 "\"heads\": 6") + "}");
+  CHECK_MESSAGE(what.find("/model/heads") != std::string::npos, what);
+  CHECK_MESSAGE(what.find("head_dim") != std::string::npos, what);
+}
+
+TEST_CASE("a user catalog adds models; a name, alias or Hugging Face id already in the catalog is refused") {
+  const std::string entry = std::string(kMinimal).replace(std::string(kMinimal).find("\"tiny\""), 6, "\"user-tiny\"");
+  add_models(JsonDoc::parse("{\"models\": [" + entry + ", \"hf_ids\": [\"me/user-tiny\"]}]}", "mine/models.json"));
+  REQUIRE(find_model("me/user-tiny") != nullptr);
+  CHECK(find_model("user-tiny")->hidden == 64);
+  const std::size_t size = model_catalog().size();
+  auto refused = [&](const std::string& json) {
+    try {
+      add_models(JsonDoc::parse(json, "mine/models.json"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no InputError)");
+  };
+  const std::string again = std::string(kMinimal).replace(std::string(kMinimal).find("\"tiny\""), 6, "\"llama-3-8b\"");
+  const std::string what = refused("{\"models\": [" + std::string(kMinimal) + "}, " + again + "}]}");
+  CHECK_MESSAGE(what.find("mine/models.json") != std::string::npos, what);
+  CHECK_MESSAGE(what.find("/models/1") != std::string::npos, what);
+  CHECK_MESSAGE(what.find("already used by \"llama-3-8b\"") != std::string::npos, what);
+  CHECK(model_catalog().size() == size);  // all or nothing: "tiny" was not added either
+  CHECK(find_model("tiny") == nullptr);
+  const std::string alias = refused("{\"models\": [" + std::string(kMinimal) + ", \"aliases\": [\"Meta-Llama-3-8B\"]}]}");
+  CHECK_MESSAGE(alias.find("/models/0") != std::string::npos, alias);
+  const std::string typo = refused("{\"models\": [" + std::string(kMinimal) + ", \"hiden\": 3}]}");
+  CHECK_MESSAGE(typo.find("/models/0/hiden") != std::string::npos, typo);
 }

@@ -38,9 +38,9 @@ auto parse_name(JsonObject& obj, const std::string& key, F parse, const std::vec
 }
 
 template <typename T>
-std::vector<std::string> names_of(const std::vector<T>& catalog) {
+std::vector<std::string> names_of(const T& catalog) {
   std::vector<std::string> out;
-  for (const T& entry : catalog) out.push_back(entry.name);
+  for (const auto& entry : catalog) out.push_back(entry.name);
   return out;
 }
 
@@ -244,6 +244,44 @@ StrategySpec parse_strategy_spec(JsonObject& top, InputErrors& errors) {
   return parse_strategy_object(obj, errors);
 }
 
+/// Hardware given inline: where a catalog name is expected, an object in the catalog's own
+/// format (parse_gpu, parse_link: strict, the same keys) is read, added to the catalog under
+/// its name (base/catalog_store.hpp: a name already taken must name an equal entry) and
+/// replaced by that name in `json`, a copy of the object at `path` that the catalog reader
+/// then reads. Keys: a box's "gpu" (a GPU) and "nvlink", "pcie", "cpu_link", "nic" (link
+/// kinds); a network's "nic".
+void add_inline_parts(nlohmann::json& json, const std::string& file, const std::string& path,
+                      const std::vector<std::string>& link_keys, bool gpu_key) {
+  if (!json.is_object()) return;
+  const JsonObject where(json, file, path);
+  auto add = [&](const std::string& key, auto parse, auto add_inline) {
+    if (!json.contains(key) || !json[key].is_object()) return;
+    JsonObject entry(json[key], file, where.path_of(key));
+    const auto spec = parse(entry);
+    try {
+      json[key] = add_inline(spec).name;
+    } catch (const std::invalid_argument& e) {
+      throw where.error(key, e.what());
+    }
+  };
+  if (gpu_key) add("gpu", parse_gpu, add_inline_gpu);
+  for (const std::string& key : link_keys) add(key, parse_link, add_inline_link);
+}
+
+/// A box given inline (an object in boxes.json's format, its GPU and link kinds catalog
+/// names or inline objects), added to the catalog.
+const BoxSpec* inline_box(JsonObject& obj) {
+  nlohmann::json copy = obj.raw("box");
+  add_inline_parts(copy, obj.file(), obj.path_of("box"), {"nvlink", "pcie", "cpu_link", "nic"}, true);
+  JsonObject entry(copy, obj.file(), obj.path_of("box"));
+  const BoxSpec box = parse_box(entry);
+  try {
+    return &add_inline_box(box);
+  } catch (const std::invalid_argument& e) {
+    throw obj.error("box", e.what());
+  }
+}
+
 /// The network of a box-built cluster: as written, or, for several nodes, the box's own
 /// NICs on one non-blocking switch (recorded in `defaults`).
 void resolve_network(JsonObject& obj, const BoxSpec& box, HardwareChoice& h, std::vector<std::string>& defaults) {
@@ -251,6 +289,7 @@ void resolve_network(JsonObject& obj, const BoxSpec& box, HardwareChoice& h, std
   nlohmann::json cluster = {{"name", box.name}, {"box", box.name}, {"nodes", h.cluster.nodes}, {"source", "scenario"}};
   if (network) {
     cluster["network"] = *network;
+    add_inline_parts(cluster["network"], obj.file(), obj.path_of("network"), {"nic"}, false);
   } else if (h.cluster.nodes > 1) {
     if (box.nics < 1)
       throw obj.error("network", fmt::format("missing; {} nodes need a network, and {} has no NICs of its own to "
@@ -284,12 +323,14 @@ const BoxSpec* parse_machine(JsonObject& obj, HardwareChoice& h, std::optional<s
     return find_box(c->box);
   }
   if (!obj.has("box"))
-    throw obj.error("box", "missing; expected \"box\" (a catalog box) or \"cluster\" (a catalog cluster)");
-  const std::string name = obj.string("box");
-  const BoxSpec* box = find_box(name);
+    throw obj.error("box", "missing; expected \"box\" (a catalog box or an inline box object) or \"cluster\" "
+                           "(a catalog cluster)");
+  const BoxSpec* box = obj.has("box") && obj.raw("box").is_object() ? inline_box(obj) : nullptr;
+  const std::string name = box ? box->name : obj.string("box");
+  if (!box) box = find_box(name);
   if (!box)
     throw obj.error("box", "unknown box \"" + name + "\"" + did_you_mean(name, names_of(box_catalog())) +
-                               " (see `stepcast catalog boxes`)");
+                               " (see `stepcast catalog boxes`, or give the box inline as an object)");
   h.cluster.name = h.cluster.box = name;
   if (obj.has("nodes")) {
     h.cluster.nodes = obj.int32("nodes", 1, limits::kMaxNodes);
@@ -468,15 +509,15 @@ void check_number(double v, double lo, double hi, const std::string& file, const
                      fmt::format("expected a number in [{}, {}]{}, got {}", lo, hi, why.empty() ? "" : " (" + why + ")", v));
 }
 
-/// The model's shape: counts within base/limits.hpp, heads dividing hidden, kv_heads
-/// dividing heads (head_dim = hidden / heads; a division by zero or a truncated head
-/// otherwise).
+/// The model's shape: counts within base/limits.hpp, heads dividing hidden unless head_dim
+/// is given, kv_heads dividing heads (head_dim = hidden / heads; a division by zero or a
+/// truncated head otherwise).
 void check_model(const TransformerSpec& m, const ScenarioSource& w) {
   const std::string& f = w.file;
   check_count(m.layers, 1, limits::kMaxLayers, f, w.model_field("layers"), "layers");
   check_count(m.hidden, 1, limits::kMaxHidden, f, w.model_field("hidden"), "hidden size");
   check_count(m.heads, 1, m.hidden, f, w.model_field("heads"), "attention heads, at most hidden");
-  if (m.hidden % m.heads != 0)
+  if (m.head_width == 0 && m.hidden % m.heads != 0)
     throw InputError(f, w.model_field("heads"),
                      fmt::format("expected a divisor of hidden ({}), got {}", m.hidden, m.heads));
   check_count(m.kv_heads, 1, m.heads, f, w.model_field("kv_heads"), "key/value heads, at most heads");

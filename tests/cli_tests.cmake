@@ -289,3 +289,32 @@ stepcast_cli_case(compare_priced_json JSON_KEYS rows STDOUT "\"cost_per_epoch_us
                        --json)
 stepcast_cli_case(plan_cost_objective STDOUT "objective: USD/Mtok"
                   ARGS plan ${STEPCAST_CLI_PLAN}/gpt2-8xh100-priced.json --objective cost --top 2)
+
+# ---- user catalogs (--catalog DIR, STEPCAST_CATALOG_PATH) and inline hardware ----
+set(STEPCAST_CLI_CATALOGS ${CMAKE_CURRENT_LIST_DIR}/data/catalog)
+set(STEPCAST_CLI_GOOD_DIR ${CMAKE_CURRENT_LIST_DIR}/data/good)
+stepcast_cli_case(user_catalog_predict JSON_KEYS ${STEPCAST_CLI_PREDICT_KEYS} STDOUT "\"gpus\": 16"
+                  ARGS predict ${STEPCAST_CLI_GOOD_DIR}/user-catalog.json --catalog ${STEPCAST_CLI_CATALOGS}/user --json)
+stepcast_cli_case(user_catalog_listed STDOUT "user-h100-slow" "user-hgx-slow" "user-150g" "user-llama-tiny"
+                  ARGS catalog --catalog ${STEPCAST_CLI_CATALOGS}/user)
+stepcast_cli_case(user_catalog_missing RC 2 STDERR "/model: unknown model \"example-org/llama-tiny\""
+                  ARGS predict ${STEPCAST_CLI_GOOD_DIR}/user-catalog.json)
+stepcast_cli_case(user_catalog_redefines RC 2
+                  STDERR "dup/gpus.json: /gpus/0: GPU \"H100-SXM5-80GB\" is already in the catalog"
+                  ARGS catalog gpus --catalog ${STEPCAST_CLI_CATALOGS}/dup)
+stepcast_cli_case(user_catalog_unknown_file RC 2 STDERR "unknown catalog file gpu.json (did you mean \"gpus.json\"?)"
+                  ARGS catalog --catalog ${STEPCAST_CLI_CATALOGS}/typo)
+stepcast_cli_case(user_catalog_no_folder RC 2 STDERR "catalog folder no-such-folder: no such folder"
+                  ARGS catalog --catalog no-such-folder)
+add_test(NAME cli.user_catalog_path_variable
+         COMMAND ${CMAKE_COMMAND} -E env STEPCAST_CATALOG_PATH=/nonexistent-but-skipped-no:${STEPCAST_CLI_CATALOGS}/user
+                 bash ${STEPCAST_CLI_DRIVER} --rc 2 --stderr "catalog folder /nonexistent-but-skipped-no: no such folder"
+                 -- $<TARGET_FILE:stepcast> catalog)
+add_test(NAME cli.user_catalog_path_variable_predict
+         COMMAND ${CMAKE_COMMAND} -E env STEPCAST_CATALOG_PATH=${STEPCAST_CLI_CATALOGS}/user
+                 bash ${STEPCAST_CLI_DRIVER} --json-keys step_time_s
+                 -- $<TARGET_FILE:stepcast> predict ${STEPCAST_CLI_GOOD_DIR}/user-catalog.json --json)
+set_tests_properties(cli.user_catalog_path_variable cli.user_catalog_path_variable_predict PROPERTIES LABELS cli
+                     TIMEOUT 120 WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+stepcast_cli_case(inline_hardware_predict JSON_KEYS ${STEPCAST_CLI_PREDICT_KEYS} STDOUT "\"nodes\": 2"
+                  ARGS predict ${STEPCAST_CLI_GOOD_DIR}/inline-hardware.json --json)

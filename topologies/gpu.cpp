@@ -3,6 +3,7 @@
 /// topologies/catalog/gpus.json, loaded once.
 #include "topologies/gpu.hpp"
 
+#include "base/catalog_store.hpp"
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
 
@@ -20,14 +21,9 @@ namespace {
 /// Bytes in one GiB; NVIDIA's on-board memory sizes ("80GB") are binary (see parse_gpu).
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 /// Tensor-core paths each generation has (datasheets and architecture whitepapers):
-/// TF32 and BF16 arrived with Ampere, FP8 with Ada and Hopper.
+/// TF32 and BF16 arrived with Ampere, FP8 with Ada and Hopper; AMD CDNA 3 has all of them
+/// (AMD CDNA 3 architecture whitepaper: matrix cores for TF32, FP16, BF16, FP8).
 bool arch_has(GpuArch arch, Dtype d) {
   switch (d) {
     case Dtype::fp32:
@@ -37,7 +33,8 @@ bool arch_has(GpuArch arch, Dtype d) {
     case Dtype::bf16:
       return arch != GpuArch::volta && arch != GpuArch::turing;
     case Dtype::fp8:
-      return arch == GpuArch::ada || arch == GpuArch::hopper || arch == GpuArch::blackwell;
+      return arch == GpuArch::ada || arch == GpuArch::hopper || arch == GpuArch::blackwell ||
+             arch == GpuArch::cdna3;
   }
   return false;
 }
@@ -144,31 +141,26 @@ GpuSpec parse_gpu(JsonObject& obj) {
   return g;
 }
 
-const std::vector<GpuSpec>& gpu_catalog() {
-  static const std::vector<GpuSpec> catalog = [] {
-    JsonDoc doc = JsonDoc::load(data_dir() / "topologies" / "catalog" / "gpus.json");
-    JsonObject root(doc.root(), doc.file(), "");
-    JsonArray gpus = root.array("gpus");
-    root.finish();
-    std::vector<GpuSpec> out;
-    for (std::size_t i = 0; i < gpus.size(); ++i) {
-      JsonObject entry = gpus.object(i);
-      GpuSpec g = parse_gpu(entry);
-      for (const GpuSpec& seen : out)
-        if (lower(seen.name) == lower(g.name))
-          throw entry.error("name", "duplicate GPU name \"" + g.name + "\"");
-      out.push_back(std::move(g));
-    }
+namespace {
+
+std::deque<GpuSpec>& gpu_store() {
+  static std::deque<GpuSpec> store = [] {
+    std::deque<GpuSpec> out;
+    catalog_store::append(JsonDoc::load(data_dir() / "topologies" / "catalog" / "gpus.json"), "gpus", parse_gpu,
+                          out, "GPU");
     return out;
   }();
-  return catalog;
+  return store;
 }
 
-const GpuSpec* find_gpu(const std::string& name) {
-  const std::string key = lower(name);
-  for (const GpuSpec& g : gpu_catalog())
-    if (lower(g.name) == key) return &g;
-  return nullptr;
-}
+}  // namespace
+
+const std::deque<GpuSpec>& gpu_catalog() { return gpu_store(); }
+
+const GpuSpec* find_gpu(const std::string& name) { return catalog_store::find(gpu_store(), name); }
+
+void add_gpus(const JsonDoc& doc) { catalog_store::append(doc, "gpus", parse_gpu, gpu_store(), "GPU"); }
+
+const GpuSpec& add_inline_gpu(const GpuSpec& gpu) { return catalog_store::add_inline(gpu_store(), gpu, "GPU"); }
 
 }  // namespace stepcast

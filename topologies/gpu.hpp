@@ -5,6 +5,7 @@
 
 #include "base/types.hpp"
 
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 
 namespace stepcast {
 
+class JsonDoc;
 class JsonObject;
 
 struct GpuSpec {
@@ -40,6 +42,7 @@ struct GpuSpec {
   /// Peak for a dtype; throws std::invalid_argument if the GPU has no such tensor core path.
   double peak(Dtype d) const;
   bool supports(Dtype d) const { return peak_tflops.count(d) != 0; }
+  bool operator==(const GpuSpec&) const = default;
 };
 
 /// Reads one catalog entry or an inline GPU in a scenario; strict (unknown keys are errors).
@@ -50,9 +53,17 @@ struct GpuSpec {
 /// each <= that dtype's peak} with gemm_ceiling_source (both or neither).
 GpuSpec parse_gpu(JsonObject& obj);
 
-/// The GPU catalog, loaded once from topologies/catalog/gpus.json under data_dir().
-const std::vector<GpuSpec>& gpu_catalog();
+/// The GPU catalog, loaded once from topologies/catalog/gpus.json under data_dir(), then the
+/// GPUs added by add_gpus and add_inline_gpu (base/catalog_store.hpp: entries never move).
+const std::deque<GpuSpec>& gpu_catalog();
 /// By catalog name (case-insensitive); nullptr if unknown.
 const GpuSpec* find_gpu(const std::string& name);
+/// Adds the GPUs of a user catalog file ({"gpus": [...]}, the format of gpus.json) that the
+/// front end read; a name already in the catalog is an InputError naming the file and the
+/// entry. All or nothing.
+void add_gpus(const JsonDoc& doc);
+/// Adds a GPU given inline in a scenario and returns the catalog's entry; throws
+/// std::invalid_argument when a different GPU has that name.
+const GpuSpec& add_inline_gpu(const GpuSpec& gpu);
 
 }  // namespace stepcast

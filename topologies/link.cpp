@@ -3,6 +3,7 @@
 /// topologies/catalog/links.json, loaded once.
 #include "topologies/link.hpp"
 
+#include "base/catalog_store.hpp"
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
 
@@ -16,10 +17,19 @@ namespace stepcast {
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
+/// Bits per byte: network rates are quoted in Gb/s (1e9 bit/s), the catalog's in GB/s.
+constexpr double kBitsPerByte = 8.0;
+
+/// A rate given as `<stem>_GBps` (GB/s) or `<stem>_Gbps` (Gb/s, divided by 8), exactly one.
+double rate_GBps(JsonObject& obj, const std::string& stem) {
+  const std::string bytes = stem + "_GBps", bits = stem + "_Gbps";
+  if (obj.has(bytes) && obj.has(bits))
+    throw obj.error(bits, "give " + bytes + " (GB/s) or " + bits + " (Gb/s), not both");
+  if (obj.has(bits))
+    return obj.number(bits, limits::kMinBandwidth_GBps * kBitsPerByte, limits::kMaxBandwidth_GBps * kBitsPerByte) /
+           kBitsPerByte;
+  if (!obj.has(bytes)) throw obj.error(bytes, "missing; expected " + bytes + " (GB/s) or " + bits + " (Gb/s)");
+  return obj.number(bytes, limits::kMinBandwidth_GBps, limits::kMaxBandwidth_GBps);
 }
 
 }  // namespace
@@ -29,12 +39,11 @@ LinkSpec parse_link(JsonObject& obj) {
   l.name = obj.string("name");
   if (l.name.empty()) throw obj.error("name", "expected a non-empty link name");
   l.nccl_class = parse_link_class(obj.choice("class", link_class_names()));
-  l.line_rate_GBps =
-      obj.number("line_rate_GBps", limits::kMinBandwidth_GBps, limits::kMaxBandwidth_GBps);
-  l.effective_GBps =
-      obj.number("effective_GBps", limits::kMinBandwidth_GBps, limits::kMaxBandwidth_GBps);
+  l.line_rate_GBps = rate_GBps(obj, "line_rate");
+  l.effective_GBps = rate_GBps(obj, "effective");
   if (l.effective_GBps > l.line_rate_GBps)
-    throw obj.error("effective_GBps", "expected at most line_rate_GBps (" +
+    throw obj.error(obj.has("effective_Gbps") ? "effective_Gbps" : "effective_GBps",
+                    "expected at most the line rate (" +
                                           std::to_string(l.line_rate_GBps) +
                                           " GB/s); no link beats its line rate");
   l.latency_us = obj.non_negative("latency_us", limits::kMaxLinkLatency_us);
@@ -47,31 +56,28 @@ LinkSpec parse_link(JsonObject& obj) {
   return l;
 }
 
-const std::vector<LinkSpec>& link_catalog() {
-  static const std::vector<LinkSpec> catalog = [] {
-    JsonDoc doc = JsonDoc::load(data_dir() / "topologies" / "catalog" / "links.json");
-    JsonObject root(doc.root(), doc.file(), "");
-    JsonArray links = root.array("links");
-    root.finish();
-    std::vector<LinkSpec> out;
-    for (std::size_t i = 0; i < links.size(); ++i) {
-      JsonObject entry = links.object(i);
-      LinkSpec l = parse_link(entry);
-      for (const LinkSpec& seen : out)
-        if (lower(seen.name) == lower(l.name))
-          throw entry.error("name", "duplicate link name \"" + l.name + "\"");
-      out.push_back(std::move(l));
-    }
+namespace {
+
+std::deque<LinkSpec>& link_store() {
+  static std::deque<LinkSpec> store = [] {
+    std::deque<LinkSpec> out;
+    catalog_store::append(JsonDoc::load(data_dir() / "topologies" / "catalog" / "links.json"), "links",
+                          parse_link, out, "link kind");
     return out;
   }();
-  return catalog;
+  return store;
 }
 
-const LinkSpec* find_link(const std::string& name) {
-  const std::string key = lower(name);
-  for (const LinkSpec& l : link_catalog())
-    if (lower(l.name) == key) return &l;
-  return nullptr;
+}  // namespace
+
+const std::deque<LinkSpec>& link_catalog() { return link_store(); }
+
+const LinkSpec* find_link(const std::string& name) { return catalog_store::find(link_store(), name); }
+
+void add_links(const JsonDoc& doc) { catalog_store::append(doc, "links", parse_link, link_store(), "link kind"); }
+
+const LinkSpec& add_inline_link(const LinkSpec& link) {
+  return catalog_store::add_inline(link_store(), link, "link kind");
 }
 
 }  // namespace stepcast

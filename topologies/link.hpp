@@ -7,11 +7,13 @@
 
 #include "base/types.hpp"
 
+#include <deque>
 #include <string>
 #include <vector>
 
 namespace stepcast {
 
+class JsonDoc;
 class JsonObject;
 
 struct LinkSpec {
@@ -28,16 +30,26 @@ struct LinkSpec {
   double latency_us = 0;
   bool nvls = false;       ///< NVSwitch with NVLink SHARP (third-generation NVSwitch and later)
   std::string source;
+  bool operator==(const LinkSpec&) const = default;
 };
 
 /// Reads one link kind; strict. Keys (all required): name, class (nvlink/pcie/network),
 /// line_rate_GBps, effective_GBps (<= line rate), latency_us, nvls (true only with class
-/// nvlink), source.
+/// nvlink), source. Either rate may be given in Gb/s instead (line_rate_Gbps,
+/// effective_Gbps: divided by 8), one of the two spellings each.
 LinkSpec parse_link(JsonObject& obj);
 
-/// The link catalog, loaded once from topologies/catalog/links.json under data_dir().
-const std::vector<LinkSpec>& link_catalog();
+/// The link catalog, loaded once from topologies/catalog/links.json under data_dir(), then
+/// the link kinds added by add_links and add_inline_link (entries never move).
+const std::deque<LinkSpec>& link_catalog();
 /// By name (case-insensitive); nullptr if unknown.
 const LinkSpec* find_link(const std::string& name);
+/// Adds the link kinds of a user catalog file ({"links": [...]}, the format of links.json);
+/// a name already in the catalog is an InputError naming the file and the entry. All or
+/// nothing.
+void add_links(const JsonDoc& doc);
+/// Adds a link kind given inline in a scenario and returns the catalog's entry; throws
+/// std::invalid_argument when a different link kind has that name.
+const LinkSpec& add_inline_link(const LinkSpec& link);
 
 }  // namespace stepcast

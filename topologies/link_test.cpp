@@ -144,7 +144,7 @@ TEST_CASE("find_link is case-insensitive and returns nullptr for unknown names")
   const LinkSpec* l = find_link("ib-hdr");
   REQUIRE(l != nullptr);
   CHECK(find_link("IB-HDR") == l);
-  CHECK(find_link("ib-xdr") == nullptr);
+  CHECK(find_link("ib-gdr") == nullptr);
 }
 
 TEST_CASE("an inline link parses; effective above line rate is an InputError at its pointer") {

@@ -2,6 +2,7 @@
 
 #include "base/suggest.hpp"
 
+#include "base/catalog_store.hpp"
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
 
@@ -54,39 +55,25 @@ const LinkSpec& link_or_throw(const std::string& kind, const std::string& where)
   return *l;
 }
 
+/// The catalog of one kind: the built-in file `relative` under data_dir(), read once, then
+/// whatever add_* appended (base/catalog_store.hpp).
 template <typename T>
-const std::vector<T>& load_catalog(const char* relative, const char* list_key,
-                                   T (*parse)(JsonObject&)) {
+std::deque<T>& catalog_of(const char* relative, const char* list_key, T (*parse)(JsonObject&), const char* kind) {
   static_assert(!std::is_reference_v<T>);
-  auto load = [&] {
-    JsonDoc doc = JsonDoc::load(data_dir() / relative);
-    JsonObject top(doc.root(), doc.file(), "");
-    JsonArray items = top.array(list_key);
-    top.finish();
-    std::vector<T> out;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      JsonObject o = items.object(i);
-      out.push_back(parse(o));
-      for (std::size_t j = 0; j + 1 < out.size(); ++j)
-        if (out[j].name == out.back().name)
-          throw items.error(i, "duplicate name \"" + out.back().name + "\"");
-    }
+  static std::deque<T> store = [&] {
+    std::deque<T> out;
+    catalog_store::append(JsonDoc::load(data_dir() / relative), list_key, parse, out, kind);
     return out;
-  };
-  static const std::vector<T> catalog = load();
-  return catalog;
+  }();
+  return store;
 }
 
-template <typename T>
-const T* find_by_name(const std::vector<T>& items, const std::string& name) {
-  auto lower = [](std::string s) {
-    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
-  std::string key = lower(name);
-  for (const auto& item : items)
-    if (lower(item.name) == key) return &item;
-  return nullptr;
+std::deque<BoxSpec>& box_store() {
+  return catalog_of<BoxSpec>("topologies/catalog/boxes.json", "boxes", &parse_box, "box");
+}
+
+std::deque<ClusterSpec>& cluster_store() {
+  return catalog_of<ClusterSpec>("topologies/catalog/clusters.json", "clusters", &parse_cluster, "cluster");
 }
 
 }  // namespace
@@ -133,11 +120,13 @@ BoxSpec parse_box(JsonObject& obj) {
   return b;
 }
 
-const std::vector<BoxSpec>& box_catalog() {
-  return load_catalog<BoxSpec>("topologies/catalog/boxes.json", "boxes", &parse_box);
-}
+const std::deque<BoxSpec>& box_catalog() { return box_store(); }
 
-const BoxSpec* find_box(const std::string& name) { return find_by_name(box_catalog(), name); }
+const BoxSpec* find_box(const std::string& name) { return catalog_store::find(box_store(), name); }
+
+void add_boxes(const JsonDoc& doc) { catalog_store::append(doc, "boxes", &parse_box, box_store(), "box"); }
+
+const BoxSpec& add_inline_box(const BoxSpec& box) { return catalog_store::add_inline(box_store(), box, "box"); }
 
 const BoxSpec* box_with_gpu(const std::string& gpu, std::optional<IntraFabric> fabric) {
   for (const BoxSpec& b : box_catalog())
@@ -189,11 +178,13 @@ ClusterSpec parse_cluster(JsonObject& obj) {
   return c;
 }
 
-const std::vector<ClusterSpec>& cluster_catalog() {
-  return load_catalog<ClusterSpec>("topologies/catalog/clusters.json", "clusters", &parse_cluster);
-}
+const std::deque<ClusterSpec>& cluster_catalog() { return cluster_store(); }
 
-const ClusterSpec* find_cluster(const std::string& name) { return find_by_name(cluster_catalog(), name); }
+const ClusterSpec* find_cluster(const std::string& name) { return catalog_store::find(cluster_store(), name); }
+
+void add_clusters(const JsonDoc& doc) {
+  catalog_store::append(doc, "clusters", &parse_cluster, cluster_store(), "cluster");
+}
 
 // ---------------------------------------------------------------------------------------
 // Building the graph

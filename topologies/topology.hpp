@@ -15,12 +15,14 @@
 #include <boost/graph/adjacency_list.hpp>
 
 #include <array>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace stepcast {
 
+class JsonDoc;
 class JsonObject;
 
 /// How the GPUs of a box talk to each other.
@@ -51,11 +53,21 @@ struct BoxSpec {
   std::string nic;           ///< default NIC link kind ("" = none)
   int nics = 0;              ///< NICs per box
   std::string source;
+  bool operator==(const BoxSpec&) const = default;
 };
 
 BoxSpec parse_box(JsonObject& obj);
-const std::vector<BoxSpec>& box_catalog();
+/// The box catalog (topologies/catalog/boxes.json, then add_boxes and add_inline_box;
+/// entries never move).
+const std::deque<BoxSpec>& box_catalog();
 const BoxSpec* find_box(const std::string& name);
+/// Adds the boxes of a user catalog file ({"boxes": [...]}); their GPUs and link kinds
+/// must be in the catalog already. A name already in the catalog is an InputError naming
+/// the file and the entry. All or nothing.
+void add_boxes(const JsonDoc& doc);
+/// Adds a box given inline in a scenario and returns the catalog's entry; throws
+/// std::invalid_argument when a different box has that name.
+const BoxSpec& add_inline_box(const BoxSpec& box);
 /// The first catalog box holding `gpu` (with that intra-node fabric when given), or nullptr.
 const BoxSpec* box_with_gpu(const std::string& gpu, std::optional<IntraFabric> fabric = std::nullopt);
 
@@ -72,6 +84,7 @@ struct NetworkSpec {
   NetworkTopology topology = NetworkTopology::single_switch;
   /// Leaf-to-spine oversubscription (rail_fat_tree): 1 = non-blocking.
   double oversubscription = 1.0;
+  bool operator==(const NetworkSpec&) const = default;
 };
 
 /// N boxes on a network (topologies/catalog/clusters.json, or a scenario's hardware).
@@ -84,7 +97,11 @@ struct ClusterSpec {
 };
 
 ClusterSpec parse_cluster(JsonObject& obj);
-const std::vector<ClusterSpec>& cluster_catalog();
+/// The cluster catalog (topologies/catalog/clusters.json, then add_clusters).
+const std::deque<ClusterSpec>& cluster_catalog();
+/// Adds the clusters of a user catalog file ({"clusters": [...]}); a name already in the
+/// catalog is an InputError naming the file and the entry. All or nothing.
+void add_clusters(const JsonDoc& doc);
 const ClusterSpec* find_cluster(const std::string& name);
 
 /// Vertices of the hardware graph.
