@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Renders README's benchmark tables from `stepcast_bench --json` (read on stdin).
+"""Renders README's benchmark tables from `stepcast_bench --json` (read on stdin), or with
+--plan README's plan table from `stepcast_plan_bench --json`.
 
     taskset -c 0 build/bench/stepcast_bench --json | python3 bench/readme_table.py
+    taskset -c 0 build/bench/stepcast_plan_bench --json | python3 bench/readme_table.py --plan
 """
 import json
 import sys
@@ -11,8 +13,21 @@ def ms(x):
     return f"{x:.3g}"
 
 
+def plan_table(d):
+    print("| case | layouts enumerated | screened | screen median / min (ms) | screened / s "
+          "| simulated | whole plan median / min (ms) | winner |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for c in d["cases"]:
+        print(f"| {c['case']} | {c['enumerated']:,} | {c['screened']:,} "
+              f"| {ms(c['screen_median_ms'])} / {ms(c['screen_min_ms'])} | {c['screened_per_s']:,.0f} "
+              f"| {c['simulated']} | {ms(c['plan_median_ms'])} / {ms(c['plan_min_ms'])} | {c['winner']} |")
+
+
 def main():
     d = json.load(sys.stdin)
+    if "--plan" in sys.argv[1:]:
+        plan_table(d)
+        return
     print("| case | GPUs | rank classes | tasks | events | predict() median / min (ms) "
           "| lower+simulate median / min (ms) | events/s (lower+simulate) | peak RSS (MiB) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -10,6 +10,8 @@
 /// Every error is one line on stderr: `stepcast: error: <message>`; a file with several
 /// problems gets one such line for each, then one counting them.
 
+#include "cli/need.hpp"
+#include "cli/progress.hpp"
 #include "cli/report.hpp"
 #include "cli/report_html.hpp"
 #include "cli/user_catalog.hpp"
@@ -329,20 +331,42 @@ struct PlanArgs {
   int top = 5;
   bool json = false;
   bool csv = false;
+  std::string gpus_range;  ///< "A:B" or "A,B,C"; empty: one count
   std::string html;  ///< HTML report to write; empty: none
 };
 
+/// `plan --gpus-range`: one plan per count at one global batch, then the winners side by side.
+int run_plan_range(const Scenario& s, const PlanArgs& args, PlanOptions options) {
+  if (!args.html.empty()) throw UserError("--html takes one plan; give --gpus N, not --gpus-range");
+  std::vector<int> counts;
+  try {
+    counts = parse_gpu_range(args.gpus_range);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(fmt::format("--gpus-range: {}", e.what()));
+  }
+  for (int n : counts) (void)on_gpus(s, n);  // every count checked before any plan runs
+  const std::vector<PlanResult> results = plan_range(s, counts, options);
+  cli::clear_progress();
+  write(args.csv ? cli::plan_range_csv(results)
+                 : args.json ? cli::plan_range_json(s, results) : cli::plan_range_text(s, results));
+  return kExitOk;
+}
+
 int run_plan(const PlanArgs& args) {
   Scenario s = load(args.scenario);
+  if (args.gpus > 0 && !args.gpus_range.empty()) throw UserError("give --gpus or --gpus-range, not both");
   if (args.gpus > 0) s = on_gpus(s, args.gpus);
   PlanOptions options;
+  options.progress = cli::terminal_progress("plan");
   options.objective = parse_plan_objective(args.objective);  // CLI11 checked the choice
   if (options.objective == PlanObjective::cost && !s.price_per_gpu_hour_usd)
     throw UserError(fmt::format("{}: --objective cost needs price_per_gpu_hour_usd in the scenario", s.file));
   options.global_batch = args.global_batch;
   options.max_memory_fraction = args.max_memory_fraction;
   options.top = args.top;
+  if (!args.gpus_range.empty()) return run_plan_range(s, args, options);
   const PlanResult result = plan(s, options);
+  cli::clear_progress();
   if (!args.html.empty()) write_file(args.html, cli::plan_html(s, result), "HTML report");
   write(args.csv ? cli::plan_csv(result) : args.json ? cli::plan_json(s, result) : cli::plan_text(s, result));
   return kExitOk;
@@ -579,7 +603,7 @@ CLI::App* add_scale_command(CLI::App& app, ScaleArgs& sa) {
 }
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
-  CLI::App* cmd = app.add_subcommand("plan", "Find the best data- and tensor-parallel layout for a job");
+  CLI::App* cmd = app.add_subcommand("plan", "Find the best parallel layout for a job (data, tensor, pipeline)");
   cmd->add_option("SCENARIO", pa.scenario, "Scenario file (JSON): the model, hardware and training")->required();
   cmd->add_option("--gpus", pa.gpus, "Total GPUs to plan for instead of the scenario's\n(whole nodes above one box)")
       ->check(gpu_count());
@@ -596,26 +620,68 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
   cmd->add_option("--top", pa.top, "Rows to rank")->check(CLI::Range(1, 1000))->capture_default_str();
   CLI::Option* json = cmd->add_flag("--json", pa.json, "Print one JSON object instead of the table");
   cmd->add_flag("--csv", pa.csv, "Print the ranked table as CSV (units in the column names)")->excludes(json);
+  cmd->add_option("--gpus-range", pa.gpus_range,
+                  "Plan on several GPU counts at one global batch: A:B\n(A, 2A, 4A, ... up to B) or a list A,B,C");
   add_html_option(cmd, pa.html);
   cmd->footer(footer(
       "Enumerates every layout of the job on the GPUs at a fixed global batch: data-parallel\n"
       "strategy (ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op) x tensor-parallel\n"
-      "degree tp (divisors of the GPUs per node) x sequence parallelism x micro-batch x recompute\n"
-      "(none, selective, full); gradient accumulation = global batch / (micro-batch x dp). It\n"
-      "rejects what does not divide (tp and the heads, KV heads, MLP width; tp and seq_len under\n"
-      "sp; micro-batch x dp and the global batch) or does not fit the memory limit, bounds the\n"
-      "rest from below in closed form (compute time, then the perfect-overlap step), and\n"
-      "simulates in order of that bound until no layout left can enter the top K. Pipeline\n"
-      "parallelism is not searched yet. The table: layout, step time (s), tokens/s/GPU, MFU (%),\n"
-      "memory/GPU (GiB), exposed communication (s) and the objective; then why the winner beats\n"
-      "the runner-up and how many layouts were rejected for each reason. At a fixed GPU count\n"
-      "and global batch the three objectives rank alike (each is monotone in the step time).\n",
+      "degree tp (divisors of the GPUs per node) x sequence parallelism x pipeline (pp stages\n"
+      "dividing the GPUs over tp; schedules gpipe, 1f1b, zb-h1, and interleaved with vpp 2..8\n"
+      "chunks) x micro-batch x recompute (none, selective, full); gradient accumulation = global\n"
+      "batch / (micro-batch x dp). It rejects what does not divide (tp and the heads, KV heads,\n"
+      "MLP width; tp and seq_len under sp; a pipeline under other than ddp or zero1;\n"
+      "micro-batch x dp and the global batch; the interleaved schedule's groups of pp) or does\n"
+      "not fit the memory limit, bounds the rest from below (compute time; a pipeline's schedule\n"
+      "replayed with free communication; the lowered step's critical path), and simulates in\n"
+      "order of that bound until no layout left can enter the top K. Context parallelism and\n"
+      "offloading are not searched yet. The table: layout, step time (s), tokens/s/GPU, MFU (%),\n"
+      "memory/GPU (GiB), exposed communication (s), bubble (%) and the objective; then why the\n"
+      "winner beats the runner-up and how many layouts were rejected for each reason. At a fixed\n"
+      "GPU count and global batch the three objectives rank alike (each is monotone in the step\n"
+      "time). A progress bar goes to stderr when it is a terminal.\n",
       examples({{fmt::format("stepcast plan {}", kSeed), "best layouts on the scenario's 8 GPUs"},
                 {fmt::format("stepcast plan {} --gpus 32 --global-batch 512 --top 3", kMultiNodeSeed),
                  "32 GPUs, 512 sequences per step, the best 3"},
+                {fmt::format("stepcast plan {} --gpus-range 8:32 --global-batch 512", kMultiNodeSeed),
+                 "8, 16 and 32 GPUs at 512 sequences per step"},
                 {fmt::format("stepcast plan {} --json", kSeed), "as one JSON object"}}),
       true));
   return cmd;
+}
+
+CLI::App* add_need_command(CLI::App& app, cli::NeedArgs& na) {
+  CLI::App* cmd = app.add_subcommand("need", "Find the inter-node bandwidth at which communication hides");
+  cli::add_need_options(*cmd, na);
+  cmd->footer(footer(cli::need_help(),
+                     examples({{"stepcast need scenarios/seeds/rule-of-thumb-10b-4x8a100-100g.json --exposed-comm 5%",
+                                "seed 4: the link per node for at most 5% exposed communication"},
+                               {"stepcast need scenarios/seeds/rule-of-thumb-10b-4x8a100-100g.json --json",
+                                "as one JSON object"}}),
+                     true));
+  return cmd;
+}
+
+int run_need(const cli::NeedArgs& args) {
+  const Scenario s = load(args.scenario);
+  NeedOptions options;
+  try {
+    options = cli::need_options(args);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(fmt::format("--exposed-comm: {}", e.what()));
+  }
+  options.progress = cli::terminal_progress("need");
+  NeedResult result;
+  try {
+    result = need(s, options);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw UserError(fmt::format("{}: {}", s.file, e.what()));
+  }
+  cli::clear_progress();
+  write(args.json ? cli::need_json(result) : cli::need_text(result));
+  return kExitOk;
 }
 
 CLI::App* add_compare_command(CLI::App& app, CompareArgs& ca) {
@@ -761,6 +827,7 @@ int run(int argc, char** argv) {
   InitArgs ia;
   PlanArgs pla;
   CompareArgs cma;
+  cli::NeedArgs na;
   CLI::App* predict_cmd = add_predict_command(app, pa);
   CLI::App* scale_cmd = add_scale_command(app, sa);
   CLI::App* validate_cmd = add_validate_command(app, va);
@@ -769,9 +836,11 @@ int run(int argc, char** argv) {
   CLI::App* init_cmd = add_init_command(app, ia);
   CLI::App* plan_cmd = add_plan_command(app, pla);
   CLI::App* compare_cmd = add_compare_command(app, cma);
+  CLI::App* need_cmd = add_need_command(app, na);
   // User catalog folders, on every command that reads catalog names (repeatable).
   std::vector<std::string> catalog_dirs;
-  for (CLI::App* cmd : {predict_cmd, scale_cmd, validate_cmd, catalog_cmd, fit_cmd, init_cmd, plan_cmd, compare_cmd})
+  for (CLI::App* cmd : {predict_cmd, scale_cmd, validate_cmd, catalog_cmd, fit_cmd, init_cmd, plan_cmd, compare_cmd,
+                        need_cmd})
     cmd->add_option("--catalog", catalog_dirs,
                     "Folder of catalog files of one's own (gpus.json, boxes.json, links.json,\n"
                     "clusters.json, models.json; the built-in format), added to the\n"
@@ -807,6 +876,7 @@ int run(int argc, char** argv) {
   if (init_cmd->parsed()) return run_init(ia);
   if (plan_cmd->parsed()) return run_plan(pla);
   if (compare_cmd->parsed()) return run_compare(cma);
+  if (need_cmd->parsed()) return run_need(na);
   error("no command given");
   return kExitBadInput;
 }

@@ -161,6 +161,10 @@ std::string scale_text(const Scenario& scenario, const std::vector<ScaleRow>& ro
 /// why the winner wins.
 std::string plan_text(const Scenario& scenario, const PlanResult& result);
 
+/// `stepcast plan --gpus-range`: each count's plan_text, then the winners side by side (GPUs,
+/// layout, step time, tokens/s/GPU, MFU, memory/GPU, exposed comm, bubble).
+std::string plan_range_text(const Scenario& scenario, const std::vector<PlanResult>& results);
+
 /// `stepcast compare`: one row per scenario (step time, time per epoch, tokens/s, cost per
 /// epoch and per million tokens, memory per GPU and verdict), and a note where the rows are
 /// not the same model or tokens per step.
@@ -195,6 +199,11 @@ std::string scale_json(const Scenario& scenario, const std::vector<ScaleRow>& ro
 ///  memory_per_gpu_bytes, comm_exposed_s, objective}], "why"}
 std::string plan_json(const Scenario& scenario, const PlanResult& result);
 
+/// `stepcast plan --gpus-range`: {"scenario", "global_batch", "plans": [plan_json's object
+/// per count], "summary": [{gpus, layout, step_time_s, tokens_per_s_per_gpu, mfu,
+/// memory_per_gpu_bytes, comm_exposed_s, bubble_s}] (null figures where nothing fits)}.
+std::string plan_range_json(const Scenario& scenario, const std::vector<PlanResult>& results);
+
 /// {"rows": [{scenario, file, model, hardware, gpu, gpus, step_time_s, time_per_epoch_s,
 ///  tokens_per_s, tokens_per_step, cost_per_epoch_usd, usd_per_million_tokens,
 ///  memory_per_gpu_bytes, verdict, fits}]} (absent figures are null).
@@ -225,10 +234,13 @@ std::string validate_json(const std::vector<ValidationRow>& rows);
 /// baseline_bool, speedup_x, scaling_efficiency_fraction, memory_per_gpu_bytes,
 /// memory_verdict, fits_bool.
 std::string scale_csv(const std::vector<ScaleRow>& rows);
-/// rank, layout, strategy, tp, sp_bool, dp, micro_batch_sequences, grad_accum_steps,
+/// rank, layout, strategy, tp, sp_bool, dp, pp, vpp, schedule, micro_batch_sequences, grad_accum_steps,
 /// recompute, step_time_s, lower_bound_s, tokens_per_s_per_gpu, mfu_fraction,
 /// memory_per_gpu_bytes, comm_exposed_s, objective_<figure and unit>.
 std::string plan_csv(const PlanResult& result);
+/// `plan --gpus-range`: the columns of plan_csv after a first one, gpus; the ranked rows of
+/// each count in turn.
+std::string plan_range_csv(const std::vector<PlanResult>& results);
 /// scenario, file, model, hardware, gpu, gpus, step_time_s, time_per_epoch_s, tokens_per_s,
 /// tokens_per_step, cost_per_epoch_usd, usd_per_million_tokens, memory_per_gpu_bytes,
 /// memory_verdict, fits_bool.

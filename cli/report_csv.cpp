@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <initializer_list>
 
 namespace stepcast::cli {
 
@@ -34,7 +33,7 @@ std::string count(std::int64_t v) { return std::to_string(v); }
 std::string flag(bool v) { return v ? "true" : "false"; }
 
 /// One line of fields, each quoted as needed.
-std::string line(std::initializer_list<std::string> fields) {
+std::string line(const std::vector<std::string>& fields) {
   std::string out;
   bool first = true;
   for (const std::string& f : fields) {
@@ -75,19 +74,44 @@ std::string objective_column(PlanObjective o) {
 
 }  // namespace
 
-std::string plan_csv(const PlanResult& r) {
-  std::string out = line({"rank", "layout", "strategy", "tp", "sp_bool", "dp", "micro_batch_sequences",
-                          "grad_accum_steps", "recompute", "step_time_s", "lower_bound_s", "tokens_per_s_per_gpu",
-                          "mfu_fraction", "memory_per_gpu_bytes", "comm_exposed_s", objective_column(r.objective)});
+namespace {
+
+/// The plan table's columns, after `first` (a column naming the plan, or none).
+std::vector<std::string> plan_header(PlanObjective objective, std::vector<std::string> first = {}) {
+  for (const char* c : {"rank", "layout", "strategy", "tp", "sp_bool", "dp", "pp", "vpp", "schedule", "micro_batch_sequences",
+                        "grad_accum_steps", "recompute", "step_time_s", "lower_bound_s", "tokens_per_s_per_gpu",
+                        "mfu_fraction", "memory_per_gpu_bytes", "comm_exposed_s"})
+    first.emplace_back(c);
+  first.push_back(objective_column(objective));
+  return first;
+}
+
+/// One line per ranked layout of `r`, each after the cells of `first`.
+std::string plan_lines(const PlanResult& r, const std::vector<std::string>& first = {}) {
+  std::string out;
   int rank = 0;
   for (const PlanRow& row : r.top) {
     const Layout& l = row.layout;
     const Prediction& p = row.prediction;
-    out += line({count(++rank), l.describe(), std::string(name(l.strategy)), count(l.tp), flag(l.sp), count(l.dp),
-                 count(l.micro_batch), count(l.grad_accum), std::string(name(l.recompute)), number(p.step_time_s),
-                 number(row.lower_bound_s), number(p.tokens_per_s_per_gpu), number(p.mfu),
-                 number(p.memory.total_bytes), number(p.comm_exposed_s), number(row.objective)});
+    std::vector<std::string> cells = first;
+    for (std::string cell : {count(++rank), l.describe(), std::string(name(l.strategy)), count(l.tp), flag(l.sp),
+                             count(l.dp), count(l.pp), count(l.vpp), std::string(l.schedule), count(l.micro_batch), count(l.grad_accum), std::string(name(l.recompute)),
+                             number(p.step_time_s), number(row.lower_bound_s), number(p.tokens_per_s_per_gpu),
+                             number(p.mfu), number(p.memory.total_bytes), number(p.comm_exposed_s),
+                             number(row.objective)})
+      cells.push_back(std::move(cell));
+    out += line(cells);
   }
+  return out;
+}
+
+}  // namespace
+
+std::string plan_csv(const PlanResult& r) { return line(plan_header(r.objective)) + plan_lines(r); }
+
+std::string plan_range_csv(const std::vector<PlanResult>& results) {
+  std::string out = line(plan_header(results.empty() ? PlanObjective::time : results.front().objective, {"gpus"}));
+  for (const PlanResult& r : results) out += plan_lines(r, {count(r.gpus)});
   return out;
 }
 

@@ -4,6 +4,7 @@
 /// efficiencies) are in [0, 1]. Non-finite numbers are written as null.
 
 #include "cli/report.hpp"
+#include "cli/need.hpp"
 
 #include "model/collective.hpp"
 #include "model/transformer.hpp"
@@ -457,12 +458,13 @@ std::string validate_json(const std::vector<ValidationRow>& rows) {
   return out.dump(2) + "\n";
 }
 
-std::string plan_json(const Scenario& sc, const PlanResult& r) {
+namespace {
+
+json plan_object(const Scenario& sc, const PlanResult& r) {
   json rejected = json::array();
   for (int i = 0; i < kPlanRejectReasons; ++i) {
     const auto reason = static_cast<PlanRejectReason>(i);
-    static constexpr const char* kKeys[] = {"tp_model", "sp_sequence", "batch", "invalid", "memory"};
-    rejected.push_back({{"reason", kKeys[i]}, {"description", str(describe(reason))}, {"count", r.rejected[i]}});
+    rejected.push_back({{"reason", str(key(reason))}, {"description", str(describe(reason))}, {"count", r.rejected[i]}});
   }
   json rows = json::array();
   int rank = 0;
@@ -476,6 +478,9 @@ std::string plan_json(const Scenario& sc, const PlanResult& r) {
                       {"tp", l.tp},
                       {"sp", l.sp},
                       {"dp", l.dp},
+                      {"pp", l.pp},
+                      {"vpp", l.vpp},
+                      {"schedule", str(l.schedule)},
                       {"micro_batch", l.micro_batch},
                       {"grad_accum", l.grad_accum},
                       {"recompute", str(name(l.recompute))}}},
@@ -485,6 +490,7 @@ std::string plan_json(const Scenario& sc, const PlanResult& r) {
                     {"mfu", num(p.mfu)},
                     {"memory_per_gpu_bytes", num(p.memory.total_bytes)},
                     {"comm_exposed_s", num(p.comm_exposed_s)},
+                    {"bubble_s", num(bubble_s(p))},
                     {"objective", num(row.objective)}});
   }
   const json out = {{"scenario", sc.name},
@@ -501,6 +507,66 @@ std::string plan_json(const Scenario& sc, const PlanResult& r) {
                     {"invalid_example", r.invalid_example.empty() ? json(nullptr) : json(r.invalid_example)},
                     {"rows", rows},
                     {"why", r.why.empty() ? json(nullptr) : json(r.why)}};
+  return out;
+}
+
+}  // namespace
+
+std::string plan_json(const Scenario& sc, const PlanResult& r) { return dump(plan_object(sc, r)); }
+
+std::string plan_range_json(const Scenario& sc, const std::vector<PlanResult>& results) {
+  json plans = json::array(), summary = json::array();
+  for (const PlanResult& r : results) {
+    plans.push_back(plan_object(sc, r));
+    if (r.top.empty()) {
+      summary.push_back({{"gpus", r.gpus}, {"layout", nullptr}, {"step_time_s", nullptr}});
+      continue;
+    }
+    const Prediction& p = r.top[0].prediction;
+    summary.push_back({{"gpus", r.gpus},
+                       {"layout", r.top[0].layout.describe()},
+                       {"step_time_s", num(p.step_time_s)},
+                       {"tokens_per_s_per_gpu", num(p.tokens_per_s_per_gpu)},
+                       {"mfu", num(p.mfu)},
+                       {"memory_per_gpu_bytes", num(p.memory.total_bytes)},
+                       {"comm_exposed_s", num(p.comm_exposed_s)},
+                       {"bubble_s", num(bubble_s(p))}});
+  }
+  const json out = {{"scenario", sc.name},
+                    {"global_batch", results.empty() ? 0 : results.front().global_batch},
+                    {"plans", plans},
+                    {"summary", summary}};
+  return dump(out);
+}
+
+std::string need_json(const NeedResult& r) {
+  auto point = [](const NeedPoint& p) {
+    return json{{"node_Gbps", num(p.node_Gbps)},
+                {"step_time_s", num(p.step_time_s)},
+                {"comm_exposed_s", num(p.comm_exposed_s)},
+                {"exposed_fraction", num(p.exposed_fraction)},
+                {"mark", p.mark}};
+  };
+  json curve = json::array();
+  for (const NeedPoint& p : r.curve) curve.push_back(point(p));
+  const json out = {{"scenario", r.scenario},
+                    {"nodes", r.nodes},
+                    {"gpus", r.gpus},
+                    {"target_exposed_fraction", num(r.target_fraction)},
+                    {"tolerance", num(r.tolerance)},
+                    {"nic", r.nic},
+                    {"nic_Gbps", num(r.nic_Gbps)},
+                    {"nics_per_node", r.nics_written},
+                    {"needed_Gbps", r.needed_Gbps ? num(*r.needed_Gbps) : json(nullptr)},
+                    {"met_at_min", r.met_at_min},
+                    {"nics_needed", r.nics_needed},
+                    {"predictions", r.predictions},
+                    {"rule_of_thumb_Gbps", num(r.rule_of_thumb_Gbps)},
+                    {"gradient_bytes", num(r.gradient_bytes)},
+                    {"compute_s", num(r.compute_s)},
+                    {"written", point(r.written)},
+                    {"at_max", point(r.at_max)},
+                    {"curve", curve}};
   return dump(out);
 }
 

@@ -796,11 +796,14 @@ std::string objective_cell(PlanObjective o, double v) {
 
 /// The rejections, one line per reason with a count.
 std::string plan_rejections(const PlanResult& r) {
-  std::string out = fmt::format("Search: {} layouts enumerated, {} screened by their bounds, {} lowered for the "
-                                "perfect-overlap bound, {} simulated{}\n",
+  std::string out = fmt::format("Search: {} layouts enumerated, {} screened by their bounds, {} lowered for their "
+                                "bound, {} simulated{}\n",
                                 r.enumerated, r.screened, r.bounded, r.simulated,
                                 r.exact ? " (exact: every layout left has a lower bound above the K-th step)"
                                         : " (stopped at the simulation limit: not proven exact)");
+  std::string fixed_dims;
+  for (const std::string& d : plan_dimensions_not_enumerated()) fixed_dims += (fixed_dims.empty() ? "" : ", ") + d;
+  if (!fixed_dims.empty()) out += "Not enumerated yet (as the scenario says): " + fixed_dims + "\n";
   out += "Rejected:\n";
   for (int i = 0; i < kPlanRejectReasons; ++i) {
     const auto reason = static_cast<PlanRejectReason>(i);
@@ -825,24 +828,54 @@ std::string plan_text(const Scenario& sc, const PlanResult& r) {
            {"MFU (%)", true},
            {"memory/GPU (GiB)", true},
            {"exposed comm (s)", true},
+           {"bubble (%)", true},
            {objective_header(r.objective), true}});
   int rank = 0;
   for (const PlanRow& row : r.top) {
     const Prediction& p = row.prediction;
     t.add({std::to_string(++rank), row.layout.describe(), seconds(p.step_time_s), grouped(p.tokens_per_s_per_gpu),
            percent(p.mfu), gib(p.memory.total_bytes), seconds(p.comm_exposed_s),
+           fixed(p.step_time_s > 0 ? 100 * bubble_s(p) / p.step_time_s : 0.0, 1),
            objective_cell(r.objective, row.objective)});
   }
   if (r.top.empty()) {
     out += "  no layout fits: see the rejections below\n";
   } else {
     out += t.render();
-    out += "  layout: strategy, tp (tensor-parallel degree), sp (sequence parallelism), mb (micro-batch per GPU),\n"
-           "  ga (gradient accumulation), recompute; step time simulated, exposed comm = communication not hidden\n";
+    out += "  layout: strategy, tp (tensor-parallel degree), sp (sequence parallelism), pp (pipeline stages), vpp\n"
+           "  (model chunks per stage) and schedule, mb (micro-batch per GPU), ga (gradient accumulation),\n"
+           "  recompute; step time simulated, exposed comm = communication not hidden, bubble = time stage 0\n"
+           "  neither computes nor waits on a collective\n";
   }
   if (!r.why.empty()) out += "Why the winner: " + r.why + "\n";
   out += plan_rejections(r);
   return out;
+}
+
+std::string plan_range_text(const Scenario& sc, const std::vector<PlanResult>& results) {
+  std::string out;
+  for (const PlanResult& r : results) out += plan_text(sc, r) + "\n";
+  out += fmt::format("Plans of {} by GPU count, global batch {} sequences\n", sc.name,
+                     results.empty() ? 0 : results.front().global_batch);
+  Table t({{"GPUs", true},
+           {"best layout", false},
+           {"step time (s)", true},
+           {"tokens/s/GPU", true},
+           {"MFU (%)", true},
+           {"memory/GPU (GiB)", true},
+           {"exposed comm (s)", true},
+           {"bubble (%)", true}});
+  for (const PlanResult& r : results) {
+    if (r.top.empty()) {
+      t.add({std::to_string(r.gpus), "no layout fits", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"});
+      continue;
+    }
+    const Prediction& p = r.top[0].prediction;
+    t.add({std::to_string(r.gpus), r.top[0].layout.describe(), seconds(p.step_time_s),
+           grouped(p.tokens_per_s_per_gpu), percent(p.mfu), gib(p.memory.total_bytes), seconds(p.comm_exposed_s),
+           fixed(p.step_time_s > 0 ? 100 * bubble_s(p) / p.step_time_s : 0.0, 1)});
+  }
+  return out + t.render();
 }
 
 std::string compare_text(const std::vector<CompareRow>& rows) {

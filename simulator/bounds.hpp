@@ -26,6 +26,15 @@ struct StepBounds {
 
 StepBounds closed_form_bounds(const StepGraph& graph);
 
+/// The longest chain of the graph's explicit tasks at their durations alone, s: a task
+/// starts after its dependencies and the task before it on its stream (streams run their
+/// tasks in id order), a collective's members start together, a compute task takes
+/// work / its class's compute speed, a collective Σ phase_alone_s over its phases. The
+/// simulation only adds to these (compute slowed under NCCL, links shared, the repeated
+/// micro-steps held in closed form), so the step is no shorter: a lower bound that sees the
+/// pipeline bubble and the communication a dependency waits on. 0 for a graph with a cycle.
+double critical_path_s(const StepGraph& graph);
+
 /// How long one phase of a collective takes alone on the step's links: its latency plus its
 /// bytes at its algbw, or slower where a member's link carries less than the phase's load
 /// needs (a straggler's degraded link). What the simulation plays when nothing else runs;

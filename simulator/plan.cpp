@@ -4,10 +4,13 @@
 #include "simulator/plan.hpp"
 
 #include "base/json_input.hpp"
+#include "model/parallel.hpp"
+#include "simulator/schedules.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -22,7 +25,35 @@ namespace {
 constexpr Strategy kPlanStrategies[] = {Strategy::ddp,   Strategy::zero1,           Strategy::zero2,
                                         Strategy::zero3, Strategy::fsdp_full_shard, Strategy::fsdp_shard_grad_op};
 constexpr Recompute kPlanRecompute[] = {Recompute::none, Recompute::selective, Recompute::full};
+/// Most model chunks per stage the interleaved schedule is tried with (Megatron's
+/// Llama-3.1-405B and GPT-3 175B layouts use 4 to 8 layers per chunk, i.e. vpp of a few).
+constexpr int kMaxVpp = 8;
 
+/// One pipeline of the search: stages, chunks per stage, schedule.
+struct PipeChoice {
+  int pp = 1;
+  int vpp = 1;
+  std::string_view schedule = "1f1b";
+};
+
+/// No pipeline; then, for each pp >= 2 dividing `ranks` (the GPUs over tp) with a layer per
+/// stage, every registered schedule: vpp 1 for the plain ones, 2..kMaxVpp for the
+/// interleaved one (while pp x vpp <= layers).
+std::vector<PipeChoice> pipe_choices(std::int64_t ranks, std::int64_t layers) {
+  std::vector<PipeChoice> out{PipeChoice{}};
+  for (std::int64_t pp = 2; pp <= std::min(ranks, layers); ++pp) {
+    if (ranks % pp != 0) continue;
+    for (const sim::ScheduleInfo& info : sim::pipeline_schedules()) {
+      const std::string_view name = info.name;  // the registry is static: the view stays valid
+      if (name != "interleaved") {
+        out.push_back({static_cast<int>(pp), 1, name});
+        continue;
+      }
+      for (int v = 2; v <= kMaxVpp && pp * v <= layers; ++v) out.push_back({static_cast<int>(pp), v, name});
+    }
+  }
+  return out;
+}
 /// Divisors of n >= 1, ascending.
 std::vector<std::int64_t> divisors(std::int64_t n) {
   std::vector<std::int64_t> low, high;
@@ -45,6 +76,9 @@ Scenario planned_base(const Scenario& base, const PlanOptions& options) {
   Scenario s = base;
   s.strategy.tp = 1;
   s.strategy.sp = false;
+  s.strategy.pp = 1;
+  s.strategy.vpp = 1;
+  s.strategy.schedule = "1f1b";
   const int gpus = options.gpus > 0 ? options.gpus : base.hardware.gpus();
   if (gpus != s.hardware.gpus()) s = with_gpus(s, gpus);
   return s;
@@ -60,51 +94,111 @@ void check_options(const Scenario& base, const PlanOptions& o) {
     throw std::invalid_argument("the cost objective needs price_per_gpu_hour_usd in the scenario");
 }
 
-/// The reason a (strategy, tp, sp) family is refused before any micro-batch, or none.
-std::optional<PlanRejectReason> family_reason(const Scenario& s, int tp, bool sp) {
+/// The reason a (strategy, tp, sp, pipeline) family is refused before any micro-batch, or none.
+std::optional<PlanRejectReason> family_reason(const Scenario& s, Strategy st, int tp, bool sp, const PipeChoice& pipe) {
   const TransformerSpec& m = s.model;
   if (m.heads % tp != 0 || m.kv_heads % tp != 0 || m.ffn_hidden % tp != 0) return PlanRejectReason::tp_model;
   if (sp && s.training.seq_len % tp != 0) return PlanRejectReason::sp_sequence;
+  if (pipe.pp > 1 && st != Strategy::ddp && st != Strategy::zero1) return PlanRejectReason::pipeline_strategy;
   return std::nullopt;
 }
 
-/// Screens one resolved family: every micro-batch and recompute, each costed and checked
-/// against memory. `index` counts the enumeration order.
+/// The micro-batches of a family that divide (micro_batch x dp divides the global batch; the
+/// interleaved schedule's grad_accum a multiple of pp), each counted as `recompute` layouts;
+/// the others' rejections counted.
+std::vector<std::size_t> dividing_micro_batches(PlanScreen& out, const std::vector<std::int64_t>& micro_batches,
+                                                int dp, const PipeChoice& pipe) {
+  std::vector<std::size_t> keep;
+  const auto per_mb = static_cast<std::int64_t>(std::size(kPlanRecompute));
+  const std::int64_t per_replica = out.global_batch % dp == 0 ? out.global_batch / dp : 0;
+  for (std::size_t i = 0; i < micro_batches.size(); ++i) {
+    const std::int64_t mb = micro_batches[i];
+    if (per_replica == 0 || per_replica % mb != 0) {
+      out.rejected[static_cast<int>(PlanRejectReason::batch)] += per_mb;
+    } else if (pipe.vpp > 1 && (per_replica / mb) % pipe.pp != 0) {
+      out.rejected[static_cast<int>(PlanRejectReason::pipeline_groups)] += per_mb;
+    } else {
+      keep.push_back(i);
+    }
+  }
+  return keep;
+}
+
+/// The micro-step of each (tp, sp, micro-batch, recompute), costed once per screen: it reads
+/// the model, micro-batch, sequence, precision, recompute, device and kernels (whose choice
+/// reads tp and sp), which neither the strategy nor the pipeline changes. `base` selects the
+/// (tp, sp) block of slots.
+struct MicroCache {
+  std::vector<MicroStepTimes> times;
+  std::vector<char> known;
+  std::size_t base = 0;
+  const MicroStepTimes& get(const Job& job, std::size_t slot) {
+    slot += base;
+    if (!known[slot]) {
+      times[slot] = micro_step_times(job);
+      known[slot] = 1;
+    }
+    return times[slot];
+  }
+};
+
+/// The last (strategy, tp, sp, pp) resolved, for its pipeline variants: resolve() and the
+/// scenario's checks read no vpp or schedule but through what dividing_micro_batches and
+/// pipe_choices already ensure (interleaved with vpp >= 2, pp x vpp <= layers, grad_accum
+/// in groups of pp), so the variants share one family (its Job's vpp and schedule set per
+/// variant) or one refusal.
+struct LastResolve {
+  Strategy strategy = Strategy::ddp;
+  int tp = 0, pp = 0;
+  bool sp = false;
+  int family = -2;  ///< index in PlanScreen::families; -1: refused; -2: none yet
+};
+
+/// Screens one resolved family: every dividing micro-batch and recompute, each costed and
+/// checked against memory. `first_index` is the family's first layout in enumeration order.
 void screen_family(PlanScreen& out, Job& job, int family, const std::vector<std::int64_t>& micro_batches,
-                   double memory_limit_bytes, int& index) {
+                   const std::vector<std::size_t>& dividing, std::string_view schedule, double memory_limit_bytes,
+                   int first_index, MicroCache& micro) {
   const std::int64_t per_replica = out.global_batch / job.dp;
-  for (std::int64_t mb : micro_batches) {
-    for (Recompute rc : kPlanRecompute) {
-      const int at = index++;
-      if (out.global_batch % job.dp != 0 || per_replica % mb != 0) {
-        ++out.rejected[static_cast<int>(PlanRejectReason::batch)];
-        continue;
-      }
+  constexpr std::size_t kRc = std::size(kPlanRecompute);
+  const StrategySpec& st = job.scenario.strategy;
+  for (std::size_t i : dividing) {
+    const std::int64_t mb = micro_batches[i];
+    for (std::size_t r = 0; r < kRc; ++r) {
       TrainingSpec& tr = job.scenario.training;
       tr.micro_batch = mb;
       tr.grad_accum = per_replica / mb;
-      tr.recompute = rc;
-      const Costs costs = cost(job);
+      tr.recompute = kPlanRecompute[r];
+      const Costs costs = cost(job, micro.get(job, i * kRc + r));
       if (costs.memory.total_bytes > memory_limit_bytes) {
         ++out.rejected[static_cast<int>(PlanRejectReason::memory)];
         continue;
       }
       PlanCandidate c;
-      c.layout = Layout{job.scenario.strategy.kind, job.tp, job.scenario.strategy.sp, mb, tr.grad_accum, rc, job.dp};
-      c.index = at;
+      c.layout = Layout{st.kind, job.tp, st.sp, mb, tr.grad_accum, tr.recompute, job.dp, job.pp, st.vpp, schedule};
+      c.index = first_index + static_cast<int>(i * kRc + r);
       c.family = family;
       c.compute_s = costs.compute_s;
       c.lower_bound_s = std::numeric_limits<double>::quiet_NaN();
+      c.pipeline_bound_s = std::numeric_limits<double>::quiet_NaN();
       c.memory_bytes = costs.memory.total_bytes;
       out.candidates.push_back(std::move(c));
     }
   }
 }
 
-/// Resolves one (strategy, tp, sp) family, or counts why it cannot run: its scenario's own
-/// checks on the first micro-batch (the checks read no micro-batch but through the token
-/// bound, which the fixed global batch keeps constant).
-std::optional<Job> resolve_family(PlanScreen& out, const Layout& first, std::int64_t layouts) {
+/// The family of a layout's (strategy, tp, sp, pp), resolved on the plan's topology, or -1
+/// with the layouts counted when it cannot run: its scenario's own checks on its first
+/// dividing layout (the checks read no micro-batch but through the token bound, which the
+/// fixed global batch keeps constant, and the interleaved grouping, checked before).
+int resolve_family(PlanScreen& out, const Topology& topo, const Layout& first, std::int64_t layouts,
+                   LastResolve& last) {
+  if (last.family != -2 && last.strategy == first.strategy && last.tp == first.tp && last.sp == first.sp &&
+      last.pp == first.pp) {
+    if (last.family < 0) out.rejected[static_cast<int>(PlanRejectReason::invalid)] += layouts;
+    return last.family;
+  }
+  last = LastResolve{first.strategy, first.tp, first.pp, first.sp, -1};
   const Scenario s = with_layout(out.base, first);
   ScenarioSource where;
   where.file = s.file;
@@ -113,17 +207,25 @@ std::optional<Job> resolve_family(PlanScreen& out, const Layout& first, std::int
   } catch (const InputError& e) {
     out.rejected[static_cast<int>(PlanRejectReason::invalid)] += layouts;
     if (out.invalid_example.empty()) out.invalid_example = e.what();
-    return std::nullopt;
+    return -1;
   }
-  return resolve(s);
+  out.families.push_back(resolve(s, topo));
+  last.family = static_cast<int>(out.families.size()) - 1;
+  return last.family;
 }
 
-/// The candidate's bound: the perfect-overlap one when known, else the compute time.
-double step_score(const PlanCandidate& c) { return std::isnan(c.lower_bound_s) ? c.compute_s : c.lower_bound_s; }
+/// The candidate's bound: the lowered one when known, else the compute time.
+double step_score(const PlanCandidate& c) {
+  if (!std::isnan(c.lower_bound_s)) return c.lower_bound_s;
+  return std::isnan(c.pipeline_bound_s) ? c.compute_s : std::max(c.compute_s, c.pipeline_bound_s);
+}
 
-/// The family's Job with the layout's micro-batch, grad accumulation and recompute.
+/// The family's Job with the layout's vpp, schedule, micro-batch, grad accumulation and
+/// recompute (the rest of the layout is the family's).
 Job layout_job(const PlanScreen& screen, const PlanCandidate& c) {
   Job job = screen.families[static_cast<std::size_t>(c.family)];
+  job.scenario.strategy.vpp = c.layout.vpp;
+  job.scenario.strategy.schedule = std::string(c.layout.schedule);
   job.scenario.training.micro_batch = c.layout.micro_batch;
   job.scenario.training.grad_accum = c.layout.grad_accum;
   job.scenario.training.recompute = c.layout.recompute;
@@ -132,10 +234,73 @@ Job layout_job(const PlanScreen& screen, const PlanCandidate& c) {
 
 }  // namespace
 
-double perfect_overlap_bound_s(const PlanScreen& screen, const PlanCandidate& c) {
+namespace {
+
+/// A collective's time alone at its modelled rate (Σ phases' latency + bytes / algbw): no
+/// longer than the simulation plays it (phase_alone_s is this or slower).
+double modelled_s(Collective op, double bytes, const CommFabric& fabric, const std::string& algorithm) {
+  if (bytes <= 0 || fabric.ranks() < 2) return 0;
+  double t = 0;
+  for (const CollectivePhase& ph : collective_phases(op, bytes, fabric, algorithm)) t += ph.time_s();
+  return t;
+}
+
+double tp_layer_s(const sim::StepPlan& plan, const std::vector<TpCollective>& list) {
+  double t = 0;
+  if (plan.tp > 1)
+    for (const TpCollective& c : list) t += c.count * modelled_s(c.op, c.bytes, plan.tp_fabric, plan.algorithm);
+  return t;
+}
+
+/// Stage 0 after its last backward: its gradient reduction over the data-parallel group,
+/// its optimizer share, and under zero1 the parameter all-gather (lowering_pipeline.cpp's
+/// pass 3, with stage 0's bytes and parameter share).
+double stage0_tail_s(const sim::StepPlan& p, const std::vector<int>& stage_layers) {
+  const double grad = stage_layers[0] * p.layer_grad_bytes + p.root_grad_bytes - p.head_grad_bytes;
+  const double params = stage_layers[0] * p.layer_param_bytes + p.root_param_bytes - p.head_param_bytes;
+  const double all = p.layers * p.layer_param_bytes + p.root_param_bytes;
+  const double share = all > 0 ? params / all : static_cast<double>(stage_layers[0]) / p.layers;
+  const bool zero1 = p.strategy == Strategy::zero1;
+  double t = p.optimizer_s * share;
+  t += modelled_s(zero1 ? Collective::reduce_scatter : Collective::all_reduce, grad, p.fabric, p.algorithm);
+  if (zero1) t += modelled_s(Collective::all_gather, params, p.fabric, p.algorithm);
+  return t;
+}
+
+}  // namespace
+
+double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& c, ScheduleCache& programs) {
   const Job job = layout_job(screen, c);
   const Costs costs = cost(job);
-  return bound(lower(job, costs, PredictOptions{}).graph).perfect_overlap_s;
+  const Layout& l = c.layout;
+  const int m = static_cast<int>(l.grad_accum);
+  const auto key = std::make_tuple(std::string(l.schedule), l.pp, m, l.vpp);
+  auto it = programs.find(key);
+  if (it == programs.end()) it = programs.emplace(key, sim::schedule(l.schedule, l.pp, m, l.vpp)).first;
+  const sim::StepPlan plan = step_plan(job, costs, PredictOptions{});
+  // Measured collectives (a calibration) may beat the model: then compute alone.
+  const bool modelled = job.measured_collectives.empty();
+  // Per layer at full speed: the forward and its TP collectives, the backward (without its
+  // recompute) and its TP collectives, which zb-h1 plays with B; the LM head left out.
+  const double f = costs.per_layer.forward_s + (modelled ? tp_layer_s(plan, plan.tp_forward) : 0);
+  const double tb = modelled ? tp_layer_s(plan, plan.tp_backward) : 0;
+  const double b = costs.per_layer.backward_s;
+  std::vector<sim::PipeOpDurations> per_chunk;
+  for (int n : layers_per_chunk(job.scenario.model.layers, l.pp, l.vpp))
+    per_chunk.push_back({n * f, n * (b + tb), n * (b / 2 + tb), n * b / 2});
+  const sim::PipeReplay r = sim::replay(it->second, m, l.vpp, per_chunk);
+  const std::vector<int> stage_layers = layers_per_stage(job.scenario.model.layers, l.pp, l.vpp);
+  const double tail = modelled ? stage0_tail_s(plan, stage_layers) : 0.0;
+  return std::max(r.step, r.stage_finish.front() + tail);
+}
+
+double lowered_bound_s(const PlanScreen& screen, const PlanCandidate& c) {
+  const Job job = layout_job(screen, c);
+  const Costs costs = cost(job);
+  const Lowered lowered = lower(job, costs, PredictOptions{});
+  // The simulation rounds each task to whole ns: the critical path less 1 ns per task.
+  const double rounding_s = 1e-9 * static_cast<double>(lowered.graph.tasks.size());
+  return std::max(bound(lowered.graph).perfect_overlap_s, sim::critical_path_s(lowered.graph) - rounding_s);
 }
 
 std::string_view name(PlanObjective o) {
@@ -157,17 +322,37 @@ std::string_view describe(PlanRejectReason r) {
   switch (r) {
     case PlanRejectReason::tp_model: return "tp does not divide the heads, KV heads and MLP width";
     case PlanRejectReason::sp_sequence: return "sequence parallelism: tp does not divide seq_len";
+    case PlanRejectReason::pipeline_strategy: return "a pipeline runs ddp or zero1 within each stage";
     case PlanRejectReason::batch: return "micro_batch x dp does not divide the global batch";
+    case PlanRejectReason::pipeline_groups: return "interleaved schedule: grad_accum is not a multiple of pp";
     case PlanRejectReason::invalid: return "the scenario's checks refuse it";
     case PlanRejectReason::memory: return "memory per GPU above the limit";
   }
   return "?";
 }
 
+std::string_view key(PlanRejectReason r) {
+  switch (r) {
+    case PlanRejectReason::tp_model: return "tp_model";
+    case PlanRejectReason::sp_sequence: return "sp_sequence";
+    case PlanRejectReason::pipeline_strategy: return "pipeline_strategy";
+    case PlanRejectReason::batch: return "batch";
+    case PlanRejectReason::pipeline_groups: return "pipeline_groups";
+    case PlanRejectReason::invalid: return "invalid";
+    case PlanRejectReason::memory: return "memory";
+  }
+  return "?";
+}
+
+std::vector<std::string> plan_dimensions_not_enumerated() {
+  return {"context parallelism (cp)", "offloading (offload)"};
+}
+
 std::string Layout::describe() const {
   std::string out(name(strategy));
   if (tp > 1) out += fmt::format(" tp{}", tp);
   if (sp) out += " sp";
+  if (pp > 1) out += vpp > 1 ? fmt::format(" pp{} vpp{} {}", pp, vpp, schedule) : fmt::format(" pp{} {}", pp, schedule);
   out += fmt::format(" mb{} ga{} {}", micro_batch, grad_accum, name(recompute));
   return out;
 }
@@ -177,6 +362,9 @@ Scenario with_layout(const Scenario& base, const Layout& layout) {
   s.strategy.kind = layout.strategy;
   s.strategy.tp = layout.tp;
   s.strategy.sp = layout.sp;
+  s.strategy.pp = layout.pp;
+  s.strategy.vpp = layout.vpp;
+  s.strategy.schedule = std::string(layout.schedule);
   if (is_fsdp(layout.strategy) && s.strategy.bucket_given) {
     s.strategy.bucket_given = false;
     s.strategy.bucket_bytes = StrategySpec{}.bucket_bytes;
@@ -187,46 +375,82 @@ Scenario with_layout(const Scenario& base, const Layout& layout) {
   return s;
 }
 
+namespace {
+
+/// The global batch of the plan: the option, else the scenario's micro_batch x grad_accum x
+/// data-parallel ranks on `gpus`.
+std::int64_t planned_global_batch(const Scenario& base, const PlanOptions& options, int gpus) {
+  if (options.global_batch > 0) return options.global_batch;
+  const int model_ranks = std::max(1, base.strategy.tp) * std::max(1, base.strategy.pp);
+  return base.training.micro_batch * base.training.grad_accum * (gpus / model_ranks);
+}
+
+/// Enumerates, rejects and costs one (strategy, tp, sp, pipeline) family of layouts.
+void screen_one_family(PlanScreen& out, const Topology& topo, const PlanOptions& options, Strategy st, int tp,
+                       bool sp, const PipeChoice& pipe, const std::vector<std::int64_t>& micro_batches,
+                       int& index, MicroCache& micro, LastResolve& last) {
+  const auto per_family = static_cast<std::int64_t>(micro_batches.size() * std::size(kPlanRecompute));
+  const int first_index = index;
+  index += static_cast<int>(per_family);
+  out.enumerated += per_family;
+  if (auto why = family_reason(out.base, st, tp, sp, pipe)) {
+    out.rejected[static_cast<int>(*why)] += per_family;
+    return;
+  }
+  const int dp = out.gpus / (tp * pipe.pp);
+  const std::vector<std::size_t> dividing = dividing_micro_batches(out, micro_batches, dp, pipe);
+  if (dividing.empty()) return;
+  const std::int64_t mb = micro_batches[dividing.front()];
+  const Layout first{st, tp, sp, mb, out.global_batch / dp / mb, Recompute::none, dp, pipe.pp, pipe.vpp, pipe.schedule};
+  const auto layouts = static_cast<std::int64_t>(dividing.size() * std::size(kPlanRecompute));
+  const int family = resolve_family(out, topo, first, layouts, last);
+  if (family < 0) return;
+  Job& job = out.families[static_cast<std::size_t>(family)];
+  job.scenario.strategy.vpp = pipe.vpp;
+  job.scenario.strategy.schedule = pipe.schedule;
+  const double limit = options.max_memory_fraction * job.gpu.memory_bytes;
+  screen_family(out, job, family, micro_batches, dividing, pipe.schedule, limit, first_index, micro);
+}
+
+}  // namespace
+
 PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool full_bounds) {
   check_options(base, options);
   PlanScreen out;
   out.base = planned_base(base, options);
   out.gpus = out.base.hardware.gpus();
-  const int base_tp = std::max(1, base.strategy.tp);
-  out.global_batch = options.global_batch > 0
-                         ? options.global_batch
-                         : base.training.micro_batch * base.training.grad_accum * (out.gpus / base_tp);
+  out.global_batch = planned_global_batch(base, options, out.gpus);
   if (out.global_batch < 1) throw std::invalid_argument("global batch must be >= 1");
   const std::vector<std::int64_t> micro_batches = divisors(out.global_batch);
-  const auto per_family = static_cast<std::int64_t>(micro_batches.size() * std::size(kPlanRecompute));
+  const Topology topo = resolved_topology(out.base);  // once per hardware
+  const std::vector<std::int64_t> tps = divisors(out.base.hardware.gpus_per_node);
+  const std::size_t per_tp_sp = micro_batches.size() * std::size(kPlanRecompute);
+  MicroCache micro{std::vector<MicroStepTimes>(tps.size() * 2 * per_tp_sp),
+                   std::vector<char>(tps.size() * 2 * per_tp_sp, 0), 0};
+  LastResolve last;
+  std::vector<std::vector<PipeChoice>> pipes;  // per tp
+  std::int64_t families = 0, done = 0;
+  for (std::int64_t tp : tps) {
+    pipes.push_back(pipe_choices(out.gpus / tp, out.base.model.layers));
+    families += static_cast<std::int64_t>(pipes.back().size()) * (tp > 1 ? 2 : 1);
+  }
+  families *= static_cast<std::int64_t>(std::size(kPlanStrategies));
   int index = 0;
   for (Strategy st : kPlanStrategies) {
-    for (std::int64_t tp : divisors(out.base.hardware.gpus_per_node)) {
+    for (std::size_t t = 0; t < tps.size(); ++t) {
       for (bool sp : {false, true}) {
-        if (sp && tp == 1) continue;
-        out.enumerated += per_family;
-        if (auto why = family_reason(out.base, static_cast<int>(tp), sp)) {
-          out.rejected[static_cast<int>(*why)] += per_family;
-          index += static_cast<int>(per_family);
-          continue;
+        if (sp && tps[t] == 1) continue;
+        micro.base = (2 * t + (sp ? 1 : 0)) * per_tp_sp;
+        for (const PipeChoice& pipe : pipes[t]) {
+          screen_one_family(out, topo, options, st, static_cast<int>(tps[t]), sp, pipe, micro_batches, index, micro,
+                            last);
+          if (options.progress && (++done % 64 == 0 || done == families)) options.progress("screen", done, families);
         }
-        const int dp = out.gpus / static_cast<int>(tp);
-        const Layout first{st, static_cast<int>(tp), sp, 1, std::max<std::int64_t>(1, out.global_batch / dp),
-                           Recompute::none, dp};
-        std::optional<Job> job = resolve_family(out, first, per_family);
-        if (!job) {
-          index += static_cast<int>(per_family);
-          continue;
-        }
-        out.families.push_back(std::move(*job));
-        const double limit = options.max_memory_fraction * out.families.back().gpu.memory_bytes;
-        screen_family(out, out.families.back(), static_cast<int>(out.families.size()) - 1, micro_batches, limit,
-                      index);
       }
     }
   }
   if (full_bounds)
-    for (PlanCandidate& c : out.candidates) c.lower_bound_s = perfect_overlap_bound_s(out, c);
+    for (PlanCandidate& c : out.candidates) c.lower_bound_s = lowered_bound_s(out, c);
   std::stable_sort(out.candidates.begin(), out.candidates.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
     return step_score(a) != step_score(b) ? step_score(a) < step_score(b) : a.index < b.index;
   });
@@ -272,9 +496,13 @@ std::string why_winner(const PlanRow& a, const PlanRow& b) {
   const Term terms[] = {
       {"compute", p.compute_s, q.compute_s},
       {"exposed communication", p.comm_exposed_s, q.comm_exposed_s},
-      {"compute slowdown and idle", p.step_time_s - p.compute_s - p.comm_exposed_s,
-       q.step_time_s - q.compute_s - q.comm_exposed_s},
+      {"compute slowdown under communication", p.compute_busy_s - p.compute_s, q.compute_busy_s - q.compute_s},
+      {"pipeline bubble and idle time", bubble_s(p), bubble_s(q)},
   };
+  if (q.step_time_s == p.step_time_s)
+    return fmt::format("{} and {} tie at {:.4g} s per step; the first is ranked first by the objective, then by "
+                       "enumeration order",
+                       a.layout.describe(), b.layout.describe(), p.step_time_s);
   const Term* best = &terms[0];
   for (const Term& t : terms)
     if (t.runner_s - t.winner_s > best->runner_s - best->winner_s) best = &t;
@@ -310,13 +538,14 @@ PlanResult plan(const Scenario& base, const PlanOptions& options) {
   std::vector<std::pair<PlanRow, int>> rows;  // with the enumeration index
   std::vector<double> steps;                  // simulated steps, sorted
   // Min-queue on (bound, enumeration index): a candidate with only its compute bound is
-  // lowered when it reaches the front and goes back with its perfect-overlap bound (never
-  // smaller), so candidates reach the simulation in perfect-overlap order.
+  // lowered when it reaches the front and goes back with its lowered bound (never smaller),
+  // so candidates reach the simulation in the order of that bound.
   std::vector<PlanCandidate> queue = screen.candidates;
   auto later = [](const PlanCandidate& a, const PlanCandidate& b) {
     return step_score(a) != step_score(b) ? step_score(a) > step_score(b) : a.index > b.index;
   };
   std::make_heap(queue.begin(), queue.end(), later);
+  ScheduleCache programs;
   while (!queue.empty()) {
     std::pop_heap(queue.begin(), queue.end(), later);
     PlanCandidate c = queue.back();
@@ -324,8 +553,14 @@ PlanResult plan(const Scenario& base, const PlanOptions& options) {
     // Every objective is monotone in the step: a bound above the K-th step prunes (the
     // rounding slack of check_simulation kept).
     if (rows.size() >= at_least && steps.size() >= k && step_score(c) * (1 - 1e-9) > steps[k - 1]) break;
+    if (c.layout.pp > 1 && std::isnan(c.pipeline_bound_s) && std::isnan(c.lower_bound_s)) {
+      c.pipeline_bound_s = pipeline_bound_s(screen, c, programs);
+      queue.push_back(c);
+      std::push_heap(queue.begin(), queue.end(), later);
+      continue;
+    }
     if (std::isnan(c.lower_bound_s)) {
-      c.lower_bound_s = perfect_overlap_bound_s(screen, c);
+      c.lower_bound_s = std::max(lowered_bound_s(screen, c), step_score(c));
       ++r.bounded;
       queue.push_back(c);
       std::push_heap(queue.begin(), queue.end(), later);
@@ -335,18 +570,66 @@ PlanResult plan(const Scenario& base, const PlanOptions& options) {
       r.exact = false;
       break;
     }
+    if (options.progress) options.progress("simulate", static_cast<std::int64_t>(rows.size()), r.screened);
     PlanRow row{c.layout, simulate_candidate(screen, c), c.lower_bound_s, 0};
     row.objective = objective_value(options.objective, row.prediction, screen.base);
     steps.insert(std::upper_bound(steps.begin(), steps.end(), row.prediction.step_time_s), row.prediction.step_time_s);
     rows.emplace_back(std::move(row), c.index);
   }
   r.simulated = static_cast<std::int64_t>(rows.size());
+  if (options.progress) options.progress("simulate", r.simulated, r.simulated);
   std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
     return better(options.objective, a.first, a.second, b.first, b.second);
   });
   for (std::size_t i = 0; i < rows.size() && i < k; ++i) r.top.push_back(std::move(rows[i].first));
   if (r.top.size() >= 2) r.why = why_winner(r.top[0], r.top[1]);
   return r;
+}
+
+double bubble_s(const Prediction& p) { return std::max(0.0, p.step_time_s - p.compute_busy_s - p.comm_exposed_s); }
+
+namespace {
+
+int parse_count(std::string_view text, std::string_view whole) {
+  int v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || v < 1)
+    throw std::invalid_argument(fmt::format("GPU range \"{}\": expected A:B or a list A,B,C of counts >= 1", whole));
+  return v;
+}
+
+}  // namespace
+
+std::vector<int> parse_gpu_range(std::string_view text) {
+  std::vector<int> out;
+  if (const auto colon = text.find(':'); colon != std::string_view::npos) {
+    const int a = parse_count(text.substr(0, colon), text);
+    const int b = parse_count(text.substr(colon + 1), text);
+    if (a > b) throw std::invalid_argument(fmt::format("GPU range \"{}\": {} is above {}", text, a, b));
+    for (std::int64_t n = a; n <= b; n *= 2) out.push_back(static_cast<int>(n));
+    return out;
+  }
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    out.push_back(parse_count(text.substr(at, comma - at), text));
+    at = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<PlanResult> plan_range(const Scenario& base, const std::vector<int>& gpus, const PlanOptions& options) {
+  if (gpus.empty()) throw std::invalid_argument("a GPU range needs at least one count");
+  PlanOptions o = options;
+  o.global_batch = planned_global_batch(base, options, base.hardware.gpus());
+  std::vector<PlanResult> out;
+  for (int n : gpus) {
+    o.gpus = n;
+    out.push_back(plan(base, o));
+  }
+  return out;
 }
 
 }  // namespace stepcast

@@ -1,8 +1,9 @@
 /// \file
-/// `stepcast plan`: the best data- and tensor-parallel layout of one job on a fixed number of
-/// GPUs and a fixed global batch. A layout is a data-parallel strategy x tensor-parallel
-/// degree x sequence parallelism x micro-batch x recompute (grad accumulation follows from
-/// the global batch). Pipeline parallelism is not enumerated yet.
+/// `stepcast plan`: the best parallel layout of one job on a fixed number of GPUs and a fixed
+/// global batch. A layout is a data-parallel strategy x tensor-parallel degree x sequence
+/// parallelism x pipeline (stages pp, model chunks vpp, a registered schedule) x micro-batch
+/// x recompute (grad accumulation follows from the global batch). Context parallelism and
+/// offloading are not enumerated yet.
 ///
 /// The search: enumerate every layout, reject what does not divide or does not fit memory
 /// (the cost stage's memory, no simulation), screen the rest with closed-form lower bounds
@@ -10,19 +11,27 @@
 /// least the best `top x 3`, and on until the next lower bound is above the K-th simulated
 /// step, so that no layout left unsimulated can enter the top K (branch and bound).
 /// The bounds come in two tiers: the cost stage's compute time (compute_s <= the graph's
-/// compute <= perfect-overlap bound, bounds.hpp), for every layout; and the perfect-overlap
-/// bound of the lowered step (lower + bound stages), computed lazily, only for the layouts
-/// whose compute bound reaches the front of the queue. The simulation order is exactly the
-/// order of the perfect-overlap bound, as if every layout had been lowered. resolve() runs
-/// once per (strategy, tp, sp) family, never per layout: micro-batch, grad accumulation and
-/// recompute are not read by it.
+/// compute <= perfect-overlap bound, bounds.hpp), for every layout; and the lowered bound
+/// (lower + bound stages: the larger of the perfect-overlap bound and the critical path of
+/// the step graph at its tasks' durations alone, which sees a pipeline's bubble), computed
+/// lazily, only for the layouts whose compute bound reaches the front of the queue. The
+/// simulation order is exactly the order of the lowered bound, as if every layout had been
+/// lowered. The hardware's
+/// topology is built once per plan; resolve() runs on it once per (strategy, tp, sp, pp)
+/// family, never per layout (micro-batch, grad accumulation and recompute
+/// are not read by it); the micro-step's compute is costed once per (micro-batch,
+/// recompute), which no parallel choice changes.
 #pragma once
 
 #include "simulator/predict.hpp"
 #include "simulator/scenario.hpp"
+#include "simulator/schedules.hpp"
 #include "simulator/stages.hpp"
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <tuple>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +59,9 @@ struct PlanOptions {
   /// Most layouts simulated, whatever the bounds say (the branch and bound stops there and
   /// PlanResult::exact says so).
   int max_simulations = 2000;
+  /// Called now and then with the work done and the work in all (layouts screened, then
+  /// simulations), from 0 to 1 of each phase; empty: not called. The library prints nothing.
+  std::function<void(std::string_view phase, std::int64_t done, std::int64_t total)> progress;
 };
 
 /// One point of the search space.
@@ -60,47 +72,65 @@ struct Layout {
   std::int64_t micro_batch = 1;      ///< sequences per GPU per micro-step
   std::int64_t grad_accum = 1;       ///< global batch / (micro_batch x dp)
   Recompute recompute = Recompute::none;
-  int dp = 1;                        ///< gpus / tp
-  /// "zero2 tp2 sp mb4 ga2 selective" (tp, sp shown only when used; recompute always).
+  int dp = 1;                        ///< gpus / (tp x pp)
+  int pp = 1;                        ///< pipeline stages
+  int vpp = 1;                       ///< model chunks per stage (interleaved schedule)
+  /// A registered schedule (simulator/schedules.hpp), pointing into its registry.
+  std::string_view schedule = "1f1b";
+  /// "zero2 tp2 sp mb4 ga2 selective", "zero1 tp8 pp16 vpp4 interleaved mb1 ga32 full" (tp,
+  /// sp, the pipeline shown only when used; recompute always).
   std::string describe() const;
 };
 
-/// The scenario run with `layout` (strategy kind, tp, sp, micro-batch, grad_accum,
-/// recompute); a bucket size given for DDP/ZeRO is dropped under FSDP, which has none.
+/// The scenario run with `layout` (strategy kind, tp, sp, pp, vpp, schedule, micro-batch,
+/// grad_accum, recompute); a bucket size given for DDP/ZeRO is dropped under FSDP, which has none.
 Scenario with_layout(const Scenario& base, const Layout& layout);
 
 /// Why layouts were rejected, in the order the checks run.
 enum class PlanRejectReason {
-  tp_model,     ///< tp does not divide heads, KV heads and MLP width
-  sp_sequence,  ///< sequence parallelism: tp does not divide seq_len
-  batch,        ///< micro_batch x dp does not divide the global batch
-  invalid,      ///< the scenario's own checks refuse it (check_scenario)
-  memory,       ///< memory per GPU above the fraction of capacity
+  tp_model,           ///< tp does not divide heads, KV heads and MLP width
+  sp_sequence,        ///< sequence parallelism: tp does not divide seq_len
+  pipeline_strategy,  ///< a pipeline with a strategy other than ddp or zero1
+  batch,              ///< micro_batch x dp does not divide the global batch
+  pipeline_groups,    ///< interleaved schedule: grad_accum not a multiple of pp
+  invalid,            ///< the scenario's own checks refuse it (check_scenario)
+  memory,             ///< memory per GPU above the fraction of capacity
 };
-inline constexpr int kPlanRejectReasons = 5;
+inline constexpr int kPlanRejectReasons = 7;
 /// One sentence: "tp does not divide the heads, KV heads and MLP width".
 std::string_view describe(PlanRejectReason);
+/// Its name in JSON: "tp_model", "sp_sequence", ...
+std::string_view key(PlanRejectReason);
+
+/// The parallel dimensions the plan does not enumerate yet (each stays as the scenario
+/// says), for the report: "context parallelism (cp)", "offloading (offload)".
+std::vector<std::string> plan_dimensions_not_enumerated();
 
 /// A layout that passed the screen, with its closed-form figures.
 struct PlanCandidate {
   Layout layout;
   int index = 0;                     ///< enumeration order (ties break on it)
-  int family = 0;                    ///< index of its resolved (strategy, tp, sp) Job
+  int family = 0;                    ///< index of its resolved (strategy, tp, sp, pp) Job
   double compute_s = 0;              ///< cost stage: forward + backward + recompute + optimizer, s
-  /// Perfect-overlap step, s (bounds.hpp); NaN until computed (screen_layouts with
+  /// Lowered bound of the step, s (lowered_bound_s); NaN until computed (screen_layouts with
   /// `full_bounds`, or plan() when the candidate reaches the front).
   double lower_bound_s = 0;
+  /// Under a pipeline, the schedule's replay with free communication (pipeline_bound_s), s;
+  /// NaN until computed.
+  double pipeline_bound_s = 0;
   double memory_bytes = 0;           ///< per GPU (cost stage)
 };
 
 /// The space after the screen: the resolved families, the candidates sorted by their bound
-/// (the perfect-overlap bound with `full_bounds`, else compute_s; ties by enumeration
+/// (the lowered bound with `full_bounds`, else compute_s; ties by enumeration
 /// order), and the rejections.
 struct PlanScreen {
-  Scenario base;                     ///< on the planned GPUs, tp 1
+  Scenario base;                     ///< on the planned GPUs, tp 1, no pipeline
   int gpus = 1;
   std::int64_t global_batch = 1;
-  std::vector<Job> families;         ///< one resolve() per (strategy, tp, sp) that passed
+  /// One resolve() per (strategy, tp, sp, pp) that passed; a candidate's vpp and schedule
+  /// are its layout's.
+  std::vector<Job> families;
   std::vector<PlanCandidate> candidates;
   std::int64_t enumerated = 0;       ///< layouts enumerated
   std::int64_t rejected[kPlanRejectReasons] = {};
@@ -112,9 +142,22 @@ struct PlanScreen {
 /// top below 1, the cost objective without a price).
 PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool full_bounds = false);
 
-/// The perfect-overlap bound of a candidate: its family's Job with the layout, cost, lower,
-/// bound.
-double perfect_overlap_bound_s(const PlanScreen& screen, const PlanCandidate& candidate);
+/// Stage programs by (schedule, pp, micro-batches, vpp), built once per plan.
+using ScheduleCache = std::map<std::tuple<std::string, int, int, int>, std::vector<sim::StageProgram>>;
+
+/// The pipeline bound of a candidate with pp >= 2: its schedule replayed with free sends
+/// (schedules.hpp replay), each chunk's forward and backward its layers x the cost stage's
+/// per-layer forward and backward at full speed plus the layer's TP collectives at their
+/// modelled time alone (recompute, the LM head and every send left out), then stage 0's
+/// tail after its last backward: gradient reduction, optimizer share, zero1's all-gather.
+/// The simulation plays the same programs with tasks no shorter and sends that only delay,
+/// so the step is no shorter. With measured collectives (a calibration) only the compute
+/// counts.
+double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& candidate, ScheduleCache& programs);
+
+/// The lowered bound of a candidate: its family's Job with the layout, cost, lower, then
+/// the larger of the perfect-overlap bound and the critical path alone (bounds.hpp).
+double lowered_bound_s(const PlanScreen& screen, const PlanCandidate& candidate);
 
 /// One simulated layout.
 struct PlanRow {
@@ -123,6 +166,11 @@ struct PlanRow {
   double lower_bound_s = 0;
   double objective = 0;              ///< in the objective's unit (s, tokens/s/GPU, USD/Mtok)
 };
+
+/// Time the representative rank (stage 0 under a pipeline) neither computes nor runs an
+/// exposed collective, s: step - compute busy - exposed communication, at least 0. The
+/// pipeline bubble; about 0 without a pipeline.
+double bubble_s(const Prediction&);
 
 struct PlanResult {
   std::string scenario;
@@ -134,7 +182,7 @@ struct PlanResult {
   std::int64_t rejected[kPlanRejectReasons] = {};
   std::string invalid_example;
   std::int64_t screened = 0;         ///< layouts that passed to the lower bound
-  std::int64_t bounded = 0;          ///< layouts lowered for their perfect-overlap bound
+  std::int64_t bounded = 0;          ///< layouts lowered for their lowered bound
   std::int64_t simulated = 0;
   /// True when every layout left unsimulated has a lower bound no better than the K-th
   /// simulated one: the top K are the top K of an exhaustive simulation.
@@ -149,5 +197,15 @@ PlanResult plan(const Scenario& base, const PlanOptions& options);
 
 /// The objective's figure of a prediction (its unit as PlanRow::objective).
 double objective_value(PlanObjective, const Prediction&, const Scenario&);
+
+/// GPU counts of `--gpus-range`: "A:B" is A, 2A, 4A, ... up to B (B included when it is
+/// on the series); "A,B,C" the counts listed, sorted, repeats dropped. Throws
+/// std::invalid_argument for anything else (a count below 1, A above B, an empty list).
+std::vector<int> parse_gpu_range(std::string_view text);
+
+/// The plan on each GPU count at one global batch: options.global_batch, else the
+/// scenario's micro_batch x grad_accum x data-parallel ranks on its own GPUs. The progress
+/// callback sees each count's phases in turn.
+std::vector<PlanResult> plan_range(const Scenario& base, const std::vector<int>& gpus, const PlanOptions& options);
 
 }  // namespace stepcast

@@ -8,6 +8,8 @@
 
 #include <limits>
 #include <string>
+#include <string_view>
+#include <vector>
 
 using namespace stepcast;
 
@@ -24,6 +26,16 @@ Scenario gpt2_small(const std::string& extra = "") {
                         "plan-test.json");
 }
 
+/// GPT-2 small on two DGX-1 (16 V100) joined by 1 Gb/s Ethernet, global batch 32: data
+/// parallelism across the slow link costs more than a pipeline's sends, so a pipeline wins.
+Scenario gpt2_slow_network() {
+  return parse_scenario(R"({"name": "plan-pp-test", "model": "gpt2",
+    "training": {"precision": "fp16_mixed", "micro_batch": 2, "grad_accum": 1, "seq_len": 1024,
+                 "flash_attention": false},
+    "strategy": "ddp", "hardware": {"cluster": "2x-dgx1-1gbe", "gpus": 16}, "dataset": {"tokens": 1e9}})",
+                        "plan-pp-test.json");
+}
+
 constexpr Strategy kStrategies[] = {Strategy::ddp,   Strategy::zero1,           Strategy::zero2,
                                     Strategy::zero3, Strategy::fsdp_full_shard, Strategy::fsdp_shard_grad_op};
 
@@ -33,28 +45,60 @@ struct Exhaustive {
   std::string best;
   int predicted = 0;
   int over_memory = 0;
+  int pipelined = 0;  ///< layouts with pp >= 2 predicted
 };
 
-Exhaustive exhaustive(const Scenario& base, std::int64_t global, double memory_fraction) {
+/// Pipelines written out independently of the plan: none, then for pp >= 2 dividing
+/// gpus / tp with a layer per stage: gpipe, 1f1b, zb-h1 (vpp 1) and interleaved with vpp
+/// 2..8 (pp x vpp <= layers).
+std::vector<Layout> pipelines(int ranks, int layers) {
+  std::vector<Layout> out{Layout{}};
+  for (int pp = 2; pp <= ranks && pp <= layers; ++pp) {
+    if (ranks % pp != 0) continue;
+    for (std::string_view sched : {"gpipe", "1f1b", "zb-h1"}) {
+      Layout l;
+      l.pp = pp;
+      l.schedule = sched;
+      out.push_back(l);
+    }
+    for (int v = 2; v <= 8 && pp * v <= layers; ++v) {
+      Layout l;
+      l.pp = pp;
+      l.vpp = v;
+      l.schedule = "interleaved";
+      out.push_back(l);
+    }
+  }
+  return out;
+}
+
+Exhaustive exhaustive(const Scenario& base, int gpus, std::int64_t global, double memory_fraction) {
   Exhaustive out;
   for (Strategy st : kStrategies)
     for (int tp : {1, 2, 4}) {  // 8 does not divide 12 heads
       for (bool sp : {false, true}) {
         if (sp && tp == 1) continue;
-        const std::int64_t per_replica = global / (8 / tp);
-        for (std::int64_t mb = 1; mb <= per_replica; ++mb) {
-          if (per_replica % mb != 0) continue;
-          for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
-            const Layout l{st, tp, sp, mb, per_replica / mb, rc, 8 / tp};
-            const Prediction p = predict(with_layout(base, l));
-            ++out.predicted;
-            if (p.memory.total_bytes > memory_fraction * p.memory.capacity_bytes) {
-              ++out.over_memory;
-              continue;
-            }
-            if (p.step_time_s < out.best_step_s) {
-              out.best_step_s = p.step_time_s;
-              out.best = l.describe();
+        for (Layout pipe : pipelines(gpus / tp, 12)) {
+          if (pipe.pp > 1 && st != Strategy::ddp && st != Strategy::zero1) continue;
+          const int dp = gpus / (tp * pipe.pp);
+          if (global % dp != 0) continue;
+          const std::int64_t per_replica = global / dp;
+          for (std::int64_t mb = 1; mb <= per_replica; ++mb) {
+            if (per_replica % mb != 0) continue;
+            if (pipe.vpp > 1 && (per_replica / mb) % pipe.pp != 0) continue;  // interleaved groups
+            for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+              const Layout l{st, tp, sp, mb, per_replica / mb, rc, dp, pipe.pp, pipe.vpp, pipe.schedule};
+              const Prediction p = predict(with_layout(base, l));
+              ++out.predicted;
+              if (pipe.pp > 1) ++out.pipelined;
+              if (p.memory.total_bytes > memory_fraction * p.memory.capacity_bytes) {
+                ++out.over_memory;
+                continue;
+              }
+              if (p.step_time_s < out.best_step_s) {
+                out.best_step_s = p.step_time_s;
+                out.best = l.describe();
+              }
             }
           }
         }
@@ -70,9 +114,10 @@ TEST_CASE("the plan's winner is the best of an exhaustive predict() over the sam
   PlanOptions o;
   o.top = 3;
   const PlanResult r = plan(base, o);
-  const Exhaustive all = exhaustive(base, 64, 0.9);
+  const Exhaustive all = exhaustive(base, 8, 64, 0.9);
   REQUIRE(!r.top.empty());
   CHECK(r.exact);
+  CHECK(all.pipelined > 0);
   CHECK(r.top[0].layout.describe() == all.best);
   CHECK(r.top[0].prediction.step_time_s == all.best_step_s);  // bit for bit: same stages
   CHECK(r.simulated >= 3 * o.top);
@@ -81,24 +126,70 @@ TEST_CASE("the plan's winner is the best of an exhaustive predict() over the sam
     CHECK(r.top[i - 1].prediction.step_time_s <= r.top[i].prediction.step_time_s);
 }
 
-TEST_CASE("rejections are counted per reason: 882 layouts of GPT-2 small on 8 GPUs at global batch 64") {
-  // Per (strategy, tp, sp) family: 7 micro-batches (divisors of 64) x 3 recompute = 21 layouts.
-  // Families per strategy: tp1, tp2 +-sp, tp4 +-sp, tp8 +-sp = 7; x 6 strategies = 42; 882.
+TEST_CASE("where a pipeline wins, the plan's winner is still the best of an exhaustive predict()") {
+  const Scenario base = gpt2_slow_network();
+  PlanOptions o;
+  o.top = 3;
+  const PlanResult r = plan(base, o);
+  const Exhaustive all = exhaustive(base, 16, 32, 0.9);
+  REQUIRE(!r.top.empty());
+  CHECK(r.exact);
+  CHECK(r.top[0].layout.pp > 1);
+  CHECK(r.top[0].layout.describe() == all.best);
+  CHECK(r.top[0].prediction.step_time_s == all.best_step_s);
+  CHECK(r.rejected[static_cast<int>(PlanRejectReason::memory)] == all.over_memory);
+  CHECK(r.screened == all.predicted - all.over_memory);
+  CHECK(r.simulated < r.screened / 4);  // the bounds pruned most
+}
+
+TEST_CASE("the pipeline and lowered bounds never exceed the simulated step") {
+  // Both play the step's dependencies with tasks no longer than the simulation's: the
+  // schedule's replay with free communication, the critical path at durations alone.
+  PlanOptions o;
+  const PlanScreen s = screen_layouts(gpt2_slow_network(), o, true);
+  ScheduleCache programs;
+  int pipelined = 0;
+  for (const PlanCandidate& c : s.candidates) {
+    CAPTURE(c.layout.describe());
+    const double step = predict(with_layout(s.base, c.layout)).step_time_s;
+    CHECK(c.lower_bound_s <= step * (1 + 1e-9));
+    if (c.layout.pp > 1) {
+      ++pipelined;
+      const double pipe = pipeline_bound_s(s, c, programs);
+      CHECK(pipe <= step * (1 + 1e-9));
+    }
+  }
+  CHECK(pipelined > 100);
+}
+
+TEST_CASE("rejections are counted per reason: 8,190 layouts of GPT-2 small on 8 GPUs at global batch 64") {
+  // Per family: 7 micro-batches (divisors of 64) x 3 recompute = 21 layouts. Pipelines
+  // (12 layers): none, and for pp >= 2 dividing 8/tp: 3 plain schedules + interleaved with
+  // vpp 2..8 and pp x vpp <= 12. tp1: pp2 (3 + 5), pp4 (3 + 2), pp8 (3 + 0): 17 pipelines;
+  // tp2: pp2, pp4: 14; tp4: pp2: 9; tp8: 1. Families per strategy: 17 + 2 x (14 + 9 + 1) =
+  // 65 (sp doubles tp >= 2); 6 strategies: 390 families, 8,190 layouts.
   // tp 8 does not divide 12 heads: 2 families x 6 x 21 = 252.
-  // micro-batch x dp must divide 64: tp1 (dp 8, 8 per replica) refuses mb 16, 32, 64 (9
-  // layouts); tp2 (16 per replica) mb 32, 64 (6 each of 2 families); tp4 (32) mb 64 (3 each
-  // of 2): 27 per strategy, 162 in all. Left: 882 - 252 - 162 = 468.
+  // Pipelines under zero2, zero3 and the two FSDP: (16 + 2 x 13 + 2 x 8) x 4 x 21 = 4,872.
+  // micro_batch x dp must divide 64. Without a pipeline, 27 layouts per strategy (tp1: mb
+  // 16, 32, 64; tp2: 32, 64 twice; tp4: 64 twice): 162. Pipelines under ddp and zero1: tp1
+  // pp2 (dp 4, 16 per replica: mb 32, 64 refused) 8 families x 6; tp1 pp4 (32 per replica)
+  // 5 x 3; tp2 pp2 (32 per replica) 16 x 3: 111 per strategy, 222. 162 + 222 = 384.
+  // Interleaved, grad_accum not a multiple of pp: tp1 pp2 (ga 1 of 16 per replica) 5 x 3;
+  // tp1 pp4 (ga 2, 1 of 32) 2 x 6; tp2 pp2 10 x 3; tp2 pp4 (64 per replica: ga 2, 1) 4 x 6;
+  // tp4 pp2 10 x 3: 111 per strategy, 222.
+  // Left: 8,190 - 252 - 4,872 - 384 - 222 = 2,460.
   PlanOptions o;
   o.top = 1;
   const PlanResult r = plan(gpt2_small(), o);
   CHECK(r.global_batch == 64);
-  CHECK(r.enumerated == 882);
+  CHECK(r.enumerated == 8190);
   CHECK(r.rejected[static_cast<int>(PlanRejectReason::tp_model)] == 252);
   CHECK(r.rejected[static_cast<int>(PlanRejectReason::sp_sequence)] == 0);
-  CHECK(r.rejected[static_cast<int>(PlanRejectReason::batch)] == 162);
+  CHECK(r.rejected[static_cast<int>(PlanRejectReason::pipeline_strategy)] == 4872);
+  CHECK(r.rejected[static_cast<int>(PlanRejectReason::batch)] == 384);
+  CHECK(r.rejected[static_cast<int>(PlanRejectReason::pipeline_groups)] == 222);
   CHECK(r.rejected[static_cast<int>(PlanRejectReason::invalid)] == 0);
-  CHECK(r.rejected[static_cast<int>(PlanRejectReason::memory)] +
-            r.screened == 468);
+  CHECK(r.rejected[static_cast<int>(PlanRejectReason::memory)] + r.screened == 2460);
 }
 
 TEST_CASE("layouts over the memory limit are rejected exactly where predict() puts them over it") {
@@ -107,7 +198,7 @@ TEST_CASE("layouts over the memory limit are rejected exactly where predict() pu
   o.top = 2;
   o.max_memory_fraction = 0.08;  // 6.4 GB of 80 GB: the large micro-batches do not fit
   const PlanResult r = plan(base, o);
-  const Exhaustive all = exhaustive(base, 64, 0.08);
+  const Exhaustive all = exhaustive(base, 8, 64, 0.08);
   CHECK(all.over_memory > 0);
   CHECK(r.rejected[static_cast<int>(PlanRejectReason::memory)] == all.over_memory);
   CHECK(r.screened == all.predicted - all.over_memory);
@@ -117,7 +208,8 @@ TEST_CASE("layouts over the memory limit are rejected exactly where predict() pu
 }
 
 TEST_CASE("sequence parallelism is rejected where tp does not divide seq_len") {
-  // seq 1022 = 2 x 7 x 73: tp 2 divides it, tp 4 does not: 6 strategies x 21 layouts with sp.
+  // seq 1022 = 2 x 7 x 73: tp 2 divides it, tp 4 does not: 6 strategies x 9 pipelines of
+  // tp 4 (none; pp2: 3 plain + interleaved vpp 2..6) x 21 layouts with sp.
   const Scenario base = parse_scenario(R"({"name": "sp", "model": "gpt2",
     "training": {"micro_batch": 8, "seq_len": 1022}, "strategy": "ddp",
     "hardware": {"box": "dgx-a100", "gpus": 8}})",
@@ -125,7 +217,7 @@ TEST_CASE("sequence parallelism is rejected where tp does not divide seq_len") {
   PlanOptions o;
   o.top = 1;
   const PlanScreen s = screen_layouts(base, o);
-  CHECK(s.rejected[static_cast<int>(PlanRejectReason::sp_sequence)] == 6 * 21);
+  CHECK(s.rejected[static_cast<int>(PlanRejectReason::sp_sequence)] == 6 * 9 * 21);
 }
 
 TEST_CASE("the plan is deterministic: the same rows in the same order twice") {
@@ -186,7 +278,7 @@ TEST_CASE("a given global batch and GPU count set grad accumulation: 128 on 16 G
   CHECK(s.global_batch == 128);
   bool found = false;
   for (const PlanCandidate& c : s.candidates)
-    if (c.layout.tp == 1 && c.layout.micro_batch == 2) {
+    if (c.layout.tp == 1 && c.layout.pp == 1 && c.layout.micro_batch == 2) {
       CHECK(c.layout.grad_accum == 4);
       CHECK(c.layout.dp == 16);
       found = true;

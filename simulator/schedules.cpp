@@ -250,7 +250,9 @@ struct Played {
 /// List scheduling of the programs in their order (replay's rule). Sweeps the stages,
 /// advancing each as far as its dependencies allow, until none moves; a start time depends
 /// only on the stage's previous op and the dependencies' finishes, so sweep order is free.
-Played play(const std::vector<StageProgram>& programs, const Shape& s, const PipeOpDurations& d) {
+/// Plays the programs with the durations of each virtual stage (`d`, one entry for all of
+/// them or p·v entries).
+Played play(const std::vector<StageProgram>& programs, const Shape& s, const std::vector<PipeOpDurations>& per_vstage) {
   std::vector<double> finish(s.slots(), 0.0);
   std::vector<char> done(s.slots(), 0);
   std::vector<std::size_t> next(programs.size(), 0);
@@ -266,9 +268,11 @@ Played play(const std::vector<StageProgram>& programs, const Shape& s, const Pip
         if (!std::all_of(deps.begin(), deps.end(), [&](std::size_t k) { return done[k] != 0; })) break;
         double start = out.replay.stage_finish[i];
         for (std::size_t k : deps) start = std::max(start, finish[k]);
+        const int vstage = virtual_stage(i, o.chunk, s.stages);
+        const PipeOpDurations& d = per_vstage.size() == 1 ? per_vstage.front() : per_vstage[static_cast<std::size_t>(vstage)];
         const double end = start + duration_of(o.kind, d);
         for (int what : completes(o.kind)) {
-          const std::size_t k = s.slot(virtual_stage(i, o.chunk, s.stages), o.micro_batch, what);
+          const std::size_t k = s.slot(vstage, o.micro_batch, what);
           finish[k] = end;
           done[k] = 1;
         }
@@ -297,7 +301,7 @@ std::string dependency_violation(const std::vector<StageProgram>& programs, int 
   if (auto why = shape_violation(programs, micro_batches, chunks); !why.empty()) return why;
   const Shape s{static_cast<int>(programs.size()), micro_batches, chunks};
   if (auto why = completeness_violation(programs, s); !why.empty()) return why;
-  return play(programs, s, PipeOpDurations{}).stuck;
+  return play(programs, s, {PipeOpDurations{}}).stuck;
 }
 
 PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks,
@@ -305,9 +309,20 @@ PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, 
   for (double t : {d.forward, d.backward, d.backward_input, d.backward_weight})
     if (!(t >= 0) || !std::isfinite(t))
       throw std::invalid_argument("pipeline replay: op durations must be finite and >= 0");
+  return replay(programs, micro_batches, chunks, std::vector<PipeOpDurations>{d});
+}
+
+PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks,
+                  const std::vector<PipeOpDurations>& per_virtual_stage) {
+  for (const PipeOpDurations& d : per_virtual_stage)
+    for (double t : {d.forward, d.backward, d.backward_input, d.backward_weight})
+      if (!(t >= 0) || !std::isfinite(t))
+        throw std::invalid_argument("pipeline replay: op durations must be finite and >= 0");
+  if (per_virtual_stage.size() != 1 && per_virtual_stage.size() != programs.size() * static_cast<std::size_t>(chunks))
+    throw std::invalid_argument("pipeline replay: expected one durations entry or one per virtual stage");
   if (auto why = dependency_violation(programs, micro_batches, chunks); !why.empty())
     throw std::invalid_argument("pipeline replay: " + why);
-  return play(programs, Shape{static_cast<int>(programs.size()), micro_batches, chunks}, d).replay;
+  return play(programs, Shape{static_cast<int>(programs.size()), micro_batches, chunks}, per_virtual_stage).replay;
 }
 
 namespace {

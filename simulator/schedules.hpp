@@ -77,6 +77,12 @@ struct PipeReplay {
 PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks,
                   const PipeOpDurations& durations);
 
+/// replay() with each virtual stage's own durations: per_virtual_stage[k] for the ops of
+/// virtual stage k = chunk·p + stage (p·v entries, or one for all), a pipeline of unequal
+/// chunks. Throws std::invalid_argument for another count or invalid programs.
+PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks,
+                  const std::vector<PipeOpDurations>& per_virtual_stage);
+
 /// Most (micro-batch, chunk) forwards a stage holds at once whose backward (whole, or B)
 /// has not run: the activations it keeps, in chunk units.
 int peak_in_flight(const StageProgram& program);

@@ -501,16 +501,24 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
 
 }  // namespace
 
+Topology resolved_topology(const Scenario& s) {
+  ClusterSpec used = s.hardware.cluster;
+  used.nodes = s.hardware.nodes;
+  return Topology::build(used);
+}
+
 Job resolve(const Scenario& s) {
+  check_predictable(s);
+  return resolve(s, resolved_topology(s));
+}
+
+Job resolve(const Scenario& s, const Topology& topo) {
   check_predictable(s);
   Job job;
   job.scenario = s;
   job.nodes = s.hardware.nodes;
   job.gpus_per_node = s.hardware.gpus_per_node;
   job.gpus = job.nodes * job.gpus_per_node;
-  ClusterSpec used = s.hardware.cluster;
-  used.nodes = job.nodes;
-  const Topology topo = Topology::build(used);
   job.gpu = topo.gpu();
   job.assumptions = s.defaults;
   job.tp = s.strategy.tp;
@@ -574,12 +582,19 @@ void stage_zero_share(const Job& job, Costs& c) {
     *v *= share;
 }
 
-Costs cost(const Job& job) {
+MicroStepTimes micro_step_times(const Job& job) {
+  const TrainingSpec& tr = job.scenario.training;
+  return micro_step_times(job.scenario.model, tr.micro_batch, tr.seq_len, tr.precision, flops_options(tr),
+                          job.kernels, job.device);
+}
+
+Costs cost(const Job& job) { return cost(job, micro_step_times(job)); }
+
+Costs cost(const Job& job, const MicroStepTimes& micro) {
   const TransformerSpec& model = job.scenario.model;
   const TrainingSpec& tr = job.scenario.training;
   Costs c;
-  c.micro = micro_step_times(model, tr.micro_batch, tr.seq_len, tr.precision, flops_options(tr), job.kernels,
-                             job.device);
+  c.micro = micro;
   c.per_layer = layer_times(c.micro, static_cast<int>(model.layers));
   const double m = static_cast<double>(tr.grad_accum);
   c.forward_s = m * c.micro.forward_s;

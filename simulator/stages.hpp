@@ -27,6 +27,7 @@
 #include "simulator/scenario.hpp"
 #include "simulator/simulation.hpp"
 #include "simulator/step_graph.hpp"
+#include "topologies/topology.hpp"
 
 #include <optional>
 #include <string>
@@ -88,6 +89,13 @@ struct Job {
 /// size not above 0; no dataset at all is fine: no epoch figures) and for an inconsistent hardware choice; parse_scenario refuses all of those, so
 /// only a Scenario built another way (a measured record) can get here with one.
 Job resolve(const Scenario& scenario);
+
+/// The topology resolve() builds: the scenario's cluster on the nodes it uses.
+Topology resolved_topology(const Scenario& scenario);
+
+/// resolve() on a topology already built (resolved_topology of a scenario on the same
+/// hardware): what a search over layouts of one hardware calls, building the graph once.
+Job resolve(const Scenario& scenario, const Topology& topology);
 
 /// The device rates of `gpu` training at `dtype` with attention by `kernel`: the catalog's
 /// (catalog_device_rates), then the calibration's measurements (`calibration`, may be null;
@@ -159,6 +167,15 @@ struct Costs {
 
 /// Costs the job's step. Pure: same Job, same Costs.
 Costs cost(const Job& job);
+
+/// The job's micro-step at full speed (model/compute.hpp's micro_step_times on the job's
+/// model, micro-batch, sequence, precision, recompute, kernels and device): all cost() reads
+/// of the layout's compute, the same for every parallel layout of those.
+MicroStepTimes micro_step_times(const Job& job);
+
+/// cost() with the micro-step already computed (micro_step_times(job) of an equal Job in
+/// those fields): a search costs each (micro-batch, recompute) once.
+Costs cost(const Job& job, const MicroStepTimes& micro);
 
 /// Splits a micro-step into its per-layer and head parts (the lowering's split).
 LayerTimes layer_times(const MicroStepTimes& micro, int layers);

@@ -20,14 +20,14 @@ import sys
 # Column suffixes that are units; columns without one must be counts or text (below).
 UNITS = ("_s", "_bytes", "_usd", "usd_per_million_tokens", "_fraction", "_x",
          "_pct", "_bool", "_per_s", "_per_s_per_gpu", "_sequences", "_steps", "_unit", "tokens_per_step")
-COUNTS_AND_TEXT = {"gpus", "nodes", "tp", "dp", "rank", "layout", "strategy", "recompute", "memory_verdict",
+COUNTS_AND_TEXT = {"gpus", "nodes", "tp", "dp", "pp", "vpp", "schedule", "rank", "layout", "strategy", "recompute", "memory_verdict",
                    "scenario", "file", "model", "hardware", "gpu", "id", "metric", "status", "source", "trust"}
 # CSV column -> key of the JSON row ("a.b": nested), where the names differ.
 JSON_KEY = {"mfu_fraction": "mfu", "baseline_bool": "baseline", "speedup_x": "speedup",
             "scaling_efficiency_fraction": "scaling_efficiency", "memory_verdict": "verdict",
             "fits_bool": "fits", "measured_in_metric_unit": "measured", "predicted_in_metric_unit": "predicted"}
 # plan's layout columns are fields of the row's "layout" object.
-PLAN_LAYOUT_KEY = {"layout": "name", "strategy": "strategy", "tp": "tp", "sp_bool": "sp", "dp": "dp",
+PLAN_LAYOUT_KEY = {"layout": "name", "strategy": "strategy", "tp": "tp", "sp_bool": "sp", "dp": "dp", "pp": "pp", "vpp": "vpp", "schedule": "schedule",
                    "micro_batch_sequences": "micro_batch", "grad_accum_steps": "grad_accum", "recompute": "recompute"}
 
 
@@ -70,7 +70,12 @@ def main(argv):
     for column in header:
         if column not in COUNTS_AND_TEXT and not column.endswith(UNITS):
             problems.append(f"column {column!r} names no unit")
-    expected = doc["runs"] if command == "validate" else doc["rows"]
+    if command == "validate":
+        expected = doc["runs"]
+    elif "plans" in doc:  # plan --gpus-range: each count's ranked rows in turn, after its gpus
+        expected = [dict(row, gpus=plan["gpus"]) for plan in doc["plans"] for row in plan["rows"]]
+    else:
+        expected = doc["rows"]
     if len(rows) != expected_rows or len(rows) != len(expected):
         problems.append(f"{len(rows)} CSV rows, expected {expected_rows} ({len(expected)} in --json)")
     for i, (row, jrow) in enumerate(zip(rows, expected), start=1):

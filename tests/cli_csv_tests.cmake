@@ -31,6 +31,10 @@ stepcast_cli_csv_case(validate_csv ROWS 2 ARGS validate ${CMAKE_CURRENT_LIST_DIR
 stepcast_cli_case(scale_csv_header
                   STDOUT "gpus,nodes,step_time_s,comm_exposed_s,tokens_per_s,tokens_per_s_per_gpu,mfu_fraction,time_per_epoch_s,cost_per_epoch_usd,usd_per_million_tokens,baseline_bool,speedup_x,scaling_efficiency_fraction,memory_per_gpu_bytes,memory_verdict,fits_bool"
                   ARGS scale ${STEPCAST_CLI_GOOD} --gpus 1,8 --csv)
+stepcast_cli_csv_case(plan_range_csv ROWS 4
+                      ARGS plan ${STEPCAST_CLI_GOOD} --gpus-range 8:16 --global-batch 128 --top 2)
+stepcast_cli_case(plan_range_csv_header STDOUT "gpus,rank,layout,strategy,tp,sp_bool,dp,pp,vpp,schedule,"
+                  ARGS plan ${STEPCAST_CLI_GOOD} --gpus-range 8:16 --global-batch 128 --top 2 --csv)
 stepcast_cli_case(csv_excludes_json RC 2 STDERR "excludes"
                   ARGS scale ${STEPCAST_CLI_GOOD} --gpus 1,8 --csv --json)
 

@@ -261,8 +261,9 @@ stepcast_cli_case(help_compare STDOUT "Usage: stepcast compare" "Examples:" "Exi
                   ARGS compare --help)
 stepcast_cli_case(plan_minimal_text
                   STDOUT "step time (s)" "tokens/s/GPU" "MFU (%)" "memory/GPU (GiB)" "exposed comm (s)"
-                         "Why the winner:" "252  tp does not divide" "162  micro_batch x dp"
-                         "882 layouts enumerated"
+                         "bubble (%)" "Why the winner:" "252  tp does not divide" "384  micro_batch x dp"
+                         "4872  a pipeline runs ddp or zero1" "222  interleaved schedule"
+                         "8190 layouts enumerated" "Not enumerated yet"
                   ARGS plan ${STEPCAST_CLI_GOOD} --top 3)
 stepcast_cli_case(plan_minimal_json
                   JSON_KEYS scenario gpus global_batch objective enumerated screened simulated exact
@@ -277,6 +278,31 @@ stepcast_cli_case(plan_bad_objective RC 2 STDERR "--objective"
                   ARGS plan ${STEPCAST_CLI_GOOD} --objective speed)
 stepcast_cli_case(plan_bad_fraction RC 2 STDERR "--max-memory-fraction"
                   ARGS plan ${STEPCAST_CLI_GOOD} --max-memory-fraction 1.5)
+stepcast_cli_case(plan_gpus_range_text
+                  STDOUT "Plans of cli-minimal by GPU count, global batch 64 sequences" "best layout"
+                         "on 8 GPUs" "on 16 GPUs"
+                  ARGS plan ${STEPCAST_CLI_GOOD} --gpus-range 8:16 --global-batch 64 --top 1)
+stepcast_cli_case(plan_gpus_range_json JSON_KEYS scenario global_batch plans summary
+                  STDOUT "\"gpus\": 16" "\"gpus\": 8"
+                  ARGS plan ${STEPCAST_CLI_GOOD} --gpus-range 8,16 --top 1 --json)
+stepcast_cli_case(plan_gpus_range_bad RC 2 STDERR "--gpus-range"
+                  ARGS plan ${STEPCAST_CLI_GOOD} --gpus-range 16:8)
+stepcast_cli_case(plan_gpus_and_range RC 2 STDERR "not both"
+                  ARGS plan ${STEPCAST_CLI_GOOD} --gpus 8 --gpus-range 8:16)
+stepcast_cli_case(help_need STDOUT "Usage: stepcast need" "Examples:" "rule of thumb" "Exit codes:"
+                  ARGS need --help)
+stepcast_cli_case(need_seed4_unreachable
+                  STDOUT "written network: 1 x eth-100g" "Answer: none" "Rule of thumb:" "bandwidth (Gb/s)"
+                         "exposed (%)" "written"
+                  ARGS need scenarios/seeds/rule-of-thumb-10b-4x8a100-100g.json --exposed-comm 5% --curve-points 2)
+stepcast_cli_case(need_seed4_answer STDOUT "Answer: " "NIC(s) of 100 Gb/s" "needed" "rule of thumb"
+                  ARGS need scenarios/seeds/rule-of-thumb-10b-4x8a100-100g.json --exposed-comm 70% --curve-points 2)
+stepcast_cli_case(need_json JSON_KEYS scenario needed_Gbps nics_needed rule_of_thumb_Gbps curve written at_max
+                  ARGS need scenarios/seeds/rule-of-thumb-10b-4x8a100-100g.json --exposed-comm 0.7 --curve-points 1 --json)
+stepcast_cli_case(need_bad_share RC 2 STDERR "--exposed-comm"
+                  ARGS need scenarios/seeds/rule-of-thumb-10b-4x8a100-100g.json --exposed-comm 150%)
+stepcast_cli_case(need_one_node RC 2 STDERR "one node"
+                  ARGS need ${STEPCAST_CLI_GOOD})
 stepcast_cli_case(compare_text
                   STDOUT "step time (s)" "time per epoch (h)" "tokens/s" "cost per epoch (USD)" "USD per Mtok"
                          "lightning-ddp-8xa100" "lightning-ddp-3xh100"
