@@ -14,6 +14,11 @@ collectives over all visible GPUs, machine description) and writes:
   OUT_DIR/environment.txt     date, host, kernel, NCCL_* / CUDA_* variables, build used
   OUT_DIR/nvidia-smi-q.txt    `nvidia-smi -q` (clocks, power limits, ECC, PCIe links)
   OUT_DIR/build.log           only when this script had to build the programs
+With --torch, calibrate/bench/torch_bench.py adds to raw.json what only PyTorch runs: attention
+kernels (SDPA backends, flash_attn), memory-bound kernels eager and compiled, the eager CPU
+cost per op, and a GEMM beside an all-reduce (two GPUs or more). With --probe, the single-GPU
+training probe (calibrate/probe/run_probe_kernels.sh) writes OUT_DIR/runs.jsonl and
+OUT_DIR/probe.log: measured steps with their kernel time by category, for `stepcast validate`.
 Then, on a machine with the full stepcast build:
   build/cli/stepcast fit OUT_DIR/raw.json -o hardware.json
 
@@ -23,6 +28,9 @@ neither has them, the script configures and builds them into BUILD_DIR with
 
 options:
   --quick              smoke run (a minute or two): checks that everything works; not for fitting
+  --torch              also run the PyTorch kernel microbenchmarks into raw.json (needs torch)
+  --probe MODE         also run the single-GPU training probe: quick (3 runs) or full (~30 runs)
+  --machine NAME       the machine's name in the probe's records (default: the host name)
   --binary PATH        the stepcast-calibrate (or stepcast-calibrate-mpi) program to run
   --build-dir DIR      where to build when needed (default: build-calibrate in the repository)
   --nccl-root DIR      NCCL outside the CUDA Toolkit, e.g. PyTorch's pip wheel:
@@ -64,6 +72,9 @@ build_dir="$repo/build-calibrate"
 launcher=""
 nccl_root=""
 quick=()
+torch_bench=0
+probe=""
+machine_name="$(hostname)"
 out_dir=""
 extra=()
 
@@ -71,6 +82,10 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
     --quick) quick=(--quick); shift ;;
+    --torch) torch_bench=1; shift ;;
+    --probe) probe="${2:?--probe needs quick or full}"; shift 2
+             [[ "$probe" == quick || "$probe" == full ]] || { echo "run_calibration.sh: --probe quick or full" >&2; exit 2; } ;;
+    --machine) machine_name="${2:?--machine needs a name}"; shift 2 ;;
     --binary) binary="${2:?--binary needs a path}"; shift 2 ;;
     --build-dir) build_dir="${2:?--build-dir needs a directory}"; shift 2 ;;
     --nccl-root) nccl_root="${2:?--nccl-root needs a directory}"; shift 2 ;;
@@ -145,6 +160,21 @@ case "$status" in
   *) echo "run_calibration.sh: stepcast-calibrate exited with status $status; whatever was measured is in" \
        "$out_dir/raw.json, the reason in $out_dir/calibrate.log" >&2 ;;
 esac
+if [[ "$torch_bench" == 1 ]]; then
+  echo "running: python3 $here/bench/torch_bench.py --raw $out_dir/raw.json ${quick[*]+${quick[*]}}" | tee -a "$out_dir/calibrate.log"
+  set +e
+  PYTHONUNBUFFERED=1 python3 "$here/bench/torch_bench.py" --raw "$out_dir/raw.json" ${quick[@]+"${quick[@]}"} 2>&1 |
+    tee -a "$out_dir/calibrate.log"
+  torch_status=${PIPESTATUS[0]}
+  set -e
+  if [[ "$torch_status" != 0 ]]; then
+    echo "run_calibration.sh: torch_bench.py exited with status $torch_status (see $out_dir/calibrate.log)" >&2
+    [[ "$status" == 0 ]] && status=$torch_status
+  fi
+fi
+if [[ -n "$probe" ]]; then
+  PYTHONUNBUFFERED=1 "$here/probe/run_probe_kernels.sh" "$out_dir" "$machine_name" "$probe" || true
+fi
 if [[ -s "$out_dir/raw.json" ]]; then
   if command -v python3 >/dev/null 2>&1; then
     python3 "$here/bench/check_raw_schema.py" "$out_dir/raw.json" 2>&1 | tee -a "$out_dir/calibrate.log" || true

@@ -273,11 +273,25 @@ struct PredictArgs {
   bool json = false;
   std::string trace;  ///< Chrome trace file to write; empty: none
   std::string html;   ///< HTML report to write; empty: none
+  std::string calibration;  ///< hardware file from `stepcast fit` replacing the scenario's; empty: none
 };
+
+/// The scenario with its rates from `file` (a `stepcast fit` hardware file for its GPU).
+Scenario with_calibration(Scenario s, const std::string& file) {
+  if (!std::filesystem::exists(file)) throw UserError("no such hardware file: " + file);
+  auto cal = std::make_shared<const HardwareFile>(load_hardware(file));
+  const BoxSpec* box = find_box(s.hardware.cluster.box);
+  if (box && cal->gpu != box->gpu)
+    throw UserError("--calibration " + file + ": fitted for " + cal->gpu + ", but " + box->name + " holds " + box->gpu);
+  s.hardware.calibration = std::move(cal);
+  s.hardware.calibration_file = file;
+  return s;
+}
 
 int run_predict(const PredictArgs& args) {
   Scenario s = load(args.scenario);
   if (args.gpus > 0) s = on_gpus(s, args.gpus);
+  if (!args.calibration.empty()) s = with_calibration(std::move(s), args.calibration);
   PredictOptions options;
   options.keep_simulation = options.record_timelines = !args.trace.empty() || !args.html.empty();
   const Prediction p = predict(s, options);
@@ -549,6 +563,10 @@ CLI::App* add_predict_command(CLI::App& app, PredictArgs& pa) {
                   "(whole nodes above one box)")
       ->check(gpu_count());
   cmd->add_flag("--json", pa.json, "Print one JSON object instead of the text report");
+  cmd->add_option("--calibration", pa.calibration,
+                  "Hardware file from `stepcast fit` whose measured rates\n"
+                  "replace the catalog's (and the scenario's calibration)")
+      ->option_text("FILE");
   cmd->add_option("--trace", pa.trace,
                   "Also write the simulated step as a Chrome trace (JSON)\n"
                   "to FILE; open it in https://ui.perfetto.dev")
@@ -786,6 +804,10 @@ CLI::App* add_fit_command(CLI::App& app, FitArgs& fa) {
       "    the nccl-tests bus factor (2(n-1)/n all-reduce, (n-1)/n all-gather and\n"
       "    reduce-scatter). Beside it the catalog's model on one node of the box (--box):\n"
       "    its time at the smallest size measured and its busbw at the largest.\n"
+      "  Kernel model (\"kernel_model\"; calibrate/METHOD.md): the GEMM ceiling per dtype\n"
+      "    through tile and wave quantization, attention curves, memory-bound kernels'\n"
+      "    bandwidth, launch and eager per-op cost, and a GEMM's slowdown beside an\n"
+      "    all-reduce, from the sections launch, attention, memory_kernels and overlap.\n"
       "\n"
       "Rows whose \"check\" is not \"ok\" are left out of every fit and listed. Parts with too\n"
       "little data (one size only) are listed as not fitted. The report prints the RMS\n"

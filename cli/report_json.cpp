@@ -433,6 +433,15 @@ std::string validate_json(const std::vector<ValidationRow>& rows) {
           {"comm_exposed", b.comm_exposed_s}, {"gemm", b.gemm_s},       {"attention", b.attention_s},
           {"memory_bound", b.memory_s},       {"launch_bound", b.launch_s}, {"optimizer", b.optimizer_s}};
     }
+    if (!r.categories.empty()) {  // probe records: kernel time by category
+      json cats = json::array();
+      for (const CategoryComparison& c : r.categories)
+        cats.push_back({{"category", c.category},
+                        {"measured_s", c.measured_s},
+                        {"predicted_s", c.predicted_s},
+                        {"error_pct", c.error_pct ? json(*c.error_pct) : json(nullptr)}});
+      runs.back()["categories"] = std::move(cats);
+    }
   }
   const auto sums = summarize(rows);
   json groups = json::array(), sources = json::array();

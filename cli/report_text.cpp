@@ -722,6 +722,30 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
   return out;
 }
 
+namespace {
+
+/// The probe records' kernel time by category against the prediction's (validate/categories.hpp).
+std::string categories_text(const std::vector<ValidationRow>& rows) {
+  std::vector<std::vector<CategoryComparison>> all;
+  Table t({{"id", false}, {"category", false}, {"measured (ms)", true}, {"predicted (ms)", true}, {"error (%)", true}});
+  for (const ValidationRow& r : rows)
+    for (const CategoryComparison& c : r.categories)
+      t.add({r.id, c.category, fmt::format("{:.3f}", 1e3 * c.measured_s), fmt::format("{:.3f}", 1e3 * c.predicted_s),
+             c.error_pct ? fmt::format("{:+.1f}", *c.error_pct) : "-"});
+  for (const ValidationRow& r : rows)
+    if (!r.categories.empty()) all.push_back(r.categories);
+  if (all.empty()) return "";
+  std::string out = section("Step time by kernel category (probe records: torch.profiler kernel time per step)");
+  out += t.render();
+  Table s({{"category", false}, {"runs", true}, {"median |error| (%)", true}});
+  for (const CategorySummary& c : summarize_categories(all))
+    s.add({c.category, std::to_string(c.count), fixed(c.median_abs_error_pct, 1)});
+  out += s.render();
+  return out;
+}
+
+}  // namespace
+
 std::string validate_text(const std::vector<ValidationRow>& rows) {
   std::string out = section("Measured runs against predictions");
   Table t({{"id", false},
@@ -758,6 +782,7 @@ std::string validate_text(const std::vector<ValidationRow>& rows) {
         summarize(rows));
   out += "\n";
   table("Summary, fit-free (isolated kernel benchmarks and datasheets only)", summarize(fit_free_rows(rows)));
+  out += categories_text(rows);
   return out;
 }
 

@@ -234,6 +234,9 @@ DeviceRates catalog_device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKerne
   d.memory_efficiency = default_memory_efficiency(gpu.arch);
   d.memory_source = "datasheet bandwidth at the documented streaming efficiency (model/compute.cpp)";
   d.launch_s = kLaunchOverhead_s;
+  d.eager_forward_op_s = kEagerForwardOp_s;
+  d.eager_backward_op_s = kEagerBackwardOp_s;
+  d.launch_source = "kLaunchOverhead_s, kEagerForwardOp_s, kEagerBackwardOp_s (model/compute.hpp)";
   d.attention = attention_rates(gpu, kernel);
   return d;
 }
@@ -347,8 +350,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   // CPU cost per op: eager dispatch (eager and fused profiles run Python modules) or, for
   // compiled code, the driver's launch; never below the device's launch cost.
   const bool dispatched = kernels.profile != KernelProfile::compiled;
-  const double launch = dispatched ? std::max(device.launch_s, kEagerForwardOp_s) : device.launch_s;
-  const double launch_bwd = dispatched ? std::max(device.launch_s, kEagerBackwardOp_s) : device.launch_s;
+  const double launch = dispatched ? std::max(device.launch_s, device.eager_forward_op_s) : device.launch_s;
+  const double launch_bwd = dispatched ? std::max(device.launch_s, device.eager_backward_op_s) : device.launch_s;
   const double gpu_fwd = g.forward_s + a.forward_s + mem.bytes_forward / bw;
   const double gpu_bwd = g.backward_s + a.backward_s + mem.bytes_backward / bw;
   const double layer_fwd = std::max(gpu_fwd, launch * (g.kernels_forward + a.kernels_forward + mem.kernels_forward));

@@ -151,7 +151,8 @@ struct MicroStepTimes {
 ///             memory bandwidth
 ///   launches  a layer takes max(GPU time, ops x CPU cost per op): the CPU runs ahead of
 ///             the GPU within a layer, so launches only matter when kernels are short.
-///             The cost per op is eager dispatch (kEagerForwardOp_s, kEagerBackwardOp_s)
+///             The cost per op is eager dispatch (DeviceRates::eager_forward_op_s and
+///             eager_backward_op_s: kEagerForwardOp_s, kEagerBackwardOp_s unless calibrated)
 ///             for the eager and fused profiles, the driver's launch for compiled code.
 /// Recompute: full, one more forward of every layer; selective, attention's forward.
 MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch,

@@ -93,6 +93,12 @@ struct DeviceRates {
   double memory_efficiency = 0.85; ///< achieved fraction of it on streaming kernels
   std::string memory_source;
   double launch_s = 5e-6;          ///< CPU cost of launching one kernel, s
+  /// CPU cost of one op dispatched by eager PyTorch (Python, dispatcher, autograd, launch),
+  /// forward and backward, s: catalog_device_rates sets kEagerForwardOp_s and
+  /// kEagerBackwardOp_s (model/compute.hpp); a calibration file measures them.
+  double eager_forward_op_s = 14.8e-6;
+  double eager_backward_op_s = 35.7e-6;
+  std::string launch_source;       ///< where launch_s and the eager op costs come from
   AttentionRates attention;        ///< the flash-class kernel's curves (unused when unfused)
   /// Attention's achievable matmul rate for unfused attention's batched GEMMs, TFLOP/s: the
   /// 16-bit ceiling (under fp8 training attention stays in bf16, Transformer Engine).

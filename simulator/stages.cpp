@@ -4,6 +4,8 @@
 /// last bit.
 #include "simulator/stages.hpp"
 
+#include "simulator/calibrated_rates.hpp"
+
 #include "model/parallel.hpp"
 
 #include "topologies/hardware_file.hpp"
@@ -156,14 +158,24 @@ void resolve_groups(Job& job) {
   }
 }
 
-/// NCCL's channels and the compute they take: one CUDA block per channel on its own SM.
-void resolve_comm_slowdown(Job& job) {
+/// NCCL's channels and the compute they take: one CUDA block per channel on its own SM, or
+/// the slowdown a calibration file measured for a GEMM beside an all-reduce.
+void resolve_comm_slowdown(Job& job, const Scenario& s) {
   job.nccl_channels = job.gpus > 1 ? nccl_channels(job.fabric) : 0;
   job.comm_slowdown = std::min(kMaxCommSlowdown, static_cast<double>(job.nccl_channels) / job.gpu.sm_count);
-  if (job.gpus > 1)
-    job.assumptions.push_back(fmt::format("compute runs {:.0f}% slower while a collective runs: {} NCCL channels "
-                                          "of {} SMs (one CUDA block per channel)",
-                                          100 * job.comm_slowdown, job.nccl_channels, job.gpu.sm_count));
+  if (job.gpus < 2) return;
+  if (const HardwareFile* cal = s.hardware.calibration.get())
+    if (auto slowdown = calibrated_comm_slowdown(cal->kernel_model)) {
+      job.comm_slowdown = *slowdown;
+      job.provenance.comm_slowdown = RateSource::calibration;
+      job.assumptions.push_back(fmt::format("compute runs {:.0f}% slower while a collective runs: {} (a GEMM beside "
+                                            "an all-reduce)",
+                                            100 * *slowdown, calibration_source(s.hardware.calibration_file)));
+      return;
+    }
+  job.assumptions.push_back(fmt::format("compute runs {:.0f}% slower while a collective runs: {} NCCL channels "
+                                        "of {} SMs (one CUDA block per channel)",
+                                        100 * job.comm_slowdown, job.nccl_channels, job.gpu.sm_count));
 }
 
 std::vector<sim::MeasuredCollective> measured_collectives(const HardwareFile* cal) {
@@ -398,6 +410,20 @@ DeviceRates device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKernel kernel
       device.memory_source = "measured: " + calibration_file;
       provenance.memory = RateSource::calibration;
     }
+    const CalibratedRates k = apply_kernel_calibration(device, cal->kernel_model, dtype, kernel, calibration_file);
+    auto mark = [](bool measured, RateSource& source) {
+      if (measured) source = RateSource::calibration;
+    };
+    mark(k.gemm, provenance.gemm);
+    mark(k.attention, provenance.attention);
+    mark(k.memory, provenance.memory);
+    mark(k.sm_count, provenance.sm_count);
+    mark(k.launch, provenance.launch);
+    if (k.launch)
+      assumptions.push_back(fmt::format("{:.1f} µs per kernel launch, {:.1f} / {:.1f} µs per eager op forward / "
+                                        "backward: {}",
+                                        1e6 * device.launch_s, 1e6 * device.eager_forward_op_s,
+                                        1e6 * device.eager_backward_op_s, device.launch_source));
     assumptions.push_back(fmt::format("calibration {} (measured on {}, {}): GEMM ceiling, memory bandwidth "
                                       "and measured collectives replace the catalog's",
                                       calibration_file, cal->machine.hostname, cal->machine.date_utc));
@@ -540,7 +566,7 @@ Job resolve(const Scenario& s, const Topology& topo) {
   resolve_buckets(job);
   resolve_groups(job);
   job.measured_collectives = measured_collectives(s.hardware.calibration.get());
-  resolve_comm_slowdown(job);
+  resolve_comm_slowdown(job, s);
   return job;
 }
 

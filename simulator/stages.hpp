@@ -52,6 +52,9 @@ struct RateProvenance {
   RateSource gemm = RateSource::catalog;       ///< DeviceRates::gemm_ceiling_tflops
   RateSource attention = RateSource::catalog;  ///< DeviceRates::attention
   RateSource memory = RateSource::catalog;     ///< DeviceRates::memory_efficiency
+  RateSource sm_count = RateSource::catalog;   ///< DeviceRates::sm_count
+  RateSource launch = RateSource::catalog;     ///< DeviceRates::launch_s and the eager op costs
+  RateSource comm_slowdown = RateSource::catalog;  ///< Job::comm_slowdown (NCCL channels / SMs)
 };
 
 /// A scenario resolved against the catalogs: the hardware it runs on, the rates of its

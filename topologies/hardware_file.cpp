@@ -126,6 +126,7 @@ HardwareFile parse_hardware(const JsonDoc& doc) {
   }
   hw.model_box = root.optional_string("model_box");
   hw.excluded_rows = root.int32("excluded_rows", 0);
+  if (auto k = root.optional_object("kernel_model")) hw.kernel_model = parse_kernel_calibration(*k);
   root.finish();
   return hw;
 }
@@ -189,6 +190,7 @@ nlohmann::ordered_json hardware_document(const HardwareFile& hw) {
   doc["collectives"] = std::move(colls);
   if (hw.model_box) doc["model_box"] = *hw.model_box;
   doc["excluded_rows"] = hw.excluded_rows;
+  if (!hw.kernel_model.empty()) doc["kernel_model"] = kernel_calibration_document(hw.kernel_model);
   return doc;
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "base/types.hpp"
+#include "topologies/kernel_calibration.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -96,6 +97,8 @@ struct HardwareFile {
   /// Catalog box whose one-node fabric gave the model figures (absent: none fitted the GPU).
   std::optional<std::string> model_box;
   std::int64_t excluded_rows = 0;  ///< rows whose check was not "ok"
+  /// The kernel model's parameters (optional "kernel_model"; empty: not measured).
+  KernelCalibration kernel_model;
   std::string file;              ///< where it was read from ("" when built in memory)
 };
 

@@ -138,7 +138,11 @@ MeasuredRun parse_measured_run(const std::string& json_line, const std::string& 
     r.metric = m.string("metric");
     r.value = m.positive("value");
     r.definition = m.string("definition");
-    m.raw("secondary");
+    try {
+      r.categories = categories_from_secondary(m.raw("secondary"));
+    } catch (const std::invalid_argument& e) {
+      throw m.error("secondary", e.what());
+    }
     m.finish();
   }
   top.raw("notes");

@@ -346,6 +346,16 @@ Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
     assumed.push_back("pipeline schedule 1F1B (PipeDream-Flush, Megatron's and DeepSpeed's default; not stated)");
   }
   kernels_for(r, s, assumed);
+  std::optional<LoraSpec> lora;  // the probe's LoRA runs (validate/categories.hpp)
+  try {
+    lora = lora_from_extras(r.extras);
+  } catch (const std::invalid_argument& e) {
+    throw Skip{e.what()};
+  }
+  if (lora) {
+    s.training.lora = lora;
+    assumed.push_back(fmt::format("LoRA rank {} (the record's extras)", lora->rank));
+  }
   s.hardware = hardware_for(r, gpu, assumed);
   if (calibration && calibration->gpu == gpu) {
     s.hardware.calibration = calibration;
@@ -452,6 +462,7 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   const KernelTimes& k = p.compute_by_kernel;
   row.breakdown = ValidationRow::Breakdown{p.step_time_s, p.compute_busy_s, p.comm_busy_s, p.comm_exposed_s,
                                            k.gemm_s, k.attention_s, k.memory_s, k.launch_s, p.optimizer_s};
+  if (run.categories) row.categories = compare_categories(*run.categories, p);
   return row;
 }
 

@@ -8,6 +8,7 @@
 
 #include "simulator/predict.hpp"
 #include "simulator/scenario.hpp"
+#include "validate/categories.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -47,6 +48,7 @@ struct MeasuredRun {
   std::string metric;
   double value = 0;
   std::string definition;
+  std::optional<KernelCategories> categories;  ///< per-step kernel time by category (probe records)
   std::string file;            ///< where it was read from
   int line = 0;
 };
@@ -72,6 +74,7 @@ RunScenario scenario_for(const MeasuredRun& run, const std::shared_ptr<const Har
 
 /// The prediction of a record's metric, with the record's definition.
 struct ValidationRow {
+  std::vector<CategoryComparison> categories;  ///< the record's measured categories vs predicted
   std::string id;
   std::string source;
   std::string trust;

@@ -5,6 +5,11 @@ enumerated values, and that the derived figures agree with the measured ones.
 usage: python3 calibrate/bench/check_raw_schema.py RAW.json [--expect-rows]
 Prints "raw schema ok: ..." and exits 0, or prints each problem and exits 1.
 --expect-rows: also require at least one row in each of gemm, memory and nccl.
+--expect-kernel-rows: also require rows in launch, attention and memory_kernels (what
+calibrate/bench/torch_bench.py adds; overlap needs two GPUs and is never required).
+
+The sections gemm, memory and nccl are required; launch (stepcast-calibrate and
+torch_bench.py), attention, memory_kernels and overlap (torch_bench.py) are optional.
 """
 import json
 import math
@@ -23,12 +28,34 @@ NCCL = {"collective": str, "ranks": int, "nodes": int, "gpus_per_node": int, "by
         "dtype": str, "iterations": int, "time_s_median": NUMBER, "time_s_min": NUMBER,
         "algbw_GBps": NUMBER, "busbw_GBps": NUMBER, "nccl_algo": str, "nccl_proto": str,
         "check": str}
+LAUNCH = {"kind": str, "ops": int, "iterations": int, "time_s_median": NUMBER, "time_s_per_op": NUMBER,
+          "check": str}
+ATTENTION = {"kernel": str, "backend": str, "dtype": str, "batch": int, "heads": int, "seq_len": int,
+             "head_dim": int, "causal": bool, "pass": str, "iterations": int, "time_s_median": NUMBER,
+             "tflops": NUMBER, "check": str}
+MEMORY_KERNELS = {"op": str, "profile": str, "dtype": str, "elements": int, "bytes": int, "iterations": int,
+                  "time_s_median": NUMBER, "GBps": NUMBER, "check": str}
+OVERLAP = {"collective": str, "ranks": int, "bytes": int, "gemm_m": int, "gemm_n": int, "gemm_k": int,
+           "dtype": str, "gemm_time_s_alone": NUMBER, "gemm_time_s_beside": NUMBER,
+           "collective_time_s_alone": NUMBER, "collective_time_s_beside": NUMBER, "check": str}
+REQUIRED = (("gemm", GEMM), ("memory", MEMORY), ("nccl", NCCL))
+OPTIONAL = (("launch", LAUNCH), ("attention", ATTENTION), ("memory_kernels", MEMORY_KERNELS),
+            ("overlap", OVERLAP))
 CHOICES = {
-    ("gemm", "name"): {"qkv", "attn_out", "mlp_up", "mlp_down", "lm_head"},
+    ("gemm", "name"): {"qkv", "attn_out", "mlp_up", "mlp_down", "lm_head", "wave", "square"},
     ("gemm", "dtype"): {"fp32", "tf32", "bf16", "fp16", "fp8"},
     ("memory", "kind"): {"device_to_device", "host_to_device", "device_to_host"},
     ("nccl", "collective"): {"all_reduce", "all_gather", "reduce_scatter", "broadcast"},
     ("nccl", "dtype"): {"float", "bfloat16"},
+    ("launch", "kind"): {"launch", "graph_launch", "eager_forward_op", "eager_backward_op"},
+    ("attention", "kernel"): {"flash2", "flash3", "cudnn", "mem_efficient", "triton", "unfused"},
+    ("attention", "dtype"): {"bf16", "fp16", "fp8"},
+    ("attention", "pass"): {"forward", "backward"},
+    ("memory_kernels", "op"): {"copy", "add", "layernorm", "rmsnorm", "softmax", "cross_entropy", "adamw"},
+    ("memory_kernels", "profile"): {"eager", "compiled"},
+    ("memory_kernels", "dtype"): {"fp32", "bf16", "fp16"},
+    ("overlap", "collective"): {"all_reduce", "all_gather", "reduce_scatter", "broadcast"},
+    ("overlap", "dtype"): {"bf16", "fp16", "fp8", "fp32"},
 }
 # nccl-tests doc/PERFORMANCE.md, "Summary".
 BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
@@ -36,9 +63,36 @@ BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (
 
 
 def typed(value, kind):
+    if kind is bool:
+        return isinstance(value, bool)
     if isinstance(value, bool):
         return False
     return isinstance(value, kind)
+
+
+def attention_flops(row):
+    """4·b·s²·heads·d, halved when causal, x2.5 backward (model/kernels.hpp attention_flops)."""
+    fwd = 4 * row["batch"] * row["seq_len"] ** 2 * row["heads"] * row["head_dim"] * (0.5 if row["causal"] else 1)
+    return fwd * (2.5 if row["pass"] == "backward" else 1)
+
+
+def check_kernel_row(section, row, where, problems):
+    """The derived figures of a measured row of the kernel sections."""
+    t = row.get("time_s_median")
+    if section == "launch":
+        if not close(row["time_s_per_op"], t / row["ops"]):
+            problems.append(f"{where}/time_s_per_op: not time_s_median / ops")
+    elif section == "attention":
+        if not close(row["tflops"], attention_flops(row) / t / 1e12):
+            problems.append(f"{where}/tflops: not the flash-attention FLOPs / time_s_median / 1e12")
+    elif section == "memory_kernels":
+        if not close(row["GBps"], row["bytes"] / t / 1e9):
+            problems.append(f"{where}/GBps: not bytes / time_s_median / 1e9")
+    elif section == "overlap":
+        for key in ("gemm_time_s_alone", "gemm_time_s_beside", "collective_time_s_alone",
+                    "collective_time_s_beside"):
+            if not (row[key] > 0 and math.isfinite(row[key])):
+                problems.append(f"{where}/{key}: a measured row needs a time > 0")
 
 
 def check_object(obj, spec, where, problems):
@@ -68,11 +122,15 @@ def main(argv):
         print(__doc__)
         return 0 if len(argv) >= 2 else 2
     expect_rows = "--expect-rows" in argv[2:]
+    expect_kernel_rows = "--expect-kernel-rows" in argv[2:]
     with open(argv[1], encoding="utf-8") as f:
         doc = json.load(f)
     problems = []
-    if not isinstance(doc, dict) or set(doc) != {"format", "machine", "gemm", "memory", "nccl"}:
-        print("top level: expected keys format, machine, gemm, memory, nccl")
+    required = {"format", "machine", "gemm", "memory", "nccl"}
+    optional = {name for name, _ in OPTIONAL}
+    if not isinstance(doc, dict) or not required <= set(doc) or not set(doc) <= required | optional:
+        print("top level: expected keys format, machine, gemm, memory, nccl and optionally "
+              "launch, attention, memory_kernels, overlap")
         return 1
     if doc["format"] != "stepcast-calibrate-raw-v1":
         problems.append(f"/format: {doc['format']!r}")
@@ -84,13 +142,19 @@ def main(argv):
             for i, item in enumerate(machine[key]):
                 if not isinstance(item, str):
                     problems.append(f"/machine/{key}/{i}: not a string")
-    for section, spec in (("gemm", GEMM), ("memory", MEMORY), ("nccl", NCCL)):
+    for section, spec in REQUIRED + OPTIONAL:
+        if section not in doc:
+            if expect_kernel_rows and section in ("launch", "attention", "memory_kernels"):
+                problems.append(f"/{section}: missing")
+            continue
         rows = doc[section]
         if not isinstance(rows, list):
             problems.append(f"/{section}: not an array")
             continue
-        if expect_rows and not rows:
-            problems.append(f"/{section}: no rows")
+        if (expect_rows and section in ("gemm", "memory", "nccl")) or \
+                (expect_kernel_rows and section in ("launch", "attention", "memory_kernels")):
+            if not rows:
+                problems.append(f"/{section}: no rows")
         for i, row in enumerate(rows):
             where = f"/{section}/{i}"
             if not check_object(row, spec, where, problems):
@@ -103,11 +167,16 @@ def main(argv):
                 problems.append(f"{where}/check: {check!r}")
             if check != "ok":
                 continue
+            if section == "overlap":
+                check_kernel_row(section, row, where, problems)
+                continue
             t = row["time_s_median"]
             if not (row["iterations"] >= 1 and t > 0 and math.isfinite(t)):
                 problems.append(f"{where}: measured row needs iterations >= 1 and time_s_median > 0")
                 continue
-            if section == "gemm":
+            if section in ("launch", "attention", "memory_kernels"):
+                check_kernel_row(section, row, where, problems)
+            elif section == "gemm":
                 if not close(row["tflops"], 2 * row["m"] * row["n"] * row["k"] / t / 1e12):
                     problems.append(f"{where}/tflops: not 2mnk / time_s_median / 1e12")
                 if not row["time_s_min"] <= t <= row["time_s_max"]:
@@ -128,8 +197,8 @@ def main(argv):
         print(p)
     if problems:
         return 1
-    print(f"raw schema ok: {len(machine['gpus'])} GPUs, {len(doc['gemm'])} gemm, "
-          f"{len(doc['memory'])} memory, {len(doc['nccl'])} nccl rows")
+    counts = ", ".join(f"{len(doc.get(name, []))} {name}" for name, _ in REQUIRED + OPTIONAL)
+    print(f"raw schema ok: {len(machine['gpus'])} GPUs, {counts} rows")
     return 0
 
 

@@ -22,6 +22,7 @@
 #include "common.hpp"
 #include "sections.hpp"
 #include "timing.hpp"
+#include "wave_shapes.hpp"
 
 namespace stepcast::cal {
 
@@ -460,10 +461,15 @@ void run_gemm(const Options& options, int device, Raw& raw, const std::function<
                properties.minor);
   Context context(device, properties.major, properties.minor, static_cast<std::size_t>(options.gemm_workspace_bytes));
   unsigned long long seed = 20240601;  // any fixed value: runs are reproducible
+  // The tile/wave sweep and the ceiling squares, measured once per dtype after the layers.
+  std::vector<Shape> sweep;
+  for (const SweepShape& s : gemm_sweep_shapes(properties.multiProcessorCount, options.quick))
+    if (contains(options.gemm_shapes, s.name)) sweep.push_back({s.name, s.m, s.n, s.k});
   for (const auto& dtype_name : options.gemm_dtypes) {
     const DtypeSpec& d = dtype_spec(dtype_name);
-    for (const long long tokens : options.gemm_tokens) {
-      for (const auto& shape : layer_shapes(options, tokens)) {
+    for (std::size_t round = 0; round <= options.gemm_tokens.size(); ++round) {
+      const bool last = round == options.gemm_tokens.size();
+      for (const auto& shape : last ? sweep : layer_shapes(options, options.gemm_tokens[round])) {
         seed += 2;
         GemmRow row;
         try {

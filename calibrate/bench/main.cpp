@@ -58,6 +58,14 @@ void add_conventions(Raw& raw, const Options& o, int argc, char** argv, const Pr
       "ok if |got - ref| <= tol * sqrt(sum_p (w_p x_p)^2) + 2 u_out |ref|, tol fp32 1e-4, tf32 1e-2, bf16 1e-2, fp16 "
       "1e-2, fp8 5e-2, u_out the output type's unit roundoff");
   notes.push_back(
+      "gemm names wave and square (calibrate/bench/wave_shapes.hpp): wave n = 1024, k = 4096, m stepping by 128 from "
+      "3 tile rows below to 3 above 1, 2 and 3 full waves of the SM count (128 x 128 tiles); square m = n = k from "
+      "4096 to 16384");
+  notes.push_back(
+      "launch: kind launch = host time to enqueue 256 empty kernels (<<<1, 32>>>) on one stream, the stream drained "
+      "between loops; graph_launch = CUDA-event time of replaying a captured graph of 1000 such kernels; "
+      "time_s_per_op = time_s_median / ops; check ok when a device counter saw every kernel run");
+  notes.push_back(
       "memory: bytes = bytes moved per call (device_to_device: read + write = 2 x copy size; host_to_device and "
       "device_to_host: copy size, pinned host memory from cudaMallocHost); GBps = bytes / time_s_median / 1e9; "
       "cudaMemcpyAsync on one stream of the gemm GPU");
@@ -123,6 +131,7 @@ int run(int argc, char** argv, ProcessGroup& group) {
   };
   single_gpu_section("gemm", [&] { run_gemm(options, gemm_device, raw, save); });
   single_gpu_section("memory", [&] { run_memory(options, gemm_device, raw, save); });
+  single_gpu_section("launch", [&] { run_launch(options, gemm_device, raw, save); });
   if (options.wants("nccl")) {
     try {
       run_nccl(options, group, raw, save);
@@ -141,8 +150,10 @@ int run(int argc, char** argv, ProcessGroup& group) {
     int failed = 0;
     for (const auto& r : raw.gemm) failed += r.check == "failed" ? 1 : 0;
     for (const auto& r : raw.nccl) failed += r.check == "failed" ? 1 : 0;
-    std::fprintf(stderr, "stepcast-calibrate: wrote %s: %zu gemm, %zu memory, %zu nccl rows; %d failed their check\n",
-                 options.out.c_str(), raw.gemm.size(), raw.memory.size(), raw.nccl.size(), failed);
+    for (const auto& r : raw.launch) failed += r.check == "failed" ? 1 : 0;
+    std::fprintf(stderr,
+                 "stepcast-calibrate: wrote %s: %zu gemm, %zu memory, %zu nccl, %zu launch rows; %d failed their check\n",
+                 options.out.c_str(), raw.gemm.size(), raw.memory.size(), raw.nccl.size(), raw.launch.size(), failed);
     if (status == 0 && failed > 0) status = 3;
   }
   return status;

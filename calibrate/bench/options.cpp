@@ -93,10 +93,11 @@ Measures what stepcast's hardware model needs and writes one raw JSON file
 (format stepcast-calibrate-raw-v1) for `stepcast fit`.
 
 commands:
-  all       machine description, GEMM sweep, memory bandwidth and NCCL collectives
+  all       machine description, GEMM sweep, memory bandwidth, launch cost and NCCL collectives
   machine   machine description only (needs no GPU)
   gemm      machine description and the cuBLASLt GEMM sweep
   memory    machine description and the copy bandwidths
+  launch    machine description and the kernel launch cost (plain and from a CUDA graph)
   nccl      machine description and the NCCL collectives
   help      this text
 
@@ -111,7 +112,8 @@ options:
   --gemm-dtypes LIST         fp32,tf32,bf16,fp16,fp8 (default all; fp8 needs compute capability >= 8.9)
   --gemm-hidden LIST         hidden sizes (default 768,2048,4096,5120,8192)
   --gemm-tokens LIST         tokens per micro-batch (default 2048,4096,8192,16384)
-  --gemm-shapes LIST         qkv,attn_out,mlp_up,mlp_down,lm_head (default all)
+  --gemm-shapes LIST         qkv,attn_out,mlp_up,mlp_down,lm_head,wave,square (default all;
+                             wave: m around 1-3 full waves of SMs, square: the ceiling)
   --gemm-vocab V             LM-head width (default 50304)
   --gemm-llama-ffn F         extra MLP width for hidden 8192 (default 28672; 0: none)
   --gemm-samples S           output elements checked per GEMM (default 64)
@@ -138,7 +140,7 @@ Options parse_options(int argc, char** argv) {
     o.command = "help";
     return o;
   }
-  if (o.command != "all" && o.command != "machine" && o.command != "gemm" && o.command != "memory" &&
+  if (o.command != "all" && o.command != "machine" && o.command != "gemm" && o.command != "memory" && o.command != "launch" &&
       o.command != "nccl") {
     throw UsageError("unknown command '" + o.command + "'");
   }
@@ -163,7 +165,7 @@ Options parse_options(int argc, char** argv) {
     else if (option == "--gemm-dtypes") o.gemm_dtypes = parse_names(value, option, {"fp32", "tf32", "bf16", "fp16", "fp8"});
     else if (option == "--gemm-hidden") o.gemm_hidden = parse_sizes(value, option);
     else if (option == "--gemm-tokens") o.gemm_tokens = parse_sizes(value, option);
-    else if (option == "--gemm-shapes") o.gemm_shapes = parse_names(value, option, {"qkv", "attn_out", "mlp_up", "mlp_down", "lm_head"});
+    else if (option == "--gemm-shapes") o.gemm_shapes = parse_names(value, option, {"qkv", "attn_out", "mlp_up", "mlp_down", "lm_head", "wave", "square"});
     else if (option == "--gemm-vocab") o.gemm_vocab = parse_size(value, option);
     else if (option == "--gemm-llama-ffn") o.gemm_llama_ffn = parse_size(value, option);
     else if (option == "--gemm-samples") o.gemm_samples = parse_int(value, option, 1);

@@ -19,7 +19,7 @@ inline constexpr std::int64_t kMiB = std::int64_t{1} << 20;
 inline constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 
 struct Options {
-  std::string command;  // all, machine, gemm, memory, nccl
+  std::string command;  // all, machine, gemm, memory, launch, nccl
   std::string out = "raw.json";
   int device = 0;  // the GPU of the gemm and memory sections (single-process mode)
   bool quick = false;
@@ -32,7 +32,8 @@ struct Options {
   std::vector<std::string> gemm_dtypes{"fp32", "tf32", "bf16", "fp16", "fp8"};
   std::vector<std::int64_t> gemm_hidden{768, 2048, 4096, 5120, 8192};
   std::vector<std::int64_t> gemm_tokens{2048, 4096, 8192, 16384};
-  std::vector<std::string> gemm_shapes{"qkv", "attn_out", "mlp_up", "mlp_down", "lm_head"};
+  // "wave" and "square": the tile/wave sweep and the ceiling squares (wave_shapes.hpp).
+  std::vector<std::string> gemm_shapes{"qkv", "attn_out", "mlp_up", "mlp_down", "lm_head", "wave", "square"};
   // GPT-2's 50257-token vocabulary padded to a multiple of 64 (nanoGPT, model.py: "GPT-2
   // vocab_size of 50257, padded up to nearest multiple of 64 for efficiency").
   std::int64_t gemm_vocab = 50304;

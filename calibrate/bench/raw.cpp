@@ -91,12 +91,24 @@ std::string render(const Raw& raw) {
                        .text("check", r.check)
                        .render());
   }
+  std::vector<std::string> launch;
+  for (const auto& r : raw.launch) {
+    launch.push_back(json::Object()
+                         .text("kind", r.kind)
+                         .value("ops", json::integer(r.ops))
+                         .value("iterations", json::integer(r.iterations))
+                         .value("time_s_median", json::number(r.time_s_median))
+                         .value("time_s_per_op", json::number(r.time_s_per_op))
+                         .text("check", r.check)
+                         .render());
+  }
   std::string out = "{\n";
   out += "  \"format\": " + json::string(kRawFormat) + ",\n";
   out += "  \"machine\": " + render_machine(raw.machine) + ",\n";
   out += "  \"gemm\": " + json::array(gemm, 4) + ",\n";
   out += "  \"memory\": " + json::array(memory, 4) + ",\n";
-  out += "  \"nccl\": " + json::array(nccl, 4) + "\n";
+  out += "  \"nccl\": " + json::array(nccl, 4) + ",\n";
+  out += "  \"launch\": " + json::array(launch, 4) + "\n";
   out += "}\n";
   return out;
 }

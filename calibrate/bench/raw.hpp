@@ -71,11 +71,24 @@ struct NcclRow {
   std::string check;        // "ok" or "failed"
 };
 
+// Launch cost (launch.cu): "launch" rows time the CPU enqueue of `ops` empty kernels,
+// "graph_launch" rows the GPU replay of a CUDA graph of `ops` kernels. calibrate/bench/
+// torch_bench.py adds "eager_forward_op" and "eager_backward_op" rows to the same section.
+struct LaunchRow {
+  std::string kind;
+  std::int64_t ops = 0;         // kernels (or ops) per timed loop
+  std::int64_t iterations = 0;  // loops per timed measurement
+  double time_s_median = 0.0;   // one loop
+  double time_s_per_op = 0.0;   // time_s_median / ops
+  std::string check;            // "ok" (every kernel ran, by its counter) or "failed"
+};
+
 struct Raw {
   Machine machine;
   std::vector<GemmRow> gemm;
   std::vector<MemoryRow> memory;
   std::vector<NcclRow> nccl;
+  std::vector<LaunchRow> launch;
 };
 
 std::string render(const Raw& raw);

@@ -8,6 +8,7 @@
 
 #include "json.hpp"
 #include "raw.hpp"
+#include "wave_shapes.hpp"
 
 namespace {
 
@@ -64,6 +65,25 @@ int main(int argc, char** argv) {
   n.algbw_GBps = static_cast<double>(n.bytes) / n.time_s_median / 1e9;
   n.busbw_GBps = n.algbw_GBps * 2.0 * 7.0 / 8.0;
   raw.nccl.push_back(n);
+  raw.launch.push_back({"launch", 256, 40, 256 * 4.5e-6, 4.5e-6, "ok"});
+  raw.launch.push_back({"graph_launch", 1000, 20, 1000 * 1.2e-6, 1.2e-6, "ok"});
+
+  // The wave sweep brackets 1, 2 and 3 full waves of 132 SMs in steps of one tile row (8
+  // tiles of 128 x 128): tile counts from 3 rows below to 3 rows above each boundary.
+  const auto sweep = gemm_sweep_shapes(132, false);
+  int below = 0, above = 0;
+  for (const SweepShape& s : sweep) {
+    if (s.name != "wave") continue;
+    const long long tiles = tiles_128(s.m, s.n);
+    for (long long w : {132LL, 264LL, 396LL}) {
+      below += tiles <= w && tiles > w - 8 ? 1 : 0;
+      above += tiles > w && tiles <= w + 8 ? 1 : 0;
+    }
+  }
+  expect(std::to_string(below) + "/" + std::to_string(above), "3/3", "a wave row on each side of each boundary");
+  expect(std::to_string(sweep.size()), "30", "3 x 7 wave rows and 9 squares");
+  expect(std::to_string(gemm_sweep_shapes(132, true).size()), "9", "quick: 7 wave rows and 2 squares");
+  expect(std::to_string(tiles_128(129, 1024)), "16", "a partial tile row counts");
   write_file(argv[1], render(raw));
   if (failures > 0) return 1;
   std::printf("json writer ok\n");

@@ -48,6 +48,36 @@ function(stepcast_fit_cli_tests)
     --stdout "stepcast-hardware-v1" --stdout "Exit codes:" --stdout "Examples:"
     -- $<TARGET_FILE:stepcast> fit --help)
 
+  # The kernel model's synthetic file (make_synthetic.py, synthetic_kernel_raw.json): bf16
+  # ceiling 700 TFLOP/s through tile and wave quantization on 132 SMs, memory-bound median
+  # 2400 of 3350 GB/s = 71.6%, launch 4 µs, eager ops 12 / 30 µs, GEMM 10% slower beside an
+  # all-reduce. synthetic_kernel_hardware.json is this command's output, committed.
+  stepcast_fit_case(kernel_synthetic
+    --stdout "GEMM bf16: ceiling 700.0 TFLOP/s" --stdout "71.6% -> memory_efficiency"
+    --stdout "launch: 4.00 µs -> launch_s" --stdout "eager op backward: 30.00 µs" --stdout "GEMM 10.0% slower"
+    --stdout "attention flash2 d=128 causal forward: TFLOP/s by seq 512:300 1024:400 2048:450 4096:480"
+    --file-json @TMP@/hw.json --file-json-keys ${hw_keys},kernel_model
+    -- $<TARGET_FILE:stepcast> fit ${STEPCAST_FIT_TESTDATA}/synthetic_kernel_raw.json -o @TMP@/hw.json)
+  # The committed hardware file is what `fit` writes today (regenerate it with the command).
+  add_test(NAME cli.fit_kernel_hardware_current
+           COMMAND sh -c "\"$0\" fit calibrate/fit/testdata/synthetic_kernel_raw.json -o \"$1\" >/dev/null && cmp \"$1\" calibrate/fit/testdata/synthetic_kernel_hardware.json"
+             $<TARGET_FILE:stepcast> ${CMAKE_CURRENT_BINARY_DIR}/synthetic_kernel_hardware.json
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(cli.fit_kernel_hardware_current PROPERTIES LABELS cli)
+  # predict --calibration: the file's rates replace the catalog's, each saying where from
+  # (GEMM and attention rates then scaled in-step as any isolated rate, model/catalog/in_step.json).
+  set(kernel_hw ${STEPCAST_FIT_TESTDATA}/synthetic_kernel_hardware.json)
+  stepcast_fit_case(predict_calibration
+    --stdout "tile and wave quantized: calibration file" --stdout "attention: flash2 measured: calibration file"
+    --stdout "memory-bound kernels reach 72% of 3350 GB/s (calibration file"
+    --stdout "compute runs 10% slower while a collective runs: calibration file"
+    --stdout "12.0 / 30.0 µs per eager op forward / backward: calibration file"
+    -- $<TARGET_FILE:stepcast> predict scenarios/seeds/lightning-ddp-3xh100.json --calibration ${kernel_hw})
+  stepcast_fit_case(predict_calibration_other_gpu --rc 2 --stderr "fitted for h100-sxm5-80gb, but dgx-a100 holds"
+    -- $<TARGET_FILE:stepcast> predict scenarios/seeds/lightning-ddp-3xa100.json --calibration ${kernel_hw})
+  stepcast_fit_case(predict_calibration_missing --rc 2 --stderr "no such hardware file: no-such-hw.json"
+    -- $<TARGET_FILE:stepcast> predict scenarios/seeds/lightning-ddp-3xh100.json --calibration no-such-hw.json)
+
   # Bad input: exit 2 with the file and the JSON path (or the option) named.
   stepcast_fit_case(bad_format --rc 2
     --stderr "bad_format.json: /format: expected \"stepcast-calibrate-raw-v1\""

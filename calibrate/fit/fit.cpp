@@ -3,6 +3,7 @@
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
 #include "model/collective.hpp"
+#include "model/compute.hpp"
 #include "topologies/gpu.hpp"
 #include "topologies/topology.hpp"
 
@@ -155,6 +156,17 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/// The rows of an optional section of the raw file.
+template <class Row>
+void read_rows(JsonObject& root, const char* key, std::vector<Row>& into, Row (*parse)(JsonObject&)) {
+  auto rows = root.optional_array(key);
+  if (!rows) return;
+  for (std::size_t i = 0; i < rows->size(); ++i) {
+    JsonObject o = rows->object(i);
+    into.push_back(parse(o));
+  }
+}
+
 }  // namespace
 
 // ---- reading ---------------------------------------------------------------------------
@@ -186,6 +198,10 @@ RawCalibration parse_raw_calibration(const JsonDoc& doc) {
     JsonObject o = nccl.object(i);
     raw.nccl.push_back(parse_collective_row(o));
   }
+  read_rows(root, "launch", raw.launch, parse_raw_launch);
+  read_rows(root, "attention", raw.attention, parse_raw_attention);
+  read_rows(root, "memory_kernels", raw.memory_kernels, parse_raw_memory_kernel);
+  read_rows(root, "overlap", raw.overlap, parse_raw_overlap);
   root.finish();
   return raw;
 }
@@ -553,6 +569,30 @@ void fit_collectives(const RawCalibration& raw, const GpuSpec& gpu, const BoxSpe
   }
 }
 
+/// The kernel model's parameters (kernel_fit.hpp) into hardware.kernel_model.
+void fit_kernel_model(const RawCalibration& raw, const GpuSpec& gpu, FitResult& out) {
+  KernelCalibration& k = out.hardware.kernel_model;
+  const int sm_count = raw.machine.gpus.empty() ? gpu.sm_count : static_cast<int>(raw.machine.gpus.front().sm_count);
+  k.sm_count = sm_count;
+  const double bw = out.hardware.memory.device_bw_GBps.value_or(gpu.memory_bw_GBps * default_memory_efficiency(gpu.arch));
+  std::map<Dtype, std::vector<GemmTiming>> gemms;
+  for (const RawGemm& g : raw.gemm)
+    if (g.check == kCheckOk) gemms[g.dtype].push_back({g.m, g.n, g.k, g.time_s_median});
+  for (const auto& [dtype, rows] : gemms) k.gemm[dtype] = fit_gemm_ceiling(rows, gemm_elem_bytes(dtype), sm_count, bw);
+  k.attention = fit_attention_curves(raw.attention, out.raw_file);
+  k.memory_ops = fit_memory_ops(raw.memory_kernels, gpu.memory_bw_GBps);
+  k.memory_efficiency = kernel_memory_efficiency(k.memory_ops);
+  fit_launch(raw.launch, k);
+  fit_overlap(raw.overlap, k);
+  auto missing = [&](bool absent, const char* what, const char* why) {
+    if (absent) out.not_fitted.push_back({what, why});
+  };
+  missing(raw.attention.empty(), "kernel_model attention", "no attention rows (calibrate/bench/torch_bench.py)");
+  missing(!k.memory_efficiency, "kernel_model memory_bound", "no memory-bound kernel rows besides copies");
+  missing(!k.launch_s && !k.eager_forward_op_s, "kernel_model launch", "no launch or eager op rows");
+  missing(!k.compute_slowdown, "kernel_model overlap", "no GEMM-beside-collective rows (needs 2 GPUs)");
+}
+
 /// The hardware file must read back: written out and read by the hardware reader
 /// (topologies/hardware_file.cpp), with its bounds, before anything is written. A fitted
 /// value outside them (a GEMM curve above 1.5x the peak, a bandwidth near zero) comes from
@@ -601,11 +641,20 @@ FitResult fit_calibration(const RawCalibration& raw, const FitOptions& options) 
     if (g.check != kCheckOk) out.excluded.push_back({g.json_path, g.check});
   for (const RawCollective& c : raw.nccl)
     if (c.check != kCheckOk) out.excluded.push_back({c.json_path, c.check});
+  auto exclude = [&](const auto& rows) {
+    for (const auto& r : rows)
+      if (r.check != kCheckOk) out.excluded.push_back({r.json_path, r.check});
+  };
+  exclude(raw.launch);
+  exclude(raw.attention);
+  exclude(raw.memory_kernels);
+  exclude(raw.overlap);
   hw.excluded_rows = static_cast<std::int64_t>(out.excluded.size());
 
   fit_gemms(raw, gpu, out);
   fit_memory(raw, gpu, out);
   fit_collectives(raw, gpu, box, out);
+  fit_kernel_model(raw, gpu, out);
   check_readable(out.hardware, raw.file);
   return out;
 }

@@ -14,9 +14,14 @@
 ///    least squares with weights 1/t² (relative error, so small and large messages count
 ///    alike), beside the catalog model's latency and large-message busbw for the same run.
 ///
+///  - the kernel model (kernel_fit.hpp): GEMM ceiling through tile and wave quantization,
+///    attention curves, memory-bound kernels' bandwidth, launch and eager op cost, and the
+///    slowdown of a GEMM beside a collective, into the hardware file's "kernel_model".
+///
 /// Rows whose "check" is not "ok" are left out of every fit and counted.
 #pragma once
 
+#include "calibrate/fit/kernel_fit.hpp"
 #include "topologies/hardware_file.hpp"
 
 #include <cstdint>
@@ -84,6 +89,11 @@ struct RawCalibration {
   std::vector<RawGemm> gemm;
   std::vector<RawMemory> memory;
   std::vector<RawCollective> nccl;
+  // The kernel model's microbenchmarks (optional sections; kernel_fit.hpp).
+  std::vector<RawLaunch> launch;
+  std::vector<RawAttention> attention;
+  std::vector<RawMemoryKernel> memory_kernels;
+  std::vector<RawOverlap> overlap;
   std::string file;
 };
 

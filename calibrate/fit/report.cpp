@@ -183,6 +183,7 @@ std::string fit_report_text(const FitResult& result, const std::string& output_f
     }
   }
 
+  out += kernel_model_report_text(hw.kernel_model);
   if (!result.excluded.empty()) {
     out += "\nRows left out of the fits\n";
     for (const ExcludedRow& e : result.excluded)

@@ -4,6 +4,8 @@ this module writes what was measured in the format `stepcast validate` reads.
 """
 import json
 
+import categories as categories_module
+
 # GPU names as CUDA reports them -> stepcast catalog keys (topologies/catalog/gpus.json).
 GPU_KEYS = {
     "NVIDIA H100 80GB HBM3": "h100-sxm5-80gb",
@@ -45,10 +47,13 @@ def arch_of(model_name):
 
 def make_record(*, model, params, gpu_name, gpus, gpus_per_node, nodes, intra_node, strategy, recompute,
                 precision, micro_batch, grad_accum, seq_len, step_times_s, peak_memory_bytes, machine,
-                torch_version, nccl_version, run_tag):
+                torch_version, nccl_version, run_tag, categories=None, kernels="eager", lora_rank=0):
     """One record. `model` is the catalog entry (dict from model/catalog/models.json);
     `step_times_s` the steady-state step times (warm-up excluded); the measured value is
-    their median."""
+    their median. `categories`: kernel time per step by category (categories.split), written
+    as secondary metrics; `kernels` "eager" or "compiled" (torch.compile: extra
+    "torch_compile"); `lora_rank` > 0: a LoRA fine-tune with rank-r adapters on the query and
+    value projections (extra "lora_r<r>_q_v")."""
     if strategy not in STRATEGY:
         raise ValueError(f"unknown strategy {strategy}")
     if not step_times_s:
@@ -59,8 +64,20 @@ def make_record(*, model, params, gpu_name, gpus, gpus_per_node, nodes, intra_no
     global_batch = micro_batch * grad_accum * gpus
     tokens_per_s_per_gpu = micro_batch * grad_accum * seq_len / median
     key = gpu_key(gpu_name)
+    extras = ["flash_attention"] + (["torch_compile"] if kernels == "compiled" else [])
+    extras += [f"lora_r{lora_rank}_q_v"] if lora_rank > 0 else []
+    variant = kernels + (f"-lora{lora_rank}" if lora_rank > 0 else "")
+    secondary = [
+        {"metric": "tokens_per_s_per_gpu", "value": tokens_per_s_per_gpu, "unit": "tokens/s"},
+        {"metric": "peak_memory_allocated", "value": peak_memory_bytes, "unit": "bytes",
+         "note": "torch.cuda.max_memory_allocated on rank 0"},
+        {"metric": "step_time_min", "value": times[0], "unit": "s"},
+        {"metric": "step_time_max", "value": times[-1], "unit": "s"},
+        {"metric": "measured_steps", "value": len(times), "unit": "steps"},
+    ] + (categories_module.secondary_entries(categories) if categories else [])
     return {
-        "id": f"stepcast-probe-{machine}-{model['name']}-{strategy}-g{gpus}-mb{micro_batch}-s{seq_len}-{run_tag}",
+        "id": f"stepcast-probe-{machine}-{model['name']}-{strategy}-g{gpus}-mb{micro_batch}-s{seq_len}-{variant}-"
+              f"{run_tag}",
         "source": {"type": "repo", "repo": "stepcast", "path": f"calibrate/data/{machine}/runs.jsonl",
                    "locator": f"calibrate/probe/train_probe.py run {run_tag}"},
         "trust": "high",
@@ -72,20 +89,13 @@ def make_record(*, model, params, gpu_name, gpus, gpus_per_node, nodes, intra_no
                      "intra_node": intra_node, "inter_node": None},
         "strategy": {"data_parallel": dp, "tp": 1, "pp": 1, "sp": False, "activation_checkpointing": recompute,
                      "precision": precision, "offload": "none", "framework": framework,
-                     "extras": ["flash_attention"]},
+                     "extras": extras},
         "batch": {"micro_batch": micro_batch, "grad_accum": grad_accum, "global_batch": global_batch},
         "measured": {
             "metric": "step_time_s", "value": median,
             "definition": ("median wall time of an optimizer step over the measured steps, CUDA events around "
                            "forward, backward and optimizer, warm-up steps excluded; synthetic tokens"),
-            "secondary": [
-                {"metric": "tokens_per_s_per_gpu", "value": tokens_per_s_per_gpu, "unit": "tokens/s"},
-                {"metric": "peak_memory_allocated", "value": peak_memory_bytes, "unit": "bytes",
-                 "note": "torch.cuda.max_memory_allocated on rank 0"},
-                {"metric": "step_time_min", "value": times[0], "unit": "s"},
-                {"metric": "step_time_max", "value": times[-1], "unit": "s"},
-                {"metric": "measured_steps", "value": len(times), "unit": "steps"},
-            ],
+            "secondary": secondary,
         },
         "notes": f"stepcast training probe on {machine}; torch {torch_version}, NCCL {nccl_version}; "
                  f"model built from the stepcast catalog entry {model['name']}; synthetic random tokens",

@@ -53,6 +53,37 @@ class RecordTest(unittest.TestCase):
             self.assertEqual([r["status"] for r in runs], ["ok", "ok"])
             self.assertGreater(runs[0]["predicted"], 0)
 
+    def test_stepcast_validate_compares_the_probes_kernel_categories(self):
+        stepcast = os.environ.get("STEPCAST")
+        if not stepcast:
+            self.skipTest("STEPCAST not set")
+        split = {"gemm": 0.2, "attention": 0.03, "memory_bound": 0.05, "communication": 0.0, "idle": 0.02}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "runs.jsonl")
+            with open(path, "w") as f:
+                f.write(record.dumps(example(strategy="ddp", categories=split)) + "\n")
+                f.write(record.dumps(example(strategy="ddp", categories=split, kernels="compiled", lora_rank=16,
+                                             run_tag="t1")) + "\n")
+            out = subprocess.run([stepcast, "validate", path, "--json"], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            runs = json.loads(out.stdout)["runs"]
+            self.assertEqual([r["status"] for r in runs], ["ok", "ok"])
+            for r in runs:
+                self.assertEqual([c["category"] for c in r["categories"]],
+                                 ["gemm", "attention", "memory_bound", "communication", "idle"])
+            self.assertTrue(any("LoRA rank 16" in a for a in runs[1]["assumptions"]))
+            self.assertTrue(any("torch.compile" in a for a in runs[1]["assumptions"]))
+            text = subprocess.run([stepcast, "validate", path], capture_output=True, text=True).stdout
+            self.assertIn("Step time by kernel category", text)
+            # With a calibration file of the same GPU its kernel-model rates are used and named.
+            hw = os.path.join(ROOT, "calibrate", "fit", "testdata", "synthetic_kernel_hardware.json")
+            out = subprocess.run([stepcast, "validate", path, "--json", "--calibration", hw], capture_output=True,
+                                 text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            calibrated = json.loads(out.stdout)["runs"][0]
+            self.assertIn("calibration " + hw, calibrated["assumptions"])
+            self.assertNotEqual(calibrated["categories"][0]["predicted_s"], runs[0]["categories"][0]["predicted_s"])
+
 
 if __name__ == "__main__":
     unittest.main()

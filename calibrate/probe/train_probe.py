@@ -9,6 +9,14 @@ Run under torchrun, one process per GPU:
     torchrun --nproc_per_node=8 calibrate/probe/train_probe.py --model gpt2-xl \\
         --strategy fsdp_full_shard --micro-batch 8 --seq-len 1024 --out runs.jsonl --machine dgx-h100-a
 Several nodes: torchrun --nnodes=N --node_rank=R --rdzv_endpoint=HOST:PORT ... (same arguments).
+
+Kernel categories: after the timed steps, --profile-steps more steps run under torch.profiler
+and the record carries the GPU kernel time per step by category (GEMM, attention,
+memory-bound, communication, idle; calibrate/probe/categories.py), which `stepcast validate`
+compares with the prediction's split. --kernels compiled runs the model under torch.compile;
+--lora-rank R freezes the model (bf16) and trains rank-R adapters on the query and value
+projections (a LoRA fine-tune, e.g. of llama-2-7b on one GPU). Models with rotary positions
+(Llama) apply rotate-half rotary embeddings to queries and keys, as Hugging Face's do.
 """
 import argparse
 import json
@@ -23,6 +31,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import categories  # noqa: E402
 import record  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -51,16 +60,44 @@ class Block(nn.Module):
         self.gated = bool(m["gated_mlp"])
         self.up = nn.Linear(h, 2 * f if self.gated else f, bias=bias)
         self.down = nn.Linear(f, h, bias=bias)
+        self.rope = m.get("positional") == "rope"
+        self.lora = None  # (A_q, B_q, A_v, B_v) when add_lora() was called
+
+    def add_lora(self, rank):
+        """Rank-r adapters on the query and value projections (PEFT's default targets for
+        Llama: q_proj, v_proj), B initialised to zero; the frozen qkv weight stays as is."""
+        h, kv = self.out.in_features, self.kv_heads * self.head_dim
+        dev = self.qkv.weight.device
+        self.lora = nn.ParameterList([nn.Parameter(torch.randn(rank, h, device=dev) / rank),
+                                      nn.Parameter(torch.zeros(h, rank, device=dev)),
+                                      nn.Parameter(torch.randn(rank, h, device=dev) / rank),
+                                      nn.Parameter(torch.zeros(kv, rank, device=dev))])
+
+    def rotary(self, x):
+        """Rotate-half rotary embedding (Su et al. 2021; Hugging Face's apply_rotary_pos_emb)."""
+        s, d = x.shape[-2], x.shape[-1]
+        inv = 1.0 / (10000 ** (torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d))
+        freqs = torch.outer(torch.arange(s, device=x.device, dtype=torch.float32), inv)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        x1, x2 = x[..., : d // 2], x[..., d // 2:]
+        return x * cos + torch.cat((-x2, x1), dim=-1) * sin
 
     def attention(self, x):
         b, s, h = x.shape
         q, k, v = self.qkv(x).split([h, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1)
+        if self.lora is not None:
+            a_q, b_q, a_v, b_v = self.lora
+            q = q + (x @ a_q.t().to(x.dtype)) @ b_q.t().to(x.dtype)
+            v = v + (x @ a_v.t().to(x.dtype)) @ b_v.t().to(x.dtype)
         q = q.view(b, s, self.heads, self.head_dim).transpose(1, 2)
         k = k.view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
         v = v.view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
         if self.kv_heads != self.heads:
             rep = self.heads // self.kv_heads
             k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        if self.rope:
+            q, k = self.rotary(q), self.rotary(k)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # flash kernel where it can
         return self.out(y.transpose(1, 2).reshape(b, s, h))
 
@@ -108,7 +145,8 @@ def wrap(model, strategy, args, local_rank, world):
     if strategy == "ddp":
         model = nn.parallel.DistributedDataParallel(model.cuda(), device_ids=[local_rank],
                                                     bucket_cap_mb=args.bucket_mb)
-        return model, torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True), None
+        trainable = [p for p in model.parameters() if p.requires_grad]  # LoRA: the adapters only
+        return model, torch.optim.AdamW(trainable, lr=1e-4, fused=True), None
     if strategy.startswith("fsdp_"):
         from functools import partial
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, MixedPrecision, ShardingStrategy
@@ -131,7 +169,28 @@ def wrap(model, strategy, args, local_rank, world):
     return engine, optimizer, engine
 
 
-def main():
+def profiled_kernels(prof):
+    """(name, start s, duration s) of every GPU kernel a torch.profiler run saw."""
+    out = []
+
+    def on_gpu(device_type):  # DeviceType.CUDA, however the enum is exported
+        return str(device_type).split(".")[-1] == "CUDA"
+    try:
+        for e in prof.profiler.kineto_results.events():
+            if not on_gpu(e.device_type()):
+                continue
+            if hasattr(e, "start_ns"):
+                out.append((e.name(), e.start_ns() / 1e9, e.duration_ns() / 1e9))
+            else:
+                out.append((e.name(), e.start_us() / 1e6, e.duration_us() / 1e6))
+    except AttributeError:  # older or newer API: the function events carry the kernels too
+        for e in prof.events():
+            if on_gpu(e.device_type):
+                out.append((e.name, e.time_range.start / 1e6, (e.time_range.end - e.time_range.start) / 1e6))
+    return [k for k in out if not k[0].startswith(("Memset", "Memcpy HtoD", "Memcpy DtoH"))]
+
+
+def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="catalog name, e.g. gpt2-xl")
     p.add_argument("--strategy", required=True, choices=sorted(record.STRATEGY))
@@ -142,11 +201,28 @@ def main():
     p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb (PyTorch default 25)")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps")
     p.add_argument("--steps", type=int, default=20, help="timed steps")
+    p.add_argument("--kernels", choices=["eager", "compiled"], default="eager",
+                   help="eager PyTorch, or the model under torch.compile")
+    p.add_argument("--lora-rank", type=int, default=0, help="> 0: LoRA fine-tune with adapters of this rank on q, v")
+    p.add_argument("--profile-steps", type=int, default=3,
+                   help="steps profiled for the kernel categories after the timed ones (0: none)")
     p.add_argument("--out", required=True, help="runs.jsonl to append the record to")
     p.add_argument("--machine", required=True, help="name of the machine, as under calibrate/data/")
     p.add_argument("--intra-node", default=None, help="nvswitch, nvlink-mesh, pcie (record field)")
-    args = p.parse_args()
+    return p.parse_args()
 
+
+def build_model(m, args):
+    model = GPT(m, args.seq_len, args.recompute)
+    if args.lora_rank > 0:  # the frozen base in bf16 (as PEFT loads it), adapters in fp32
+        model = model.cuda().to(torch.bfloat16).requires_grad_(False)
+        for blk in model.blocks:
+            blk.add_lora(args.lora_rank)
+    return model
+
+
+def main():
+    args = parse_args()
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
@@ -155,19 +231,16 @@ def main():
     torch.manual_seed(1234 + rank)
     m = catalog_model(args.model)
 
-    model = GPT(m, args.seq_len, args.recompute)
+    model = build_model(m, args)
     params = sum(p.numel() for p in model.parameters())  # tied weights counted once
     bf16_autocast = args.strategy == "ddp"  # FSDP and DeepSpeed cast themselves
     try:
         net, optimizer, engine = wrap(model, args.strategy, args, local_rank, world)
+        if args.kernels == "compiled":
+            net = torch.compile(net)
         tokens = torch.randint(0, m["vocab"], (args.micro_batch, args.seq_len + 1), device="cuda")
-        step_times = []
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for step in range(args.warmup + args.steps):
-            if step == args.warmup:
-                torch.cuda.synchronize()
-                torch.cuda.reset_peak_memory_stats()
-            start.record()
+
+        def step():
             for micro in range(args.grad_accum):
                 with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16_autocast):
                     logits = net(tokens[:, :-1])
@@ -185,15 +258,35 @@ def main():
             if engine is None:
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
+
+        step_times = []
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for i in range(args.warmup + args.steps):
+            if i == args.warmup:
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+            start.record()
+            step()
             end.record()
             torch.cuda.synchronize()
-            if step >= args.warmup:
+            if i >= args.warmup:
                 step_times.append(start.elapsed_time(end) / 1000.0)
         # The slowest rank sets the step: take the max over ranks of each step's time.
         t = torch.tensor(step_times, device="cuda")
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         step_times = t.tolist()
         peak = torch.cuda.max_memory_allocated()
+        split = None
+        if args.profile_steps > 0:
+            from torch.profiler import ProfilerActivity, profile
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for _ in range(args.profile_steps):
+                    step()
+                torch.cuda.synchronize()
+            # The window: the profiled steps at the median unprofiled step time, so the
+            # profiler's own CPU overhead does not show as idle GPU time.
+            split = categories.split(profiled_kernels(prof), args.profile_steps * statistics.median(step_times),
+                                     args.profile_steps)
     except torch.cuda.OutOfMemoryError:
         if rank == 0:
             print(f"train_probe: out of memory: {args.model} {args.strategy} micro-batch {args.micro_batch} "
@@ -207,11 +300,13 @@ def main():
             strategy=args.strategy, recompute=args.recompute, precision="bf16_mixed", micro_batch=args.micro_batch,
             grad_accum=args.grad_accum, seq_len=args.seq_len, step_times_s=step_times, peak_memory_bytes=peak,
             machine=args.machine, torch_version=torch.__version__,
-            nccl_version=".".join(map(str, torch.cuda.nccl.version())), run_tag=time.strftime("%Y%m%dT%H%M%S"))
+            nccl_version=".".join(map(str, torch.cuda.nccl.version())), run_tag=time.strftime("%Y%m%dT%H%M%S"),
+            categories=split, kernels=args.kernels, lora_rank=args.lora_rank)
         with open(args.out, "a") as f:
             f.write(record.dumps(rec) + "\n")
-        print(f"train_probe: {args.model} {args.strategy} x{world}: median step "
-              f"{statistics.median(step_times):.4f} s, peak {peak / 2**30:.1f} GiB -> {args.out}")
+        cats = "" if not split else ", " + ", ".join(f"{k} {1e3 * v:.1f} ms" for k, v in split.items())
+        print(f"train_probe: {args.model} {args.strategy} {args.kernels} x{world}: median step "
+              f"{statistics.median(step_times):.4f} s{cats}, peak {peak / 2**30:.1f} GiB -> {args.out}")
     dist.destroy_process_group()
     return 0
 

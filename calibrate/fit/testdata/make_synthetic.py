@@ -9,6 +9,12 @@ Nothing here is a measurement: every time is computed from the known parameters 
                          rows whose check failed (with absurd times the fit must ignore)
   bad_format.json        only a format string, of a version that does not exist
   bad_unknown_key.json   the same with one unknown key in /nccl/3
+  synthetic_kernel_raw.json  the kernel model's microbenchmarks on an H100 SXM5 (132 SMs):
+                         a bf16 wave sweep and squares timed by the kernel model's
+                         gemm_time_s at a ceiling of KERNEL_CEILING_TFLOPS, flash2 attention
+                         rows on a known curve, memory-bound kernels at known bandwidths,
+                         launch and eager op costs, and an overlap row (schema-clean:
+                         check_raw_schema.py --expect-rows --expect-kernel-rows passes)
 
 Usage: calibrate/fit/testdata/make_synthetic.py   (rewrites the files beside this script)
 """
@@ -123,16 +129,114 @@ def nccl_rows():
     return rows
 
 
+# ---- the kernel model's file (synthetic_kernel_raw.json) ----------------------------------
+KERNEL_SMS = 132
+KERNEL_CEILING_TFLOPS = 700.0      # bf16 ceiling the wave sweep is timed at
+KERNEL_BW_GBPS = 3000.0            # the device copy rate above: gemm_time_s's bandwidth
+# flash2 forward TFLOP/s by sequence length (head 128, causal); backward at 0.8x
+ATTENTION_CURVE = {512: 300.0, 1024: 400.0, 2048: 450.0, 4096: 480.0}
+MEMORY_OPS_GBPS = {"add": 2800.0, "rmsnorm": 2000.0, "softmax": 2400.0}   # median 2400
+LAUNCH_S = 4e-6
+EAGER_FORWARD_OP_S = 12e-6
+EAGER_BACKWARD_OP_S = 30e-6
+COMPUTE_SLOWDOWN = 0.10
+COLLECTIVE_SLOWDOWN = 0.05
+
+
+def gemm_time_s(m, n, k, elem_bytes, ceiling_tflops, sms, memory_GBps):
+    """model/kernels.cpp gemm_time_s, batch 1 (the formula in model/kernels.hpp)."""
+    import math
+    per_sm = ceiling_tflops * 1e12 / sms
+    bw = memory_GBps * 1e9
+    best = math.inf
+    for tm, tn in ((256, 128), (128, 256), (128, 128)):
+        tile = (min(tm, 16 * math.ceil(m / 16)), min(tn, 16 * math.ceil(n / 16)))
+        blocks = math.ceil(m / tile[0]) * math.ceil(n / tile[1])
+        for p in range(1, 17):
+            if p > 1 and blocks * (p - 1) >= sms:
+                break
+            t = math.ceil(blocks * p / sms) * 2.0 * tile[0] * tile[1] * math.ceil(k / p) / per_sm
+            if p > 1:
+                t += p * m * n * 4.0 / bw
+            best = min(best, t)
+    return max(best, (m * k + k * n + m * n) * elem_bytes / bw)
+
+
+def kernel_gemm_rows():
+    rows = []
+    shapes = [("wave", r * 128, 1024, 4096) for w in (1, 2, 3)
+              for r in range((w * KERNEL_SMS + 7) // 8 - 3, (w * KERNEL_SMS + 7) // 8 + 4)]
+    shapes += [("square", e, e, e) for e in (4096, 8192, 16384)]
+    for name, m, n, k in shapes:
+        t = gemm_time_s(m, n, k, 2, KERNEL_CEILING_TFLOPS, KERNEL_SMS, KERNEL_BW_GBPS)
+        rows.append({"name": name, "dtype": "bf16", "m": m, "n": n, "k": k, "iterations": 20, "time_s_median": t,
+                     "time_s_min": t, "time_s_max": t, "tflops": 2.0 * m * n * k / t / 1e12, "check": "ok"})
+    return rows
+
+
+def kernel_attention_rows():
+    rows = []
+    for seq, tf in ATTENTION_CURVE.items():
+        for backward in (False, True):
+            b, heads, d = 16384 // seq, 16, 128
+            flops = 4.0 * b * seq * seq * heads * d * 0.5 * (2.5 if backward else 1.0)
+            rate = tf * (0.8 if backward else 1.0)
+            rows.append({"kernel": "flash2", "backend": "sdpa:flash", "dtype": "bf16", "batch": b, "heads": heads,
+                         "seq_len": seq, "head_dim": d, "causal": True,
+                         "pass": "backward" if backward else "forward", "iterations": 20,
+                         "time_s_median": flops / (rate * 1e12), "tflops": rate, "check": "ok"})
+    return rows
+
+
+def kernel_memory_rows():
+    rows = []
+    for op, GBps in list(MEMORY_OPS_GBPS.items()) + [("copy", 3100.0)]:
+        for elements in (1 << 24, 1 << 28):
+            # the small size runs at half the rate: only the largest counts
+            rate = GBps if elements == 1 << 28 else GBps / 2
+            nbytes = {"add": 6, "rmsnorm": 36, "softmax": 4, "copy": 4}[op] * elements
+            rows.append({"op": op, "profile": "eager", "dtype": "bf16", "elements": elements, "bytes": nbytes,
+                         "iterations": 20, "time_s_median": nbytes / (rate * 1e9), "GBps": rate, "check": "ok"})
+    return rows
+
+
+def kernel_launch_rows():
+    return [{"kind": kind, "ops": ops, "iterations": 20, "time_s_median": ops * t, "time_s_per_op": t,
+             "check": "ok"}
+            for kind, ops, t in (("launch", 256, LAUNCH_S), ("graph_launch", 1000, 1.5e-6),
+                                 ("eager_forward_op", 210, EAGER_FORWARD_OP_S),
+                                 ("eager_backward_op", 380, EAGER_BACKWARD_OP_S))]
+
+
+def kernel_overlap_rows():
+    g, c = 1.6e-3, 2.5e-3
+    return [{"collective": "all_reduce", "ranks": 8, "bytes": 256 << 20, "gemm_m": 8192, "gemm_n": 8192,
+             "gemm_k": 8192, "dtype": "bf16", "gemm_time_s_alone": g,
+             "gemm_time_s_beside": g / (1 - COMPUTE_SLOWDOWN), "collective_time_s_alone": c,
+             "collective_time_s_beside": c / (1 - COLLECTIVE_SLOWDOWN), "check": "ok"}]
+
+
+def kernel_doc():
+    m = machine()
+    m["notes"] = ["SYNTHETIC: generated by calibrate/fit/testdata/make_synthetic.py from the kernel model's "
+                  "formulas at known parameters (bf16 ceiling 700 TFLOP/s on 132 SMs, ...); not a measurement"]
+    return {"format": "stepcast-calibrate-raw-v1", "machine": m, "gemm": kernel_gemm_rows(),
+            "memory": [r for r in memory_rows() if r["kind"] == "device_to_device"],
+            "nccl": nccl_rows()[:3], "launch": kernel_launch_rows(), "attention": kernel_attention_rows(),
+            "memory_kernels": kernel_memory_rows(), "overlap": kernel_overlap_rows()}
+
+
 def dump(doc):
     """One row per line: readable in a diff, still plain JSON."""
     lines = ["{"]
     lines.append(f'  "format": {json.dumps(doc["format"])},')
     lines.append(f'  "machine": {json.dumps(doc["machine"])},')
-    for key in ("gemm", "memory", "nccl"):
+    keys = [k for k in ("gemm", "memory", "nccl", "launch", "attention", "memory_kernels", "overlap") if k in doc]
+    for key in keys:
         lines.append(f'  "{key}": [')
         rows = [f"    {json.dumps(r)}" for r in doc[key]]
         lines.append(",\n".join(rows))
-        lines.append("  ]," if key != "nccl" else "  ]")
+        lines.append("  ]," if key != keys[-1] else "  ]")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -145,6 +249,7 @@ def main():
     bad = json.loads(json.dumps(doc))
     bad["nccl"][3]["busbw"] = bad["nccl"][3]["busbw_GBps"]  # a misspelt extra key
     (HERE / "bad_unknown_key.json").write_text(dump(bad))
+    (HERE / "synthetic_kernel_raw.json").write_text(dump(kernel_doc()))
 
 
 if __name__ == "__main__":
