@@ -315,6 +315,7 @@ struct ScaleArgs {
   std::string scenario;
   std::vector<int> gpus;
   bool json = false;
+  bool csv = false;
   std::string html;  ///< HTML report to write; empty: none
 };
 
@@ -332,9 +333,9 @@ int run_scale(const ScaleArgs& args) {
     if (progress) fmt::print(stderr, "[{}/{}] {} GPUs\n", i + 1, scenarios.size(), args.gpus[i]);
     predictions.push_back(predict(scenarios[i]));
   }
-  const auto rows = cli::scale_rows(predictions);
+  const auto rows = cli::scale_rows(predictions, base.price_per_gpu_hour_usd);
   if (!args.html.empty()) write_file(args.html, cli::scale_html(base, scenarios, predictions), "HTML report");
-  write(args.json ? cli::scale_json(base, rows) : cli::scale_text(base, rows));
+  write(args.csv ? cli::scale_csv(rows) : args.json ? cli::scale_json(base, rows) : cli::scale_text(base, rows));
   return kExitOk;
 }
 
@@ -346,6 +347,7 @@ struct PlanArgs {
   double max_memory_fraction = 0.9;
   int top = 5;
   bool json = false;
+  bool csv = false;
   std::string gpus_range;  ///< "A:B" or "A,B,C"; empty: one count
   std::string html;  ///< HTML report to write; empty: none
 };
@@ -362,7 +364,8 @@ int run_plan_range(const Scenario& s, const PlanArgs& args, PlanOptions options)
   for (int n : counts) (void)on_gpus(s, n);  // every count checked before any plan runs
   const std::vector<PlanResult> results = plan_range(s, counts, options);
   cli::clear_progress();
-  write(args.json ? cli::plan_range_json(s, results) : cli::plan_range_text(s, results));
+  write(args.csv ? cli::plan_range_csv(results)
+                 : args.json ? cli::plan_range_json(s, results) : cli::plan_range_text(s, results));
   return kExitOk;
 }
 
@@ -382,13 +385,14 @@ int run_plan(const PlanArgs& args) {
   const PlanResult result = plan(s, options);
   cli::clear_progress();
   if (!args.html.empty()) write_file(args.html, cli::plan_html(s, result), "HTML report");
-  write(args.json ? cli::plan_json(s, result) : cli::plan_text(s, result));
+  write(args.csv ? cli::plan_csv(result) : args.json ? cli::plan_json(s, result) : cli::plan_text(s, result));
   return kExitOk;
 }
 
 struct CompareArgs {
   std::vector<std::string> scenarios;
   bool json = false;
+  bool csv = false;
   std::string html;  ///< HTML report to write; empty: none
 };
 
@@ -402,13 +406,14 @@ int run_compare(const CompareArgs& args) {
     rows.push_back(cli::compare_row(loaded.back(), predictions.back()));
   }
   if (!args.html.empty()) write_file(args.html, cli::compare_html(loaded, predictions), "HTML report");
-  write(args.json ? cli::compare_json(rows) : cli::compare_text(rows));
+  write(args.csv ? cli::compare_csv(rows) : args.json ? cli::compare_json(rows) : cli::compare_text(rows));
   return kExitOk;
 }
 
 struct ValidateArgs {
   std::vector<std::string> inputs;
   bool json = false;
+  bool csv = false;
   std::string calibration;  ///< hardware file from `stepcast fit`; empty: none
   bool assume_host = false; ///< offload records on the catalog box's host
 };
@@ -430,7 +435,7 @@ int run_validate(const ValidateArgs& args) {
     if (progress && (done % 20 == 0 || done == total)) fmt::print(stderr, "\r[{}/{}]", done, total);
   }, args.assume_host);
   if (progress) fmt::print(stderr, "\n");
-  write(args.json ? cli::validate_json(rows) : cli::validate_text(rows));
+  write(args.csv ? cli::validate_csv(rows) : args.json ? cli::validate_json(rows) : cli::validate_text(rows));
   return kExitOk;
 }
 
@@ -603,14 +608,17 @@ CLI::App* add_scale_command(CLI::App& app, ScaleArgs& sa) {
       ->required()
       ->delimiter(',')
       ->check(gpu_count());
-  cmd->add_flag("--json", sa.json,
+  CLI::Option* json = cmd->add_flag("--json", sa.json,
                 "Print {\"scenario\": ..., \"rows\": [...]} instead of the table");
+  cmd->add_flag("--csv", sa.csv, "Print the table as CSV (units in the column names)")->excludes(json);
   add_html_option(cmd, sa.html);
   cmd->footer(footer(
       "One row per GPU count (the micro-batch per GPU stays fixed, so the global batch grows):\n"
-      "GPUs, nodes, step time, tokens/s, time per epoch, speedup and scaling efficiency against\n"
-      "the first count, memory per GPU and whether it fits. Counts above one box must fill\n"
-      "whole nodes. Progress goes to stderr when it is a terminal.\n",
+      "GPUs, nodes, step time, tokens/s, MFU, time per epoch, USD per million tokens (with a\n"
+      "price), speedup and scaling efficiency against the baseline -- the fewest GPUs that fit\n"
+      "in memory (marked *; rows that do not fit get none) -- memory per GPU and whether it\n"
+      "fits. --json rows add tokens/s/GPU and the cost per epoch. Counts above one box must\n"
+      "fill whole nodes. Progress goes to stderr when it is a terminal.\n",
       scale_examples(), true));
 
   return cmd;
@@ -632,7 +640,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
       ->check(CLI::Range(1e-6, 1.0))
       ->capture_default_str();
   cmd->add_option("--top", pa.top, "Rows to rank")->check(CLI::Range(1, 1000))->capture_default_str();
-  cmd->add_flag("--json", pa.json, "Print one JSON object instead of the table");
+  CLI::Option* json = cmd->add_flag("--json", pa.json, "Print one JSON object instead of the table");
+  cmd->add_flag("--csv", pa.csv, "Print the ranked table as CSV (units in the column names)")->excludes(json);
   cmd->add_option("--gpus-range", pa.gpus_range,
                   "Plan on several GPU counts at one global batch: A:B\n(A, 2A, 4A, ... up to B) or a list A,B,C");
   add_html_option(cmd, pa.html);
@@ -700,7 +709,8 @@ int run_need(const cli::NeedArgs& args) {
 CLI::App* add_compare_command(CLI::App& app, CompareArgs& ca) {
   CLI::App* cmd = app.add_subcommand("compare", "Compare one job on several hardware choices side by side");
   cmd->add_option("SCENARIOS", ca.scenarios, "Scenario files (JSON), two or more")->required()->expected(1, -1);
-  cmd->add_flag("--json", ca.json, "Print {\"rows\": [...]} instead of the table");
+  CLI::Option* json = cmd->add_flag("--json", ca.json, "Print {\"rows\": [...]} instead of the table");
+  cmd->add_flag("--csv", ca.csv, "Print the table as CSV (units in the column names)")->excludes(json);
   add_html_option(cmd, ca.html);
   cmd->footer(footer(
       "Predicts each scenario as written and prints one row each: hardware, GPUs, step time (s),\n"
@@ -721,20 +731,23 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
   cmd->add_option("--calibration", va.calibration,
                   "Hardware file from `stepcast fit`, used for records on its GPU")
       ->option_text("FILE");
-  cmd->add_flag("--json", va.json,
+  CLI::Option* json = cmd->add_flag("--json", va.json,
                 "Print {\"runs\": [...], \"summary_loso\": {...}, \"sources\": [...]} instead of the tables");
   cmd->add_flag("--assume-host", va.assume_host,
                 "Predict CPU-offload records on the host of their GPU's catalog box (records state no host; "
                 "default: skipped)");
+  cmd->add_flag("--csv", va.csv, "Print one CSV row per record (units in the column names)")->excludes(json);
   cmd->footer(footer(
       "Each record (one JSON object per line, the measured-run record format of README.md)\n"
       "becomes a scenario where stepcast can represent it; the record's metric is predicted\n"
       "with the record's definition (tokens/s/GPU, step time, TFLOP/s per GPU, MFU,\n"
       "samples/s) and the signed error reported. Records stepcast cannot represent yet\n"
-      "(tensor or pipeline parallelism, CPU offload, unstated batch, wall-clock metrics that\n"
-      "need the data set) are listed as `skipped: <reason>`, never dropped; any other failure\n"
-      "is an error. Nothing is fitted to measured runs: device rates come from kernel tables\n"
-      "and datasheets, so every figure is leave-one-source-out. The summaries (overall and per\n"
+      "(unstated parallel degrees, precision, checkpointing or batch, a host for offload, wall-\n"
+      "clock metrics that need the data set) are listed as `skipped: <reason>`, never dropped;\n"
+      "any other failure is an error. Device rates come from kernel tables and datasheets,\n"
+      "scaled by the in-step fractions of model/catalog/in_step.json (fitted on one published\n"
+      "in-step decomposition; that source's records use isolated rates, and the fit-free\n"
+      "summary uses them everywhere), so every figure is leave-one-source-out. The summaries (overall and per\n"
       "source, strategy and GPU) give count, median, p90 and max |error| and ordering accuracy\n"
       "over pairs of records from one source that differ in one knob. Low-trust records are\n"
       "shown but kept out of the summaries.\n",

@@ -12,6 +12,8 @@
 #include "simulator/scenario.hpp"
 #include "validate/validation.hpp"
 
+#include <cmath>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,18 +28,44 @@ struct ScaleRow {
   double step_time_s = 0;           ///< simulated
   double comm_exposed_s = 0;        ///< simulated communication not hidden behind compute
   double tokens_per_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double mfu = 0;                   ///< model FLOPs / (step time x GPUs x dense peak), a fraction
   double time_per_epoch_s = 0;      ///< NaN when the scenario has no dataset
-  double speedup = 1;               ///< tokens/s relative to the first row (x)
-  double scaling_efficiency = 1;    ///< speedup / (gpus / first row's gpus), as a fraction
+  std::optional<double> cost_per_epoch_usd;      ///< needs a dataset and a price
+  std::optional<double> usd_per_million_tokens;  ///< needs a price
+  /// tokens/s relative to the baseline row (x); NaN for a row that does not fit or when no
+  /// row fits
+  double speedup = 1;
+  double scaling_efficiency = 1;    ///< speedup / (gpus / baseline's gpus), a fraction; NaN as speedup
+  bool baseline = false;            ///< the row the speedups are relative to
   double memory_per_gpu_bytes = 0;
   MemoryVerdict verdict = MemoryVerdict::fits;
   bool fits() const { return verdict != MemoryVerdict::oom; }
 };
 
-/// Rows for predictions made on increasing GPU counts of one scenario; speedup and scaling
-/// efficiency are relative to the first prediction (throughput ratio, so they hold for a
-/// fixed per-GPU batch, i.e. weak scaling of the global batch, as stepcast::with_gpus does).
-inline std::vector<ScaleRow> scale_rows(const std::vector<Prediction>& predictions) {
+/// USD per million tokens trained: price x GPUs x step time / 3600 / (tokens per step / 1e6).
+inline double usd_per_million_tokens(double price_per_gpu_hour_usd, int gpus, double step_time_s,
+                                     double tokens_per_step) {
+  return price_per_gpu_hour_usd * gpus * step_time_s / 3600.0 / (tokens_per_step / 1e6);
+}
+
+/// The baseline of a scaling sweep: the index of the row with the fewest GPUs among those
+/// that fit in memory (the first such row on a tie); nullopt when none fits. A count that
+/// does not fit cannot run, so no speedup is measured against it.
+inline std::optional<std::size_t> scale_baseline(const std::vector<ScaleRow>& rows) {
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].fits() && (!best || rows[i].gpus < rows[*best].gpus)) best = i;
+  return best;
+}
+
+/// Rows for predictions made on several GPU counts of one scenario. Speedup and scaling
+/// efficiency are relative to the baseline (scale_baseline: the fewest GPUs that fit),
+/// throughput ratio, so they hold for a fixed per-GPU batch, i.e. weak scaling of the global
+/// batch, as stepcast::with_gpus does; rows that do not fit get NaN. Costs need
+/// `price_per_gpu_hour_usd` (and a dataset for the cost per epoch).
+inline std::vector<ScaleRow> scale_rows(const std::vector<Prediction>& predictions,
+                                        std::optional<double> price_per_gpu_hour_usd = std::nullopt) {
   std::vector<ScaleRow> rows;
   rows.reserve(predictions.size());
   for (const Prediction& p : predictions) {
@@ -47,16 +75,24 @@ inline std::vector<ScaleRow> scale_rows(const std::vector<Prediction>& predictio
     r.step_time_s = p.step_time_s;
     r.comm_exposed_s = p.comm_exposed_s;
     r.tokens_per_s = p.tokens_per_s;
+    r.tokens_per_s_per_gpu = p.tokens_per_s_per_gpu;
+    r.mfu = p.mfu;
     r.time_per_epoch_s = p.time_per_epoch_s;
+    r.cost_per_epoch_usd = p.cost_per_epoch_usd;
+    if (price_per_gpu_hour_usd && p.tokens_per_step > 0)
+      r.usd_per_million_tokens = usd_per_million_tokens(*price_per_gpu_hour_usd, p.gpus, p.step_time_s, p.tokens_per_step);
     r.memory_per_gpu_bytes = p.memory.total_bytes;
     r.verdict = p.memory.verdict;
-    if (!rows.empty() && rows.front().tokens_per_s > 0 && rows.front().gpus > 0) {
-      r.speedup = r.tokens_per_s / rows.front().tokens_per_s;
-      const double ideal = static_cast<double>(r.gpus) / rows.front().gpus;
-      r.scaling_efficiency = ideal > 0 ? r.speedup / ideal : 0;
-    }
     rows.push_back(r);
   }
+  const auto base = scale_baseline(rows);
+  for (ScaleRow& r : rows) {
+    r.speedup = r.scaling_efficiency = std::nan("");
+    if (!base || !r.fits() || rows[*base].tokens_per_s <= 0) continue;
+    r.speedup = r.tokens_per_s / rows[*base].tokens_per_s;
+    r.scaling_efficiency = r.speedup / (static_cast<double>(r.gpus) / rows[*base].gpus);
+  }
+  if (base) rows[*base].baseline = true;
   return rows;
 }
 
@@ -93,7 +129,7 @@ inline CompareRow compare_row(const Scenario& s, const Prediction& p) {
   r.tokens_per_step = p.tokens_per_step;
   r.cost_per_epoch_usd = p.cost_per_epoch_usd;
   if (s.price_per_gpu_hour_usd)
-    r.usd_per_million_tokens = *s.price_per_gpu_hour_usd * p.gpus * p.step_time_s / 3600.0 / (p.tokens_per_step / 1e6);
+    r.usd_per_million_tokens = usd_per_million_tokens(*s.price_per_gpu_hour_usd, p.gpus, p.step_time_s, p.tokens_per_step);
   r.memory_per_gpu_bytes = p.memory.total_bytes;
   r.verdict = p.memory.verdict;
   return r;
@@ -149,8 +185,11 @@ std::string catalog_text(const std::vector<CatalogSection>& sections);
 std::string predict_json(const Scenario& scenario, const Prediction& prediction,
                          const std::string& trace_file = "");
 
-/// {"scenario": name, "rows": [{gpus, nodes, step_time_s, comm_exposed_s, tokens_per_s,
-/// time_per_epoch_s, speedup, scaling_efficiency, memory_per_gpu_bytes, fits}, ...]}.
+/// {"scenario": name, "baseline_gpus": the baseline's GPUs (null when no count fits),
+/// "price_per_gpu_hour_usd", "rows": [{gpus, nodes, step_time_s, comm_exposed_s,
+/// tokens_per_s, tokens_per_s_per_gpu, mfu, time_per_epoch_s, cost_per_epoch_usd,
+/// usd_per_million_tokens, baseline, speedup, scaling_efficiency, memory_per_gpu_bytes,
+/// verdict, fits}, ...]} (absent figures are null).
 std::string scale_json(const Scenario& scenario, const std::vector<ScaleRow>& rows);
 
 /// {"scenario", "gpus", "global_batch", "objective", "max_memory_fraction", "enumerated",
@@ -184,5 +223,30 @@ std::string validate_text(const std::vector<ValidationRow>& rows);
 ///  p90_abs_error_pct, max_abs_error_pct, ordering_accuracy, ordering_pairs} (checking part),
 ///  "summary_fit": {...}, "summary_all": {...}, "groups": [{group, ...}] (checking part)}
 std::string validate_json(const std::vector<ValidationRow>& rows);
+
+// ---- CSV (report_csv.cpp) ----
+// One header row, every column name with its unit (_s, _bytes, _usd, _fraction, _x, _pct,
+// _bool; counts named for what they count), then one row per row of the table; absent
+// figures are empty fields.
+
+/// gpus, nodes, step_time_s, comm_exposed_s, tokens_per_s, tokens_per_s_per_gpu,
+/// mfu_fraction, time_per_epoch_s, cost_per_epoch_usd, usd_per_million_tokens,
+/// baseline_bool, speedup_x, scaling_efficiency_fraction, memory_per_gpu_bytes,
+/// memory_verdict, fits_bool.
+std::string scale_csv(const std::vector<ScaleRow>& rows);
+/// rank, layout, strategy, tp, sp_bool, dp, pp, vpp, schedule, micro_batch_sequences, grad_accum_steps,
+/// recompute, step_time_s, lower_bound_s, tokens_per_s_per_gpu, mfu_fraction,
+/// memory_per_gpu_bytes, comm_exposed_s, objective_<figure and unit>.
+std::string plan_csv(const PlanResult& result);
+/// `plan --gpus-range`: the columns of plan_csv after a first one, gpus; the ranked rows of
+/// each count in turn.
+std::string plan_range_csv(const std::vector<PlanResult>& results);
+/// scenario, file, model, hardware, gpu, gpus, step_time_s, time_per_epoch_s, tokens_per_s,
+/// tokens_per_step, cost_per_epoch_usd, usd_per_million_tokens, memory_per_gpu_bytes,
+/// memory_verdict, fits_bool.
+std::string compare_csv(const std::vector<CompareRow>& rows);
+/// id, metric, measured_in_metric_unit, predicted_in_metric_unit, error_pct, status, source,
+/// trust, strategy, gpu (one row per record, skipped ones included).
+std::string validate_csv(const std::vector<ValidationRow>& rows);
 
 }  // namespace stepcast::cli

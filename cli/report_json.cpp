@@ -256,14 +256,23 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
 }
 
 std::string scale_json(const Scenario& sc, const std::vector<ScaleRow>& rows) {
-  json out = {{"scenario", sc.name}, {"rows", json::array()}};
+  const auto base = scale_baseline(rows);
+  json out = {{"scenario", sc.name},
+              {"baseline_gpus", base ? json(rows[*base].gpus) : json(nullptr)},
+              {"price_per_gpu_hour_usd", opt(sc.price_per_gpu_hour_usd)},
+              {"rows", json::array()}};
   for (const ScaleRow& r : rows)
     out["rows"].push_back({{"gpus", r.gpus},
                            {"nodes", r.nodes},
                            {"step_time_s", num(r.step_time_s)},
                            {"comm_exposed_s", num(r.comm_exposed_s)},
                            {"tokens_per_s", num(r.tokens_per_s)},
+                           {"tokens_per_s_per_gpu", num(r.tokens_per_s_per_gpu)},
+                           {"mfu", num(r.mfu)},
                            {"time_per_epoch_s", num(r.time_per_epoch_s)},
+                           {"cost_per_epoch_usd", opt(r.cost_per_epoch_usd)},
+                           {"usd_per_million_tokens", opt(r.usd_per_million_tokens)},
+                           {"baseline", r.baseline},
                            {"speedup", num(r.speedup)},
                            {"scaling_efficiency", num(r.scaling_efficiency)},
                            {"memory_per_gpu_bytes", num(r.memory_per_gpu_bytes)},

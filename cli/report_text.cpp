@@ -539,16 +539,16 @@ std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
   std::string out = fmt::format("Scaling {}{} ({}, {})\n", sc.name,
                                 sc.file.empty() ? "" : fmt::format(" [{}]", sc.file),
                                 sc.model.name, name(sc.strategy.kind));
-  Table t({{"GPUs", true},
-           {"nodes", true},
-           {"step time (s)", true},
-           {"comm exposed (s)", true},
-           {"tokens/s", true},
-           {"time per epoch (h)", true},
-           {"speedup (x)", true},
-           {"scaling efficiency (%)", true},
-           {"memory/GPU (GiB)", true},
-           {"fits", false}});
+  const bool priced = sc.price_per_gpu_hour_usd.has_value();
+  std::vector<Table::Column> columns = {{"GPUs", true},          {"nodes", true},
+                                        {"step time (s)", true}, {"comm exposed (s)", true},
+                                        {"tokens/s", true},      {"MFU (%)", true},
+                                        {"time per epoch (h)", true}};
+  if (priced) columns.push_back({"USD per M tokens", true});
+  for (const char* header : {"speedup (x)", "scaling efficiency (%)", "memory/GPU (GiB)"})
+    columns.push_back({header, true});
+  columns.push_back({"fits", false});
+  Table t(columns);
   for (const ScaleRow& r : rows) {
     std::string fits;
     switch (r.verdict) {
@@ -556,17 +556,27 @@ std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
       case MemoryVerdict::tight: fits = "tight"; break;
       case MemoryVerdict::oom: fits = "NO (OOM)"; break;
     }
-    t.add({std::to_string(r.gpus), std::to_string(r.nodes), seconds(r.step_time_s),
-           seconds(r.comm_exposed_s), grouped(r.tokens_per_s),
-           r.time_per_epoch_s > 0 ? fixed(r.time_per_epoch_s / 3600, 2) : "n/a",
-           fixed(r.speedup, 2), percent(r.scaling_efficiency), gib(r.memory_per_gpu_bytes), fits});
+    std::vector<std::string> cells = {std::to_string(r.gpus), std::to_string(r.nodes), seconds(r.step_time_s),
+                                      seconds(r.comm_exposed_s), grouped(r.tokens_per_s), percent(r.mfu),
+                                      r.time_per_epoch_s > 0 ? fixed(r.time_per_epoch_s / 3600, 2) : "n/a"};
+    if (priced) cells.push_back(r.usd_per_million_tokens ? fixed(*r.usd_per_million_tokens, 3) : "n/a");
+    const bool measured = std::isfinite(r.speedup);
+    cells.push_back(measured ? fixed(r.speedup, 2) + (r.baseline ? "*" : "") : "-");
+    cells.push_back(measured ? percent(r.scaling_efficiency) : "-");
+    cells.push_back(gib(r.memory_per_gpu_bytes));
+    cells.push_back(fits);
+    t.add(cells);
   }
   out += t.render();
-  if (!rows.empty())
-    out += fmt::format("  step time simulated; comm exposed = communication not hidden behind "
-                       "compute\n  speedup = tokens/s over the {}-GPU row; efficiency = speedup / "
-                       "GPU ratio; micro-batch per GPU fixed (global batch grows with GPUs)\n",
-                       rows.front().gpus);
+  if (rows.empty()) return out;
+  out += "  step time simulated; comm exposed = communication not hidden behind compute\n";
+  if (const auto base = scale_baseline(rows))
+    out += fmt::format("  speedup = tokens/s over the {}-GPU row (*: the fewest GPUs that fit in memory; rows "
+                       "that do not fit have none);\n  efficiency = speedup / GPU ratio; micro-batch per GPU "
+                       "fixed (global batch grows with GPUs)\n",
+                       rows[*base].gpus);
+  else
+    out += "  no GPU count fits in memory: no baseline, no speedup\n";
   return out;
 }
 

@@ -377,16 +377,18 @@
 
   function scalePage() {
     const rows = data.report.rows, gpus = rows.map(r => r.gpus), preds = data.predictions;
+    const base = data.report.baseline_gpus ?? gpus[0];  // the fewest GPUs that fit in memory
     const curves = section('Scaling', 'Fixed micro-batch per GPU (the global batch grows with the GPUs); ' +
-                           'speed-up and efficiency are throughput relative to ' + gpus[0] + ' GPU(s).');
+                           'speed-up and efficiency are throughput relative to ' + base +
+                           ' GPU(s), the fewest that fit in memory (none for counts that do not fit).');
     const grid = el('div', {class: 'row3'});
     curves.appendChild(grid);
     const box = () => { const d = el('div'); grid.appendChild(d); return d; };
     lineChart(box(), 'speedup', 'Speed-up', gpus, 'speed-up (x)', [
       {name: 'predicted', data: rows.map(r => r.speedup), itemStyle: {color: '#4e79a7'}},
-      {name: 'ideal (linear)', data: gpus.map(g => g / gpus[0]), lineStyle: {type: 'dashed'}, itemStyle: {color: '#999'}}]);
+      {name: 'ideal (linear)', data: gpus.map(g => g / base), lineStyle: {type: 'dashed'}, itemStyle: {color: '#999'}}]);
     lineChart(box(), 'efficiency', 'Scaling efficiency', gpus, 'efficiency (%)', [
-      {name: 'predicted', data: rows.map(r => 100 * r.scaling_efficiency), itemStyle: {color: '#59a14f'}}]);
+      {name: 'predicted', data: rows.map(r => r.scaling_efficiency == null ? null : 100 * r.scaling_efficiency), itemStyle: {color: '#59a14f'}}]);
     const costs = rows.map(r => r.cost_per_epoch_usd);
     if (costs.every(finite)) {
       lineChart(box(), 'cost', 'Cost per epoch', gpus, 'cost per epoch (USD)', [
