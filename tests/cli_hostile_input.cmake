@@ -81,7 +81,7 @@ stepcast_hostile_sh(hostile_fit_negative_bandwidth RC 2
 stepcast_hostile_sh(hostile_fit_1e309 RC 2
                   STDERR "raw.json: /memory/3/GBps: number out of range"
                   SCRIPT "${STEPCAST_HOSTILE_PATCH} ${STEPCAST_HOSTILE_RAW} @TMP@/raw.json /memory/3/GBps=1e309 && exec ${S} fit @TMP@/raw.json -o @TMP@/hw.json")
-# Fuzz finding F1 (/work/fuzz-findings: hardware-1.json): 1e400 in a hardware file.
+# Fuzz finding F1 (hardware-1.json of the fuzzers' findings): 1e400 in a hardware file.
 stepcast_hostile_sh(hostile_hardware_file_1e400 RC 2
                   STDERR "hw.json: /machine/gpus/0/sm_count: number out of range"
                   SCRIPT "${STEPCAST_HOSTILE_PATCH} ${CMAKE_CURRENT_LIST_DIR}/data/good/synthetic_hardware.json @TMP@/hw.json /machine/gpus/0/sm_count=1e400 && exec ${S} validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl --calibration @TMP@/hw.json")

@@ -37,7 +37,7 @@ foreach(case_path
         "measured_value_negative|/measured/value"
         "precision_unknown|/strategy/precision"
         "checkpointing_unknown|/strategy/activation_checkpointing"
-        # fuzz findings F2-F4 (/work/fuzz-findings): 1e400, grad_accum 0, micro_batch 0
+        # fuzz findings F2-F4 (the fuzzers' findings): 1e400, grad_accum 0, micro_batch 0
         "measured_value_1e400|/measured/value"
         "grad_accum_zero|/batch/grad_accum"
         "micro_batch_zero|/batch/micro_batch"
