@@ -38,8 +38,9 @@ struct PipeChoice {
 
 /// No pipeline; then, for each pp >= 2 dividing `ranks` (the GPUs over tp) with a layer per
 /// stage, every registered schedule: vpp 1 for the plain ones, 2..kMaxVpp for the
-/// interleaved one (while pp x vpp <= layers).
-std::vector<PipeChoice> pipe_choices(std::int64_t ranks, std::int64_t layers) {
+/// interleaved one (while pp x vpp <= layers; none under the balanced split, which places
+/// one chunk per stage).
+std::vector<PipeChoice> pipe_choices(std::int64_t ranks, std::int64_t layers, StageSplit split) {
   std::vector<PipeChoice> out{PipeChoice{}};
   for (std::int64_t pp = 2; pp <= std::min(ranks, layers); ++pp) {
     if (ranks % pp != 0) continue;
@@ -49,6 +50,7 @@ std::vector<PipeChoice> pipe_choices(std::int64_t ranks, std::int64_t layers) {
         out.push_back({static_cast<int>(pp), 1, name});
         continue;
       }
+      if (split == StageSplit::balanced) continue;
       for (int v = 2; v <= kMaxVpp && pp * v <= layers; ++v) out.push_back({static_cast<int>(pp), v, name});
     }
   }
@@ -287,11 +289,16 @@ double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& c, Schedu
   const double f = costs.per_layer.forward_s + (modelled ? tp_layer_s(plan, plan.tp_forward) : 0);
   const double tb = modelled ? tp_layer_s(plan, plan.tp_backward) : 0;
   const double b = costs.per_layer.backward_s;
+  // The chunks' layers as the lowering splits them (strategy.pp_split).
+  const std::vector<int> chunks = split_layers_per_chunk(job.scenario.model, l.pp, l.vpp, job.scenario.strategy.pp_split);
   std::vector<sim::PipeOpDurations> per_chunk;
-  for (int n : layers_per_chunk(job.scenario.model.layers, l.pp, l.vpp))
+  std::vector<int> stage_layers(static_cast<std::size_t>(l.pp), 0);
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    const int n = chunks[k];
     per_chunk.push_back({n * f, n * (b + tb), n * (b / 2 + tb), n * b / 2});
+    stage_layers[k % static_cast<std::size_t>(l.pp)] += n;
+  }
   const sim::PipeReplay r = sim::replay(it->second, m, l.vpp, per_chunk);
-  const std::vector<int> stage_layers = layers_per_stage(job.scenario.model.layers, l.pp, l.vpp);
   const double tail = modelled ? stage0_tail_s(plan, stage_layers) : 0.0;
   return std::max(r.step, r.stage_finish.front() + tail);
 }
@@ -433,7 +440,7 @@ PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool
   std::vector<std::vector<PipeChoice>> pipes;  // per tp
   std::int64_t families = 0, done = 0;
   for (std::int64_t tp : tps) {
-    pipes.push_back(pipe_choices(out.gpus / tp, out.base.model.layers));
+    pipes.push_back(pipe_choices(out.gpus / tp, out.base.model.layers, out.base.strategy.pp_split));
     families += static_cast<std::int64_t>(pipes.back().size()) * (tp > 1 ? 2 : 1);
   }
   families *= static_cast<std::int64_t>(std::size(kPlanStrategies));

@@ -162,6 +162,32 @@ TEST_CASE("the pipeline and lowered bounds never exceed the simulated step") {
   CHECK(pipelined > 100);
 }
 
+TEST_CASE("under the balanced stage split the plan tries no interleaved schedule, and its pipeline bound holds") {
+  // The balanced split places one chunk per stage (vpp 1); the bound replays the chunks as
+  // the lowering splits them, so it stays below the simulated step.
+  const Scenario base = parse_scenario(R"({"name": "plan-pp-balanced", "model": "gpt2",
+    "training": {"precision": "fp16_mixed", "micro_batch": 2, "grad_accum": 1, "seq_len": 1024,
+                 "flash_attention": false},
+    "strategy": {"name": "ddp", "pp_split": "balanced"}, "hardware": {"cluster": "2x-dgx1-1gbe", "gpus": 16},
+    "dataset": {"tokens": 1e9}})",
+                                       "plan-pp-balanced.json");
+  PlanOptions o;
+  const PlanScreen s = screen_layouts(base, o, true);
+  ScheduleCache programs;
+  int pipelined = 0;
+  for (const PlanCandidate& c : s.candidates) {
+    CAPTURE(c.layout.describe());
+    CHECK(c.layout.vpp == 1);
+    if (c.layout.pp == 1) continue;
+    ++pipelined;
+    const double step = predict(with_layout(s.base, c.layout)).step_time_s;
+    CHECK(pipeline_bound_s(s, c, programs) <= step * (1 + 1e-9));
+  }
+  CHECK(pipelined > 10);
+  o.top = 1;
+  CHECK_FALSE(plan(base, o).top.empty());
+}
+
 TEST_CASE("rejections are counted per reason: 8,190 layouts of GPT-2 small on 8 GPUs at global batch 64") {
   // Per family: 7 micro-batches (divisors of 64) x 3 recompute = 21 layouts. Pipelines
   // (12 layers): none, and for pp >= 2 dividing 8/tp: 3 plain schedules + interleaved with

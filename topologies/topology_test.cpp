@@ -9,6 +9,18 @@ using namespace stepcast;
 
 namespace {
 
+/// The InputError message of parsing the cluster file `text` ("c.json"), or "(no InputError)".
+std::string cluster_error(const std::string& text) {
+  JsonDoc doc = JsonDoc::parse(text, "c.json");
+  JsonObject o(doc.root(), doc.file(), "");
+  try {
+    parse_cluster(o);
+  } catch (const InputError& e) {
+    return std::string(e.what());
+  }
+  return std::string("(no InputError)");
+}
+
 ClusterSpec one_box(const std::string& box) {
   ClusterSpec c;
   c.name = box;
@@ -212,17 +224,9 @@ TEST_CASE("box and cluster counts are checked against int range and physical bou
   CHECK(box_path("4294967298") == "/gpus");  // 2^32 + 2 is not 2
   CHECK(box_path("100000") == "/gpus");      // above limits::kMaxGpusPerBox
   const auto cluster_what = [](const std::string& nodes) {
-    JsonDoc doc = JsonDoc::parse(R"({"name": "c", "box": "dgx-a100", "nodes": )" + nodes +
-                                     R"(, "network": {"nic": "ib-hdr", "nics_per_node": 8,
-      "topology": "single_switch"}, "source": "t"})",
-                                 "c.json");
-    JsonObject o(doc.root(), doc.file(), "");
-    try {
-      parse_cluster(o);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no InputError)");
+    return cluster_error(R"({"name": "c", "box": "dgx-a100", "nodes": )" + nodes +
+                         R"(, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"},
+                         "source": "t"})");
   };
   CHECK(cluster_what("2") == "(no InputError)");
   CHECK(cluster_what("4294967298").find("c.json: /nodes") != std::string::npos);
@@ -308,16 +312,8 @@ TEST_CASE("the spine level: a node's share of its leaf's uplinks is NICs x NIC r
 
 TEST_CASE("oversubscription and nodes_per_leaf belong to a rail fat tree: one switch is non-blocking") {
   const auto what = [](const std::string& network) {
-    JsonDoc doc = JsonDoc::parse(R"({"name": "c", "box": "dgx-a100", "nodes": 4, "network": )" + network +
-                                     R"(, "source": "t"})",
-                                 "c.json");
-    JsonObject o(doc.root(), doc.file(), "");
-    try {
-      parse_cluster(o);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no InputError)");
+    return cluster_error(R"({"name": "c", "box": "dgx-a100", "nodes": 4, "network": )" + network +
+                         R"(, "source": "t"})");
   };
   CHECK(what(R"({"nic": "ib-hdr", "nics_per_node": 8, "topology": "rail_fat_tree", "oversubscription": 8,
                  "nodes_per_leaf": 2})") == "(no InputError)");
