@@ -415,7 +415,7 @@ struct ValidateArgs {
   bool json = false;
   bool csv = false;
   std::string calibration;  ///< hardware file from `stepcast fit`; empty: none
-  bool assume_host = false; ///< offload records on the catalog box's host
+  bool assume_host = true;  ///< offload records on the catalog box's host (--no-assume-host: skipped)
 };
 
 int run_validate(const ValidateArgs& args) {
@@ -734,9 +734,9 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
       ->option_text("FILE");
   CLI::Option* json = cmd->add_flag("--json", va.json,
                 "Print {\"runs\": [...], \"summary_loso\": {...}, \"sources\": [...]} instead of the tables");
-  cmd->add_flag("--assume-host", va.assume_host,
-                "Predict CPU-offload records on the host of their GPU's catalog box (records state no host; "
-                "default: skipped)");
+  cmd->add_flag("--assume-host,!--no-assume-host", va.assume_host,
+                "CPU-offload records state no host: predict them on the host of their GPU's catalog box "
+                "(default, printed as an assumption), or skip them (--no-assume-host)");
   cmd->add_flag("--csv", va.csv, "Print one CSV row per record (units in the column names)")->excludes(json);
   cmd->footer(footer(
       "Each record (one JSON object per line, the measured-run record format of README.md)\n"

@@ -57,9 +57,11 @@ def readme(d):
     print("|---|---:|---:|---:|---:|---:|---:|")
 
     def row(name, s):
+        pairs = s["ordering_pairs"]
+        ordering = f"{100 * s['ordering_accuracy']:.1f} ({pairs})" if pairs > 0 else "- (0)"
         print(f"| {name} | {s['count']} | {s['skipped']} | {s['median_abs_error_pct']:.1f} "
               f"| {s['p90_abs_error_pct']:.1f} | {s['max_abs_error_pct']:.1f} "
-              f"| {100 * s['ordering_accuracy']:.1f} ({s['ordering_pairs']}) |")
+              f"| {ordering} |")
 
     row("**leave one source out**", d["summary_loso"])
     for src in d["sources"]:

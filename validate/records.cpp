@@ -41,6 +41,7 @@ std::string source_label(const json& src) {
     return s;
   }
   if (src.contains("url") && src["url"].is_string()) return src["url"].get<std::string>();
+  if (src.contains("ref") && src["ref"].is_string()) return src["ref"].get<std::string>();  // a paper
   return "?";
 }
 

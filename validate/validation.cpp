@@ -5,6 +5,8 @@
 /// represent it; a bad record is an InputError; a prediction that is not finite is a bug.
 #include "validate/validation.hpp"
 
+#include "validate/record_defaults.hpp"
+
 #include "base/json_input.hpp"
 #include "topologies/hardware_file.hpp"
 #include "topologies/topology.hpp"
@@ -57,7 +59,7 @@ constexpr double kMaxNicsPerNode = 1024;
 /// The link-name prefix of a record's inter-node fabric ("efa" -> "efa-").
 const std::string& fabric_family(const std::string& fabric) {
   static const std::map<std::string, std::string> kFamily = {
-      {"infiniband", "ib-"}, {"roce", "roce-"}, {"efa", "efa-"}, {"ethernet-tcp", "eth-"}};
+      {"infiniband", "ib-"}, {"roce", "roce-"}, {"efa", "efa-"}, {"ethernet-tcp", "eth-"}, {"omnipath", "opa-"}};
   const auto family = kFamily.find(fabric);
   if (family == kFamily.end()) throw Skip{"inter-node fabric \"" + fabric + "\" is not in the link catalog"};
   return family->second;
@@ -311,8 +313,8 @@ HardwareChoice hardware_for(const MeasuredRun& r, const std::string& gpu, std::v
 
 /// The record's CPU offload: optimizer_cpu is ZeRO-Offload's optimizer on the host,
 /// param_optimizer_cpu the parameters too (DeepSpeed offload_param, FSDP CPUOffload). The
-/// record format states no host, so only with `assume_host` is it taken from the box catalog
-/// (a box without one: an explicit skip). No delayed parameter update (DeepSpeed's default).
+/// record format states no host, so with `assume_host` (the default) it is taken from the box
+/// catalog and printed as an assumption (a box without one: an explicit skip). No delayed parameter update (DeepSpeed's default).
 void offload_for(const MeasuredRun& r, Scenario& s, bool assume_host, std::vector<std::string>& assumed) {
   if (*r.offload == "none") return;
   s.strategy.offload = *r.offload == "optimizer_cpu" ? OffloadKind::optimizer : OffloadKind::parameters;
@@ -320,10 +322,11 @@ void offload_for(const MeasuredRun& r, Scenario& s, bool assume_host, std::vecto
     throw Skip{fmt::format("CPU offload ({}) with {} is not modelled", *r.offload, name(s.strategy.kind))};
   if (!assume_host)
     throw Skip{"CPU offload: the record does not state its host (CPUs, memory bandwidth), which sets the offload's "
-               "cost (validate --assume-host takes the catalog box's)"};
+               "cost (validate without --no-assume-host takes the catalog box's)"};
   const BoxSpec* box = find_box(s.hardware.cluster.box);
   if (!box || !box->host) throw Skip{"CPU offload on a box whose host (CPU, memory) is not in the catalog"};
-  assumed.push_back(fmt::format("CPU offload of the {} on the {}'s host ({}), no delayed parameter update",
+  assumed.push_back(fmt::format("CPU offload of the {} on the {}'s host ({}; not stated, the catalog box's), no "
+                                "delayed parameter update",
                                 name(s.strategy.offload), box->name, box->host->cpu));
 }
 
@@ -343,9 +346,10 @@ ScenarioSource source_of(const MeasuredRun& r) {
   return w;
 }
 
-Scenario build(const MeasuredRun& r, std::vector<std::string>& assumed,
+Scenario build(MeasuredRun r, std::vector<std::string>& assumed,
                const std::shared_ptr<const HardwareFile>& calibration, const std::string& calibration_file,
                bool assume_host) {
+  apply_framework_defaults(r, assumed);
   check_representable(r);
   Scenario s;
   s.name = r.id;

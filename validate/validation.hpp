@@ -70,10 +70,10 @@ struct RunScenario {
 };
 /// `calibration` (optional): a `stepcast fit` hardware file, used for records on its GPU.
 /// `assume_host`: a record with CPU offload, which states no host (its CPUs and memory
-/// bandwidth set the offload's cost), is predicted on the host of the catalog box of its GPU;
-/// false: skipped with that reason.
+/// bandwidth set the offload's cost), is predicted on the host of the catalog box of its GPU
+/// (the default, printed as an assumption); false: skipped with that reason.
 RunScenario scenario_for(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration = nullptr,
-                         const std::string& calibration_file = "", bool assume_host = false);
+                         const std::string& calibration_file = "", bool assume_host = true);
 
 /// The prediction of a record's metric, with the record's definition.
 struct ValidationRow {
@@ -120,7 +120,7 @@ void set_prediction(ValidationRow& row, const MeasuredRun& run, double predicted
 /// prediction that is not finite (a bug), and lets any other exception of the prediction
 /// through: only an explicit reason skips a record.
 ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration = nullptr,
-                           const std::string& calibration_file = "", bool assume_host = false);
+                           const std::string& calibration_file = "", bool assume_host = true);
 
 /// validate_run over every record, on `threads` threads (0: one per hardware thread), rows in
 /// record order. Records are independent, so this is linear in their number. When records
@@ -130,7 +130,7 @@ std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs,
                                          const std::shared_ptr<const HardwareFile>& calibration = nullptr,
                                          const std::string& calibration_file = "", unsigned threads = 0,
                                          const std::function<void(std::size_t, std::size_t)>& progress = {},
-                                         bool assume_host = false);
+                                         bool assume_host = true);
 
 struct ErrorSummary {
   std::string group;                       ///< "all", "source: ...", "strategy: ...", "gpu: ..."

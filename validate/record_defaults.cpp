@@ -1,0 +1,79 @@
+/// \file
+/// Framework defaults for unstated record fields; see record_defaults.hpp.
+#include "validate/record_defaults.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+
+namespace stepcast {
+
+namespace {
+
+bool framework_has(const MeasuredRun& r, const char* needle) {
+  return r.framework && r.framework->find(needle) != std::string::npos;
+}
+
+template <typename T>
+void fill(std::optional<T>& field, const T& value, const char* what, const char* source,
+          std::vector<std::string>& assumed) {
+  if (field) return;
+  field = value;
+  assumed.push_back(fmt::format("{} {}: not stated; {}", what, value, source));
+}
+
+/// Megatron-LM and Megatron-DeepSpeed (BigScience).
+void megatron_defaults(MeasuredRun& r, std::vector<std::string>& assumed) {
+  fill<std::string>(r.checkpointing, "full", "activation checkpointing",
+                    "Megatron's published TFLOP/s count a recomputed forward (Narayanan et al. SC'21, "
+                    "96·B·s·L·h² FLOPs per step), and BigScience's tr11-176B-ml.slurm passes "
+                    "--checkpoint-activations",
+                    assumed);
+  fill<std::int64_t>(r.micro_batch, 1, "micro-batch",
+                     "Megatron-LM's GPT-3 175B example (examples/pretrain_gpt3_175B.sh, --micro-batch-size 1)",
+                     assumed);
+  // Narayanan et al. SC'21 Table 1: the GPT models from 7.5B to 310B have 128-wide heads;
+  // only the attention kernel's rate depends on the width, not the FLOPs.
+  if (!r.heads && r.hidden && *r.hidden % 128 == 0)
+    fill<std::int64_t>(r.heads, *r.hidden / 128, "attention heads",
+                       "hidden / 128, the head width of Narayanan et al. SC'21 Table 1's GPT models", assumed);
+  if (framework_has(r, "deepspeed"))
+    fill<std::string>(r.precision, "bf16_mixed", "precision",
+                      "BigScience's tr11-176B-ml.slurm passes --bf16 (on the A100 bf16 and fp16 have one "
+                      "tensor-core rate)",
+                      assumed);
+}
+
+/// metaseq (OPT): the launcher's settings (metaseq/launcher/opt_baselines.py @ 08c22746)
+/// and the model-parallel degree by size (opt_job_constants.py @ 0580bd7d); the batch in
+/// tokens of OPT-175B and OPT-66B from Zhang et al. 2022, Table 1 (2M tokens).
+void metaseq_defaults(MeasuredRun& r, std::vector<std::string>& assumed) {
+  fill<std::string>(r.checkpointing, "full", "activation checkpointing",
+                    "metaseq's OPT launcher passes --checkpoint-activations (opt_baselines.py)", assumed);
+  fill<std::string>(r.offload, "none", "CPU offload", "metaseq's OPT launcher offloads nothing (opt_baselines.py)",
+                    assumed);
+  fill<std::int64_t>(r.grad_accum, 1, "gradient accumulation", "metaseq's OPT launcher sets --update-freq 1",
+                     assumed);
+  if (!r.hidden || (*r.hidden != 12288 && *r.hidden != 9216)) return;  // OPT-175B, OPT-66B
+  fill<std::int64_t>(r.tp, 8, "tensor parallel degree",
+                     "metaseq's opt_job_constants.py runs OPT-66B and OPT-175B at model_parallel 8", assumed);
+  if (r.micro_batch || !r.gpus || !r.seq_len || *r.seq_len <= 0 || *r.gpus % (*r.tp * r.pp.value_or(1)) != 0) return;
+  // The launcher's per-replica batch: batch tokens // data-parallel ranks // sequence length.
+  constexpr std::int64_t kBatchTokens = std::int64_t{2} * 1024 * 1024;
+  const std::int64_t replicas = *r.gpus / (*r.tp * r.pp.value_or(1));
+  if (const std::int64_t per_replica = kBatchTokens / replicas / *r.seq_len; per_replica >= 1)
+    fill<std::int64_t>(r.micro_batch, per_replica, "micro-batch",
+                       "the OPT paper's 2M-token batch (Zhang et al. 2022, Table 1) over the data-parallel ranks, "
+                       "as metaseq's launcher divides it (batch tokens // ranks // sequence length)",
+                       assumed);
+}
+
+}  // namespace
+
+void apply_framework_defaults(MeasuredRun& run, std::vector<std::string>& assumed) {
+  if (framework_has(run, "megatron") && !framework_has(run, "metaseq")) megatron_defaults(run, assumed);
+  if (framework_has(run, "metaseq")) metaseq_defaults(run, assumed);
+}
+
+}  // namespace stepcast

@@ -1,0 +1,114 @@
+// Rules of framework defaults: a field is filled only where the record leaves it null, only
+// for the framework whose launch scripts set it, and every default taken is an assumption.
+#include "validate/record_defaults.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+namespace stepcast {
+namespace {
+
+MeasuredRun megatron_run() {
+  MeasuredRun r;
+  r.framework = "megatron-lm";
+  r.hidden = 3072;
+  r.gpus = 64;
+  r.tp = 2;
+  r.pp = 1;
+  return r;
+}
+
+bool says(const std::vector<std::string>& assumed, const char* what) {
+  return std::any_of(assumed.begin(), assumed.end(),
+                     [&](const std::string& a) { return a.find(what) != std::string::npos; });
+}
+
+}  // namespace
+
+TEST_CASE("a Megatron record without recompute, micro-batch or heads takes the framework's, each an assumption") {
+  MeasuredRun r = megatron_run();
+  std::vector<std::string> assumed;
+  apply_framework_defaults(r, assumed);
+  CHECK(r.checkpointing == "full");
+  CHECK(r.micro_batch == 1);
+  CHECK(r.heads == 3072 / 128);  // 128-wide heads
+  CHECK_FALSE(r.precision);      // Megatron-LM's precision is not defaulted: only Megatron-DeepSpeed's
+  CHECK(assumed.size() == 3);
+  CHECK(says(assumed, "activation checkpointing full: not stated"));
+}
+
+TEST_CASE("a stated field is never changed by a default") {
+  MeasuredRun r = megatron_run();
+  r.checkpointing = "selective";
+  r.micro_batch = 4;
+  r.heads = 32;
+  std::vector<std::string> assumed;
+  apply_framework_defaults(r, assumed);
+  CHECK(r.checkpointing == "selective");
+  CHECK(r.micro_batch == 4);
+  CHECK(r.heads == 32);
+  CHECK(assumed.empty());
+}
+
+TEST_CASE("heads are defaulted only where the hidden size is a whole number of 128-wide heads") {
+  MeasuredRun r = megatron_run();
+  r.hidden = 3000;
+  std::vector<std::string> assumed;
+  apply_framework_defaults(r, assumed);
+  CHECK_FALSE(r.heads);
+}
+
+TEST_CASE("Megatron-DeepSpeed also takes bf16 from BigScience's launch script") {
+  MeasuredRun r = megatron_run();
+  r.framework = "megatron-deepspeed";
+  std::vector<std::string> assumed;
+  apply_framework_defaults(r, assumed);
+  CHECK(r.precision == "bf16_mixed");
+}
+
+TEST_CASE("OPT-175B under metaseq: TP 8 and the 2M-token batch over the data-parallel ranks") {
+  MeasuredRun r;
+  r.framework = "metaseq (fairscale fsdp + megatron tp)";
+  r.hidden = 12288;
+  r.gpus = 992;
+  r.pp = 1;
+  r.seq_len = 2048;
+  std::vector<std::string> assumed;
+  apply_framework_defaults(r, assumed);
+  CHECK(r.tp == 8);
+  CHECK(r.grad_accum == 1);
+  CHECK(r.offload == "none");
+  CHECK(r.checkpointing == "full");
+  // 2 x 1024 x 1024 tokens // (992 / 8 = 124 replicas) // 2048 tokens = 8 sequences per replica.
+  CHECK(r.micro_batch == 8);
+  CHECK_FALSE(r.heads);  // metaseq records are not given Megatron's head default
+}
+
+TEST_CASE("OPT sizes without a known model-parallel degree keep TP and the batch unstated") {
+  MeasuredRun r;
+  r.framework = "metaseq";
+  r.hidden = 4096;  // OPT-6.7B
+  r.gpus = 64;
+  r.seq_len = 2048;
+  std::vector<std::string> assumed;
+  apply_framework_defaults(r, assumed);
+  CHECK_FALSE(r.tp);
+  CHECK_FALSE(r.micro_batch);
+  CHECK(r.checkpointing == "full");
+}
+
+TEST_CASE("records of other frameworks are left as they are") {
+  MeasuredRun r;
+  r.framework = "llm-foundry";
+  std::vector<std::string> assumed;
+  apply_framework_defaults(r, assumed);
+  CHECK_FALSE(r.checkpointing);
+  CHECK_FALSE(r.micro_batch);
+  CHECK(assumed.empty());
+  MeasuredRun none;  // framework not stated
+  apply_framework_defaults(none, assumed);
+  CHECK(assumed.empty());
+}
+
+}  // namespace stepcast
