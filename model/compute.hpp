@@ -11,6 +11,7 @@
 #include "base/types.hpp"
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <utility>
@@ -81,6 +82,11 @@ struct InStepFractions {
 /// model/catalog/in_step.json, read once. Throws InputError (naming the file and key) when a
 /// fraction is outside (0, 1].
 const InStepFractions& in_step_fractions();
+
+/// The fractions of an in_step.json-shaped file (the catalog's, or one `stepcast fit in-step`
+/// wrote from a probe run), its sources saying `shown_as`. Throws InputError (file and JSON
+/// path) for a fraction outside (0, 1], a missing or unknown key.
+InStepFractions load_in_step_fractions(const std::filesystem::path& file, const std::string& shown_as);
 
 /// `d` with its GEMM ceilings and attention rates scaled by `f` (memory-bound rates and
 /// launches unchanged), each scaled source saying so.
