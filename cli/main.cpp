@@ -300,14 +300,25 @@ Scenario with_calibration(Scenario s, const std::string& file) {
   return s;
 }
 
+/// The scenario with the in-step fractions of `file` (`--in-step`), its default saying so.
+Scenario with_in_step(Scenario s, const std::string& file) {
+  if (!s.training.in_step_rates)
+    throw UserError("--in-step " + file + ": " + s.file + " sets training.kernel_rates \"isolated\", which uses "
+                    "no in-step fractions");
+  s.training.in_step = load_in_step_option(file);
+  for (std::string& d : s.defaults)
+    if (d.rfind("training.kernel_rates: in_step", 0) == 0)
+      d = fmt::format("training.kernel_rates: in_step (inside a step GEMMs keep {:.1f}% and attention {:.1f}% of "
+                      "their isolated benchmarks: {}, from --in-step)",
+                      100 * s.training.in_step->gemm, 100 * s.training.in_step->attention, file);
+  return s;
+}
+
 int run_predict(const PredictArgs& args) {
   Scenario s = load(args.scenario);
   if (args.gpus > 0) s = on_gpus(s, args.gpus);
   if (!args.calibration.empty()) s = with_calibration(std::move(s), args.calibration);
-  if (!args.in_step.empty() && !s.training.in_step_rates)
-    throw UserError("--in-step " + args.in_step + ": " + s.file + " sets training.kernel_rates \"isolated\", "
-                    "which uses no in-step fractions");
-  s.training.in_step = load_in_step_option(args.in_step);
+  if (!args.in_step.empty()) s = with_in_step(std::move(s), args.in_step);
   PredictOptions options;
   options.keep_simulation = options.record_timelines = !args.trace.empty() || !args.html.empty();
   const Prediction p = predict(s, options);

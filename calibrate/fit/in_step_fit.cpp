@@ -97,8 +97,8 @@ std::string method_text(const InStepFit& fit) {
          "): the fractions apply to the GPU they were measured on. Bounds: (0, 1].";
 }
 
-nlohmann::json runs_json(const InStepFit& fit) {
-  nlohmann::json runs = nlohmann::json::array();
+nlohmann::ordered_json runs_json(const InStepFit& fit) {
+  nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   auto add = [&](const char* category, const InStepCategoryFit& c) {
     for (const InStepRatio& r : c.runs)
       runs.push_back({{"id", r.run_id}, {"category", category}, {"isolated_s", r.isolated_s},
@@ -111,8 +111,8 @@ nlohmann::json runs_json(const InStepFit& fit) {
 
 }  // namespace
 
-nlohmann::json in_step_json(const InStepFit& fit, const InStepProvenance& provenance) {
-  nlohmann::json fitted_on = nlohmann::json::array();
+nlohmann::ordered_json in_step_json(const InStepFit& fit, const InStepProvenance& provenance) {
+  nlohmann::ordered_json fitted_on = nlohmann::ordered_json::array();
   for (const auto& [repo, path] : fit.sources)
     fitted_on.push_back({{"repo", repo},
                          {"path", path},
@@ -122,7 +122,7 @@ nlohmann::json in_step_json(const InStepFit& fit, const InStepProvenance& proven
                          {"locator", fmt::format("{} GEMM and {} attention ratios of the training probe's records "
                                                  "(gemm_time_s, attention_time_s)",
                                                  fit.gemm.runs.size(), fit.attention.runs.size())}});
-  nlohmann::json doc = nlohmann::json::object();
+  nlohmann::ordered_json doc = nlohmann::ordered_json::object();
   doc["about"] =
       "What fraction of an isolated benchmark's rate a kernel keeps inside a training step on one machine, fitted "
       "by `stepcast fit in-step` from its training probe (the shape of model/catalog/in_step.json; use it with "

@@ -87,7 +87,7 @@ InStepFit fit_in_step(const std::vector<InStepObservation>& records);
 /// The in_step.json-shaped document: about, gemm_fraction, attention_fraction, fitted_on
 /// (one entry per source: repo, path, commit, machine, probe_file, locator), method, runs
 /// (each record's ratios, for the reader).
-nlohmann::json in_step_json(const InStepFit& fit, const InStepProvenance& provenance);
+nlohmann::ordered_json in_step_json(const InStepFit& fit, const InStepProvenance& provenance);
 
 /// The report `stepcast fit in-step` prints: each fraction with its records and residual,
 /// clamps, skipped records.

@@ -68,7 +68,7 @@ TEST_CASE("in-step fit: records of two GPUs are one file of two machines, an err
 
 TEST_CASE("in-step fit: the document has in_step.json's keys, provenance in fitted_on, the direct ratio in method") {
   const InStepFit fit = fit_in_step({record("a", 0.1, 0.8, 0.01, 0.9)});
-  const nlohmann::json doc = in_step_json(fit, {"runs.jsonl", "1x H100 SXM5, driver 580", "0123abc"});
+  const nlohmann::ordered_json doc = in_step_json(fit, {"runs.jsonl", "1x H100 SXM5, driver 580", "0123abc"});
   CHECK(doc["gemm_fraction"].get<double>() == doctest::Approx(0.8));
   CHECK(doc["attention_fraction"].get<double>() == doctest::Approx(0.9));
   REQUIRE(doc["fitted_on"].size() == 1);
