@@ -46,7 +46,7 @@ CLI::App* add_fit_in_step_command(CLI::App& fit, FitInStepArgs& args) {
       "\n"
       "Examples:\n"
       "  stepcast fit in-step calibrate/data/h100-x1/runs.jsonl -o in_step.json \\\n"
-      "      --calibration calibrate/data/h100-x1/hardware.json --machine \"$(head -1 machine.txt)\"\n"
+      "      --calibration calibrate/data/h100-x1/hardware.json --machine \"$(head -n 1 machine.txt)\"\n"
       "                        fit the probe of a lent H100 against its calibrated rates\n"
       "  stepcast validate runs.jsonl --calibration hardware.json --in-step in_step.json\n"
       "                        use them\n"

@@ -68,7 +68,8 @@ DeviceRates catalog_device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKerne
 /// (model/catalog/in_step.json): GEMMs against the best achievable matmul, attention against
 /// the published kernel tables. Inside a step the GPU runs at the clock its power limit
 /// sustains, beside NCCL kernels that take SMs and HBM bandwidth, on the step's own shapes.
-/// Fitted on one published in-step decomposition (its source in `fitted_on`); memory-bound
+/// Fitted on one published in-step decomposition (its source in `fitted_on`), or on one
+/// machine's training probe by `stepcast fit in-step` (load_in_step_fractions); memory-bound
 /// kernels and launches are not scaled.
 struct InStepFractions {
   double gemm = 1;       ///< in (0, 1]
