@@ -461,7 +461,7 @@ int run_validate(const ValidateArgs& args) {
     if (progress && (done % 20 == 0 || done == total)) fmt::print(stderr, "\r[{}/{}]", done, total);
   }, args.assume_host, in_step);
   if (progress) fmt::print(stderr, "\n");
-  write(args.csv ? cli::validate_csv(rows) : args.json ? cli::validate_json(rows) : cli::validate_text(rows));
+  write(args.csv ? cli::validate_csv(rows) : args.json ? cli::validate_json(rows) : cli::validate_text(rows, args.in_step));
   return kExitOk;
 }
 

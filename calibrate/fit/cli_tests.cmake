@@ -142,6 +142,7 @@ function(stepcast_fit_cli_tests)
   stepcast_fit_case(predict_in_step_missing --rc 2 --stderr "no such in-step file: no-such-in-step.json"
     -- $<TARGET_FILE:stepcast> predict scenarios/seeds/lightning-ddp-3xh100.json --in-step no-such-in-step.json)
   stepcast_fit_case(validate_in_step --stdout "stepcast-probe-synthetic-gpt2-xl"
+    --stdout "never use what was fitted on it: ${in_step})"
     -- $<TARGET_FILE:stepcast> validate ${STEPCAST_FIT_TESTDATA}/synthetic_probe_template.jsonl --in-step ${in_step})
   stepcast_fit_case(validate_in_step_bad --rc 2 --stderr "bad_in_step.json: /gemm_fraction"
     -- $<TARGET_FILE:stepcast> validate ${STEPCAST_FIT_TESTDATA}/synthetic_probe_template.jsonl
