@@ -927,7 +927,7 @@ int run(int argc, char** argv) {
   // User catalog folders, on every command that reads catalog names (repeatable).
   std::vector<std::string> catalog_dirs;
   for (CLI::App* cmd : {predict_cmd, scale_cmd, validate_cmd, catalog_cmd, fit_cmd, init_cmd, plan_cmd, compare_cmd,
-                        need_cmd})
+                        need_cmd, fit_in_step_cmd})
     cmd->add_option("--catalog", catalog_dirs,
                     "Folder of catalog files of one's own (gpus.json, boxes.json, links.json,\n"
                     "clusters.json, models.json; the built-in format), added to the\n"
