@@ -39,6 +39,7 @@ describe() {  # the machine, once per DEST
     python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl",
                 ".".join(map(str, torch.cuda.nccl.version())), torch.cuda.get_device_name())' 2>&1 || true
     nvcc --version 2>&1 | tail -n 2 || true
+    echo "stepcast commit $(git -C "$repo" rev-parse HEAD 2>/dev/null || echo 'not known (no git history in this copy)')"
   } >"$dest/machine.txt"
 }
 

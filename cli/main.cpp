@@ -10,6 +10,7 @@
 /// Every error is one line on stderr: `stepcast: error: <message>`; a file with several
 /// problems gets one such line for each, then one counting them.
 
+#include "cli/fit_in_step.hpp"
 #include "cli/need.hpp"
 #include "cli/progress.hpp"
 #include "cli/report.hpp"
@@ -277,7 +278,15 @@ struct PredictArgs {
   std::string trace;  ///< Chrome trace file to write; empty: none
   std::string html;   ///< HTML report to write; empty: none
   std::string calibration;  ///< hardware file from `stepcast fit` replacing the scenario's; empty: none
+  std::string in_step;      ///< in-step fractions from `stepcast fit in-step`; empty: the catalog's
 };
+
+/// The in-step fractions of `file` (`--in-step`), or null for none given.
+std::shared_ptr<const InStepFractions> load_in_step_option(const std::string& file) {
+  if (file.empty()) return nullptr;
+  if (!std::filesystem::exists(file)) throw UserError("no such in-step file: " + file);
+  return std::make_shared<const InStepFractions>(load_in_step_fractions(file, file));
+}
 
 /// The scenario with its rates from `file` (a `stepcast fit` hardware file for its GPU).
 Scenario with_calibration(Scenario s, const std::string& file) {
@@ -291,10 +300,25 @@ Scenario with_calibration(Scenario s, const std::string& file) {
   return s;
 }
 
+/// The scenario with the in-step fractions of `file` (`--in-step`), its default saying so.
+Scenario with_in_step(Scenario s, const std::string& file) {
+  if (!s.training.in_step_rates)
+    throw UserError("--in-step " + file + ": " + s.file + " sets training.kernel_rates \"isolated\", which uses "
+                    "no in-step fractions");
+  s.training.in_step = load_in_step_option(file);
+  for (std::string& d : s.defaults)
+    if (d.rfind("training.kernel_rates: in_step", 0) == 0)
+      d = fmt::format("training.kernel_rates: in_step (inside a step GEMMs keep {:.1f}% and attention {:.1f}% of "
+                      "their isolated benchmarks: {}, from --in-step)",
+                      100 * s.training.in_step->gemm, 100 * s.training.in_step->attention, file);
+  return s;
+}
+
 int run_predict(const PredictArgs& args) {
   Scenario s = load(args.scenario);
   if (args.gpus > 0) s = on_gpus(s, args.gpus);
   if (!args.calibration.empty()) s = with_calibration(std::move(s), args.calibration);
+  if (!args.in_step.empty()) s = with_in_step(std::move(s), args.in_step);
   PredictOptions options;
   options.keep_simulation = options.record_timelines = !args.trace.empty() || !args.html.empty();
   const Prediction p = predict(s, options);
@@ -416,6 +440,7 @@ struct ValidateArgs {
   bool csv = false;
   std::string calibration;  ///< hardware file from `stepcast fit`; empty: none
   bool assume_host = true;  ///< offload records on the catalog box's host (--no-assume-host: skipped)
+  std::string in_step;      ///< in-step fractions from `stepcast fit in-step`; empty: the catalog's
 };
 
 int run_validate(const ValidateArgs& args) {
@@ -430,12 +455,13 @@ int run_validate(const ValidateArgs& args) {
     if (!std::filesystem::exists(args.calibration)) throw UserError("no such hardware file: " + args.calibration);
     calibration = std::make_shared<const HardwareFile>(load_hardware(args.calibration));
   }
+  const auto in_step = load_in_step_option(args.in_step);
   const bool progress = isatty(fileno(stderr)) != 0;
   const auto rows = validate_runs(runs, calibration, args.calibration, 0, [&](std::size_t done, std::size_t total) {
     if (progress && (done % 20 == 0 || done == total)) fmt::print(stderr, "\r[{}/{}]", done, total);
-  }, args.assume_host);
+  }, args.assume_host, in_step);
   if (progress) fmt::print(stderr, "\n");
-  write(args.csv ? cli::validate_csv(rows) : args.json ? cli::validate_json(rows) : cli::validate_text(rows));
+  write(args.csv ? cli::validate_csv(rows) : args.json ? cli::validate_json(rows) : cli::validate_text(rows, args.in_step));
   return kExitOk;
 }
 
@@ -448,6 +474,8 @@ struct FitArgs {
 };
 
 int run_fit(const FitArgs& args) {
+  if (args.raw.empty()) throw UserError("fit: RAW (a raw calibration file) is required, or `stepcast fit in-step RUNS`");
+  if (args.output.empty()) throw UserError("fit: -o,--output (the hardware file to write) is required");
   const RawCalibration raw = load_raw_calibration(args.raw);
   FitResult result;
   try {
@@ -457,6 +485,21 @@ int run_fit(const FitArgs& args) {
   }
   write_file(args.output, hardware_json(result.hardware), "hardware file");
   write(args.json ? fit_report_json(result, args.output) : fit_report_text(result, args.output));
+  return kExitOk;
+}
+
+int run_fit_in_step(const cli::FitInStepArgs& args) {
+  if (!std::filesystem::exists(args.runs)) throw UserError("no such file or folder: " + args.runs);
+  if (!args.calibration.empty() && !std::filesystem::exists(args.calibration))
+    throw UserError("no such hardware file: " + args.calibration);
+  cli::FitInStepOutput out;
+  try {
+    out = cli::fit_in_step_command(args);
+  } catch (const InStepFitError& e) {
+    throw UserError(args.runs + ": " + e.what());
+  }
+  write_file(args.output, out.file_text, "in-step file");
+  write(out.report_text);
   return kExitOk;
 }
 
@@ -571,6 +614,10 @@ CLI::App* add_predict_command(CLI::App& app, PredictArgs& pa) {
   cmd->add_option("--calibration", pa.calibration,
                   "Hardware file from `stepcast fit` whose measured rates\n"
                   "replace the catalog's (and the scenario's calibration)")
+      ->option_text("FILE");
+  cmd->add_option("--in-step", pa.in_step,
+                  "In-step fractions from `stepcast fit in-step` instead of\n"
+                  "model/catalog/in_step.json")
       ->option_text("FILE");
   cmd->add_option("--trace", pa.trace,
                   "Also write the simulated step as a Chrome trace (JSON)\n"
@@ -732,6 +779,11 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
   cmd->add_option("--calibration", va.calibration,
                   "Hardware file from `stepcast fit`, used for records on its GPU")
       ->option_text("FILE");
+  cmd->add_option("--in-step", va.in_step,
+                  "In-step fractions from `stepcast fit in-step` instead of\n"
+                  "model/catalog/in_step.json (records of the sources it was\n"
+                  "fitted on are predicted with isolated rates)")
+      ->option_text("FILE");
   CLI::Option* json = cmd->add_flag("--json", va.json,
                 "Print {\"runs\": [...], \"summary_loso\": {...}, \"sources\": [...]} instead of the tables");
   cmd->add_flag("--assume-host,!--no-assume-host", va.assume_host,
@@ -780,11 +832,10 @@ CLI::App* add_catalog_command(CLI::App& app, CatalogArgs& ca) {
 CLI::App* add_fit_command(CLI::App& app, FitArgs& fa) {
   CLI::App* cmd = app.add_subcommand(
       "fit", "Fit GEMM efficiency, memory and collective parameters to a calibration run");
-  cmd->add_option("RAW", fa.raw, "Raw calibration file (JSON, stepcast-calibrate-raw-v1)")
-      ->required();
-  cmd->add_option("-o,--output", fa.output, "Hardware file to write (stepcast-hardware-v1)")
-      ->option_text("FILE")
-      ->required();
+  // RAW and -o are checked by run_fit: `stepcast fit in-step` needs neither.
+  cmd->add_option("RAW", fa.raw, "Raw calibration file (JSON, stepcast-calibrate-raw-v1); required");
+  cmd->add_option("-o,--output", fa.output, "Hardware file to write (stepcast-hardware-v1); required")
+      ->option_text("FILE");
   cmd->add_option("--gpu", fa.gpu,
                   "Catalog GPU to compare with (default: from the\n"
                   "first GPU's device name; see `stepcast catalog gpus`)")
@@ -818,6 +869,8 @@ CLI::App* add_fit_command(CLI::App& app, FitArgs& fa) {
       "    through tile and wave quantization, attention curves, memory-bound kernels'\n"
       "    bandwidth, launch and eager per-op cost, and a GEMM's slowdown beside an\n"
       "    all-reduce, from the sections launch, attention, memory_kernels and overlap.\n"
+      "  In-step fractions: `stepcast fit in-step RUNS -o FILE` fits GEMM and attention\n"
+      "    fractions to a training probe's per-category kernel times (its own --help).\n"
       "\n"
       "Rows whose \"check\" is not \"ok\" are left out of every fit and listed. Parts with too\n"
       "little data (one size only) are listed as not fitted. The report prints the RMS\n"
@@ -865,6 +918,8 @@ int run(int argc, char** argv) {
   CLI::App* validate_cmd = add_validate_command(app, va);
   CLI::App* catalog_cmd = add_catalog_command(app, ca);
   CLI::App* fit_cmd = add_fit_command(app, fa);
+  cli::FitInStepArgs fia;
+  CLI::App* fit_in_step_cmd = cli::add_fit_in_step_command(*fit_cmd, fia);
   CLI::App* init_cmd = add_init_command(app, ia);
   CLI::App* plan_cmd = add_plan_command(app, pla);
   CLI::App* compare_cmd = add_compare_command(app, cma);
@@ -872,7 +927,7 @@ int run(int argc, char** argv) {
   // User catalog folders, on every command that reads catalog names (repeatable).
   std::vector<std::string> catalog_dirs;
   for (CLI::App* cmd : {predict_cmd, scale_cmd, validate_cmd, catalog_cmd, fit_cmd, init_cmd, plan_cmd, compare_cmd,
-                        need_cmd})
+                        need_cmd, fit_in_step_cmd})
     cmd->add_option("--catalog", catalog_dirs,
                     "Folder of catalog files of one's own (gpus.json, boxes.json, links.json,\n"
                     "clusters.json, models.json; the built-in format), added to the\n"
@@ -904,6 +959,7 @@ int run(int argc, char** argv) {
   if (scale_cmd->parsed()) return run_scale(sa);
   if (catalog_cmd->parsed()) return run_catalog(ca);
   if (validate_cmd->parsed()) return run_validate(va);
+  if (fit_in_step_cmd->parsed()) return run_fit_in_step(fia);
   if (fit_cmd->parsed()) return run_fit(fa);
   if (init_cmd->parsed()) return run_init(ia);
   if (plan_cmd->parsed()) return run_plan(pla);

@@ -217,7 +217,8 @@ std::string join(const std::vector<std::string>& items, std::string_view sep);
 
 /// `stepcast validate`: every record with its status, then the error summaries of the
 /// checking part, the fitting part and all records (low-trust records shown, not summarised).
-std::string validate_text(const std::vector<ValidationRow>& rows);
+/// `in_step_file`: the in-step fractions used (`--in-step`); empty: model/catalog/in_step.json.
+std::string validate_text(const std::vector<ValidationRow>& rows, const std::string& in_step_file = "");
 /// {"runs": [{id, metric, measured, predicted, error_pct, status, split, source, trust,
 ///  strategy, gpu, assumptions}], "summary": {count, skipped, median_abs_error_pct,
 ///  p90_abs_error_pct, max_abs_error_pct, ordering_accuracy, ordering_pairs} (checking part),

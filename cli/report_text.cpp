@@ -762,7 +762,7 @@ std::string categories_text(const std::vector<ValidationRow>& rows) {
 
 }  // namespace
 
-std::string validate_text(const std::vector<ValidationRow>& rows) {
+std::string validate_text(const std::vector<ValidationRow>& rows, const std::string& in_step_file) {
   std::string out = section("Measured runs against predictions");
   Table t({{"id", false},
            {"metric", false},
@@ -794,7 +794,7 @@ std::string validate_text(const std::vector<ValidationRow>& rows) {
     out += s.render();
   };
   table("Summary, leave one source out (low-trust records excluded; a source's records never use what was "
-        "fitted on it: model/catalog/in_step.json)",
+        "fitted on it: " + (in_step_file.empty() ? std::string("model/catalog/in_step.json") : in_step_file) + ")",
         summarize(rows));
   out += "\n";
   table("Summary, fit-free (isolated kernel benchmarks and datasheets only)", summarize(fit_free_rows(rows)));

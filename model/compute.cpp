@@ -183,13 +183,20 @@ AttentionRates attention_rates(const GpuSpec& gpu, AttentionKernel kernel) {
 namespace {
 
 InStepFractions load_in_step() {
-  const JsonDoc doc = JsonDoc::load(data_dir() / "model" / "catalog" / "in_step.json");
+  return load_in_step_fractions(data_dir() / "model" / "catalog" / "in_step.json", "model/catalog/in_step.json");
+}
+
+}  // namespace
+
+InStepFractions load_in_step_fractions(const std::filesystem::path& file, const std::string& shown_as) {
+  const JsonDoc doc = JsonDoc::load(file);
   JsonObject root(doc.root(), doc.file(), "");
   root.ignore("about");
   root.ignore("method");
+  root.ignore("runs");  // per-run ratios of a `stepcast fit in-step` file, for the reader
   InStepFractions f;
-  f.gemm = root.positive("gemm_fraction", 1.0);
-  f.attention = root.positive("attention_fraction", 1.0);
+  f.gemm = root.positive("gemm_fraction", 1.0);           // (0, 1]
+  f.attention = root.positive("attention_fraction", 1.0); // (0, 1]
   JsonArray from = root.array("fitted_on");
   for (std::size_t i = 0; i < from.size(); ++i) {
     JsonObject o = from.object(i);
@@ -197,16 +204,16 @@ InStepFractions load_in_step() {
     const std::string path = o.string("path");
     o.ignore("commit");
     o.ignore("locator");
+    o.ignore("machine");     // provenance of a probe fit (`stepcast fit in-step`)
+    o.ignore("probe_file");
     o.finish();
     f.fitted_on.push_back(repo + " · " + path);
   }
   root.finish();
-  f.source = "model/catalog/in_step.json, fitted on ";
+  f.source = shown_as + ", fitted on ";
   for (std::size_t i = 0; i < f.fitted_on.size(); ++i) f.source += (i ? "; " : "") + f.fitted_on[i];
   return f;
 }
-
-}  // namespace
 
 const InStepFractions& in_step_fractions() {
   static const InStepFractions f = load_in_step();

@@ -11,6 +11,7 @@
 #include "base/types.hpp"
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <utility>
@@ -67,7 +68,8 @@ DeviceRates catalog_device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKerne
 /// (model/catalog/in_step.json): GEMMs against the best achievable matmul, attention against
 /// the published kernel tables. Inside a step the GPU runs at the clock its power limit
 /// sustains, beside NCCL kernels that take SMs and HBM bandwidth, on the step's own shapes.
-/// Fitted on one published in-step decomposition (its source in `fitted_on`); memory-bound
+/// Fitted on one published in-step decomposition (its source in `fitted_on`), or on one
+/// machine's training probe by `stepcast fit in-step` (load_in_step_fractions); memory-bound
 /// kernels and launches are not scaled.
 struct InStepFractions {
   double gemm = 1;       ///< in (0, 1]
@@ -81,6 +83,11 @@ struct InStepFractions {
 /// model/catalog/in_step.json, read once. Throws InputError (naming the file and key) when a
 /// fraction is outside (0, 1].
 const InStepFractions& in_step_fractions();
+
+/// The fractions of an in_step.json-shaped file (the catalog's, or one `stepcast fit in-step`
+/// wrote from a probe run), its sources saying `shown_as`. Throws InputError (file and JSON
+/// path) for a fraction outside (0, 1], a missing or unknown key.
+InStepFractions load_in_step_fractions(const std::filesystem::path& file, const std::string& shown_as);
 
 /// `d` with its GEMM ceilings and attention rates scaled by `f` (memory-bound rates and
 /// launches unchanged), each scaled source saying so.

@@ -23,6 +23,8 @@
 
 namespace stepcast {
 
+struct InStepFractions;  // model/compute.hpp
+
 struct HardwareFile;
 
 struct TrainingSpec {
@@ -49,6 +51,9 @@ struct TrainingSpec {
   /// "in_step", the default: model/catalog/in_step.json's fractions of the isolated
   /// benchmarks) or as the isolated benchmarks measured them ("isolated").
   bool in_step_rates = true;
+  /// The in-step fractions used when in_step_rates is set: a file `stepcast fit in-step`
+  /// wrote (`--in-step FILE`); null: model/catalog/in_step.json's.
+  std::shared_ptr<const InStepFractions> in_step;
 };
 
 struct StrategySpec {

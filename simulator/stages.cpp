@@ -639,7 +639,7 @@ Job resolve(const Scenario& s, const Topology& topo) {
   job.kernels = resolve_kernels(s, job.gpu.arch, job.assumptions);
   job.device = device_rates(job.gpu, job.dtype, job.kernels.attention, s.hardware.calibration.get(),
                             s.hardware.calibration_file, job.provenance, job.assumptions);
-  if (tr.in_step_rates) job.device = in_step_rates(job.device, in_step_fractions());
+  if (tr.in_step_rates) job.device = in_step_rates(job.device, tr.in_step ? *tr.in_step : in_step_fractions());
   describe_rates(job, job.assumptions);
   resolve_buckets(job);
   resolve_groups(job);

@@ -444,7 +444,8 @@ void set_prediction(ValidationRow& row, const MeasuredRun& run, double predicted
 }
 
 ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration,
-                           const std::string& calibration_file, bool assume_host) {
+                           const std::string& calibration_file, bool assume_host,
+                           const std::shared_ptr<const InStepFractions>& in_step) {
   ValidationRow row;
   row.id = run.id;
   row.source = run.source;
@@ -469,7 +470,8 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   // Leave one source out: a record of a source the in-step fractions were fitted on is
   // predicted with the isolated benchmarks' rates. The fit-free prediction always is.
   Scenario& sc = *rs.scenario;
-  const auto& fitted_on = in_step_fractions().fitted_on;
+  sc.training.in_step = in_step;
+  const auto& fitted_on = (in_step ? *in_step : in_step_fractions()).fitted_on;
   const bool own_source = std::find(fitted_on.begin(), fitted_on.end(), run.source) != fitted_on.end();
   sc.training.in_step_rates = !own_source;
   if (own_source)
@@ -501,7 +503,8 @@ std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs,
                                          const std::shared_ptr<const HardwareFile>& calibration,
                                          const std::string& calibration_file, unsigned threads,
                                          const std::function<void(std::size_t, std::size_t)>& progress,
-                                         bool assume_host) {
+                                         bool assume_host,
+                                         const std::shared_ptr<const InStepFractions>& in_step) {
   const std::size_t n = runs.size();
   std::vector<ValidationRow> rows(n);
   std::vector<std::exception_ptr> failures(n);
@@ -512,7 +515,7 @@ std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs,
   auto work = [&] {
     for (std::size_t i = next++; i < n && !failed; i = next++) {
       try {
-        rows[i] = validate_run(runs[i], calibration, calibration_file, assume_host);
+        rows[i] = validate_run(runs[i], calibration, calibration_file, assume_host, in_step);
       } catch (...) {
         failures[i] = std::current_exception();
         failed = true;  // records after it need not run; records before it still finish

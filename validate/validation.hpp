@@ -119,8 +119,11 @@ void set_prediction(ValidationRow& row, const MeasuredRun& run, double predicted
 /// cannot represent the record. Throws InputError for a bad record, std::logic_error for a
 /// prediction that is not finite (a bug), and lets any other exception of the prediction
 /// through: only an explicit reason skips a record.
+/// `in_step` (optional): in-step fractions from a file (`--in-step`) instead of the catalog's;
+/// records of the sources it was fitted on are then the ones predicted with isolated rates.
 ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration = nullptr,
-                           const std::string& calibration_file = "", bool assume_host = true);
+                           const std::string& calibration_file = "", bool assume_host = true,
+                           const std::shared_ptr<const InStepFractions>& in_step = nullptr);
 
 /// validate_run over every record, on `threads` threads (0: one per hardware thread), rows in
 /// record order. Records are independent, so this is linear in their number. When records
@@ -130,7 +133,8 @@ std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs,
                                          const std::shared_ptr<const HardwareFile>& calibration = nullptr,
                                          const std::string& calibration_file = "", unsigned threads = 0,
                                          const std::function<void(std::size_t, std::size_t)>& progress = {},
-                                         bool assume_host = true);
+                                         bool assume_host = true,
+                                         const std::shared_ptr<const InStepFractions>& in_step = nullptr);
 
 struct ErrorSummary {
   std::string group;                       ///< "all", "source: ...", "strategy: ...", "gpu: ..."

@@ -95,6 +95,58 @@ function(stepcast_fit_cli_tests)
     -- $<TARGET_FILE:stepcast> fit ${raw})
   stepcast_fit_case(unwritable_output --rc 2 --stderr "cannot write the hardware file"
     -- $<TARGET_FILE:stepcast> fit ${raw} -o @TMP@/no-such-dir/hw.json)
+  stepcast_fit_case(no_raw --rc 2 --stderr "RAW (a raw calibration file) is required"
+    -- $<TARGET_FILE:stepcast> fit -o @TMP@/hw.json)
+
+  # `stepcast fit in-step` (calibrate/fit/in_step_fit.hpp): synthetic probe records measured
+  # at stepcast's own isolated GEMM and attention times / 0.8 and / 0.9 give back 0.8 and 0.9
+  # within 1e-6 (probe_round_trip.py builds them from the current model, then fits them).
+  find_package(Python3 COMPONENTS Interpreter)
+  if(Python3_Interpreter_FOUND)
+    add_test(NAME cli.fit_in_step_round_trip
+             COMMAND ${Python3_EXECUTABLE} ${STEPCAST_FIT_TESTDATA}/probe_round_trip.py $<TARGET_FILE:stepcast>
+                     ${CMAKE_CURRENT_BINARY_DIR}/fit_in_step_round_trip
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(cli.fit_in_step_round_trip PROPERTIES LABELS cli TIMEOUT 120)
+  endif()
+  stepcast_fit_case(in_step_help
+    --stdout "Usage: stepcast fit in-step" --stdout "gemm_fraction      = isolated GEMM time / measured"
+    --stdout "--calibration" --stdout "--in-step FILE" --stdout "Exit codes:"
+    -- $<TARGET_FILE:stepcast> fit in-step --help)
+  stepcast_fit_case(in_step_template
+    --stdout "gemm_fraction:" --stdout "attention_fraction:" --stdout "over 2 records" --stdout "Wrote"
+    --file-json @TMP@/in_step.json --file-json-keys about,gemm_fraction,attention_fraction,fitted_on,method,runs
+    -- $<TARGET_FILE:stepcast> fit in-step ${STEPCAST_FIT_TESTDATA}/synthetic_probe_template.jsonl -o @TMP@/in_step.json)
+  stepcast_fit_case(in_step_bad_record --rc 2
+    --stderr "bad_probe_runs.jsonl:1: /measured/secondary: measured.secondary gemm_time_s"
+    -- $<TARGET_FILE:stepcast> fit in-step ${STEPCAST_FIT_TESTDATA}/bad_probe_runs.jsonl -o @TMP@/in_step.json)
+  stepcast_fit_case(in_step_no_kernel_times --rc 2
+    --stderr "probe_runs_without_kernel_times.jsonl: no record has a GEMM time"
+    -- $<TARGET_FILE:stepcast> fit in-step ${STEPCAST_FIT_TESTDATA}/probe_runs_without_kernel_times.jsonl
+       -o @TMP@/in_step.json)
+  stepcast_fit_case(in_step_missing_runs --rc 2 --stderr "no such file or folder: no-such-runs.jsonl"
+    -- $<TARGET_FILE:stepcast> fit in-step no-such-runs.jsonl -o @TMP@/in_step.json)
+  stepcast_fit_case(in_step_calibration_other_gpu --rc 2 --stderr "was fitted for h100-sxm5-80gb"
+    -- $<TARGET_FILE:stepcast> fit in-step ${STEPCAST_FIT_TESTDATA}/probe_runs_other_gpu.jsonl
+       -o @TMP@/in_step.json --calibration ${kernel_hw})
+  # predict / validate --in-step: the file's fractions replace the catalog's, and say so.
+  set(in_step ${STEPCAST_FIT_TESTDATA}/synthetic_in_step.json)
+  stepcast_fit_case(predict_in_step
+    --stdout "x 0.800 in-step (${in_step}, fitted on stepcast"
+    --stdout "x 0.900 in-step (${in_step}" --stdout "GEMMs keep 80.0% and attention 90.0%"
+    -- $<TARGET_FILE:stepcast> predict scenarios/seeds/lightning-ddp-3xh100.json --in-step ${in_step})
+  stepcast_fit_case(predict_in_step_bad --rc 2
+    --stderr "bad_in_step.json: /gemm_fraction: expected a number in (0, 1" --stderr "got 1.25"
+    -- $<TARGET_FILE:stepcast> predict scenarios/seeds/lightning-ddp-3xh100.json
+       --in-step ${STEPCAST_FIT_TESTDATA}/bad_in_step.json)
+  stepcast_fit_case(predict_in_step_missing --rc 2 --stderr "no such in-step file: no-such-in-step.json"
+    -- $<TARGET_FILE:stepcast> predict scenarios/seeds/lightning-ddp-3xh100.json --in-step no-such-in-step.json)
+  stepcast_fit_case(validate_in_step --stdout "stepcast-probe-synthetic-gpt2-xl"
+    --stdout "never use what was fitted on it: ${in_step})"
+    -- $<TARGET_FILE:stepcast> validate ${STEPCAST_FIT_TESTDATA}/synthetic_probe_template.jsonl --in-step ${in_step})
+  stepcast_fit_case(validate_in_step_bad --rc 2 --stderr "bad_in_step.json: /gemm_fraction"
+    -- $<TARGET_FILE:stepcast> validate ${STEPCAST_FIT_TESTDATA}/synthetic_probe_template.jsonl
+       --in-step ${STEPCAST_FIT_TESTDATA}/bad_in_step.json)
 endfunction()
 
 cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL stepcast_fit_cli_tests)
