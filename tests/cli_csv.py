@@ -27,7 +27,7 @@ JSON_KEY = {"mfu_fraction": "mfu", "baseline_bool": "baseline", "speedup_x": "sp
             "scaling_efficiency_fraction": "scaling_efficiency", "memory_verdict": "verdict",
             "fits_bool": "fits", "measured_in_metric_unit": "measured", "predicted_in_metric_unit": "predicted"}
 # plan's layout columns are fields of the row's "layout" object.
-PLAN_LAYOUT_KEY = {"layout": "name", "strategy": "strategy", "tp": "tp", "sp_bool": "sp", "dp": "dp", "pp": "pp", "vpp": "vpp", "schedule": "schedule",
+PLAN_LAYOUT_KEY = {"layout": "name", "strategy": "strategy", "tp": "tp", "sp_bool": "sp", "dp": "dp", "pp": "pp", "vpp": "vpp", "schedule": "schedule", "cp": "cp", "offload": "offload",
                    "micro_batch_sequences": "micro_batch", "grad_accum_steps": "grad_accum", "recompute": "recompute"}
 
 
