@@ -24,10 +24,10 @@
 /// lazily, only for the layouts whose compute bound reaches the front of the queue. The
 /// simulation order is exactly the order of the lowered bound, as if every layout had been
 /// lowered. The hardware's
-/// topology is built once per plan; resolve() runs on it once per (strategy, tp, sp, pp)
-/// family, never per layout (micro-batch, grad accumulation and recompute
-/// are not read by it); the micro-step's compute is costed once per (micro-batch,
-/// recompute), which no parallel choice changes.
+/// topology is built once per plan; resolve() runs on it once per (strategy, tp, sp, cp, pp,
+/// offload) family, never per layout (micro-batch, grad accumulation and recompute
+/// are not read by it); the micro-step's compute is costed once per (tp, sp, cp,
+/// micro-batch, recompute), which neither the strategy, the pipeline nor the offload changes.
 #pragma once
 
 #include "simulator/predict.hpp"

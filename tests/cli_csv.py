@@ -20,7 +20,7 @@ import sys
 # Column suffixes that are units; columns without one must be counts or text (below).
 UNITS = ("_s", "_bytes", "_usd", "usd_per_million_tokens", "_fraction", "_x",
          "_pct", "_bool", "_per_s", "_per_s_per_gpu", "_sequences", "_steps", "_unit", "tokens_per_step")
-COUNTS_AND_TEXT = {"gpus", "nodes", "tp", "dp", "pp", "vpp", "schedule", "rank", "layout", "strategy", "recompute", "memory_verdict",
+COUNTS_AND_TEXT = {"gpus", "nodes", "tp", "dp", "pp", "vpp", "cp", "offload", "schedule", "rank", "layout", "strategy", "recompute", "memory_verdict",
                    "scenario", "file", "model", "hardware", "gpu", "id", "metric", "status", "source", "trust"}
 # CSV column -> key of the JSON row ("a.b": nested), where the names differ.
 JSON_KEY = {"mfu_fraction": "mfu", "baseline_bool": "baseline", "speedup_x": "speedup",
