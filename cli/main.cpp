@@ -632,7 +632,7 @@ CLI::App* add_scale_command(CLI::App& app, ScaleArgs& sa) {
 }
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
-  CLI::App* cmd = app.add_subcommand("plan", "Find the best parallel layout for a job (data, tensor, pipeline)");
+  CLI::App* cmd = app.add_subcommand("plan", "Find the best parallel layout for a job (data, tensor, context, pipeline, offload)");
   cmd->add_option("SCENARIO", pa.scenario, "Scenario file (JSON): the model, hardware and training")->required();
   cmd->add_option("--gpus", pa.gpus, "Total GPUs to plan for instead of the scenario's\n(whole nodes above one box)")
       ->check(gpu_count());
