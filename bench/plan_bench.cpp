@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -43,6 +44,7 @@ struct Case {
 constexpr Case kCases[] = {
     {"GPT-2 small, 8x A100, batch 64", "tests/data/good/minimal.json", 0, 0},
     {"GPT-2 XL, 8x A100", "scenarios/bench/gpt2-xl-ddp-8xa100.json", 0, 0},
+    {"Llama-3-70B, 64x H100, batch 128", "scenarios/bench/llama3-70b-fsdp-1024xh100.json", 64, 128},
     {"Llama-3-70B, 1,024x H100, batch 1,024", "scenarios/bench/llama3-70b-fsdp-1024xh100.json", 0, 1024},
     {"Llama-2-70B, 512x H100, batch 1,024", "scenarios/plan/llama2-70b-512xh100.json", 0, 1024},
     {"Llama-3.1-405B, 16,384x H100, batch 2,048", "scenarios/bench/llama31-405b-3d-16384xh100.json", 0, 2048},
@@ -89,6 +91,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   bool screen_only = false;
+  std::string only;
+  app.add_option("--only", only, "run only the cases whose label contains this text");
   bool json_out = false;
   app.add_flag("--json", json_out, "print the figures as one JSON object");
   app.add_flag("--cpu-time", use_cpu_time, "time with the thread's CPU clock instead of the wall clock\n(for a machine shared with other work)");
@@ -100,6 +104,7 @@ int main(int argc, char** argv) {
       fmt::print("{:<44} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10}  {}\n", "case", "enumerated", "screened",
                  "screen (ms)", "screened/s", "simulated", "plan (ms)", "winner");
     for (const Case& c : kCases) {
+      if (std::string_view(c.label).find(only) == std::string_view::npos) continue;
       const Scenario s = load_scenario(data_dir() / c.file);
       PlanOptions o;
       o.gpus = c.gpus;

@@ -374,6 +374,9 @@ struct PlanArgs {
   bool csv = false;
   std::string gpus_range;  ///< "A:B" or "A,B,C"; empty: one count
   std::string html;  ///< HTML report to write; empty: none
+  bool no_cp = false;       ///< --no-cp: no context parallelism in the search
+  bool no_offload = false;  ///< --no-offload: no CPU offload in the search
+  std::int64_t min_cp_tokens = 1024;  ///< --min-cp-tokens
 };
 
 /// `plan --gpus-range`: one plan per count at one global batch, then the winners side by side.
@@ -405,6 +408,9 @@ int run_plan(const PlanArgs& args) {
   options.global_batch = args.global_batch;
   options.max_memory_fraction = args.max_memory_fraction;
   options.top = args.top;
+  options.enumerate_cp = !args.no_cp;
+  options.enumerate_offload = !args.no_offload;
+  options.min_cp_tokens = args.min_cp_tokens;
   if (!args.gpus_range.empty()) return run_plan_range(s, args, options);
   const PlanResult result = plan(s, options);
   cli::clear_progress();
@@ -673,7 +679,7 @@ CLI::App* add_scale_command(CLI::App& app, ScaleArgs& sa) {
 }
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
-  CLI::App* cmd = app.add_subcommand("plan", "Find the best parallel layout for a job (data, tensor, pipeline)");
+  CLI::App* cmd = app.add_subcommand("plan", "Find the best parallel layout for a job (data, tensor, context, pipeline, offload)");
   cmd->add_option("SCENARIO", pa.scenario, "Scenario file (JSON): the model, hardware and training")->required();
   cmd->add_option("--gpus", pa.gpus, "Total GPUs to plan for instead of the scenario's\n(whole nodes above one box)")
       ->check(gpu_count());
@@ -692,20 +698,29 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
   cmd->add_flag("--csv", pa.csv, "Print the ranked table as CSV (units in the column names)")->excludes(json);
   cmd->add_option("--gpus-range", pa.gpus_range,
                   "Plan on several GPU counts at one global batch: A:B\n(A, 2A, 4A, ... up to B) or a list A,B,C");
+  cmd->add_flag("--no-cp", pa.no_cp, "Leave context parallelism out of the search (cp 1)");
+  cmd->add_flag("--no-offload", pa.no_offload, "Leave CPU offload out of the search");
+  cmd->add_option("--min-cp-tokens", pa.min_cp_tokens, "Fewest tokens of a sequence per context-parallel rank\n(seq_len / cp) the search tries")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->capture_default_str();
   add_html_option(cmd, pa.html);
   cmd->footer(footer(
       "Enumerates every layout of the job on the GPUs at a fixed global batch: data-parallel\n"
       "strategy (ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op) x tensor-parallel\n"
-      "degree tp (divisors of the GPUs per node) x sequence parallelism x pipeline (pp stages\n"
-      "dividing the GPUs over tp; schedules gpipe, 1f1b, zb-h1, and interleaved with vpp 2..8\n"
-      "chunks) x micro-batch x recompute (none, selective, full); gradient accumulation = global\n"
-      "batch / (micro-batch x dp). It rejects what does not divide (tp and the heads, KV heads,\n"
-      "MLP width; tp and seq_len under sp; a pipeline under other than ddp or zero1;\n"
-      "micro-batch x dp and the global batch; the interleaved schedule's groups of pp) or does\n"
-      "not fit the memory limit, bounds the rest from below (compute time; a pipeline's schedule\n"
-      "replayed with free communication; the lowered step's critical path), and simulates in\n"
-      "order of that bound until no layout left can enter the top K. Context parallelism and\n"
-      "offloading are not searched yet. The table: layout, step time (s), tokens/s/GPU, MFU (%),\n"
+      "degree tp (divisors of the GPUs per node) x sequence parallelism x context parallelism\n"
+      "(cp >= 2 dividing the GPUs over tp with seq_len / cp >= --min-cp-tokens, default 1024;\n"
+      "ranks in Megatron order, CP beside TP inside the node first; the ring K/V exchange) x\n"
+      "pipeline (pp stages dividing the GPUs over tp x cp; schedules gpipe, 1f1b, zb-h1, and\n"
+      "interleaved with vpp 2..8 chunks) x CPU offload (the optimizer under zero1/2/3,\n"
+      "parameters under zero3 and FSDP) x micro-batch x recompute (none, selective, full);\n"
+      "gradient accumulation = global batch / (micro-batch x dp). It rejects what does not\n"
+      "divide (tp and the heads, KV heads, MLP width; tp x cp and seq_len under sp; 2 x cp and\n"
+      "seq_len; a pipeline under other than ddp or zero1; micro-batch x dp and the global batch;\n"
+      "the interleaved schedule's groups of pp), what cannot run (cp without flash attention;\n"
+      "offload on a box with no host, or with a pipeline) or does not fit the memory limit,\n"
+      "bounds the rest from below (compute time; a pipeline's schedule replayed with free\n"
+      "communication; the lowered step's critical path), and simulates in order of that bound\n"
+      "until no layout left can enter the top K. The table: layout, step time (s), tokens/s/GPU, MFU (%),\n"
       "memory/GPU (GiB), exposed communication (s), bubble (%) and the objective; then why the\n"
       "winner beats the runner-up and how many layouts were rejected for each reason. At a fixed\n"
       "GPU count and global batch the three objectives rank alike (each is monotone in the step\n"

@@ -78,7 +78,7 @@ namespace {
 
 /// The plan table's columns, after `first` (a column naming the plan, or none).
 std::vector<std::string> plan_header(PlanObjective objective, std::vector<std::string> first = {}) {
-  for (const char* c : {"rank", "layout", "strategy", "tp", "sp_bool", "dp", "pp", "vpp", "schedule", "micro_batch_sequences",
+  for (const char* c : {"rank", "layout", "strategy", "tp", "sp_bool", "dp", "pp", "vpp", "schedule", "cp", "offload", "micro_batch_sequences",
                         "grad_accum_steps", "recompute", "step_time_s", "lower_bound_s", "tokens_per_s_per_gpu",
                         "mfu_fraction", "memory_per_gpu_bytes", "comm_exposed_s"})
     first.emplace_back(c);
@@ -95,7 +95,7 @@ std::string plan_lines(const PlanResult& r, const std::vector<std::string>& firs
     const Prediction& p = row.prediction;
     std::vector<std::string> cells = first;
     for (std::string cell : {count(++rank), l.describe(), std::string(name(l.strategy)), count(l.tp), flag(l.sp),
-                             count(l.dp), count(l.pp), count(l.vpp), std::string(l.schedule), count(l.micro_batch), count(l.grad_accum), std::string(name(l.recompute)),
+                             count(l.dp), count(l.pp), count(l.vpp), std::string(l.schedule), count(l.cp), std::string(name(l.offload)), count(l.micro_batch), count(l.grad_accum), std::string(name(l.recompute)),
                              number(p.step_time_s), number(row.lower_bound_s), number(p.tokens_per_s_per_gpu),
                              number(p.mfu), number(p.memory.total_bytes), number(p.comm_exposed_s),
                              number(row.objective)})

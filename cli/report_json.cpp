@@ -500,6 +500,8 @@ json plan_object(const Scenario& sc, const PlanResult& r) {
                       {"pp", l.pp},
                       {"vpp", l.vpp},
                       {"schedule", str(l.schedule)},
+                      {"cp", l.cp},
+                      {"offload", str(name(l.offload))},
                       {"micro_batch", l.micro_batch},
                       {"grad_accum", l.grad_accum},
                       {"recompute", str(name(l.recompute))}}},

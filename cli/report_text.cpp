@@ -843,8 +843,8 @@ std::string plan_rejections(const PlanResult& r) {
                                 r.exact ? " (exact: every layout left has a lower bound above the K-th step)"
                                         : " (stopped at the simulation limit: not proven exact)");
   std::string fixed_dims;
-  for (const std::string& d : plan_dimensions_not_enumerated()) fixed_dims += (fixed_dims.empty() ? "" : ", ") + d;
-  if (!fixed_dims.empty()) out += "Not enumerated yet (as the scenario says): " + fixed_dims + "\n";
+  for (const std::string& d : r.not_enumerated) fixed_dims += (fixed_dims.empty() ? "" : ", ") + d;
+  if (!fixed_dims.empty()) out += "Not enumerated (as the options say): " + fixed_dims + "\n";
   out += "Rejected:\n";
   for (int i = 0; i < kPlanRejectReasons; ++i) {
     const auto reason = static_cast<PlanRejectReason>(i);
@@ -883,9 +883,9 @@ std::string plan_text(const Scenario& sc, const PlanResult& r) {
     out += "  no layout fits: see the rejections below\n";
   } else {
     out += t.render();
-    out += "  layout: strategy, tp (tensor-parallel degree), sp (sequence parallelism), pp (pipeline stages), vpp\n"
-           "  (model chunks per stage) and schedule, mb (micro-batch per GPU), ga (gradient accumulation),\n"
-           "  recompute; step time simulated, exposed comm = communication not hidden, bubble = time stage 0\n"
+    out += "  layout: strategy, tp (tensor-parallel degree), sp (sequence parallelism), cp (context-parallel\n"
+           "  degree), pp (pipeline stages), vpp (model chunks per stage) and schedule, mb (micro-batch per GPU),\n"
+           "  ga (gradient accumulation), recompute, offload_* (CPU offload); step time simulated, exposed comm = communication not hidden, bubble = time stage 0\n"
            "  neither computes nor waits on a collective\n";
   }
   if (!r.why.empty()) out += "Why the winner: " + r.why + "\n";

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -156,32 +157,89 @@ RankCoords rank_coords(const ParallelLayout& l, std::int64_t rank) {
   return c;
 }
 
+namespace {
+
+/// The groups of one kind as arithmetic progressions: `n` members at stride `s`, the
+/// s groups of one block interleaved over `p` = s·n consecutive ranks, `world` / p blocks in
+/// rank order, `g` ranks to a node (the last node may be partial).
+struct Progressions {
+  std::int64_t world = 1, s = 1, n = 1, p = 1, g = 1;
+  std::int64_t blocks() const { return world / p; }
+  std::int64_t nodes() const { return (world + g - 1) / g; }
+  /// Period of bP mod g in b (and of node starts mod p in the node index): g / gcd(p, g).
+  std::int64_t period() const { return g / std::gcd(p, g); }
+};
+
+/// Groups with members on node `node` (s < g): the node's ranks split at block boundaries
+/// into pieces; a piece of L ranks inside one block meets min(L, s) of its groups.
+std::int64_t groups_on_node(const Progressions& q, std::int64_t node) {
+  const std::int64_t start = node * q.g, end = std::min(start + q.g, q.world);
+  const std::int64_t head = std::min(end, (start / q.p + 1) * q.p) - start;
+  const std::int64_t full = (end - start - head) / q.p;
+  const std::int64_t tail = end - start - head - full * q.p;
+  return std::min(head, q.s) + full * q.s + std::min(tail, q.s);
+}
+
+/// Nodes of the widest group (s < g): members d = (n - 1)·s apart end to end touch
+/// floor(d / g) + 1 nodes, one more when the first member's offset in its node x mod g
+/// reaches g - (d mod g). First members are x = bP + a (a < s), so x mod g reaches
+/// (bP mod g) + s - 1 (or wraps to g - 1); bP mod g repeats with period g / gcd(p, g).
+std::int64_t widest_span(const Progressions& q) {
+  const std::int64_t d = (q.n - 1) * q.s, rem = d % q.g;
+  std::int64_t span = d / q.g + 1;
+  if (rem == 0) return span;
+  const std::int64_t reach = q.g - rem;
+  const std::int64_t bs = std::min(q.blocks(), q.period());
+  for (std::int64_t b = 0; b < bs; ++b)
+    if ((b * q.p) % q.g + q.s - 1 >= reach) return span + 1;
+  return span;
+}
+
+/// Most groups on one node (s < g). Blocks at least a node long: node 0 lies in block 0
+/// (s groups), a node across the boundary jP holds L = jP mod g ranks of one block and
+/// g - L of the next (j < blocks, periodic in j), the last node lies in the last block.
+/// Shorter blocks: node starts mod p repeat with period p / gcd(p, g) < g nodes, so those
+/// nodes and the (possibly partial) last one are all the kinds of node there are.
+std::int64_t most_groups_on_a_node(const Progressions& q) {
+  std::int64_t most = 0;
+  if (q.p >= q.g) {
+    most = q.s;
+    const std::int64_t js = std::min(q.blocks() - 1, q.period());
+    for (std::int64_t j = 1; j <= js; ++j) {
+      const std::int64_t l = (j * q.p) % q.g;
+      if (l > 0) most = std::max(most, std::min(l, q.s) + std::min(q.g - l, q.s));
+    }
+    return most;
+  }
+  const std::int64_t kinds = std::min(q.nodes(), q.p / std::gcd(q.p, q.g));
+  for (std::int64_t node = 0; node < kinds; ++node) most = std::max(most, groups_on_node(q, node));
+  return std::max(most, groups_on_node(q, q.nodes() - 1));
+}
+
+}  // namespace
+
 GroupPlacement group_placement(const ParallelLayout& l, GroupKind kind, int gpus_per_node) {
   check_degrees(l);
   if (gpus_per_node < 1) broken("gpus_per_node must be >= 1, got " + str(gpus_per_node));
-  const std::int64_t world = l.gpus(), stride = group_stride(l, kind), n = l.degree(kind);
-  const std::int64_t nodes = (world + gpus_per_node - 1) / gpus_per_node;
-  std::vector<int> groups_on_node(static_cast<std::size_t>(nodes), 0);
+  Progressions q;
+  q.world = l.gpus();
+  q.s = group_stride(l, kind);
+  q.n = l.degree(kind);
+  q.p = q.s * q.n;
+  q.g = gpus_per_node;
   GroupPlacement out;
-  out.ranks = static_cast<int>(n);
-  // A group's first rank is one whose coordinate in `kind` is 0: (rank / stride) % n == 0.
-  for (std::int64_t first = 0; first < world; ++first) {
-    if ((first / stride) % n != 0) continue;
-    std::int64_t last_node = -1;
-    int run = 0, spanned = 0;
-    for (std::int64_t k = 0; k < n; ++k) {  // members ascend, so a node's members are a run
-      const std::int64_t node = (first + k * stride) / gpus_per_node;
-      if (node != last_node) {
-        ++spanned;
-        ++groups_on_node[static_cast<std::size_t>(node)];
-        run = 0;
-        last_node = node;
-      }
-      out.ranks_per_node = std::max(out.ranks_per_node, ++run);
-    }
-    out.nodes_spanned = std::max(out.nodes_spanned, spanned);
+  out.ranks = static_cast<int>(q.n);
+  if (q.s >= q.g) {
+    // Members at least a node apart: one per node; every rank of a node in its own group.
+    out.nodes_spanned = static_cast<int>(q.n);
+    out.groups_sharing_a_node = static_cast<int>(std::min(q.g, q.world));
+    return out;
   }
-  out.groups_sharing_a_node = *std::max_element(groups_on_node.begin(), groups_on_node.end());
+  // A piece of one block of L ranks holds at most ceil(L / s) members of a group; node 0's
+  // first piece is the longest, min(g, p) ranks.
+  out.ranks_per_node = static_cast<int>(std::min(q.n, (q.g + q.s - 1) / q.s));
+  out.nodes_spanned = static_cast<int>(widest_span(q));
+  out.groups_sharing_a_node = static_cast<int>(most_groups_on_a_node(q));
   return out;
 }
 

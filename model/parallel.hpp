@@ -108,7 +108,13 @@ struct GroupPlacement {
 };
 
 /// The placement of `kind`'s groups; throws std::invalid_argument for gpus_per_node < 1 or
-/// an invalid degree. Enumerates every group (cost linear in GPUs).
+/// an invalid degree. Closed form, no walk over the ranks: a group is an arithmetic
+/// progression (degree n, stride s = group_stride), the s groups of a block of s·n ranks
+/// interleave, blocks repeat; with g GPUs per node, s >= g gives one member per node, n
+/// nodes and min(g, GPUs) groups per node; s < g gives min(n, ceil(g/s)) members per node
+/// and the span and sharing from the block boundaries' offsets in their nodes, which repeat
+/// after g / gcd(s·n, g) blocks (cost O(g), whatever the GPUs). parallel_test.cpp checks it
+/// against a walk over every rank.
 GroupPlacement group_placement(const ParallelLayout& layout, GroupKind kind, int gpus_per_node);
 
 // ---------------------------------------------------------------------------------------

@@ -81,8 +81,10 @@ Scenario planned_base(const Scenario& base, const PlanOptions& options) {
   s.strategy.pp = 1;
   s.strategy.vpp = 1;
   s.strategy.schedule = "1f1b";
-  s.strategy.cp = 1;  // the plan does not enumerate context parallelism yet: it plans without
+  s.strategy.cp = 1;  // each layout sets its own cp (its K/V exchange: the ring) and offload
   s.strategy.cp_comm = CpCommKind::ring;
+  s.strategy.offload = OffloadKind::none;
+  s.strategy.delayed_update = false;
   const int gpus = options.gpus > 0 ? options.gpus : base.hardware.gpus();
   if (gpus != s.hardware.gpus()) s = with_gpus(s, gpus);
   return s;
@@ -94,17 +96,56 @@ void check_options(const Scenario& base, const PlanOptions& o) {
     throw std::invalid_argument(
         fmt::format("max memory fraction must be in (0, 1], got {}", o.max_memory_fraction));
   if (o.top < 1) throw std::invalid_argument(fmt::format("top must be >= 1, got {}", o.top));
+  if (o.min_cp_tokens < 1)
+    throw std::invalid_argument(fmt::format("the fewest tokens per CP rank must be >= 1, got {}", o.min_cp_tokens));
   if (o.objective == PlanObjective::cost && !base.price_per_gpu_hour_usd)
     throw std::invalid_argument("the cost objective needs price_per_gpu_hour_usd in the scenario");
 }
 
-/// The reason a (strategy, tp, sp, pipeline) family is refused before any micro-batch, or none.
-std::optional<PlanRejectReason> family_reason(const Scenario& s, Strategy st, int tp, bool sp, const PipeChoice& pipe) {
+/// A family of layouts: everything but the micro-batch and recompute.
+struct FamilyChoice {
+  Strategy strategy = Strategy::ddp;
+  int tp = 1;
+  bool sp = false;
+  int cp = 1;
+  PipeChoice pipe;
+  OffloadKind offload = OffloadKind::none;
+};
+
+/// The reason a family is refused before any micro-batch, or none, in the order of
+/// PlanRejectReason. `host`: the box has a host in the catalog.
+std::optional<PlanRejectReason> family_reason(const Scenario& s, const FamilyChoice& f, bool host) {
   const TransformerSpec& m = s.model;
-  if (m.heads % tp != 0 || m.kv_heads % tp != 0 || m.ffn_hidden % tp != 0) return PlanRejectReason::tp_model;
-  if (sp && s.training.seq_len % tp != 0) return PlanRejectReason::sp_sequence;
-  if (pipe.pp > 1 && st != Strategy::ddp && st != Strategy::zero1) return PlanRejectReason::pipeline_strategy;
+  const std::int64_t seq = s.training.seq_len;
+  if (m.heads % f.tp != 0 || m.kv_heads % f.tp != 0 || m.ffn_hidden % f.tp != 0) return PlanRejectReason::tp_model;
+  if (f.sp && seq % (static_cast<std::int64_t>(f.tp) * f.cp) != 0) return PlanRejectReason::sp_sequence;
+  if (f.cp > 1 && seq % ((m.kind == ModelKind::decoder ? 2LL : 1LL) * f.cp) != 0) return PlanRejectReason::cp_sequence;
+  if (f.cp > 1 && !s.training.flash_attention) return PlanRejectReason::cp_attention;
+  if (f.pipe.pp > 1 && f.strategy != Strategy::ddp && f.strategy != Strategy::zero1)
+    return PlanRejectReason::pipeline_strategy;
+  if (f.offload != OffloadKind::none && !host) return PlanRejectReason::offload_host;
+  if (f.offload != OffloadKind::none && f.pipe.pp > 1) return PlanRejectReason::offload_pipeline;
   return std::nullopt;
+}
+
+/// Context-parallel degrees of the search for `ranks` GPUs over tp: 1, then every cp >= 2
+/// dividing them with seq_len / cp >= min_tokens (none with enumerate_cp off).
+std::vector<int> cp_choices(std::int64_t ranks, std::int64_t seq_len, const PlanOptions& o) {
+  std::vector<int> out{1};
+  if (!o.enumerate_cp) return out;
+  for (std::int64_t cp = 2; cp <= ranks && seq_len / cp >= o.min_cp_tokens; ++cp)
+    if (ranks % cp == 0) out.push_back(static_cast<int>(cp));
+  return out;
+}
+
+/// Offloads of the search under `st`: none, then each kind the strategy can take
+/// (offload_supported), with enumerate_offload on.
+std::vector<OffloadKind> offload_choices(Strategy st, const PlanOptions& o) {
+  std::vector<OffloadKind> out{OffloadKind::none};
+  if (!o.enumerate_offload) return out;
+  for (OffloadKind k : {OffloadKind::optimizer, OffloadKind::parameters})
+    if (offload_supported(k, st)) out.push_back(k);
+  return out;
 }
 
 /// The micro-batches of a family that divide (micro_batch x dp divides the global batch; the
@@ -146,15 +187,16 @@ struct MicroCache {
   }
 };
 
-/// The last (strategy, tp, sp, pp) resolved, for its pipeline variants: resolve() and the
-/// scenario's checks read no vpp or schedule but through what dividing_micro_batches and
-/// pipe_choices already ensure (interleaved with vpp >= 2, pp x vpp <= layers, grad_accum
-/// in groups of pp), so the variants share one family (its Job's vpp and schedule set per
-/// variant) or one refusal.
+/// The last (strategy, tp, sp, cp, pp, offload) resolved, for its pipeline variants:
+/// resolve() and the scenario's checks read no vpp or schedule but through what
+/// dividing_micro_batches and pipe_choices already ensure (interleaved with vpp >= 2, pp x
+/// vpp <= layers, grad_accum in groups of pp), so the variants share one family (its Job's
+/// vpp and schedule set per variant) or one refusal.
 struct LastResolve {
   Strategy strategy = Strategy::ddp;
-  int tp = 0, pp = 0;
+  int tp = 0, pp = 0, cp = 0;
   bool sp = false;
+  OffloadKind offload = OffloadKind::none;
   int family = -2;  ///< index in PlanScreen::families; -1: refused; -2: none yet
 };
 
@@ -179,7 +221,8 @@ void screen_family(PlanScreen& out, Job& job, int family, const std::vector<std:
         continue;
       }
       PlanCandidate c;
-      c.layout = Layout{st.kind, job.tp, st.sp, mb, tr.grad_accum, tr.recompute, job.dp, job.pp, st.vpp, schedule};
+      c.layout = Layout{st.kind, job.tp, st.sp, mb,     tr.grad_accum, tr.recompute,
+                        job.dp,  job.pp, st.vpp, schedule, job.cp,      st.offload};
       c.index = first_index + static_cast<int>(i * kRc + r);
       c.family = family;
       c.compute_s = costs.compute_s;
@@ -198,11 +241,11 @@ void screen_family(PlanScreen& out, Job& job, int family, const std::vector<std:
 int resolve_family(PlanScreen& out, const Topology& topo, const Layout& first, std::int64_t layouts,
                    LastResolve& last) {
   if (last.family != -2 && last.strategy == first.strategy && last.tp == first.tp && last.sp == first.sp &&
-      last.pp == first.pp) {
+      last.pp == first.pp && last.cp == first.cp && last.offload == first.offload) {
     if (last.family < 0) out.rejected[static_cast<int>(PlanRejectReason::invalid)] += layouts;
     return last.family;
   }
-  last = LastResolve{first.strategy, first.tp, first.pp, first.sp, -1};
+  last = LastResolve{first.strategy, first.tp, first.pp, first.cp, first.sp, first.offload, -1};
   const Scenario s = with_layout(out.base, first);
   ScenarioSource where;
   where.file = s.file;
@@ -256,6 +299,15 @@ double tp_layer_s(const sim::StepPlan& plan, const std::vector<TpCollective>& li
   return t;
 }
 
+/// A layer's context-parallel exchanges (the ring's exposed part, or the all-gathers) at
+/// their phases' times alone, as the lowering chains them after the layer's task.
+double cp_layer_s(const std::vector<sim::LayerCollective>& list) {
+  double t = 0;
+  for (const sim::LayerCollective& c : list)
+    for (const CollectivePhase& ph : c.phases) t += ph.time_s();
+  return t;
+}
+
 /// Stage 0 after its last backward: its gradient reduction over the data-parallel group,
 /// its optimizer share, and under zero1 the parameter all-gather (lowering_pipeline.cpp's
 /// pass 3, with stage 0's bytes and parameter share).
@@ -286,8 +338,10 @@ double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& c, Schedu
   const bool modelled = job.measured_collectives.empty();
   // Per layer at full speed: the forward and its TP collectives, the backward (without its
   // recompute) and its TP collectives, which zb-h1 plays with B; the LM head left out.
-  const double f = costs.per_layer.forward_s + (modelled ? tp_layer_s(plan, plan.tp_forward) : 0);
-  const double tb = modelled ? tp_layer_s(plan, plan.tp_backward) : 0;
+  // The layer's context-parallel exchanges run before its TP collectives, chained alike.
+  const double f = costs.per_layer.forward_s +
+                   (modelled ? tp_layer_s(plan, plan.tp_forward) + cp_layer_s(plan.cp_forward) : 0);
+  const double tb = modelled ? tp_layer_s(plan, plan.tp_backward) + cp_layer_s(plan.cp_backward) : 0;
   const double b = costs.per_layer.backward_s;
   // The chunks' layers as the lowering splits them (strategy.pp_split).
   const std::vector<int> chunks = split_layers_per_chunk(job.scenario.model, l.pp, l.vpp, job.scenario.strategy.pp_split);
@@ -330,8 +384,14 @@ PlanObjective parse_plan_objective(std::string_view s) {
 std::string_view describe(PlanRejectReason r) {
   switch (r) {
     case PlanRejectReason::tp_model: return "tp does not divide the heads, KV heads and MLP width";
-    case PlanRejectReason::sp_sequence: return "sequence parallelism: tp does not divide seq_len";
+    case PlanRejectReason::sp_sequence: return "sequence parallelism: tp x cp does not divide seq_len";
+    case PlanRejectReason::cp_sequence:
+      return "context parallelism: 2 x cp (causal attention's load-balanced chunks) does not divide seq_len";
+    case PlanRejectReason::cp_attention:
+      return "context parallelism needs a flash-class attention kernel (training.flash_attention)";
     case PlanRejectReason::pipeline_strategy: return "a pipeline runs ddp or zero1 within each stage";
+    case PlanRejectReason::offload_host: return "CPU offload: the box has no host (CPU, memory bandwidth) in the catalog";
+    case PlanRejectReason::offload_pipeline: return "CPU offload with a pipeline is not modelled";
     case PlanRejectReason::batch: return "micro_batch x dp does not divide the global batch";
     case PlanRejectReason::pipeline_groups: return "interleaved schedule: grad_accum is not a multiple of pp";
     case PlanRejectReason::invalid: return "the scenario's checks refuse it";
@@ -344,6 +404,10 @@ std::string_view key(PlanRejectReason r) {
   switch (r) {
     case PlanRejectReason::tp_model: return "tp_model";
     case PlanRejectReason::sp_sequence: return "sp_sequence";
+    case PlanRejectReason::cp_sequence: return "cp_sequence";
+    case PlanRejectReason::cp_attention: return "cp_attention";
+    case PlanRejectReason::offload_host: return "offload_host";
+    case PlanRejectReason::offload_pipeline: return "offload_pipeline";
     case PlanRejectReason::pipeline_strategy: return "pipeline_strategy";
     case PlanRejectReason::batch: return "batch";
     case PlanRejectReason::pipeline_groups: return "pipeline_groups";
@@ -353,16 +417,21 @@ std::string_view key(PlanRejectReason r) {
   return "?";
 }
 
-std::vector<std::string> plan_dimensions_not_enumerated() {
-  return {"context parallelism (cp)", "offloading (offload)"};
+std::vector<std::string> plan_dimensions_not_enumerated(const PlanOptions& options) {
+  std::vector<std::string> out;
+  if (!options.enumerate_cp) out.emplace_back("context parallelism (cp, --no-cp)");
+  if (!options.enumerate_offload) out.emplace_back("CPU offload (offload, --no-offload)");
+  return out;
 }
 
 std::string Layout::describe() const {
   std::string out(name(strategy));
   if (tp > 1) out += fmt::format(" tp{}", tp);
   if (sp) out += " sp";
+  if (cp > 1) out += fmt::format(" cp{}", cp);
   if (pp > 1) out += vpp > 1 ? fmt::format(" pp{} vpp{} {}", pp, vpp, schedule) : fmt::format(" pp{} {}", pp, schedule);
   out += fmt::format(" mb{} ga{} {}", micro_batch, grad_accum, name(recompute));
+  if (offload != OffloadKind::none) out += fmt::format(" offload_{}", name(offload));
   return out;
 }
 
@@ -374,6 +443,8 @@ Scenario with_layout(const Scenario& base, const Layout& layout) {
   s.strategy.pp = layout.pp;
   s.strategy.vpp = layout.vpp;
   s.strategy.schedule = std::string(layout.schedule);
+  s.strategy.cp = layout.cp;
+  s.strategy.offload = layout.offload;
   if (is_fsdp(layout.strategy) && s.strategy.bucket_given) {
     s.strategy.bucket_given = false;
     s.strategy.bucket_bytes = StrategySpec{}.bucket_bytes;
@@ -394,23 +465,25 @@ std::int64_t planned_global_batch(const Scenario& base, const PlanOptions& optio
   return base.training.micro_batch * base.training.grad_accum * (gpus / model_ranks);
 }
 
-/// Enumerates, rejects and costs one (strategy, tp, sp, pipeline) family of layouts.
-void screen_one_family(PlanScreen& out, const Topology& topo, const PlanOptions& options, Strategy st, int tp,
-                       bool sp, const PipeChoice& pipe, const std::vector<std::int64_t>& micro_batches,
-                       int& index, MicroCache& micro, LastResolve& last) {
+/// Enumerates, rejects and costs one family of layouts.
+void screen_one_family(PlanScreen& out, const Topology& topo, const PlanOptions& options, const FamilyChoice& f,
+                       const std::vector<std::int64_t>& micro_batches, int& index, MicroCache& micro,
+                       LastResolve& last) {
   const auto per_family = static_cast<std::int64_t>(micro_batches.size() * std::size(kPlanRecompute));
   const int first_index = index;
   index += static_cast<int>(per_family);
   out.enumerated += per_family;
-  if (auto why = family_reason(out.base, st, tp, sp, pipe)) {
+  if (auto why = family_reason(out.base, f, topo.box().host.has_value())) {
     out.rejected[static_cast<int>(*why)] += per_family;
     return;
   }
-  const int dp = out.gpus / (tp * pipe.pp);
+  const PipeChoice& pipe = f.pipe;
+  const int dp = out.gpus / (f.tp * f.cp * pipe.pp);
   const std::vector<std::size_t> dividing = dividing_micro_batches(out, micro_batches, dp, pipe);
   if (dividing.empty()) return;
   const std::int64_t mb = micro_batches[dividing.front()];
-  const Layout first{st, tp, sp, mb, out.global_batch / dp / mb, Recompute::none, dp, pipe.pp, pipe.vpp, pipe.schedule};
+  const Layout first{f.strategy, f.tp,    f.sp,     mb,          out.global_batch / dp / mb, Recompute::none,
+                     dp,         pipe.pp, pipe.vpp, pipe.schedule, f.cp,                     f.offload};
   const auto layouts = static_cast<std::int64_t>(dividing.size() * std::size(kPlanRecompute));
   const int family = resolve_family(out, topo, first, layouts, last);
   if (family < 0) return;
@@ -419,6 +492,40 @@ void screen_one_family(PlanScreen& out, const Topology& topo, const PlanOptions&
   job.scenario.strategy.schedule = pipe.schedule;
   const double limit = options.max_memory_fraction * job.gpu.memory_bytes;
   screen_family(out, job, family, micro_batches, dividing, pipe.schedule, limit, first_index, micro);
+}
+
+/// The (tp, sp, cp) blocks of the search in enumeration order, each with its pipelines.
+struct ParallelBlock {
+  int tp = 1;
+  bool sp = false;
+  int cp = 1;
+  const std::vector<PipeChoice>* pipes = nullptr;
+};
+
+/// Every (tp, sp, cp) of the search: tp dividing the node, sp with tp >= 2, cp_choices
+/// of the GPUs over tp; `pipes` holds the pipelines of each (tp, cp).
+std::vector<ParallelBlock> parallel_blocks(const PlanScreen& out, const PlanOptions& options,
+                                           std::vector<std::vector<PipeChoice>>& pipes) {
+  std::vector<ParallelBlock> blocks;
+  const std::vector<std::int64_t> tps = divisors(out.base.hardware.gpus_per_node);
+  std::size_t count = 0;
+  for (std::int64_t tp : tps) count += cp_choices(out.gpus / tp, out.base.training.seq_len, options).size();
+  pipes.reserve(count);  // blocks point into it
+  for (std::int64_t tp : tps) {
+    const std::size_t first = blocks.size();
+    for (int cp : cp_choices(out.gpus / tp, out.base.training.seq_len, options)) {
+      pipes.push_back(pipe_choices(out.gpus / (tp * cp), out.base.model.layers, out.base.strategy.pp_split));
+      blocks.push_back({static_cast<int>(tp), false, cp, &pipes.back()});
+    }
+    if (tp == 1) continue;
+    const std::size_t plain = blocks.size();
+    for (std::size_t b = first; b < plain; ++b) {
+      ParallelBlock with_sp = blocks[b];
+      with_sp.sp = true;
+      blocks.push_back(with_sp);
+    }
+  }
+  return blocks;
 }
 
 }  // namespace
@@ -432,27 +539,26 @@ PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool
   if (out.global_batch < 1) throw std::invalid_argument("global batch must be >= 1");
   const std::vector<std::int64_t> micro_batches = divisors(out.global_batch);
   const Topology topo = resolved_topology(out.base);  // once per hardware
-  const std::vector<std::int64_t> tps = divisors(out.base.hardware.gpus_per_node);
-  const std::size_t per_tp_sp = micro_batches.size() * std::size(kPlanRecompute);
-  MicroCache micro{std::vector<MicroStepTimes>(tps.size() * 2 * per_tp_sp),
-                   std::vector<char>(tps.size() * 2 * per_tp_sp, 0), 0};
+  std::vector<std::vector<PipeChoice>> pipes;
+  const std::vector<ParallelBlock> blocks = parallel_blocks(out, options, pipes);
+  const std::size_t per_block = micro_batches.size() * std::size(kPlanRecompute);
+  MicroCache micro{std::vector<MicroStepTimes>(blocks.size() * per_block), std::vector<char>(blocks.size() * per_block, 0),
+                   0};
   LastResolve last;
-  std::vector<std::vector<PipeChoice>> pipes;  // per tp
   std::int64_t families = 0, done = 0;
-  for (std::int64_t tp : tps) {
-    pipes.push_back(pipe_choices(out.gpus / tp, out.base.model.layers, out.base.strategy.pp_split));
-    families += static_cast<std::int64_t>(pipes.back().size()) * (tp > 1 ? 2 : 1);
-  }
-  families *= static_cast<std::int64_t>(std::size(kPlanStrategies));
+  for (Strategy st : kPlanStrategies)
+    for (const ParallelBlock& b : blocks)
+      families += static_cast<std::int64_t>(b.pipes->size() * offload_choices(st, options).size());
   int index = 0;
   for (Strategy st : kPlanStrategies) {
-    for (std::size_t t = 0; t < tps.size(); ++t) {
-      for (bool sp : {false, true}) {
-        if (sp && tps[t] == 1) continue;
-        micro.base = (2 * t + (sp ? 1 : 0)) * per_tp_sp;
-        for (const PipeChoice& pipe : pipes[t]) {
-          screen_one_family(out, topo, options, st, static_cast<int>(tps[t]), sp, pipe, micro_batches, index, micro,
-                            last);
+    const std::vector<OffloadKind> offloads = offload_choices(st, options);
+    for (std::size_t k = 0; k < blocks.size(); ++k) {
+      const ParallelBlock& b = blocks[k];
+      micro.base = k * per_block;
+      for (const PipeChoice& pipe : *b.pipes) {
+        for (OffloadKind off : offloads) {
+          screen_one_family(out, topo, options, FamilyChoice{st, b.tp, b.sp, b.cp, pipe, off}, micro_batches, index,
+                            micro, last);
           if (options.progress && (++done % 64 == 0 || done == families)) options.progress("screen", done, families);
         }
       }
@@ -540,6 +646,7 @@ PlanResult plan(const Scenario& base, const PlanOptions& options) {
   r.enumerated = screen.enumerated;
   std::copy(std::begin(screen.rejected), std::end(screen.rejected), std::begin(r.rejected));
   r.invalid_example = screen.invalid_example;
+  r.not_enumerated = plan_dimensions_not_enumerated(options);
   r.screened = static_cast<std::int64_t>(screen.candidates.size());
 
   const std::size_t k = static_cast<std::size_t>(options.top);

@@ -1,9 +1,16 @@
 /// \file
 /// `stepcast plan`: the best parallel layout of one job on a fixed number of GPUs and a fixed
 /// global batch. A layout is a data-parallel strategy x tensor-parallel degree x sequence
-/// parallelism x pipeline (stages pp, model chunks vpp, a registered schedule) x micro-batch
-/// x recompute (grad accumulation follows from the global batch). Context parallelism and
-/// offloading are not enumerated yet.
+/// parallelism x context parallelism (cp) x pipeline (stages pp, model chunks vpp, a
+/// registered schedule) x CPU offload x micro-batch x recompute (grad accumulation follows
+/// from the global batch).
+///
+/// Context parallelism: cp >= 2 dividing the GPUs over tp with at least
+/// PlanOptions::min_cp_tokens tokens of the sequence per CP rank (seq_len / cp; a search
+/// bound, not a model constant); ranks in Megatron order (TP fastest, then CP), so a CP
+/// group fills the node beside its TP group before it crosses nodes. Offload: each kind the
+/// strategy can take (model/offload.hpp offload_supported: the optimizer with zero1/2/3,
+/// parameters with zero3 and FSDP's sharded modes).
 ///
 /// The search: enumerate every layout, reject what does not divide or does not fit memory
 /// (the cost stage's memory, no simulation), screen the rest with closed-form lower bounds
@@ -17,10 +24,10 @@
 /// lazily, only for the layouts whose compute bound reaches the front of the queue. The
 /// simulation order is exactly the order of the lowered bound, as if every layout had been
 /// lowered. The hardware's
-/// topology is built once per plan; resolve() runs on it once per (strategy, tp, sp, pp)
-/// family, never per layout (micro-batch, grad accumulation and recompute
-/// are not read by it); the micro-step's compute is costed once per (micro-batch,
-/// recompute), which no parallel choice changes.
+/// topology is built once per plan; resolve() runs on it once per (strategy, tp, sp, cp, pp,
+/// offload) family, never per layout (micro-batch, grad accumulation and recompute
+/// are not read by it); the micro-step's compute is costed once per (tp, sp, cp,
+/// micro-batch, recompute), which neither the strategy, the pipeline nor the offload changes.
 #pragma once
 
 #include "simulator/predict.hpp"
@@ -59,6 +66,12 @@ struct PlanOptions {
   /// Most layouts simulated, whatever the bounds say (the branch and bound stops there and
   /// PlanResult::exact says so).
   int max_simulations = 2000;
+  bool enumerate_cp = true;           ///< false: no context parallelism (cp 1), as --no-cp
+  bool enumerate_offload = true;      ///< false: no CPU offload, as --no-offload
+  /// Fewest tokens of a sequence on one CP rank (seq_len / cp) the search tries: 1,024 by
+  /// default, stepcast's search bound (below it the K/V exchange of cp - 1 ring steps
+  /// competes with an attention chunk of few tokens; set lower to search further).
+  std::int64_t min_cp_tokens = 1024;
   /// Called now and then with the work done and the work in all (layouts screened, then
   /// simulations), from 0 to 1 of each phase; empty: not called. The library prints nothing.
   std::function<void(std::string_view phase, std::int64_t done, std::int64_t total)> progress;
@@ -77,34 +90,42 @@ struct Layout {
   int vpp = 1;                       ///< model chunks per stage (interleaved schedule)
   /// A registered schedule (simulator/schedules.hpp), pointing into its registry.
   std::string_view schedule = "1f1b";
-  /// "zero2 tp2 sp mb4 ga2 selective", "zero1 tp8 pp16 vpp4 interleaved mb1 ga32 full" (tp,
-  /// sp, the pipeline shown only when used; recompute always).
+  int cp = 1;                        ///< context-parallel degree
+  OffloadKind offload = OffloadKind::none;
+  /// "zero2 tp2 sp mb4 ga2 selective", "zero1 tp8 pp16 vpp4 interleaved mb1 ga32 full",
+  /// "zero3 cp2 mb1 ga8 none offload_optimizer" (tp, sp, cp, the pipeline and the offload
+  /// shown only when used; recompute always).
   std::string describe() const;
 };
 
-/// The scenario run with `layout` (strategy kind, tp, sp, pp, vpp, schedule, micro-batch,
-/// grad_accum, recompute); a bucket size given for DDP/ZeRO is dropped under FSDP, which has none.
+/// The scenario run with `layout` (strategy kind, tp, sp, cp, pp, vpp, schedule, offload,
+/// micro-batch, grad_accum, recompute); a bucket size given for DDP/ZeRO is dropped under FSDP, which has none.
 Scenario with_layout(const Scenario& base, const Layout& layout);
 
 /// Why layouts were rejected, in the order the checks run.
 enum class PlanRejectReason {
   tp_model,           ///< tp does not divide heads, KV heads and MLP width
-  sp_sequence,        ///< sequence parallelism: tp does not divide seq_len
+  sp_sequence,        ///< sequence parallelism: tp x cp does not divide seq_len
+  cp_sequence,        ///< context parallelism: 2 x cp (causal; cp otherwise) does not divide seq_len
+  cp_attention,       ///< context parallelism without a flash-class attention kernel
   pipeline_strategy,  ///< a pipeline with a strategy other than ddp or zero1
+  offload_host,       ///< CPU offload on a box with no host in the catalog
+  offload_pipeline,   ///< CPU offload with a pipeline (not modelled)
   batch,              ///< micro_batch x dp does not divide the global batch
   pipeline_groups,    ///< interleaved schedule: grad_accum not a multiple of pp
   invalid,            ///< the scenario's own checks refuse it (check_scenario)
   memory,             ///< memory per GPU above the fraction of capacity
 };
-inline constexpr int kPlanRejectReasons = 7;
+inline constexpr int kPlanRejectReasons = 11;
 /// One sentence: "tp does not divide the heads, KV heads and MLP width".
 std::string_view describe(PlanRejectReason);
 /// Its name in JSON: "tp_model", "sp_sequence", ...
 std::string_view key(PlanRejectReason);
 
-/// The parallel dimensions the plan does not enumerate yet (each stays as the scenario
-/// says), for the report: "context parallelism (cp)", "offloading (offload)".
-std::vector<std::string> plan_dimensions_not_enumerated();
+/// The dimensions the options leave out of the search (each at its default: cp 1, no
+/// offload), for the report: "context parallelism (cp, --no-cp)", "CPU offload (offload,
+/// --no-offload)"; empty when every dimension is searched.
+std::vector<std::string> plan_dimensions_not_enumerated(const PlanOptions& options);
 
 /// A layout that passed the screen, with its closed-form figures.
 struct PlanCandidate {
@@ -128,7 +149,7 @@ struct PlanScreen {
   Scenario base;                     ///< on the planned GPUs, tp 1, no pipeline
   int gpus = 1;
   std::int64_t global_batch = 1;
-  /// One resolve() per (strategy, tp, sp, pp) that passed; a candidate's vpp and schedule
+  /// One resolve() per (strategy, tp, sp, cp, pp, offload) that passed; a candidate's vpp and schedule
   /// are its layout's.
   std::vector<Job> families;
   std::vector<PlanCandidate> candidates;
@@ -148,7 +169,7 @@ using ScheduleCache = std::map<std::tuple<std::string, int, int, int>, std::vect
 /// The pipeline bound of a candidate with pp >= 2: its schedule replayed with free sends
 /// (schedules.hpp replay), each chunk's forward and backward its layers x the cost stage's
 /// per-layer forward and backward at full speed plus the layer's TP collectives at their
-/// modelled time alone (recompute, the LM head and every send left out), then stage 0's
+/// modelled time alone and its context-parallel exchanges at their phases' time alone (recompute, the LM head and every send left out), then stage 0's
 /// tail after its last backward: gradient reduction, optimizer share, zero1's all-gather.
 /// The simulation plays the same programs with tasks no shorter and sends that only delay,
 /// so the step is no shorter. With measured collectives (a calibration) only the compute
@@ -181,6 +202,7 @@ struct PlanResult {
   std::int64_t enumerated = 0;
   std::int64_t rejected[kPlanRejectReasons] = {};
   std::string invalid_example;
+  std::vector<std::string> not_enumerated;  ///< plan_dimensions_not_enumerated(options)
   std::int64_t screened = 0;         ///< layouts that passed to the lower bound
   std::int64_t bounded = 0;          ///< layouts lowered for their lowered bound
   std::int64_t simulated = 0;

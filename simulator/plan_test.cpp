@@ -46,6 +46,7 @@ struct Exhaustive {
   int predicted = 0;
   int over_memory = 0;
   int pipelined = 0;  ///< layouts with pp >= 2 predicted
+  int context_parallel = 0;  ///< layouts with cp >= 2 predicted
 };
 
 /// Pipelines written out independently of the plan: none, then for pp >= 2 dividing
@@ -72,38 +73,70 @@ std::vector<Layout> pipelines(int ranks, int layers) {
   return out;
 }
 
-Exhaustive exhaustive(const Scenario& base, int gpus, std::int64_t global, double memory_fraction) {
+/// Offloads written out independently of the plan: none; the optimizer under zero1/2/3;
+/// parameters under zero3 and the FSDP modes; none with a pipeline.
+std::vector<OffloadKind> offloads(Strategy st, int pp, bool with_offload) {
+  std::vector<OffloadKind> out{OffloadKind::none};
+  if (!with_offload || pp > 1) return out;
+  if (st == Strategy::zero1 || st == Strategy::zero2 || st == Strategy::zero3) out.push_back(OffloadKind::optimizer);
+  if (st == Strategy::zero3 || st == Strategy::fsdp_full_shard || st == Strategy::fsdp_shard_grad_op)
+    out.push_back(OffloadKind::parameters);
+  return out;
+}
+
+/// Predicts every micro-batch and recompute of one (strategy, tp, sp, cp, pipeline, offload).
+void exhaustive_family(Exhaustive& out, const Scenario& base, Layout l, std::int64_t global, double memory_fraction) {
+  if (global % l.dp != 0) return;
+  const std::int64_t per_replica = global / l.dp;
+  for (std::int64_t mb = 1; mb <= per_replica; ++mb) {
+    if (per_replica % mb != 0) continue;
+    if (l.vpp > 1 && (per_replica / mb) % l.pp != 0) continue;  // interleaved groups
+    for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+      l.micro_batch = mb;
+      l.grad_accum = per_replica / mb;
+      l.recompute = rc;
+      const Prediction p = predict(with_layout(base, l));
+      ++out.predicted;
+      if (l.pp > 1) ++out.pipelined;
+      if (l.cp > 1) ++out.context_parallel;
+      if (p.memory.total_bytes > memory_fraction * p.memory.capacity_bytes) {
+        ++out.over_memory;
+        continue;
+      }
+      if (p.step_time_s < out.best_step_s) {
+        out.best_step_s = p.step_time_s;
+        out.best = l.describe();
+      }
+    }
+  }
+}
+
+/// GPT-2 small's layouts (12 layers, 12 heads): tp 1, 2, 4 (8 does not divide 12 heads),
+/// each cp of `cps` dividing the GPUs over tp (with sp, tp x cp dividing seq_len 1024).
+Exhaustive exhaustive(const Scenario& base, int gpus, std::int64_t global, double memory_fraction,
+                      const std::vector<int>& cps = {1}, bool with_offload = true) {
   Exhaustive out;
   for (Strategy st : kStrategies)
-    for (int tp : {1, 2, 4}) {  // 8 does not divide 12 heads
+    for (int tp : {1, 2, 4})
       for (bool sp : {false, true}) {
         if (sp && tp == 1) continue;
-        for (Layout pipe : pipelines(gpus / tp, 12)) {
-          if (pipe.pp > 1 && st != Strategy::ddp && st != Strategy::zero1) continue;
-          const int dp = gpus / (tp * pipe.pp);
-          if (global % dp != 0) continue;
-          const std::int64_t per_replica = global / dp;
-          for (std::int64_t mb = 1; mb <= per_replica; ++mb) {
-            if (per_replica % mb != 0) continue;
-            if (pipe.vpp > 1 && (per_replica / mb) % pipe.pp != 0) continue;  // interleaved groups
-            for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
-              const Layout l{st, tp, sp, mb, per_replica / mb, rc, dp, pipe.pp, pipe.vpp, pipe.schedule};
-              const Prediction p = predict(with_layout(base, l));
-              ++out.predicted;
-              if (pipe.pp > 1) ++out.pipelined;
-              if (p.memory.total_bytes > memory_fraction * p.memory.capacity_bytes) {
-                ++out.over_memory;
-                continue;
-              }
-              if (p.step_time_s < out.best_step_s) {
-                out.best_step_s = p.step_time_s;
-                out.best = l.describe();
-              }
+        for (int cp : cps) {
+          if ((gpus / tp) % cp != 0) continue;
+          for (Layout pipe : pipelines(gpus / (tp * cp), 12)) {
+            if (pipe.pp > 1 && st != Strategy::ddp && st != Strategy::zero1) continue;
+            for (OffloadKind off : offloads(st, pipe.pp, with_offload)) {
+              Layout l = pipe;
+              l.strategy = st;
+              l.tp = tp;
+              l.sp = sp;
+              l.cp = cp;
+              l.offload = off;
+              l.dp = gpus / (tp * cp * pipe.pp);
+              exhaustive_family(out, base, l, global, memory_fraction);
             }
           }
         }
       }
-    }
   return out;
 }
 
@@ -131,8 +164,9 @@ TEST_CASE("where a pipeline wins, the plan's winner is still the best of an exha
   PlanOptions o;
   o.top = 3;
   const PlanResult r = plan(base, o);
-  const Exhaustive all = exhaustive(base, 16, 32, 0.9);
+  const Exhaustive all = exhaustive(base, 16, 32, 0.9, {1}, false);  // the DGX-1 has no host: no offload
   REQUIRE(!r.top.empty());
+  CHECK(r.rejected[static_cast<int>(PlanRejectReason::offload_host)] > 0);
   CHECK(r.exact);
   CHECK(r.top[0].layout.pp > 1);
   CHECK(r.top[0].layout.describe() == all.best);
@@ -160,6 +194,31 @@ TEST_CASE("the pipeline and lowered bounds never exceed the simulated step") {
     }
   }
   CHECK(pipelined > 100);
+}
+
+TEST_CASE("with context parallelism the pipeline and lowered bounds never exceed the simulated step") {
+  // Llama-3.2-1B on one DGX A100 at 4,096 tokens (CP 2 and 4 at >= 1,024 tokens per rank):
+  // the bounds count each layer's K/V exchange at its time alone.
+  const Scenario base = parse_scenario(R"({"name": "plan-cp-bounds", "model": "llama-3.2-1b",
+    "training": {"precision": "bf16_mixed", "micro_batch": 1, "grad_accum": 4, "seq_len": 4096,
+                 "flash_attention": true},
+    "strategy": "ddp", "hardware": {"box": "dgx-a100", "gpus": 8}, "dataset": {"tokens": 1e9}})",
+                                       "plan-cp-bounds.json");
+  PlanOptions o;
+  o.enumerate_offload = false;
+  o.max_memory_fraction = 1.0;
+  PlanScreen s = screen_layouts(base, o);
+  ScheduleCache programs;
+  int checked = 0;
+  for (const PlanCandidate& c : s.candidates) {
+    if (c.layout.cp < 2 || c.layout.pp < 2 || c.layout.recompute != Recompute::none || checked >= 40) continue;
+    CAPTURE(c.layout.describe());
+    ++checked;
+    const double step = predict(with_layout(s.base, c.layout)).step_time_s;
+    CHECK(pipeline_bound_s(s, c, programs) <= step * (1 + 1e-9));
+    CHECK(lowered_bound_s(s, c) <= step * (1 + 1e-9));
+  }
+  CHECK(checked > 10);
 }
 
 TEST_CASE("under the balanced stage split the plan tries no interleaved schedule, and its pipeline bound holds") {
@@ -203,9 +262,11 @@ TEST_CASE("rejections are counted per reason: 8,190 layouts of GPT-2 small on 8 
   // Interleaved, grad_accum not a multiple of pp: tp1 pp2 (ga 1 of 16 per replica) 5 x 3;
   // tp1 pp4 (ga 2, 1 of 32) 2 x 6; tp2 pp2 10 x 3; tp2 pp4 (64 per replica: ga 2, 1) 4 x 6;
   // tp4 pp2 10 x 3: 111 per strategy, 222.
-  // Left: 8,190 - 252 - 4,872 - 384 - 222 = 2,460.
+  // Left: 8,190 - 252 - 4,872 - 384 - 222 = 2,460. (Without offload; seq 1024 is too
+  // short for context parallelism at 1,024 tokens per CP rank.)
   PlanOptions o;
   o.top = 1;
+  o.enumerate_offload = false;
   const PlanResult r = plan(gpt2_small(), o);
   CHECK(r.global_batch == 64);
   CHECK(r.enumerated == 8190);
@@ -242,6 +303,7 @@ TEST_CASE("sequence parallelism is rejected where tp does not divide seq_len") {
                                        "sp.json");
   PlanOptions o;
   o.top = 1;
+  o.enumerate_offload = false;
   const PlanScreen s = screen_layouts(base, o);
   CHECK(s.rejected[static_cast<int>(PlanRejectReason::sp_sequence)] == 6 * 9 * 21);
 }
@@ -332,4 +394,71 @@ TEST_CASE("the lazy second tier lowers fewer layouts than it screens") {
   const PlanResult r = plan(gpt2_small(), o);
   CHECK(r.bounded >= r.simulated);
   CHECK(r.bounded < r.screened);
+}
+
+TEST_CASE("with context parallelism searched, the plan's winner is still the best of an exhaustive predict()") {
+  // GPT-2 small at seq 1024 with at least 512 tokens per CP rank: cp 2 (cp 4 leaves 256).
+  // CP 2 on 8 GPUs: tp 1 (4 ranks left), tp 2 (2), tp 4 (1: no room).
+  const Scenario base = gpt2_small();
+  PlanOptions o;
+  o.top = 3;
+  o.min_cp_tokens = 512;
+  o.enumerate_offload = false;
+  const PlanResult r = plan(base, o);
+  const Exhaustive all = exhaustive(base, 8, 64, 0.9, {1, 2}, false);
+  REQUIRE(!r.top.empty());
+  CHECK(r.exact);
+  CHECK(all.context_parallel > 0);
+  CHECK(r.top[0].layout.describe() == all.best);
+  CHECK(r.top[0].prediction.step_time_s == all.best_step_s);
+  CHECK(r.rejected[static_cast<int>(PlanRejectReason::memory)] == all.over_memory);
+  CHECK(r.screened == all.predicted - all.over_memory);
+  CHECK(r.not_enumerated == std::vector<std::string>{"CPU offload (offload, --no-offload)"});
+}
+
+TEST_CASE("context parallelism is searched only with seq_len / cp >= min_cp_tokens and rejected per reason") {
+  // seq 1024 at the default 1,024 tokens per CP rank: no cp >= 2, so the count is the
+  // plan without CP.
+  PlanOptions o;
+  o.top = 1;
+  o.enumerate_offload = false;
+  const PlanScreen plain = screen_layouts(gpt2_small(), o);
+  o.enumerate_cp = false;
+  CHECK(screen_layouts(gpt2_small(), o).enumerated == plain.enumerated);
+  // Without flash attention every cp >= 2 family is refused as cp_attention, none enumerated
+  // as cp_sequence (2 x 2 divides 1024).
+  o.enumerate_cp = true;
+  o.min_cp_tokens = 512;
+  const Scenario unfused = parse_scenario(R"({"name": "plan-cp-unfused", "model": "gpt2",
+    "training": {"precision": "bf16_mixed", "micro_batch": 8, "grad_accum": 1, "seq_len": 1024,
+                 "flash_attention": false},
+    "strategy": "fsdp_full_shard", "hardware": {"box": "dgx-a100", "gpus": 8}})",
+                                         "plan-cp-unfused.json");
+  const PlanScreen s = screen_layouts(unfused, o);
+  CHECK(s.rejected[static_cast<int>(PlanRejectReason::cp_attention)] > 0);
+  CHECK(s.rejected[static_cast<int>(PlanRejectReason::cp_sequence)] == 0);
+  for (const PlanCandidate& c : s.candidates) CHECK(c.layout.cp == 1);
+  CHECK(plain.enumerated < s.enumerated);
+  o.min_cp_tokens = 0;
+  CHECK_THROWS_AS(screen_layouts(gpt2_small(), o), std::invalid_argument);
+}
+
+TEST_CASE("offload: each kind the strategy takes is searched; with a pipeline it is rejected per reason") {
+  PlanOptions o;
+  o.top = 1;
+  const PlanScreen s = screen_layouts(gpt2_small(), o);
+  bool optimizer = false, parameters = false;
+  for (const PlanCandidate& c : s.candidates) {
+    CHECK(offload_supported(c.layout.offload, c.layout.strategy));
+    CHECK((c.layout.offload == OffloadKind::none || c.layout.pp == 1));
+    optimizer = optimizer || c.layout.offload == OffloadKind::optimizer;
+    parameters = parameters || c.layout.offload == OffloadKind::parameters;
+  }
+  CHECK(optimizer);
+  CHECK(parameters);
+  // zero1 is the one offloading strategy a pipeline runs (the others are refused first as
+  // pipeline_strategy): its pipelined families with the optimizer offloaded, tp1 16, tp2
+  // 2 x 13, tp4 2 x 8 (sp doubles tp >= 2): 58 families x 21 layouts.
+  CHECK(s.rejected[static_cast<int>(PlanRejectReason::offload_pipeline)] == 58 * 21);
+  CHECK(s.rejected[static_cast<int>(PlanRejectReason::offload_host)] == 0);  // the DGX A100 has a host
 }

@@ -276,8 +276,8 @@ stepcast_cli_case(plan_minimal_text
                   STDOUT "step time (s)" "tokens/s/GPU" "MFU (%)" "memory/GPU (GiB)" "exposed comm (s)"
                          "bubble (%)" "Why the winner:" "252  tp does not divide" "384  micro_batch x dp"
                          "4872  a pipeline runs ddp or zero1" "222  interleaved schedule"
-                         "8190 layouts enumerated" "Not enumerated yet"
-                  ARGS plan ${STEPCAST_CLI_GOOD} --top 3)
+                         "8190 layouts enumerated" "Not enumerated (as the options say): context parallelism"
+                  ARGS plan ${STEPCAST_CLI_GOOD} --top 3 --no-cp --no-offload)
 stepcast_cli_case(plan_minimal_json
                   JSON_KEYS scenario gpus global_batch objective enumerated screened simulated exact
                             rejected rows why
