@@ -72,6 +72,13 @@ ExpertWork expert_work(const TransformerSpec& spec, const MoeSpec& moe, double t
   return w;
 }
 
+double routed_expert_parameters(const TransformerSpec& spec) {
+  if (!spec.moe) return 0.0;
+  const MoeSpec& m = *spec.moe;
+  return static_cast<double>(moe_layer_count(spec.layers, m)) * static_cast<double>(m.experts) *
+         static_cast<double>(expert_parameters(spec.hidden, m.expert_ffn, spec.gated_mlp));
+}
+
 double moe_layer_share(const TransformerSpec& spec) {
   if (!spec.moe) return 0.0;
   return static_cast<double>(moe_layer_count(spec.layers, *spec.moe)) / static_cast<double>(spec.layers);

@@ -52,6 +52,10 @@ struct ExpertWork {
 ExpertWork expert_work(const TransformerSpec& spec, const MoeSpec& moe, double tokens, int ep,
                        double imbalance = 1.0);
 
+/// Routed-expert parameters of the whole model: MoE layers x E x expert_parameters (0 for a
+/// dense model): the part expert parallelism spreads over its ranks.
+double routed_expert_parameters(const TransformerSpec& spec);
+
 /// The fraction of a model's layers that are MoE layers: moe_layer_count / layers (0 for a
 /// dense model).
 double moe_layer_share(const TransformerSpec& spec);

@@ -86,6 +86,15 @@ struct StrategySpec {
   /// How layers are split into stages ("pp_split": "even", the default, or "balanced":
   /// the LM head counted as its share of GEMM work, as nanotron splits; model/parallel.hpp).
   StageSplit pp_split = StageSplit::even;
+  /// Expert parallelism of a MoE model ("ep": ranks a MoE layer's experts spread over; 1:
+  /// none), placed as consecutive ranks of the DP x CP group (Megatron-Core); it divides the
+  /// experts and the DP x CP ranks. "moe_imbalance" (>= 1, default 1: balanced routing, an
+  /// assumption printed): the busiest EP rank's routed tokens over the mean; its expert
+  /// GEMMs set the pace. "moe_capacity_factor" (>= 1, default 1: dropless): tokens an
+  /// expert holds over its balanced share, which the expert activations scale with.
+  int ep = 1;
+  double moe_imbalance = 1.0;
+  double moe_capacity_factor = 1.0;
   int dp(int gpus) const { return gpus / (tp * pp * cp); }
 };
 
