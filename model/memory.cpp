@@ -475,9 +475,12 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
     assert(bytes >= 0);
     out.terms.push_back({term, bytes, std::move(note)});
   };
+  // A MoE GPU holds the dense part and 1/ep of the stage's routed experts.
+  const double held = spec.moe ? c.stored - routed_expert_parameters(spec) / in.pp * (1.0 - 1.0 / in.ep) : c.stored;
   add("weights", m.weights,
-      fmt::format("{}-bit working copy of {:.4g} params{}{}, {}{}", 8 * w, c.stored,
-                  spec.moe ? fmt::format(" (routed experts 1/{}: expert parallelism, sharded over {} expert-DP ranks)",
+      fmt::format("{}-bit working copy of {:.4g} params{}{}, {}{}", 8 * w, held,
+                  spec.moe ? fmt::format(" (routed experts 1/{}: expert parallelism; their states sharded over {} "
+                                         "expert-DP ranks)",
                                          in.ep, in.gpus / in.ep)
                            : "",
                   in.tp > 1 ? fmt::format(" (1/{} of each matrix: tensor parallelism)", in.tp) : "",
