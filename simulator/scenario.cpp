@@ -209,6 +209,7 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
     if (obj.has("ep")) s.ep = obj.int32("ep", 1, static_cast<int>(limits::kMaxGpus));
     if (auto v = obj.optional_number("moe_imbalance", 1.0, 64.0)) s.moe_imbalance = *v;
     if (auto v = obj.optional_number("moe_capacity_factor", 1.0, 64.0)) s.moe_capacity_factor = *v;
+    if (auto v = obj.optional_boolean("moe_shared_expert_overlap")) s.moe_shared_expert_overlap = *v;
   });
   errors.attempt([&] {
     if (obj.has("offload")) s.offload = parse_name(obj, "offload", parse_offload, offload_names());
@@ -684,6 +685,7 @@ void check_expert_parallel(const Scenario& s, const ScenarioSource& w) {
     if (st.ep > 1) throw InputError(w.file, w.strategy + "/ep", no_experts);
     if (st.moe_imbalance != 1.0) throw InputError(w.file, w.strategy + "/moe_imbalance", no_experts);
     if (st.moe_capacity_factor != 1.0) throw InputError(w.file, w.strategy + "/moe_capacity_factor", no_experts);
+    if (st.moe_shared_expert_overlap) throw InputError(w.file, w.strategy + "/moe_shared_expert_overlap", no_experts);
   } else {
     const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
     const std::int64_t ranks = gpus / (static_cast<std::int64_t>(st.tp) * st.pp);  // DP x CP ranks of a stage
@@ -695,6 +697,9 @@ void check_expert_parallel(const Scenario& s, const ScenarioSource& w) {
                        fmt::format("expected a divisor of the {} data-parallel (x context-parallel) ranks of a stage "
                                    "({} GPUs / (tp {} x pp {})), got {}: expert-parallel groups lie inside them "
                                    "(Megatron-Core)", ranks, gpus, st.tp, st.pp, st.ep));
+    if (st.moe_shared_expert_overlap && (m.moe->shared_experts == 0 || st.ep == 1))
+      throw InputError(w.file, w.strategy + "/moe_shared_expert_overlap",
+                       "the overlap hides the all-to-alls behind the shared experts: it needs shared experts and ep >= 2");
   }
   if ((m.moe || m.mla) && st.tp > 1)
     throw InputError(w.file, w.strategy + "/tp", "MoE and MLA models under tensor parallelism are not modelled yet");

@@ -95,6 +95,10 @@ struct StrategySpec {
   int ep = 1;
   double moe_imbalance = 1.0;
   double moe_capacity_factor = 1.0;
+  /// "moe_shared_expert_overlap" (default false; Megatron-Core's --moe-shared-expert-overlap):
+  /// the shared experts' GEMMs run beside the dispatch and combine all-to-alls, which then
+  /// cost only what the shared experts do not hide. Needs shared experts and ep >= 2.
+  bool moe_shared_expert_overlap = false;
   int dp(int gpus) const { return gpus / (tp * pp * cp); }
 };
 

@@ -615,6 +615,10 @@ void resolve_expert_parallel(Job& job, const Topology& topo) {
                                         st.moe_imbalance == 1.0 ? " (default: routing balanced, as auxiliary-loss-free "
                                                                   "balancing aims for; an assumption, not a measurement)"
                                                                 : ""));
+  job.assumptions.push_back(st.moe_shared_expert_overlap
+                                ? "moe_shared_expert_overlap: the all-to-alls run beside the shared experts' GEMMs "
+                                  "and cost what those leave exposed"
+                                : "moe_shared_expert_overlap off (default): the all-to-alls block the layers");
   job.assumptions.push_back(fmt::format("moe_capacity_factor {:g}{}", st.moe_capacity_factor,
                                         st.moe_capacity_factor == 1.0 ? " (default: dropless, balanced routing)" : ""));
 }
@@ -789,7 +793,46 @@ void cost_context_parallel(const Job& job, Costs& c) {
 /// (model/collective.hpp all_to_all_phase), forward, and their gradients the same backward
 /// (GShard; Megatron-Core's alltoall token dispatcher). The lowering plays the collectives
 /// of a layer after each layer, so each carries the mean over the layers (the MoE layers'
-/// share of them: DeepSeek-V3's first 3 dense layers have none).
+/// share of them: DeepSeek-V3's first 3 dense layers have none). With
+/// moe_shared_expert_overlap each pass's all-to-alls cost only what the shared experts'
+/// GEMMs of that pass leave exposed (hide_behind).
+/// One MoE layer's shared-expert GEMMs on one GPU (model/moe.hpp moe_layer_gemms, shared_up
+/// and shared_down), forward and backward (input and weight gradients), seconds.
+std::pair<double, double> shared_expert_s(const Job& job, std::int64_t tokens) {
+  const TransformerSpec& model = job.scenario.model;
+  const Precision pr = job.scenario.training.precision;
+  const double elem = pr == Precision::fp8_mixed ? 1.0 : working_bytes(pr);
+  const DeviceRates& d = job.device;
+  auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return gemm_time_s(m, n, k, 1, elem, d.gemm_ceiling_tflops, d.sm_count, d.achieved_memory_GBps());
+  };
+  double fwd = 0, bwd = 0;
+  for (const GroupedGemm& gg : moe_layer_gemms(model, *model.moe, tokens, job.ep, job.kernels.moe_imbalance)) {
+    const GemmShape& g = gg.shape;
+    if (g.name != "shared_up" && g.name != "shared_down") continue;
+    fwd += g.count_per_layer * t(g.m, g.n, g.k);
+    bwd += g.count_per_layer * (t(g.m, g.k, g.n) + t(g.n, g.k, g.m));
+  }
+  return {fwd, bwd};
+}
+
+/// The all-to-alls of one pass with `budget_s` of shared-expert work beside them, in order:
+/// each costs what is left of it after the budget still unspent (an "exposed part" phase, as
+/// the context-parallel ring's), so a pass exposes max(0, all-to-alls - shared experts).
+void hide_behind(std::vector<sim::LayerCollective>& ops, double budget_s) {
+  for (sim::LayerCollective& op : ops) {
+    double t = 0;
+    for (const CollectivePhase& ph : op.phases) t += ph.time_s();
+    CollectivePhase ph = op.phases.front();
+    ph.latency_s = std::max(0.0, t - budget_s);  // no bytes left to move
+    ph.bytes = 0;
+    ph.algorithm = "p2p (exposed part beside the shared experts)";
+    budget_s = std::max(0.0, budget_s - t);
+    op.phases = {ph};
+    op.purpose += " (exposed part)";
+  }
+}
+
 void cost_expert_parallel(const Job& job, Costs& c) {
   const TransformerSpec& model = job.scenario.model;
   if (!model.moe || job.ep == 1) return;
@@ -803,6 +846,11 @@ void cost_expert_parallel(const Job& job, Costs& c) {
   };
   c.ep_forward = {op("dispatch"), op("combine")};
   c.ep_backward = {op("combine gradient"), op("dispatch gradient")};
+  if (job.scenario.strategy.moe_shared_expert_overlap) {  // the layers' mean, as the bytes
+    const auto [fwd, bwd] = shared_expert_s(job, static_cast<std::int64_t>(tokens));
+    hide_behind(c.ep_forward, moe_layer_share(model) * fwd);
+    hide_behind(c.ep_backward, moe_layer_share(model) * bwd);
+  }
 }
 
 /// CPU offload per optimizer step (model/offload.hpp offload_times): one GPU's partition of
