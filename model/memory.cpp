@@ -504,7 +504,9 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
                   name(in.recompute), in.flash_attention ? "on" : "off",
                   spec.moe ? fmt::format(", MoE capacity factor {:g}", in.moe_capacity_factor) : ""));
   add("logits", logits_bytes(spec, in), fmt::format("b*s*V*({} + 4 fp32 loss)", w));
-  add("comm_buffers", comm_buffer_bytes(c, s, in), fmt::format("{} buffers", name(s)));
+  ParamCounts local = c;  // what this GPU's gradient buffers hold: 1/ep of a MoE model's experts
+  local.trainable = spec.moe ? held : c.trainable;
+  add("comm_buffers", comm_buffer_bytes(local, s, in), fmt::format("{} buffers", name(s)));
   double allocated = 0;
   for (const MemoryTerm& t : out.terms) allocated += t.bytes;
   add("cuda_context", in.cuda_context_bytes, "caller-supplied");
