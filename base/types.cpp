@@ -28,8 +28,8 @@ constexpr std::array<std::string_view, 3> kRecompute{"none", "selective", "full"
 constexpr std::array<std::string_view, 8> kStrategy{
     "ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard",
     "fsdp_no_shard"};
-constexpr std::array<std::string_view, 4> kCollective{"all_reduce", "all_gather", "reduce_scatter",
-                                                      "broadcast"};
+constexpr std::array<std::string_view, 5> kCollective{"all_reduce", "all_gather", "reduce_scatter",
+                                                      "broadcast", "all_to_all"};
 
 }  // namespace
 

@@ -31,7 +31,9 @@ enum class Precision { fp32, fp16_mixed, bf16_mixed, fp8_mixed };
 enum class Recompute { none, selective, full };
 
 /// NCCL collectives, named as in calibration files and reports.
-enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast };
+/// all_to_all: every rank sends a distinct block to every other (expert-parallel dispatch and
+/// combine); its bytes S are what one rank sends to the others.
+enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast, all_to_all };
 
 /// Data-parallel strategies, named exactly as in measured-run records.
 enum class Strategy {

@@ -580,8 +580,9 @@ void configure_app(CLI::App& app) {
   app.footer(footer(
       "stepcast predicts the step time, throughput, MFU, time and cost per epoch, and memory\n"
       "per GPU of transformer training (DDP, ZeRO, FSDP; tensor, sequence, pipeline and context\n"
-      "parallelism; CPU offload) on a given cluster, from a model of its kernels and of NCCL\n"
-      "collectives over the hardware graph, played as a simulated step.\n"
+      "parallelism; expert parallelism of mixture-of-experts models; CPU offload) on a given\n"
+      "cluster, from a model of its kernels and of NCCL collectives over the hardware graph,\n"
+      "played as a simulated step.\n"
       "Run `stepcast <command> --help` for each command.\n",
       examples({{fmt::format("stepcast predict {}", kSeed), "text report of one scenario"},
                 {fmt::format("stepcast predict {} --gpus 4 --json", kSeed),

@@ -182,6 +182,7 @@ int ring_steps(Collective c, int n) {
     case Collective::all_gather:
     case Collective::reduce_scatter: return n - 1;
     case Collective::broadcast: return n;
+    case Collective::all_to_all: return n - 1;
   }
   return n;
 }
@@ -521,7 +522,8 @@ Candidate hierarchical(Collective c, double bytes, const CommFabric& f) {
       inter = phase(Collective::reduce_scatter, shard, across);
       t = phase(Collective::reduce_scatter, bytes, in).time_s + inter.time_s;
       break;
-    case Collective::broadcast: break;
+    case Collective::broadcast:
+    case Collective::all_to_all: break;
   }
   return {t, Algo::hierarchical, inter.proto};
 }
@@ -557,6 +559,7 @@ double bus_bandwidth_factor(Collective c, int ranks) {
     case Collective::all_gather:
     case Collective::reduce_scatter: return (n - 1.0) / n;
     case Collective::broadcast: return 1.0;
+    case Collective::all_to_all: return (n - 1.0) / n;
   }
   return 1.0;
 }
@@ -635,6 +638,31 @@ CollectivePhase make_phase(Collective c, double bytes, const CommFabric& f, Algo
 
 }  // namespace
 
+CollectivePhase all_to_all_phase(double bytes_out, const CommFabric& f) {
+  if (!(bytes_out >= 0) || f.ranks() <= 1)
+    throw std::invalid_argument("all-to-all: bytes must be >= 0 and the group must have >= 2 ranks");
+  const double e = f.ranks();
+  const double ppn = f.intra.ranks;
+  const double peers = e - 1;
+  double t = 0;  // seconds per byte of S
+  if (ppn > 1) t = (ppn - 1) / peers / (f.intra.bw_GBps * 1e9);
+  if (f.inter) t = std::max(t, (e - ppn) / peers / (f.inter->bw_GBps / ppn * 1e9));
+  const double hop_us = f.inter ? inter_latency_us(Algo::ring, Proto::simple, f)
+                                : intra_latency_us(Algo::ring, Proto::simple, f);
+  CollectivePhase ph;
+  ph.collective = Collective::all_to_all;
+  ph.level = FabricScope::all;
+  ph.bytes = bytes_out;
+  ph.latency_s = (launch_overhead_us(f.arch) + base_latency_us(Algo::ring, Proto::simple) + hop_us) * 1e-6;
+  ph.algbw_GBps = 1.0 / t / 1e9;
+  ph.intra_load = (ppn - 1) / peers;
+  ph.inter_load = f.inter ? ppn * (e - ppn) / peers : 0.0;
+  ph.spine_load = f.spine ? ph.inter_load * f.spine->crossing : 0.0;
+  ph.algorithm = "p2p";
+  ph.protocol = "Simple";
+  return ph;
+}
+
 std::string algorithm_unavailable(Collective c, const CommFabric& fabric, const std::string& algorithm) {
   if (algorithm == "auto" || fabric.ranks() <= 1) return {};
   return ineligible_reason(parse_algo(algorithm), c, fabric);
@@ -647,6 +675,14 @@ CollectiveCost collective_cost(Collective c, double bytes, const CommFabric& fab
   out.algorithm = algorithm == "auto" ? "ring" : algorithm;
   out.protocol = "Simple";
   if (fabric.ranks() <= 1 || bytes == 0) return out;  // nothing moves
+  if (c == Collective::all_to_all) {
+    const CollectivePhase ph = all_to_all_phase(bytes, fabric);
+    out.time_s = ph.time_s();
+    out.algorithm = ph.algorithm;
+    out.algbw_GBps = bytes / out.time_s / 1e9;
+    out.busbw_GBps = out.algbw_GBps * bus_bandwidth_factor(c, fabric.ranks());
+    return out;
+  }
 
   const Candidate best = choose(c, bytes, fabric, algorithm);
   out.time_s = best.time_s;
@@ -662,6 +698,7 @@ std::vector<CollectivePhase> collective_phases(Collective c, double bytes, const
   check_inputs(bytes, fabric, algorithm);
   std::vector<CollectivePhase> out;
   if (fabric.ranks() <= 1 || bytes == 0) return out;
+  if (c == Collective::all_to_all) return {all_to_all_phase(bytes, fabric)};
   const Candidate best = choose(c, bytes, fabric, algorithm);
   if (best.algo != Algo::hierarchical) {
     out.push_back(make_phase(c, bytes, fabric, best.algo, best.proto, FabricScope::all));
@@ -690,7 +727,8 @@ std::vector<CollectivePhase> collective_phases(Collective c, double bytes, const
       phase(Collective::reduce_scatter, bytes, in, FabricScope::intra_node);
       phase(Collective::reduce_scatter, shard, across, FabricScope::inter_node);
       break;
-    case Collective::broadcast: break;
+    case Collective::broadcast:
+    case Collective::all_to_all: break;
   }
   return out;
 }

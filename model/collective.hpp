@@ -81,4 +81,18 @@ struct CollectivePhase {
 std::vector<CollectivePhase> collective_phases(Collective c, double bytes, const CommFabric& fabric,
                                                const std::string& algorithm = "auto");
 
+/// One all-to-all over `f` in which every rank sends `bytes_out` bytes (S), split evenly
+/// over the other e - 1 ranks. NCCL runs it as grouped ncclSend/ncclRecv to every peer
+/// (nccl-tests' alltoall; busbw = algbw·(e - 1)/e), all peers at once, so its latency is
+/// one hop: launch + NCCL's ring Simple base + the slowest level's hop latency. The ppn - 1
+/// peers in the node are reached over NVLink at the rank's intra rate; the e - ppn peers in
+/// other nodes over the node's NICs, shared by the group's ppn ranks of the node (with PXN
+/// the bytes first cross NVLink to the GPU on the destination's rail; the NIC load is the
+/// same):
+///   t_bw = max(S·(ppn - 1)/(e - 1) / intra_GBps, S·(e - ppn)/(e - 1) / (inter_GBps / ppn))
+/// Loads per byte of S: intra (ppn - 1)/(e - 1), inter ppn·(e - ppn)/(e - 1), spine the
+/// inter load x the spine's crossing fraction. Throws std::invalid_argument for bytes < 0
+/// or a group of one rank.
+CollectivePhase all_to_all_phase(double bytes_out, const CommFabric& f);
+
 }  // namespace stepcast

@@ -345,3 +345,26 @@ TEST_CASE("the spine: spine_load = inter_load x crossing, algbw <= the node's sp
   f.spine->crossing = 0.5;
   CHECK(collective_cost(Collective::all_reduce, 1e9, f, "ring").time_s == doctest::Approx(capped[0].time_s()));
 }
+
+TEST_CASE("all-to-all: one phase, NVLink for the node's peers, the node's NICs shared by its ranks for the rest") {
+  CommFabric f;
+  f.arch = GpuArch::hopper;
+  f.intra = FabricLevel{8, LinkClass::nvlink, 370, 0, "nvlink4", 0};
+  f.inter = FabricLevel{8, LinkClass::network, 400, 0, "ib", 0};  // 64 ranks on 8 nodes
+  const double S = 1e9;
+  const CollectivePhase ph = all_to_all_phase(S, f);
+  const double nvlink = S * 7 / 63 / 370e9;
+  const double nic = S * 56 / 63 / (400e9 / 8);
+  CHECK(ph.collective == Collective::all_to_all);
+  CHECK(ph.time_s() - ph.latency_s == doctest::Approx(std::max(nvlink, nic)));
+  CHECK(ph.inter_load == doctest::Approx(8.0 * 56 / 63));
+  CHECK(ph.latency_s > 0);
+  const auto phases = collective_phases(Collective::all_to_all, S, f);
+  REQUIRE(phases.size() == 1);
+  CHECK(collective_cost(Collective::all_to_all, S, f).time_s == doctest::Approx(ph.time_s()));
+  // One node: NVLink only, 7 peers of 7.
+  CommFabric node = f;
+  node.inter.reset();
+  CHECK(all_to_all_phase(S, node).time_s() - all_to_all_phase(S, node).latency_s == doctest::Approx(S / 370e9));
+  CHECK(all_to_all_phase(S, node).inter_load == 0);
+}

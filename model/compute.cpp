@@ -1,5 +1,7 @@
 #include "model/compute.hpp"
 
+#include "model/moe.hpp"
+
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
 #include "model/flops.hpp"
@@ -257,14 +259,36 @@ struct GemmTimes {
   double kernels_forward = 0, kernels_backward = 0;  ///< per layer
 };
 
+/// Adds the MoE layers' MLP GEMMs (model/moe.hpp moe_layer_gemms), each grouped GEMM one
+/// launch per pass (forward; backward its input- and weight-gradient GEMMs), weighted by the
+/// share of MoE layers, since `out` is per layer on average.
+void add_moe_gemms(const TransformerSpec& spec, std::int64_t rows, double elem_bytes, const KernelChoice& kc,
+                   const DeviceRates& d, GemmTimes& out) {
+  const double share = moe_layer_share(spec);
+  const double bw = d.achieved_memory_GBps();
+  for (const GroupedGemm& gg : moe_layer_gemms(spec, *spec.moe, rows, kc.ep, kc.moe_imbalance)) {
+    const GemmShape& g = gg.shape;
+    auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+      return gemm_time_s(m, n, k, gg.groups, elem_bytes, d.gemm_ceiling_tflops, d.sm_count, bw);
+    };
+    out.forward_s += share * g.count_per_layer * t(g.m, g.n, g.k);
+    out.backward_s += share * g.count_per_layer * (t(g.m, g.k, g.n) + t(g.n, g.k, g.m));
+    out.kernels_forward += share * g.count_per_layer;
+    out.kernels_backward += share * 2 * g.count_per_layer;
+  }
+}
+
 GemmTimes gemm_times(const TransformerSpec& spec, std::int64_t rows, const FlopsOptions& opts, double elem_bytes,
-                     int tp, const DeviceRates& d) {
+                     const KernelChoice& kc, const DeviceRates& d) {
+  const int tp = kc.tp;
   const double bw = d.achieved_memory_GBps();
   auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
     return gemm_time_s(m, n, k, 1, elem_bytes, d.gemm_ceiling_tflops, d.sm_count, bw);
   };
   const bool frozen = opts.lora != nullptr;
   GemmTimes out;
+  // The dense MLP runs in the layers that are not MoE layers (all of a dense model's).
+  const double dense_mlp = 1.0 - moe_layer_share(spec);
   for (const GemmShape& g : tp > 1 ? tp_layer_gemms(spec, rows, tp) : layer_gemms(spec, rows)) {
     const double fwd = t(g.m, g.n, g.k);
     const double bwd = t(g.m, g.k, g.n) + (frozen ? 0.0 : t(g.n, g.k, g.m));
@@ -273,11 +297,13 @@ GemmTimes gemm_times(const TransformerSpec& spec, std::int64_t rows, const Flops
       out.head_backward_s = bwd;
       continue;
     }
-    out.forward_s += g.count_per_layer * fwd;
-    out.backward_s += g.count_per_layer * bwd;
-    out.kernels_forward += g.count_per_layer;
-    out.kernels_backward += g.count_per_layer * (frozen ? 1 : 2);
+    const double share = g.name == "mlp_up" || g.name == "mlp_down" ? dense_mlp : 1.0;
+    out.forward_s += share * g.count_per_layer * fwd;
+    out.backward_s += share * g.count_per_layer * bwd;
+    out.kernels_forward += share * g.count_per_layer;
+    out.kernels_backward += share * g.count_per_layer * (frozen ? 1 : 2);
   }
+  if (spec.moe) add_moe_gemms(spec, rows, elem_bytes, kc, d, out);
   if (frozen) {
     for (const GemmShape& g : lora_adapter_gemms(spec, *opts.lora, rows)) {
       out.forward_s += g.count_per_layer * t(g.m, g.n, g.k);
@@ -351,9 +377,20 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
     throw std::invalid_argument("micro-step times need tp >= 1, and tp >= 2 for sequence parallelism");
   if (kernels.tp > 1 && opts.lora != nullptr)
     throw std::invalid_argument("micro-step times: LoRA under tensor parallelism is not modelled");
-  const GemmTimes g = gemm_times(spec, rows, opts, fp8 ? 1.0 : w, kernels.tp, device);
+  if ((spec.moe || spec.mla) && (kernels.tp > 1 || opts.lora != nullptr))
+    throw std::invalid_argument("micro-step times: MoE and MLA models under tensor parallelism or LoRA are not modelled");
+  if (kernels.ep > 1 && !spec.moe) throw std::invalid_argument("micro-step times: ep > 1 needs a MoE model");
+  const GemmTimes g = gemm_times(spec, rows, opts, fp8 ? 1.0 : w, kernels, device);
   const AttentionTimes a = attention_times(spec, static_cast<double>(micro_batch), seq_len, w, kernels, device);
-  const MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, fp8, kernels.tp, kernels.sp);
+  MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, fp8, kernels.tp, kernels.sp);
+  if (spec.moe) {  // token permutation of the MoE layers: two kernels each way
+    const double share = moe_layer_share(spec);
+    const double perm = share * moe_permutation_bytes(spec, *spec.moe, tokens, w);
+    mem.bytes_forward += perm;
+    mem.bytes_backward += perm;
+    mem.kernels_forward += 2 * share;
+    mem.kernels_backward += 2 * share;
+  }
   MemoryWork loss = loss_memory_work(spec, tokens, w, kernels.fused_loss ? KernelProfile::compiled : kernels.profile,
                                      kernels.tp);
   if (kernels.metric_loss_passes > 0) {

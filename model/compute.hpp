@@ -126,6 +126,10 @@ struct KernelChoice {
   /// attention of the whole sequence (causal load-balanced chunks) in kernels of s/cp
   /// queries. Needs a flash-class attention kernel.
   int cp = 1;
+  /// Expert-parallel degree of a MoE model: each rank runs E/ep experts on tokens·k·ep/E
+  /// rows each, times `moe_imbalance` (>= 1, the busiest rank's load over the mean).
+  int ep = 1;
+  double moe_imbalance = 1.0;
 };
 
 /// Time of one micro-step on one GPU, seconds.
@@ -171,6 +175,10 @@ struct MicroStepTimes {
 ///             eager_backward_op_s: kEagerForwardOp_s, kEagerBackwardOp_s unless calibrated)
 ///             for the eager and fused profiles, the driver's launch for compiled code.
 /// Recompute: full, one more forward of every layer; selective, attention's forward.
+/// MoE (spec.moe): in the share of layers that are MoE layers the dense MLP GEMMs give way
+/// to the grouped expert, router and shared-expert GEMMs of moe_layer_gemms (E/ep local
+/// experts, rows scaled by kernels.moe_imbalance), and the token permutation adds
+/// moe_permutation_bytes each way (two kernels). Not modelled with tp > 1 or LoRA (throws).
 MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch,
                                 std::int64_t seq_len, Precision precision, const FlopsOptions& opts,
                                 const KernelChoice& kernels, const DeviceRates& device);

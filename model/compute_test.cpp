@@ -2,6 +2,7 @@
 // backward, each against a hand count.
 #include "model/compute.hpp"
 #include "model/flops.hpp"
+#include "model/moe.hpp"
 #include "model/transformer.hpp"
 
 #include <doctest/doctest.h>
@@ -295,6 +296,40 @@ TEST_CASE("context parallelism: a rank runs 1/cp of the whole sequence's attenti
   k.attention = AttentionKernel::flash2;
   k.cp = 3;  // does not divide 8192
   CHECK_THROWS_AS(micro_step_times(spec, 1, 8192, Precision::bf16_mixed, {}, k, d), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+TEST_CASE("one expert, top-1, no shared expert: the MoE layer's GEMMs are the dense MLP's plus the 1-wide router; "
+          "a busier rank's experts take longer") {
+  const TransformerSpec dense = small_gpt();
+  TransformerSpec moe = dense;
+  moe.moe = MoeSpec{1, 1, 0, dense.ffn_hidden, 0, 0, 1};
+  const KernelChoice k{AttentionKernel::flash2, KernelProfile::compiled, true};
+  FlopsOptions o;
+  const MicroStepTimes d = micro_step_times(dense, 1, 4, Precision::bf16_mixed, o, k, unit_device());
+  const MicroStepTimes m = micro_step_times(moe, 1, 4, Precision::bf16_mixed, o, k, unit_device());
+  // Router: (4 tokens x h)·(h x 1) forward; backward its input and weight gradients.
+  const std::int64_t h = dense.hidden;
+  const double router = gemm_s(4, 1, h) + gemm_s(4, h, 1) + gemm_s(1, h, 4);
+  CHECK(m.kernels.gemm_s - d.kernels.gemm_s == doctest::Approx(dense.layers * router));
+  // 8 experts of the dense width, top-2, over 2 ranks: 4 local experts of 4·2·2/8 = 2 rows
+  // each; imbalance 2 doubles them. (Rows this few fit one tile, so time grows only weakly.)
+  moe.moe = MoeSpec{8, 2, 0, dense.ffn_hidden, 0, 0, 1};
+  CHECK(moe_layer_gemms(moe, *moe.moe, 4, 2, 1.0)[1].shape.m == 2);
+  CHECK(moe_layer_gemms(moe, *moe.moe, 4, 2, 2.0)[1].shape.m == 4);
+  KernelChoice ep2 = k;
+  ep2.ep = 2;
+  KernelChoice busy = ep2;
+  busy.moe_imbalance = 8.0;
+  const MicroStepTimes balanced = micro_step_times(moe, 1, 4, Precision::bf16_mixed, o, ep2, unit_device());
+  const MicroStepTimes skewed = micro_step_times(moe, 1, 4, Precision::bf16_mixed, o, busy, unit_device());
+  CHECK(skewed.kernels.gemm_s >= balanced.kernels.gemm_s);
+  CHECK_THROWS_AS(micro_step_times(dense, 1, 4, Precision::bf16_mixed, o, ep2, unit_device()), std::invalid_argument);
 }
 
 }  // namespace

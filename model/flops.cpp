@@ -3,6 +3,8 @@
 /// A FLOP is one multiply or one add; a multiply-add is 2 FLOPs.
 #include "model/flops.hpp"
 
+#include "model/moe.hpp"
+
 #include <cassert>
 #include <set>
 #include <stdexcept>
@@ -17,10 +19,41 @@ constexpr double kFlopsPerMac = 2.0;
 /// Width of the query (and attention output) projection: heads·head_dim.
 std::int64_t q_dim(const TransformerSpec& spec) { return spec.head_dim() * spec.heads; }
 
+/// Attention-core width per head summed over Q·K^T and P·V: 2·head_dim, or for MLA
+/// (qk_nope + qk_rope) + v_head (DeepSeek-V3: 192 + 128).
+double core_width_per_head(const TransformerSpec& spec) {
+  if (spec.mla) return static_cast<double>(spec.mla->qk_nope_dim + spec.mla->qk_rope_dim + spec.mla->v_head_dim);
+  return 2.0 * static_cast<double>(spec.head_dim());
+}
+
+/// layer_gemm_weights of a MoE or MLA model, the mean over its layers: attention's GEMM
+/// weights (MLA: its projections, attention_parameters_per_layer less the two bottleneck
+/// norms; otherwise h·q + 2·h·kv + q·h) plus the MLP weights one token multiplies: the
+/// dense MLP in dense layers, in MoE layers top_k routed experts + the shared experts + the
+/// h x E router (moe_mlp_active_parameters).
+double moe_mla_layer_gemm_weights(const TransformerSpec& spec) {
+  const double h = static_cast<double>(spec.hidden);
+  double attention = 0;
+  if (spec.mla) {
+    attention = static_cast<double>(attention_parameters_per_layer(spec) - spec.mla->q_lora_rank -
+                                    spec.mla->kv_lora_rank);
+  } else {
+    const double q = static_cast<double>(q_dim(spec)), kv = static_cast<double>(spec.kv_dim());
+    attention = h * q + 2 * h * kv + q * h;
+  }
+  const double dense_mlp = (spec.gated_mlp ? 3 : 2) * h * static_cast<double>(spec.ffn_hidden);
+  if (!spec.moe) return attention + dense_mlp;
+  const double layers = static_cast<double>(spec.layers);
+  const double moe_layers = static_cast<double>(moe_layer_count(spec.layers, *spec.moe));
+  const double moe_mlp = static_cast<double>(moe_mlp_active_parameters(spec, *spec.moe));
+  return attention + ((layers - moe_layers) * dense_mlp + moe_layers * moe_mlp) / layers;
+}
+
 /// Weights of one layer that every token multiplies once in the forward pass:
 /// h·q (Q) + 2·h·kv (K, V) + q·h (O) + (3 if gated else 2)·h·f (MLP). Biases and norms are
 /// not GEMM work and are left out, as in Narayanan et al. 2021 and Megatron-LM.
 double layer_gemm_weights(const TransformerSpec& spec) {
+  if (spec.moe || spec.mla) return moe_mla_layer_gemm_weights(spec);
   const double h = static_cast<double>(spec.hidden);
   const double q = static_cast<double>(q_dim(spec));
   const double kv = static_cast<double>(spec.kv_dim());
@@ -39,8 +72,9 @@ double lm_head_weights(const TransformerSpec& spec) {
 double attention_core_forward_per_token(const TransformerSpec& spec, std::int64_t seq_len,
                                         bool causal_halving) {
   const bool halve = causal_halving && spec.kind == ModelKind::decoder;
-  const double full = 2 * kFlopsPerMac * static_cast<double>(seq_len) *
-                      static_cast<double>(q_dim(spec));
+  const double full = spec.mla ? kFlopsPerMac * static_cast<double>(seq_len) * static_cast<double>(spec.heads) *
+                                     core_width_per_head(spec)
+                               : 2 * kFlopsPerMac * static_cast<double>(seq_len) * static_cast<double>(q_dim(spec));
   return halve ? full / 2 : full;
 }
 
@@ -157,11 +191,14 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
       out.recompute = (kFlopsPerMac * layer_w + attn + adapter_forward) * tokens;
       break;
   }
-  const double n = static_cast<double>(parameter_count(spec));
+  // N: the parameters a token uses (a MoE model's active ones; all of a dense model's).
+  const double n = static_cast<double>(active_parameter_count(spec));
   // 12·L·h·s with the attention width q = heads·head_dim in place of h (the two are equal
-  // unless head_dim is given, as for Gemma 2 and Qwen3).
-  const double mfu_attention = 12.0 * layers * static_cast<double>(q_dim(spec)) *
-                               static_cast<double>(seq_len);
+  // unless head_dim is given, as for Gemma 2 and Qwen3); MLA 6·L·s·heads·(qk + v_head).
+  const double mfu_attention = spec.mla ? 6.0 * layers * static_cast<double>(spec.heads) * core_width_per_head(spec) *
+                                              static_cast<double>(seq_len)
+                                        : 12.0 * layers * static_cast<double>(q_dim(spec)) *
+                                              static_cast<double>(seq_len);
   if (options.lora == nullptr) {
     out.model = (6.0 * n + mfu_attention) * tokens;
   } else {
@@ -190,6 +227,24 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
 std::vector<GemmShape> layer_gemms(const TransformerSpec& spec, std::int64_t tokens) {
   if (tokens < 1) throw std::invalid_argument("GEMM shapes need >= 1 token, got " + std::to_string(tokens));
   const std::int64_t h = spec.hidden, q = q_dim(spec), kv = spec.kv_dim(), f = spec.ffn_hidden;
+  if (spec.mla) {  // MLA's projections (attention_parameters_per_layer), then the MLP
+    const MlaSpec& m = *spec.mla;
+    const std::int64_t heads = spec.heads;
+    std::vector<GemmShape> out;
+    if (m.q_lora_rank > 0) {
+      out.push_back(GemmShape{"q_a", tokens, m.q_lora_rank, h, 1});
+      out.push_back(GemmShape{"q_b", tokens, q, m.q_lora_rank, 1});
+    } else {
+      out.push_back(GemmShape{"q", tokens, q, h, 1});
+    }
+    out.push_back(GemmShape{"kv_a", tokens, m.kv_lora_rank + m.qk_rope_dim, h, 1});
+    out.push_back(GemmShape{"kv_b", tokens, heads * (m.qk_nope_dim + m.v_head_dim), m.kv_lora_rank, 1});
+    out.push_back(GemmShape{"attn_out", tokens, h, heads * m.v_head_dim, 1});
+    out.push_back(GemmShape{"mlp_up", tokens, f, h, spec.gated_mlp ? 2 : 1});
+    out.push_back(GemmShape{"mlp_down", tokens, h, f, 1});
+    out.push_back(GemmShape{"lm_head", tokens, spec.vocab, h, 1});
+    return out;
+  }
   return {
       GemmShape{"qkv", tokens, q + 2 * kv, h, 1},
       GemmShape{"attn_out", tokens, h, q, 1},

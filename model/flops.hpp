@@ -40,7 +40,7 @@ struct StepFlops {
   double recompute = 0;  ///< extra forward work re-done by activation recompute
   /// Model FLOPs for MFU, the llm-foundry definition (scripts/train/benchmarking/
   /// collect_results.py; PaLM, Chowdhery et al. 2022, App. B, for the attention term):
-  /// (6·N + 12·L·q·s) per token (q = heads·head_dim, = h unless head_dim is given) with N = parameter_count(spec), i.e. ALL parameters,
+  /// (6·N + 12·L·q·s) per token (q = heads·head_dim, = h unless head_dim is given) with N = active_parameter_count(spec), i.e. ALL parameters of a dense model (a MoE model's active ones; MLA's attention term 6·L·s·heads·(qk + v_head)),
   /// embeddings and a learned position table included; no recompute, no causal halving,
   /// Under LoRA the frozen weights get no weight gradients: (4·N + 6·P_a + 12·L·h·s).
   /// See training_flops().
@@ -78,7 +78,9 @@ struct GemmShape {
   int count_per_layer = 1;  ///< (lm_head: per model)
 };
 
-/// The forward GEMMs of one layer for `tokens` tokens per micro-batch, plus the LM head.
+/// The forward GEMMs of one layer for `tokens` tokens per micro-batch, plus the LM head;
+/// MLA's five projections in place of qkv under `mla`; the dense MLP even under `moe`
+/// (model/compute.hpp replaces it in the MoE layers).
 std::vector<GemmShape> layer_gemms(const TransformerSpec& spec, std::int64_t tokens);
 
 /// The forward GEMMs of one layer's LoRA adapters for `tokens` rows: per target (d_in ->

@@ -236,7 +236,11 @@ TEST_CASE("HFU's FLOPs are MFU's plus recompute in the same attention convention
         // Selective recompute re-does the attention core's forward: 4·L·q·s per token, a
         // third of MFU's 12·L·q·s attention term (q = heads·head_dim, h unless head_dim is
         // given), with or without causal halving.
-        const double q = static_cast<double>(spec.heads * spec.head_dim());
+        // MLA: Q·K^T over qk_nope + qk_rope and P·V over v_head, their mean in place of head_dim.
+        const double q = spec.mla ? static_cast<double>(spec.heads) *
+                                        static_cast<double>(spec.mla->qk_nope_dim + spec.mla->qk_rope_dim +
+                                                            spec.mla->v_head_dim) / 2.0
+                                  : static_cast<double>(spec.heads * spec.head_dim());
         const double attention_forward = 4.0 * static_cast<double>(spec.layers) * q *
                                          static_cast<double>(spec.seq_len) * tokens;
         CHECK_MESSAGE(sel.hfu_flops() - sel.model == doctest::Approx(attention_forward).epsilon(1e-12), spec.name);

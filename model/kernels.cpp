@@ -137,8 +137,11 @@ double gemm_time_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
 }
 
 double attention_flops(const TransformerSpec& spec, double b, double s, bool causal, AttentionPass pass) {
-  const double fwd = 4.0 * b * s * s * static_cast<double>(spec.heads) * static_cast<double>(spec.head_dim()) *
-                     (causal ? 0.5 : 1.0);
+  // MLA: Q·K^T over qk_nope + qk_rope and P·V over v_head, 2·b·s²·heads·(qk + v).
+  const double width = spec.mla ? static_cast<double>(spec.mla->qk_nope_dim + spec.mla->qk_rope_dim +
+                                                      spec.mla->v_head_dim) / 2.0
+                                : static_cast<double>(spec.head_dim());
+  const double fwd = 4.0 * b * s * s * static_cast<double>(spec.heads) * width * (causal ? 0.5 : 1.0);
   return pass == AttentionPass::forward ? fwd : 2.5 * fwd;
 }
 

@@ -121,6 +121,7 @@ double gemm_time_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
 /// Executed FLOPs of attention's forward over b sequences of s tokens: 4·b·s²·heads·d,
 /// halved when causal (the kernel skips the masked half); backward 2.5x (FlashAttention-2
 /// recomputes the scores: 5 matmuls against 2; Dao 2023, arXiv 2307.08691, Sec. 3.1-3.2).
+/// MLA: d is the mean of the Q·K^T width (qk_nope + qk_rope) and the P·V width (v_head).
 double attention_flops(const TransformerSpec& spec, double b, double s, bool causal, AttentionPass pass);
 
 /// Memory-bound work of one layer or of the loss: bytes moved and kernels launched.

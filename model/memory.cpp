@@ -3,6 +3,8 @@
 // context and allocator overhead. Every term is a pure function of its inputs.
 #include "model/memory.hpp"
 
+#include "model/moe.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -146,14 +148,35 @@ double gathered_params_bytes(const ParamCounts& c, Strategy s, const MemoryInput
 /// With d = h, f = 4h, w = 2, sequential: 11h + 19h + 4h = 34h (Korthikanti's 34·s·b·h).
 /// Dropout masks are kept as Korthikanti counts them (1 B each, 2h per token) even for
 /// models trained without dropout: a deliberate 2/34 over-count.
-double layer_bytes_per_token(const TransformerSpec& spec, double w) {
+/// MoE layers (the share φ = moe_layer_share of the layers) keep, per token, in place of the
+/// dense MLP's: the MLP input h·w + its dropout mask h, the router's fp32 logits 4·E, the
+/// dispatched copies and the experts' outputs before combine 2·c·k·h·w, and the experts'
+/// inner activations as a dense MLP of width c·k·f_e + S·f_s (c the capacity factor, k of E
+/// routed experts of width f_e, S shared of width f_s); the layer's mean is
+/// (1 - φ)·dense + φ·MoE.
+double moe_mlp_bytes_per_token(const TransformerSpec& spec, double w, double capacity, double dense_mlp) {
+  const MoeSpec& m = *spec.moe;
+  const double h = static_cast<double>(spec.hidden);
+  const double k = static_cast<double>(m.top_k);
+  const double f = capacity * k * static_cast<double>(m.expert_ffn) +
+                   static_cast<double>(m.shared_experts) *
+                       static_cast<double>(m.shared_ffn > 0 ? m.shared_ffn : m.expert_ffn);
+  const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
+  const double moe = (mlp_input + (spec.gated_mlp ? 4.0 : 2.0) * f) * w + h + 4.0 * static_cast<double>(m.experts) +
+                     2.0 * capacity * k * h * w;
+  const double share = moe_layer_share(spec);
+  return (1.0 - share) * dense_mlp + share * moe;
+}
+
+double layer_bytes_per_token(const TransformerSpec& spec, double w, double capacity = 1.0) {
   const double h = static_cast<double>(spec.hidden);
   const double q = static_cast<double>(spec.heads * spec.head_dim());
   const double d = static_cast<double>(spec.kv_dim());
   const double f = static_cast<double>(spec.ffn_hidden);
   const double attention = (h + 2.0 * q + 2.0 * d) * w + h;
   const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
-  const double mlp = (mlp_input + (spec.gated_mlp ? 4.0 : 2.0) * f) * w + h;
+  double mlp = (mlp_input + (spec.gated_mlp ? 4.0 : 2.0) * f) * w + h;
+  if (spec.moe) mlp = moe_mlp_bytes_per_token(spec, w, capacity, mlp);
   const double norms = (spec.parallel_attn_mlp ? 1.0 : 2.0) * h * w;
   return attention + mlp + norms;
 }
@@ -174,13 +197,13 @@ double score_bytes(const TransformerSpec& spec, double b, double s, Recompute r,
 /// One layer's activation bytes at element width w (see activation_bytes_per_layer).
 /// Full recompute (Korthikanti Sec. 4.2 / 5): only the layer input, s·b·h·w.
 double layer_activation_bytes(const TransformerSpec& spec, double b, double s, Recompute r,
-                              bool flash, double w, int tp = 1, bool sp = false) {
+                              bool flash, double w, int tp = 1, bool sp = false, double capacity = 1.0) {
   const double t = tp;
   const double h = static_cast<double>(spec.hidden);
   if (r == Recompute::full) return s * b * h * w / (sp ? t : 1.0);
   // Under TP without SP the h-wide tensors stay whole on every rank (Korthikanti Table 2:
   // 10sbh of 34sbh at w = 2): norm inputs, block inputs 4hw, dropout masks 2h.
-  const double per_token = layer_bytes_per_token(spec, w);
+  const double per_token = layer_bytes_per_token(spec, w, capacity);
   const double whole = sp ? 0.0 : std::min(per_token, 4.0 * h * w + 2.0 * h);
   return s * b * (whole + (per_token - whole) / t) + score_bytes(spec, b, s, r, flash, w) / t;
 }
@@ -199,9 +222,11 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
   const double w = working_bytes(in.precision);
   const double layers = static_cast<double>(spec.layers);
   const double stage_layers = std::ceil(layers / in.pp) * in.in_flight;  // stage 0 under a pipeline
-  double bytes = stage_layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, w, in.tp, in.sp);
+  const double cf = in.moe_capacity_factor;
+  double bytes =
+      stage_layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, w, in.tp, in.sp, cf);
   if (in.recompute == Recompute::full)
-    bytes += layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, w, in.tp, in.sp);
+    bytes += layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, w, in.tp, in.sp, cf);
   return bytes + outer_activation_bytes(spec, b, s, w);
 }
 
@@ -346,6 +371,7 @@ std::int64_t shard_degree(Strategy strategy, std::int64_t gpus, std::int64_t gpu
   }
 }
 
+
 ModelStateBytes model_state_bytes(const ParamCounts& c, const MemoryInputs& in) {
   const std::int64_t n = shard_degree(in.strategy, in.gpus, in.gpus_per_node);
   const Strategy s = effective_strategy(in.strategy, n);
@@ -370,6 +396,38 @@ double activation_bytes_per_layer(const TransformerSpec& spec, std::int64_t micr
   return layer_activation_bytes(spec, static_cast<double>(micro_batch),
                                 static_cast<double>(seq_len), recompute, flash_attention, 2.0);
 }
+
+namespace {
+
+/// Model states of a MoE model: the dense part as any model's over `gpus`; the stage's routed
+/// experts, 1/ep of them on each GPU, sharded by the strategy over the gpus/ep ranks of the
+/// expert-data-parallel group (MemoryInputs::ep). Gathered parameters (ZeRO-3/FSDP) count a
+/// layer's dense part and its local experts.
+ModelStateBytes moe_model_state_bytes(const TransformerSpec& spec, const ParamCounts& c, const MemoryInputs& in) {
+  require(in.ep >= 1 && in.gpus % in.ep == 0, "ep must be >= 1 and divide the DP x CP ranks");
+  require(in.lora == nullptr && in.tp == 1, "MoE memory under LoRA or tensor parallelism is not modelled");
+  const double routed = routed_expert_parameters(spec) / in.pp;
+  const double routed_per_layer = routed_expert_parameters(spec) / static_cast<double>(spec.layers);
+  ParamCounts dense = c;
+  dense.stored -= routed;
+  dense.trainable -= routed;
+  dense.per_layer -= routed_per_layer * (1.0 - 1.0 / in.ep);
+  dense.per_layer_trainable = dense.per_layer;
+  ParamCounts experts;
+  experts.stored = experts.trainable = routed / in.ep;
+  MemoryInputs group = in;
+  group.gpus = in.gpus / in.ep;
+  const ModelStateBytes d = model_state_bytes(dense, in);
+  const ModelStateBytes e = model_state_bytes(experts, group);
+  ModelStateBytes m;
+  m.weights = d.weights + e.weights;
+  m.gradients = d.gradients + e.gradients;
+  m.optimizer = d.optimizer + e.optimizer;
+  m.gathered_params = d.gathered_params;
+  return m;
+}
+
+}  // namespace
 
 MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
   require(in.model != nullptr, "no model");
@@ -399,6 +457,7 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
   const std::int64_t n = shard_degree(in.strategy, in.gpus, in.gpus_per_node);
   const Strategy s = effective_strategy(in.strategy, n);
   ModelStateBytes m = model_state_bytes(c, in);
+  if (spec.moe) m = moe_model_state_bytes(spec, c, in);
   const bool offload = in.offload != OffloadKind::none;
   require(!offload || (in.gpus_per_host >= 1 && in.host_capacity_bytes > 0),
           "offload needs gpus_per_host >= 1 and a host capacity > 0");
@@ -416,8 +475,14 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
     assert(bytes >= 0);
     out.terms.push_back({term, bytes, std::move(note)});
   };
+  // A MoE GPU holds the dense part and 1/ep of the stage's routed experts.
+  const double held = spec.moe ? c.stored - routed_expert_parameters(spec) / in.pp * (1.0 - 1.0 / in.ep) : c.stored;
   add("weights", m.weights,
-      fmt::format("{}-bit working copy of {:.4g} params{}, {}{}", 8 * w, c.stored,
+      fmt::format("{}-bit working copy of {:.4g} params{}{}, {}{}", 8 * w, held,
+                  spec.moe ? fmt::format(" (routed experts 1/{}: expert parallelism; their states sharded over {} "
+                                         "expert-DP ranks)",
+                                         in.ep, in.gpus / in.ep)
+                           : "",
                   in.tp > 1 ? fmt::format(" (1/{} of each matrix: tensor parallelism)", in.tp) : "",
                   shard_note(shards_parameters(s), n),
                   s == Strategy::fsdp_shard_grad_op ? " (SHARD_GRAD_OP keeps them gathered)" : ""));
@@ -435,10 +500,13 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
           ? std::string("4 x largest module (DeepSpeed estimator)")
           : fmt::format("{} gathered block(s)", in.prefetch_layers + 1));
   add("activations", activations_bytes(spec, in),
-      fmt::format("Korthikanti per layer x {} layers, recompute {}, flash {}", spec.layers,
-                  name(in.recompute), in.flash_attention ? "on" : "off"));
+      fmt::format("Korthikanti per layer x {} layers, recompute {}, flash {}{}", spec.layers,
+                  name(in.recompute), in.flash_attention ? "on" : "off",
+                  spec.moe ? fmt::format(", MoE capacity factor {:g}", in.moe_capacity_factor) : ""));
   add("logits", logits_bytes(spec, in), fmt::format("b*s*V*({} + 4 fp32 loss)", w));
-  add("comm_buffers", comm_buffer_bytes(c, s, in), fmt::format("{} buffers", name(s)));
+  ParamCounts local = c;  // what this GPU's gradient buffers hold: 1/ep of a MoE model's experts
+  local.trainable = spec.moe ? held : c.trainable;
+  add("comm_buffers", comm_buffer_bytes(local, s, in), fmt::format("{} buffers", name(s)));
   double allocated = 0;
   for (const MemoryTerm& t : out.terms) allocated += t.bytes;
   add("cuda_context", in.cuda_context_bytes, "caller-supplied");

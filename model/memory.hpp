@@ -71,6 +71,16 @@ struct MemoryInputs {
   /// activations and logits are those of s/cp (Megatron-LM context parallelism); the model
   /// states shard over `gpus`, which counts the DP x CP ranks.
   int cp = 1;
+  /// Expert parallelism of a MoE model (Megatron-Core's rule): the routed experts spread
+  /// over `ep` ranks of the DP x CP group, so each GPU holds E/ep of every MoE layer's
+  /// experts, and an expert is replicated over the gpus/ep ranks of its expert-data-parallel
+  /// group, over which the strategy shards its gradients and optimizer states (ZeRO) as it
+  /// shards the dense part over `gpus`. ep divides gpus.
+  int ep = 1;
+  /// Tokens an expert takes over its balanced share (the capacity factor, Lepikhin et al.
+  /// 2020, GShard): the expert activations scale with it. 1.0: dropless with balanced
+  /// routing (Megatron-Core's default, no capacity).
+  double moe_capacity_factor = 1.0;
   /// CPU offload (model/offload.hpp): the optimizer states and fp32 gradients (and with
   /// `parameters` the 16-bit shards) move to the host of `gpus_per_host` GPUs, whose memory
   /// is `host_capacity_bytes` (0: unknown; then offload is refused).

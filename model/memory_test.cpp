@@ -2,6 +2,7 @@
 // Korthikanti's activation count, and ordering properties between strategies.
 #include "model/memory.hpp"
 #include "model/compute.hpp"
+#include "model/moe.hpp"
 #include "model/transformer.hpp"
 
 #include <doctest/doctest.h>
@@ -475,5 +476,47 @@ TEST_CASE("CPU offload: the optimizer leaves the GPU for the host, which holds 1
   in.host_capacity_bytes = 0;  // a host of unknown size is refused
   CHECK_THROWS_AS(memory_per_gpu(in), std::invalid_argument);
 }
+
+TEST_CASE("MoE memory: a GPU holds 1/ep of the routed experts; ZeRO shards them over the gpus/ep expert-DP ranks") {
+  const TransformerSpec* mix = find_model("mixtral-8x7b");
+  REQUIRE(mix != nullptr);
+  const double p = static_cast<double>(parameter_count(*mix));
+  const double routed = routed_expert_parameters(*mix);
+  CHECK(routed == doctest::Approx(32.0 * 8 * 3 * 4096 * 14336));
+  // ep = 1: the experts shard as the dense part does; the states are those of all P.
+  MemoryInputs one = base_inputs(*mix, Strategy::zero1, 8);
+  one.capacity_bytes = 1e12;
+  const MemoryBreakdown m1 = memory_per_gpu(one);
+  CHECK(term(m1, "weights") == doctest::Approx(2 * p));
+  CHECK(term(m1, "optimizer") == doctest::Approx(12 * p / 8));
+  // ep = 8 on 8 GPUs: each GPU holds one expert per layer (weights, gradients 2 B each);
+  // the expert-DP group is one rank, so ZeRO-1 has nothing left to shard in the experts: their
+  // optimizer states are 1/8 through EP, the dense part's 1/8 through ZeRO.
+  MemoryInputs ep8 = one;
+  ep8.ep = 8;
+  const MemoryBreakdown m8 = memory_per_gpu(ep8);
+  CHECK(term(m8, "weights") == doctest::Approx(2 * (p - routed + routed / 8)));
+  CHECK(term(m8, "gradients") == doctest::Approx(2 * (p - routed + routed / 8)));
+  CHECK(term(m8, "optimizer") == doctest::Approx(12 * ((p - routed) / 8 + routed / 8)));
+  // ep = 2 on 8 GPUs: experts 1/2 per GPU, their optimizer states over 4 expert-DP ranks.
+  MemoryInputs ep2 = one;
+  ep2.ep = 2;
+  CHECK(term(memory_per_gpu(ep2), "optimizer") == doctest::Approx(12 * ((p - routed) / 8 + routed / 2 / 4)));
+  ep2.ep = 3;  // does not divide the 8 ranks
+  CHECK_THROWS_AS(memory_per_gpu(ep2), std::invalid_argument);
+}
+
+TEST_CASE("MoE activations grow with the capacity factor: c·k expert-widths of inner activations and dispatch copies") {
+  const TransformerSpec* mix = find_model("mixtral-8x7b");
+  REQUIRE(mix != nullptr);
+  MemoryInputs in = base_inputs(*mix, Strategy::zero1, 8);
+  in.capacity_bytes = 1e12;
+  const double a1 = term(memory_per_gpu(in), "activations");
+  in.moe_capacity_factor = 1.5;
+  const double a15 = term(memory_per_gpu(in), "activations");
+  // Per token and layer the factor scales (4·k·f_e + 2·k·h)·w: 0.5 x (4·2·14336 + 2·2·4096)·2.
+  CHECK(a15 - a1 == doctest::Approx(32.0 * 1024 * 0.5 * (4.0 * 2 * 14336 + 2.0 * 2 * 4096) * 2));
+}
+
 
 }  // namespace stepcast

@@ -3,6 +3,7 @@
 #include "topologies/fabric.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -47,7 +48,9 @@ std::int64_t moe_mlp_active_parameters(const TransformerSpec& spec, const MoeSpe
 }
 
 MoeParameters moe_parameters(const TransformerSpec& spec, const MoeSpec& moe) {
-  const ParameterBreakdown b = parameter_breakdown(spec);
+  TransformerSpec dense = spec;  // the same model with every layer's dense MLP
+  dense.moe.reset();
+  const ParameterBreakdown b = parameter_breakdown(dense);
   const std::int64_t n = moe_layer_count(spec.layers, moe);
   const std::int64_t dense_mlp = b.mlp / spec.layers;
   const std::int64_t dense_total = b.total() - n * dense_mlp;
@@ -67,6 +70,44 @@ ExpertWork expert_work(const TransformerSpec& spec, const MoeSpec& moe, double t
   w.flops_forward = 2.0 * w.rows_per_expert * static_cast<double>(w.local_experts) *
                     static_cast<double>(expert_parameters(spec.hidden, moe.expert_ffn, spec.gated_mlp));
   return w;
+}
+
+double routed_expert_parameters(const TransformerSpec& spec) {
+  if (!spec.moe) return 0.0;
+  const MoeSpec& m = *spec.moe;
+  return static_cast<double>(moe_layer_count(spec.layers, m)) * static_cast<double>(m.experts) *
+         static_cast<double>(expert_parameters(spec.hidden, m.expert_ffn, spec.gated_mlp));
+}
+
+double moe_layer_share(const TransformerSpec& spec) {
+  if (!spec.moe) return 0.0;
+  return static_cast<double>(moe_layer_count(spec.layers, *spec.moe)) / static_cast<double>(spec.layers);
+}
+
+std::vector<GroupedGemm> moe_layer_gemms(const TransformerSpec& spec, const MoeSpec& moe, std::int64_t tokens,
+                                         int ep, double imbalance) {
+  if (tokens < 1) throw std::invalid_argument("MoE GEMMs need >= 1 token");
+  const ExpertWork w = expert_work(spec, moe, static_cast<double>(tokens), ep, imbalance);
+  const std::int64_t rows = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(w.rows_per_expert)));
+  const std::int64_t h = spec.hidden, f = moe.expert_ffn;
+  const int up = spec.gated_mlp ? 2 : 1;
+  std::vector<GroupedGemm> out{
+      {GemmShape{"router", tokens, moe.experts, h, 1}, 1},
+      {GemmShape{"expert_up", rows, f, h, up}, w.local_experts},
+      {GemmShape{"expert_down", rows, h, f, 1}, w.local_experts},
+  };
+  if (moe.shared_experts > 0) {
+    const std::int64_t fs = moe.shared_experts * shared_width(moe);
+    out.push_back({GemmShape{"shared_up", tokens, fs, h, up}, 1});
+    out.push_back({GemmShape{"shared_down", tokens, h, fs, 1}, 1});
+  }
+  return out;
+}
+
+double moe_permutation_bytes(const TransformerSpec& spec, const MoeSpec& moe, double tokens, double w) {
+  check(moe);
+  if (tokens < 0 || w <= 0) throw std::invalid_argument("permutation bytes: tokens >= 0, w > 0");
+  return 4.0 * tokens * static_cast<double>(moe.top_k) * static_cast<double>(spec.hidden) * w;
 }
 
 double moe_all_to_all_bytes(const TransformerSpec& spec, const MoeSpec& moe, double tokens, double w, int ep) {

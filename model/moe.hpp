@@ -5,6 +5,7 @@
 /// simulator decides where the all-to-alls run.
 #pragma once
 
+#include "model/flops.hpp"
 #include "model/transformer.hpp"
 
 #include <cstdint>
@@ -14,19 +15,8 @@ namespace stepcast {
 
 struct CommFabric;
 
-/// The expert part of a MoE transformer. A MoE layer replaces the dense MLP with `experts`
-/// routed experts (each a gated or plain MLP of width `expert_ffn`), of which each token
-/// uses `top_k`, plus `shared_experts` that every token uses (width `shared_ffn`, 0: the
-/// routed width), and a router (a hidden x experts matrix, no bias).
-struct MoeSpec {
-  std::int64_t experts = 1;            ///< routed experts per MoE layer
-  std::int64_t top_k = 1;              ///< routed experts per token
-  std::int64_t shared_experts = 0;     ///< experts every token passes through
-  std::int64_t expert_ffn = 0;         ///< inner width of one routed expert
-  std::int64_t shared_ffn = 0;         ///< inner width of one shared expert (0: expert_ffn)
-  std::int64_t first_dense_layers = 0; ///< leading layers that keep the dense MLP (DeepSeek-V3: 3)
-  std::int64_t moe_every = 1;          ///< after those, every k-th layer is MoE (1: all)
-};
+/// (MoeSpec itself is in model/transformer.hpp: a model carries it.)
+
 
 /// Layers with a MoE MLP: i >= first_dense_layers with (i - first_dense_layers) % moe_every == 0,
 /// for i in [0, layers). Throws std::invalid_argument on counts below their minimum.
@@ -61,6 +51,35 @@ struct ExpertWork {
 };
 ExpertWork expert_work(const TransformerSpec& spec, const MoeSpec& moe, double tokens, int ep,
                        double imbalance = 1.0);
+
+/// Routed-expert parameters of the whole model: MoE layers x E x expert_parameters (0 for a
+/// dense model): the part expert parallelism spreads over its ranks.
+double routed_expert_parameters(const TransformerSpec& spec);
+
+/// The fraction of a model's layers that are MoE layers: moe_layer_count / layers (0 for a
+/// dense model).
+double moe_layer_share(const TransformerSpec& spec);
+
+/// One GEMM of a MoE MLP run as `groups` equal GEMMs in one launch (a grouped GEMM: each
+/// local expert's tiles; cuBLAS/CUTLASS grouped GEMM as Megatron-Core's GroupedMLP runs it).
+struct GroupedGemm {
+  GemmShape shape;          ///< one group's (m x k)·(k x n); count_per_layer as in GemmShape
+  std::int64_t groups = 1;
+};
+
+/// The forward GEMMs of one MoE MLP on one GPU for its `tokens` tokens: the router
+/// (tokens x h)·(h x E); the local experts' up (gate and up when gated) and down GEMMs, E/ep
+/// groups of ceil(tokens·k·ep/E · imbalance) rows (expert_work); the shared experts' up and
+/// down GEMMs over all tokens, S·shared_ffn wide (the S experts side by side).
+std::vector<GroupedGemm> moe_layer_gemms(const TransformerSpec& spec, const MoeSpec& moe, std::int64_t tokens,
+                                         int ep, double imbalance = 1.0);
+
+/// Bytes the token permutation of one MoE layer moves, forward, at `w` bytes per element:
+/// dispatch gathers each token's k copies into expert order (reads and writes tokens·k·h
+/// elements) and combine scatters them back (the same), 4·tokens·k·h·w; backward moves
+/// their gradients the same way, the same bytes (Megatron-Core moe_utils permute/unpermute;
+/// two memory-bound kernels each way).
+double moe_permutation_bytes(const TransformerSpec& spec, const MoeSpec& moe, double tokens, double w);
 
 /// Bytes one GPU sends in one all-to-all of a MoE layer (dispatch, and combine the same):
 /// each of its `tokens` tokens goes to k experts, a share (ep - 1)/ep of them on other

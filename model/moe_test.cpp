@@ -122,3 +122,76 @@ TEST_CASE("all-to-all: NVLink peers at the intra rate, other nodes' peers at the
   CommFabric one;
   CHECK(all_to_all_time_s(1e9, one, 10e-6) == 0);
 }
+
+TEST_CASE("every MoE catalog entry's total and active counts match the published ones") {
+  // Published counts are rounded: 46.7B, 141B, 30.5B, 671B (total) within 1%; active
+  // 12.9B, 39B within 1%; 3.3B (Qwen3-30B-A3B) and 37B (DeepSeek-V3) are given to two
+  // significant figures, so within 1% plus half their last digit (0.05B, 0.5B).
+  int seen = 0;
+  for (const TransformerSpec& spec : model_catalog()) {
+    if (!spec.moe) continue;
+    ++seen;
+    REQUIRE(spec.published_params.has_value());
+    REQUIRE(spec.published_active_params.has_value());
+    const double total = static_cast<double>(parameter_count(spec));
+    const double active = static_cast<double>(active_parameter_count(spec));
+    const double pub_total = static_cast<double>(*spec.published_params);
+    const double pub_active = static_cast<double>(*spec.published_active_params);
+    CHECK_MESSAGE(std::abs(total / pub_total - 1) < 0.01, spec.name, " total ", total);
+    const double digit = pub_active < 1e10 ? 0.05e9 : pub_active < 1e11 && spec.name == "deepseek-v3" ? 0.5e9 : 0.0;
+    CHECK_MESSAGE(std::abs(active - pub_active) <= 0.01 * pub_active + digit, spec.name, " active ", active);
+    CHECK(active < total);
+  }
+  CHECK(seen >= 4);
+  const TransformerSpec* v3 = find_model("deepseek-v3");
+  REQUIRE(v3 != nullptr);
+  CHECK(v3->mla.has_value());
+  CHECK(moe_layer_count(v3->layers, *v3->moe) == 58);
+}
+
+TEST_CASE("one expert, top-1, no shared expert: the MoE model's counts and FLOPs are the dense model's, "
+          "but for the 1-wide router") {
+  TransformerSpec dense = mixtral_dense_shape();
+  TransformerSpec moe = dense;
+  moe.moe = MoeSpec{1, 1, 0, dense.ffn_hidden, 0, 0, 1};
+  // The router of one expert is h x 1: h parameters a MoE layer adds; nothing else differs.
+  const std::int64_t router = dense.layers * dense.hidden;
+  CHECK(parameter_count(moe) == parameter_count(dense) + router);
+  CHECK(active_parameter_count(moe) == parameter_count(moe));
+  FlopsOptions o;
+  const StepFlops fd = training_flops(dense, 4096, 8192, o);
+  const StepFlops fm = training_flops(moe, 4096, 8192, o);
+  // Router GEMM: 2 FLOPs per weight per token forward, twice that backward; MFU: 6 per weight.
+  CHECK(fm.forward - fd.forward == doctest::Approx(2.0 * router * 8192));
+  CHECK(fm.backward - fd.backward == doctest::Approx(4.0 * router * 8192));
+  CHECK(fm.model - fd.model == doctest::Approx(6.0 * router * 8192));
+  // The expert part alone (the layers' MLPs less the router) is exactly the dense MLP.
+  CHECK(parameter_breakdown(moe).mlp - router == parameter_breakdown(dense).mlp);
+}
+
+TEST_CASE("a MoE model's FLOPs use its active parameters: 6·P_active per token plus attention") {
+  const TransformerSpec* m = find_model("mixtral-8x7b");
+  REQUIRE(m != nullptr);
+  FlopsOptions o;
+  const double tokens = 4096;
+  const StepFlops f = training_flops(*m, 4096, tokens, o);
+  const double attention = 12.0 * 32 * 4096 * 4096;  // 12·L·q·s
+  CHECK(f.model == doctest::Approx((6.0 * static_cast<double>(active_parameter_count(*m)) + attention) * tokens));
+  CHECK(f.model < 6.0 * static_cast<double>(parameter_count(*m)) * tokens);
+}
+
+TEST_CASE("MoE layer GEMMs: E/ep groups of tokens·k·ep/E rows, the router and the shared experts") {
+  const TransformerSpec* v3 = find_model("deepseek-v3");
+  REQUIRE(v3 != nullptr);
+  const auto g = moe_layer_gemms(*v3, *v3->moe, 4096, 64, 1.0);
+  REQUIRE(g.size() == 5);
+  CHECK(g[0].shape.name == "router");
+  CHECK(g[0].shape.n == 256);
+  CHECK(g[1].groups == 4);               // 256 experts over 64 ranks
+  CHECK(g[1].shape.m == 4096 * 8 * 64 / 256);  // 8192 rows per local expert
+  CHECK(g[1].shape.count_per_layer == 2);      // gate and up
+  CHECK(g[3].shape.n == 2048);                 // one shared expert
+  // Imbalance 1.5 scales the rows of the busiest rank.
+  CHECK(moe_layer_gemms(*v3, *v3->moe, 4096, 64, 1.5)[1].shape.m == 12288);
+  CHECK(moe_permutation_bytes(*v3, *v3->moe, 4096, 2) == 4.0 * 4096 * 8 * 7168 * 2);
+}

@@ -379,6 +379,19 @@ TpLayerComm cp_all_gather_comm(const TransformerSpec& spec, std::int64_t tokens,
   return out;
 }
 
+ParallelLayout expert_parallel_layout(const ParallelLayout& layout, int ep) {
+  const int ranks = layout.dp * layout.cp;
+  if (layout.tp != 1) throw std::invalid_argument("expert parallelism with tp > 1 (expert tensor parallelism) is not modelled");
+  if (ep < 1 || ranks % ep != 0)
+    throw std::invalid_argument("expert parallelism " + std::to_string(ep) + " must divide the " +
+                                std::to_string(ranks) + " data-parallel (x context-parallel) ranks of a stage");
+  ParallelLayout out;
+  out.tp = ep;
+  out.dp = ranks / ep;
+  out.pp = layout.pp;
+  return out;
+}
+
 ParallelLayout gradient_group_layout(const ParallelLayout& layout) {
   ParallelLayout out = layout;
   out.dp = layout.dp * layout.cp;

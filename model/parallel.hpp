@@ -243,6 +243,19 @@ TpLayerComm cp_all_gather_comm(const TransformerSpec& spec, std::int64_t tokens,
 ParallelLayout gradient_group_layout(const ParallelLayout& layout);
 
 // ---------------------------------------------------------------------------------------
+// Expert parallelism
+
+/// The expert layers' layout of `layout` under expert parallelism of degree `ep`
+/// (Megatron-Core's expert rank generator, order "tp-ep-dp-pp" with expert TP 1): the
+/// dp·cp ranks of a stage (tp = 1) regrouped into EP groups of `ep` consecutive ranks, the
+/// fastest dimension (returned as `tp`, so the group placement of GroupKind::tp is the EP
+/// group's: inside a node when ep <= GPUs per node), and the expert-data-parallel groups
+/// of dp·cp/ep ranks over which an expert's gradients reduce (returned as `dp`); pp kept.
+/// Throws std::invalid_argument when tp > 1 (expert tensor parallelism is not modelled) or
+/// ep does not divide dp·cp.
+ParallelLayout expert_parallel_layout(const ParallelLayout& layout, int ep);
+
+// ---------------------------------------------------------------------------------------
 // Pipeline parallelism
 
 /// Layers of each model chunk, chunk c = k·p + i being the k-th chunk of stage i (Megatron's

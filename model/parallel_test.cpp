@@ -475,3 +475,27 @@ TEST_CASE("CP rules: cp divides the sequence, 2·cp for causal load balance") {
   s.kind = ModelKind::encoder;  // no causal mask: cp alone must divide
   CHECK_NOTHROW(validate_layout(layout(1, 1, 1, 8), 8, s, 4104));
 }
+
+TEST_CASE("expert-parallel groups: ep consecutive ranks of a stage's DP x CP ranks, inside a node when ep <= its GPUs") {
+  ParallelLayout l;
+  l.dp = 64;
+  l.pp = 4;
+  const ParallelLayout e8 = expert_parallel_layout(l, 8);
+  CHECK(e8.tp == 8);
+  CHECK(e8.dp == 8);
+  CHECK(e8.pp == 4);
+  CHECK(e8.gpus() == l.gpus());
+  const GroupPlacement g8 = group_placement(e8, GroupKind::tp, 8);
+  CHECK(g8.nodes_spanned == 1);
+  CHECK(g8.ranks_per_node == 8);
+  const GroupPlacement g64 = group_placement(expert_parallel_layout(l, 64), GroupKind::tp, 8);
+  CHECK(g64.nodes_spanned == 8);
+  CHECK(g64.ranks_per_node == 8);
+  CHECK(g64.groups_sharing_a_node == 1);
+  // The expert-data-parallel group: the 64/ep ranks holding the same experts.
+  CHECK(expert_parallel_layout(l, 64).dp == 1);
+  CHECK_THROWS_AS(expert_parallel_layout(l, 128), std::invalid_argument);  // ep above dp
+  l.tp = 2;
+  l.dp = 32;
+  CHECK_THROWS_AS(expert_parallel_layout(l, 8), std::invalid_argument);  // expert TP not modelled
+}

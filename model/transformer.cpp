@@ -4,6 +4,7 @@
 
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
+#include "model/moe.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -46,6 +47,32 @@ Norm norm_from(const std::string& s) {
 /// RMSNorm only a weight (h) (Zhang & Sennrich 2019, arXiv 1910.07467).
 std::int64_t norm_params(Norm norm, std::int64_t hidden) {
   return norm == Norm::layernorm ? 2 * hidden : hidden;
+}
+
+/// Reads a model's "moe" object (keys of MoeSpec; experts, top_k and expert_ffn required).
+MoeSpec parse_moe(JsonObject& o) {
+  MoeSpec m;
+  m.experts = o.integer("experts", 1, limits::kMaxHidden);
+  m.top_k = o.integer("top_k", 1, m.experts);
+  m.expert_ffn = o.integer("expert_ffn", 1, kMaxFfnHidden);
+  m.shared_experts = o.optional_integer("shared_experts", 0, limits::kMaxHidden).value_or(0);
+  m.shared_ffn = o.optional_integer("shared_ffn", 1, kMaxFfnHidden).value_or(0);
+  m.first_dense_layers = o.optional_integer("first_dense_layers", 0, kMaxLayers).value_or(0);
+  m.moe_every = o.optional_integer("moe_every", 1, kMaxLayers).value_or(1);
+  o.finish();
+  return m;
+}
+
+/// Reads a model's "mla" object (every key of MlaSpec but q_lora_rank required).
+MlaSpec parse_mla(JsonObject& o) {
+  MlaSpec m;
+  m.q_lora_rank = o.optional_integer("q_lora_rank", 1, kMaxHidden).value_or(0);
+  m.kv_lora_rank = o.integer("kv_lora_rank", 1, kMaxHidden);
+  m.qk_nope_dim = o.integer("qk_nope_dim", 1, kMaxHidden);
+  m.qk_rope_dim = o.integer("qk_rope_dim", 1, kMaxHidden);
+  m.v_head_dim = o.integer("v_head_dim", 1, kMaxHidden);
+  o.finish();
+  return m;
 }
 
 std::string lower(std::string s) {
@@ -93,7 +120,13 @@ std::string_view name(Norm n) {
 ///     (Gemma 2, Mistral Nemo, Qwen3); absent: hidden / heads, and heads must divide hidden;
 ///   - `embedding_norm`, `qkv_bias`, `parallel_attn_mlp`, `pooler`: false;
 ///     `type_vocab` (integer >= 0): 0;
-///   - `published_params` (integer >= 1): none;
+///   - `published_params` (integer >= 1): none; `published_active_params` (MoE only): none;
+///   - `moe` (object): none, a dense model. Keys: `experts`, `top_k` (<= experts),
+///     `expert_ffn` (required), `shared_experts` (0), `shared_ffn` (0: expert_ffn),
+///     `first_dense_layers` (0, fewer than layers), `moe_every` (1); unknown keys rejected;
+///   - `mla` (object): none, standard attention. Keys: `kv_lora_rank`, `qk_nope_dim`,
+///     `qk_rope_dim`, `v_head_dim` (required), `q_lora_rank` (0: no query bottleneck); it
+///     sets head_dim = qk_nope_dim + qk_rope_dim and kv_heads = heads, so neither may be given;
 ///   - `notes` (string): free documentation, read and discarded.
 /// Checks: `heads` divides `hidden` unless `head_dim` is given.
 TransformerSpec parse_transformer(JsonObject& obj) {
@@ -151,6 +184,23 @@ TransformerSpec parse_transformer(JsonObject& obj) {
   spec.type_vocab = obj.optional_integer("type_vocab", 0, kMaxVocab).value_or(0);
   spec.pooler = obj.optional_boolean("pooler").value_or(false);
   spec.published_params = obj.optional_integer("published_params", 1, kMaxPublishedParams);
+  spec.published_active_params = obj.optional_integer("published_active_params", 1, kMaxPublishedParams);
+  if (auto moe = obj.optional_object("moe")) {
+    spec.moe = parse_moe(*moe);
+    if (spec.moe->first_dense_layers >= spec.layers)
+      throw moe->error("first_dense_layers", "expected fewer than the " + std::to_string(spec.layers) + " layers");
+  } else if (spec.published_active_params) {
+    throw obj.error("published_active_params", "only allowed with \"moe\"");
+  }
+  if (auto mla = obj.optional_object("mla")) {
+    if (obj.has("head_dim") || obj.has("kv_heads"))
+      throw obj.error("mla", "multi-head latent attention sets the head widths: give neither head_dim nor kv_heads");
+    spec.mla = parse_mla(*mla);
+    spec.head_width = spec.mla->qk_nope_dim + spec.mla->qk_rope_dim;
+    spec.kv_heads = spec.heads;
+    if (spec.head_width * spec.heads > kMaxHidden)
+      throw mla->error("qk_nope_dim", "expected heads x (qk_nope_dim + qk_rope_dim) at most " + std::to_string(kMaxHidden));
+  }
   obj.optional_string("notes");
   obj.finish();
   return spec;
@@ -171,14 +221,10 @@ TransformerSpec parse_transformer(JsonObject& obj) {
 ParameterBreakdown parameter_breakdown(const TransformerSpec& spec) {
   assert(spec.layers >= 1 && spec.hidden >= 1 && spec.heads >= 1 && spec.kv_heads >= 1);
   const std::int64_t h = spec.hidden;
-  const std::int64_t q = spec.head_dim() * spec.heads;
-  const std::int64_t kv = spec.kv_dim();
   const std::int64_t f = spec.ffn_hidden;
   const std::int64_t n = norm_params(spec.norm, h);
 
-  std::int64_t attn = 2 * h * q + 2 * h * kv;
-  if (spec.linear_bias) attn += q + 2 * kv + h;
-  else if (spec.qkv_bias) attn += q + 2 * kv;
+  const std::int64_t attn = attention_parameters_per_layer(spec);
 
   std::int64_t mlp = (spec.gated_mlp ? 3 : 2) * h * f;
   if (spec.linear_bias) mlp += spec.gated_mlp ? 2 * f + h : f + h;
@@ -195,11 +241,43 @@ ParameterBreakdown parameter_breakdown(const TransformerSpec& spec) {
   b.lm_head = spec.tied_embeddings ? 0 : spec.vocab * h;
   b.other = spec.pooler ? h * h + h : 0;
   b.per_layer = attn + mlp + layer_norms;
+  if (spec.moe) {  // the MoE layers' MLPs: every expert and the router
+    const MoeParameters m = moe_parameters(spec, *spec.moe);
+    b.mlp += m.total - b.total();
+    b.per_layer = (b.attention + b.mlp + spec.layers * layer_norms) / spec.layers;
+  }
   return b;
 }
 
 std::int64_t parameter_count(const TransformerSpec& spec) {
   return parameter_breakdown(spec).total();
+}
+
+std::int64_t active_parameter_count(const TransformerSpec& spec) {
+  return spec.moe ? moe_parameters(spec, *spec.moe).active : parameter_count(spec);
+}
+
+/// Standard attention: h·q (Q) + 2·h·kv (K, V) + q·h (O), biases q + 2·kv + h with
+/// linear_bias, q + 2·kv with qkv_bias only. MLA (DeepSeek-V3's modeling_deepseek.py
+/// DeepseekV3Attention): q_a h·r_q + norm r_q + q_b r_q·H·(d_n + d_r) (or h·H·(d_n + d_r)
+/// without a query bottleneck), kv_a h·(r_kv + d_r) + norm r_kv, kv_b r_kv·H·(d_n + d_v),
+/// o H·d_v·h; no biases.
+std::int64_t attention_parameters_per_layer(const TransformerSpec& spec) {
+  const std::int64_t h = spec.hidden;
+  if (spec.mla) {
+    const MlaSpec& m = *spec.mla;
+    const std::int64_t heads = spec.heads, qk = m.qk_nope_dim + m.qk_rope_dim;
+    const std::int64_t q = m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * heads * qk
+                                             : h * heads * qk;
+    return q + h * (m.kv_lora_rank + m.qk_rope_dim) + m.kv_lora_rank +
+           m.kv_lora_rank * heads * (m.qk_nope_dim + m.v_head_dim) + heads * m.v_head_dim * h;
+  }
+  const std::int64_t q = spec.head_dim() * spec.heads;
+  const std::int64_t kv = spec.kv_dim();
+  std::int64_t attn = 2 * h * q + 2 * h * kv;
+  if (spec.linear_bias) attn += q + 2 * kv + h;
+  else if (spec.qkv_bias) attn += q + 2 * kv;
+  return attn;
 }
 
 namespace {

@@ -20,7 +20,36 @@ enum class Positional { learned, rope, alibi };
 enum class Norm { layernorm, rmsnorm };
 enum class ModelKind { decoder, encoder };
 
-/// The shape of a dense transformer. Counts are plain integers; sizes are in elements.
+/// The expert part of a MoE transformer. A MoE layer replaces the dense MLP with `experts`
+/// routed experts (each a gated or plain MLP of width `expert_ffn`), of which each token
+/// uses `top_k`, plus `shared_experts` that every token uses (width `shared_ffn`, 0: the
+/// routed width), and a router (a hidden x experts matrix, no bias).
+struct MoeSpec {
+  std::int64_t experts = 1;            ///< routed experts per MoE layer
+  std::int64_t top_k = 1;              ///< routed experts per token
+  std::int64_t shared_experts = 0;     ///< experts every token passes through
+  std::int64_t expert_ffn = 0;         ///< inner width of one routed expert
+  std::int64_t shared_ffn = 0;         ///< inner width of one shared expert (0: expert_ffn)
+  std::int64_t first_dense_layers = 0; ///< leading layers that keep the dense MLP (DeepSeek-V3: 3)
+  std::int64_t moe_every = 1;          ///< after those, every k-th layer is MoE (1: all)
+};
+
+/// Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 Sec. 2.1): queries through
+/// a low-rank bottleneck (h -> q_lora_rank -> heads·(qk_nope + qk_rope); none when 0), keys
+/// and values from a shared latent (h -> kv_lora_rank + qk_rope, the rope part one shared
+/// key head; latent -> heads·(qk_nope + v_head)), the output from heads·v_head. Each
+/// bottleneck has an RMSNorm. For the attention kernel and the activation memory a head is
+/// taken as qk_nope + qk_rope wide with kv_heads = heads (training decompresses K and V per
+/// head); the attention core's FLOPs use the true widths (Q·K^T over qk, P·V over v_head).
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;   ///< 0: queries projected straight from h
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_dim = 0;
+  std::int64_t qk_rope_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
+
+/// The shape of a transformer (dense unless `moe` is set). Counts are plain integers; sizes are in elements.
 struct TransformerSpec {
   std::string name;                 ///< catalog key, e.g. "llama-2-7b"
   std::vector<std::string> aliases; ///< other names it goes by, e.g. "Llama-2-7B", "MPT-7b"
@@ -50,6 +79,11 @@ struct TransformerSpec {
   std::int64_t type_vocab = 0;      ///< BERT token-type embeddings (0 if none)
   bool pooler = false;              ///< BERT pooler (hidden x hidden + bias)
   std::optional<std::int64_t> published_params;  ///< count stated by the source
+  /// Mixture of experts ("moe"): which layers route tokens to experts; ffn_hidden is then
+  /// the width of the dense layers' MLP.
+  std::optional<MoeSpec> moe;
+  std::optional<MlaSpec> mla;     ///< multi-head latent attention ("mla")
+  std::optional<std::int64_t> published_active_params;  ///< active count stated (MoE)
   std::string source;               ///< where the dimensions come from
 
   std::int64_t head_dim() const { return head_width > 0 ? head_width : hidden / heads; }
@@ -72,9 +106,15 @@ struct ParameterBreakdown {
   std::int64_t per_layer = 0;
 };
 
-/// Parameter count from the shape.
+/// Parameter count from the shape. With `moe`, mlp counts every expert and router (the
+/// total, what memory holds); per_layer is the layers' mean.
 ParameterBreakdown parameter_breakdown(const TransformerSpec& spec);
 std::int64_t parameter_count(const TransformerSpec& spec);
+/// Parameters one token uses: parameter_count with each MoE layer's experts cut to its top_k
+/// routed and its shared experts (and router); parameter_count for a dense model.
+std::int64_t active_parameter_count(const TransformerSpec& spec);
+/// Attention parameters of one layer, biases included (MLA: its projections and two norms).
+std::int64_t attention_parameters_per_layer(const TransformerSpec& spec);
 
 /// Reads a spec from a JSON object (catalog entry or a scenario's inline model).
 /// Unknown keys and missing required keys throw InputError with the JSON path.

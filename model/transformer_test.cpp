@@ -355,3 +355,33 @@ TEST_CASE("a user catalog adds models; a name, alias or Hugging Face id already 
   const std::string typo = refused("{\"models\": [" + std::string(kMinimal) + ", \"hiden\": 3}]}");
   CHECK_MESSAGE(typo.find("/models/0/hiden") != std::string::npos, typo);
 }
+
+TEST_CASE("parse_transformer reads a moe object strictly, with did-you-mean for a misspelt key") {
+  const TransformerSpec spec = parse_inline(with(R"(, "moe": {"experts": 8, "top_k": 2, "expert_ffn": 128})"));
+  REQUIRE(spec.moe.has_value());
+  CHECK(spec.moe->experts == 8);
+  CHECK(spec.moe->top_k == 2);
+  CHECK(spec.moe->shared_experts == 0);
+  CHECK(spec.moe->moe_every == 1);
+  const std::string what = what_of(with(R"(, "moe": {"experts": 8, "top_k": 2, "expert_ffn": 128, "top_kk": 1})"));
+  CHECK_MESSAGE(what.find("/model/moe/top_kk") != std::string::npos, what);
+  CHECK_MESSAGE(what.find("top_k") != std::string::npos, what);
+  // top_k above the experts, and every layer dense, are refused.
+  CHECK(what_of(with(R"(, "moe": {"experts": 2, "top_k": 3, "expert_ffn": 128})")).find("/model/moe/top_k") !=
+        std::string::npos);
+  CHECK(what_of(with(R"(, "moe": {"experts": 2, "top_k": 1, "expert_ffn": 128, "first_dense_layers": 2})"))
+            .find("/model/moe/first_dense_layers") != std::string::npos);
+  CHECK(what_of(with(R"(, "published_active_params": 5)")).find("only allowed with") != std::string::npos);
+}
+
+TEST_CASE("parse_transformer reads an mla object, which sets the head widths") {
+  const TransformerSpec spec = parse_inline(with(
+      R"(, "mla": {"kv_lora_rank": 16, "qk_nope_dim": 8, "qk_rope_dim": 4, "v_head_dim": 8})"));
+  REQUIRE(spec.mla.has_value());
+  CHECK(spec.head_dim() == 12);
+  CHECK(spec.kv_heads == spec.heads);
+  // No query bottleneck: q 64 x 4·12, kv_a 64 x (16 + 4) + norm 16, kv_b 16 x 4·(8 + 8), o 4·8 x 64.
+  CHECK(attention_parameters_per_layer(spec) == 64 * 48 + 64 * 20 + 16 + 16 * 64 + 32 * 64);
+  CHECK(what_of(with(R"(, "kv_heads": 2, "mla": {"kv_lora_rank": 16, "qk_nope_dim": 8, "qk_rope_dim": 4,
+      "v_head_dim": 8})")).find("neither head_dim nor kv_heads") != std::string::npos);
+}

@@ -86,6 +86,7 @@ struct LayerCollective {
   double bytes = 0;                  ///< nccl-tests S, for reports
   int ranks = 1;                     ///< GPUs of the group
   std::vector<CollectivePhase> phases;
+  std::string tag = "cp";            ///< task-name prefix: "cp" (K/V exchange), "ep" (MoE all-to-all)
 };
 
 struct StepPlan {

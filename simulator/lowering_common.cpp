@@ -178,7 +178,7 @@ int tp_collectives(Builder& b, const std::vector<TpCollective>& list, int after,
 /// The costed layer collectives `list` after task `after`, in order; returns the last one.
 int layer_collectives(Builder& b, const std::vector<LayerCollective>& list, int after, const std::string& what) {
   int last = after;
-  for (const LayerCollective& c : list) last = b.layer_collective(fmt::format("cp {} {}", name(c.op), what), c, {last});
+  for (const LayerCollective& c : list) last = b.layer_collective(fmt::format("{} {} {}", c.tag, name(c.op), what), c, {last});
   return last;
 }
 

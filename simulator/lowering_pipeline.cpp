@@ -212,7 +212,7 @@ int PipelineBuilder::tp_after(int stage, const std::vector<TpCollective>& list, 
 int PipelineBuilder::cp_after(int stage, const std::vector<LayerCollective>& list, int after, const std::string& what) {
   int last = after;
   for (const LayerCollective& c : list) {
-    const auto ids = g_.add_collective(fmt::format("cp {} {}", name(c.op), what), c.purpose, FabricScope::all, c.op,
+    const auto ids = g_.add_collective(fmt::format("{} {} {}", c.tag, name(c.op), what), c.purpose, FabricScope::all, c.op,
                                        c.bytes, c.phases, {{st_[stage].compute, {last}}});
     g_.ops[g_.tasks[ids[0]].op].ranks = c.ranks;
     last = ids[0];

@@ -206,6 +206,12 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
     if (obj.has("cp_comm")) s.cp_comm = parse_name(obj, "cp_comm", parse_cp_comm, cp_comm_names());
   });
   errors.attempt([&] {
+    if (obj.has("ep")) s.ep = obj.int32("ep", 1, static_cast<int>(limits::kMaxGpus));
+    if (auto v = obj.optional_number("moe_imbalance", 1.0, 64.0)) s.moe_imbalance = *v;
+    if (auto v = obj.optional_number("moe_capacity_factor", 1.0, 64.0)) s.moe_capacity_factor = *v;
+    if (auto v = obj.optional_boolean("moe_shared_expert_overlap")) s.moe_shared_expert_overlap = *v;
+  });
+  errors.attempt([&] {
     if (obj.has("offload")) s.offload = parse_name(obj, "offload", parse_offload, offload_names());
     if (obj.has("delayed_update")) s.delayed_update = obj.boolean("delayed_update");
   });
@@ -668,6 +674,39 @@ void check_context_parallel(const Scenario& s, const ScenarioSource& w) {
   if (s.training.lora) throw InputError(w.file, at, "LoRA with context parallelism is not modelled yet");
 }
 
+/// Expert parallelism and the MoE keys: only for a MoE model; ep divides its experts and the
+/// DP x CP ranks of a stage (Megatron-Core places EP inside them); MoE and MLA models run
+/// without tensor parallelism or LoRA here.
+void check_expert_parallel(const Scenario& s, const ScenarioSource& w) {
+  const StrategySpec& st = s.strategy;
+  const TransformerSpec& m = s.model;
+  if (!m.moe) {
+    const std::string no_experts = "model \"" + m.name + "\" has no experts (no \"moe\")";
+    if (st.ep > 1) throw InputError(w.file, w.strategy + "/ep", no_experts);
+    if (st.moe_imbalance != 1.0) throw InputError(w.file, w.strategy + "/moe_imbalance", no_experts);
+    if (st.moe_capacity_factor != 1.0) throw InputError(w.file, w.strategy + "/moe_capacity_factor", no_experts);
+    if (st.moe_shared_expert_overlap) throw InputError(w.file, w.strategy + "/moe_shared_expert_overlap", no_experts);
+  } else {
+    const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
+    const std::int64_t ranks = gpus / (static_cast<std::int64_t>(st.tp) * st.pp);  // DP x CP ranks of a stage
+    if (m.moe->experts % st.ep != 0)
+      throw InputError(w.file, w.strategy + "/ep", fmt::format("expected a divisor of the {} experts, got {}",
+                                                               m.moe->experts, st.ep));
+    if (ranks % st.ep != 0)
+      throw InputError(w.file, w.strategy + "/ep",
+                       fmt::format("expected a divisor of the {} data-parallel (x context-parallel) ranks of a stage "
+                                   "({} GPUs / (tp {} x pp {})), got {}: expert-parallel groups lie inside them "
+                                   "(Megatron-Core)", ranks, gpus, st.tp, st.pp, st.ep));
+    if (st.moe_shared_expert_overlap && (m.moe->shared_experts == 0 || st.ep == 1))
+      throw InputError(w.file, w.strategy + "/moe_shared_expert_overlap",
+                       "the overlap hides the all-to-alls behind the shared experts: it needs shared experts and ep >= 2");
+  }
+  if ((m.moe || m.mla) && st.tp > 1)
+    throw InputError(w.file, w.strategy + "/tp", "MoE and MLA models under tensor parallelism are not modelled yet");
+  if ((m.moe || m.mla) && s.training.lora)
+    throw InputError(w.file, "/training/lora", "LoRA on MoE and MLA models is not modelled yet");
+}
+
 /// CPU offload: a strategy that offloads it (model/offload.hpp offload_supported), a box
 /// whose host is in the catalog, no pipeline yet; delayed_update only with the optimizer's.
 void check_offload(const Scenario& s, const ScenarioSource& w) {
@@ -696,6 +735,7 @@ void check_strategy(const Scenario& s, const ScenarioSource& w) {
   check_tensor_parallel(s, w);
   check_pipeline(s, w);
   check_context_parallel(s, w);
+  check_expert_parallel(s, w);
   check_offload(s, w);
   if (s.strategy.fp8_all_gather && (s.training.precision != Precision::fp8_mixed || !shards_parameters(s.strategy.kind)))
     throw InputError(w.file, w.strategy + "/fp8_all_gather", "the fp8 all-gather needs training.precision fp8_mixed and "

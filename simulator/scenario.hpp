@@ -91,6 +91,19 @@ struct StrategySpec {
   /// How layers are split into stages ("pp_split": "even", the default, or "balanced":
   /// the LM head counted as its share of GEMM work, as nanotron splits; model/parallel.hpp).
   StageSplit pp_split = StageSplit::even;
+  /// Expert parallelism of a MoE model ("ep": ranks a MoE layer's experts spread over; 1:
+  /// none), placed as consecutive ranks of the DP x CP group (Megatron-Core); it divides the
+  /// experts and the DP x CP ranks. "moe_imbalance" (>= 1, default 1: balanced routing, an
+  /// assumption printed): the busiest EP rank's routed tokens over the mean; its expert
+  /// GEMMs set the pace. "moe_capacity_factor" (>= 1, default 1: dropless): tokens an
+  /// expert holds over its balanced share, which the expert activations scale with.
+  int ep = 1;
+  double moe_imbalance = 1.0;
+  double moe_capacity_factor = 1.0;
+  /// "moe_shared_expert_overlap" (default false; Megatron-Core's --moe-shared-expert-overlap):
+  /// the shared experts' GEMMs run beside the dispatch and combine all-to-alls, which then
+  /// cost only what the shared experts do not hide. Needs shared experts and ep >= 2.
+  bool moe_shared_expert_overlap = false;
   int dp(int gpus) const { return gpus / (tp * pp * cp); }
 };
 

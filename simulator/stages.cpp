@@ -6,6 +6,7 @@
 
 #include "simulator/calibrated_rates.hpp"
 
+#include "model/moe.hpp"
 #include "model/parallel.hpp"
 
 #include "topologies/hardware_file.hpp"
@@ -228,6 +229,24 @@ void cost_flops(const Job& job, Costs& c) {
   c.hfu_flops_per_step = mf.hfu_flops() * m * job.dp;  // MFU's convention plus recompute
 }
 
+/// A MoE layer's bytes (the mean over layers): a GPU holds 1/ep of the routed experts. Their
+/// gradients reduce over the expert-data-parallel group of n_e = dp·cp/ep ranks, dense ones
+/// over the n = dp·cp ranks; the lowering reduces a layer's gradients in one bucket stream
+/// over the DP fabric, so the experts' bytes there are scaled by the ratio of a ring's
+/// per-rank traffic in the two groups, ((n_e - 1)/n_e) / ((n - 1)/n): 0 when each expert
+/// lives on one rank per stage (n_e = 1). The expert-DP group's own fabric is not modelled.
+void moe_layer_bytes(const Job& job, double layer_params, Costs& c) {
+  const TransformerSpec& model = job.scenario.model;
+  const double wb = working_bytes(job.scenario.training.precision);
+  const double routed = routed_expert_parameters(model) / static_cast<double>(model.layers);
+  const double local = routed / job.ep;
+  const double n = static_cast<double>(job.dp) * job.cp;
+  const double n_e = n / job.ep;
+  const double ratio = n_e > 1 ? ((n_e - 1) / n_e) / ((n - 1) / n) : 0.0;
+  c.layer_param_bytes = (layer_params - routed + local) * wb;
+  c.layer_grad_bytes = (layer_params - routed + local * ratio) * wb;
+}
+
 /// Bytes of weights and trainable gradients per layer, root unit and untied LM head.
 void cost_bytes(const Job& job, Costs& c) {
   const TransformerSpec& model = job.scenario.model;
@@ -251,6 +270,7 @@ void cost_bytes(const Job& job, Costs& c) {
     const double linear = static_cast<double>(pb.attention + pb.mlp) / static_cast<double>(model.layers);
     c.layer_gather_bytes = (linear * 1.0 + (layer_params - linear) * wb) / t;
   }
+  if (model.moe) moe_layer_bytes(job, layer_params, c);
   if (job.scenario.strategy.reduce_fp32) {  // gradients cast up and reduced in fp32
     const double up = 4.0 / wb;
     c.layer_grad_bytes *= up;
@@ -283,6 +303,8 @@ void cost_memory(const Job& job, Costs& c) {
   mem.gpus = static_cast<std::int64_t>(job.dp) * job.cp;  // the gradient group: DP x CP ranks
   mem.gpus_per_node = std::max(1, job.gpus_per_node / job.tp);  // DP ranks per node (1 with TP across nodes)
   mem.cp = job.cp;
+  mem.ep = job.ep;
+  mem.moe_capacity_factor = s.strategy.moe_capacity_factor;
   mem.offload = s.strategy.offload;
   mem.gpus_per_host = job.gpus_per_node;
   mem.host_capacity_bytes = job.host_memory_bytes;
@@ -565,6 +587,42 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
   }
 }
 
+/// Expert parallelism of a MoE model: the EP group's fabric (ep consecutive ranks of the DP
+/// x CP group, model/parallel.hpp expert_parallel_layout) and the MoE assumptions.
+void resolve_expert_parallel(Job& job, const Topology& topo) {
+  const TransformerSpec& model = job.scenario.model;
+  if (!model.moe) return;
+  const StrategySpec& st = job.scenario.strategy;
+  job.ep = st.ep;
+  job.kernels.ep = st.ep;
+  job.kernels.moe_imbalance = st.moe_imbalance;
+  ParallelLayout layout;
+  layout.dp = job.dp;
+  layout.pp = job.pp;
+  layout.cp = job.cp;
+  const ParallelLayout experts = expert_parallel_layout(layout, job.ep);
+  if (job.ep > 1)
+    job.ep_fabric = group_fabric(topo, group_placement(experts, GroupKind::tp, job.gpus_per_node));
+  job.assumptions.push_back(fmt::format(
+      "MoE: {} of {} layers route to {} experts (top {}{}); expert parallelism ep {} ({} experts per GPU, dispatch and "
+      "combine all-to-alls on the compute stream, spread evenly over the layers), expert gradients reduced over the "
+      "{} expert-data-parallel ranks",
+      moe_layer_count(model.layers, *model.moe), model.layers, model.moe->experts, model.moe->top_k,
+      model.moe->shared_experts > 0 ? fmt::format(", {} shared", model.moe->shared_experts) : "", job.ep,
+      model.moe->experts / job.ep, experts.dp));
+  job.assumptions.push_back(fmt::format("moe_imbalance {:g}: the busiest EP rank's routed tokens over the mean{}",
+                                        st.moe_imbalance,
+                                        st.moe_imbalance == 1.0 ? " (default: routing balanced, as auxiliary-loss-free "
+                                                                  "balancing aims for; an assumption, not a measurement)"
+                                                                : ""));
+  job.assumptions.push_back(st.moe_shared_expert_overlap
+                                ? "moe_shared_expert_overlap: the all-to-alls run beside the shared experts' GEMMs "
+                                  "and cost what those leave exposed"
+                                : "moe_shared_expert_overlap off (default): the all-to-alls block the layers");
+  job.assumptions.push_back(fmt::format("moe_capacity_factor {:g}{}", st.moe_capacity_factor,
+                                        st.moe_capacity_factor == 1.0 ? " (default: dropless, balanced routing)" : ""));
+}
+
 /// The host under CPU offload: its memory bandwidth and size from the box catalog, the PCIe
 /// rate per GPU from the box's PCIe link and switches.
 void resolve_host(Job& job, const BoxSpec& box) {
@@ -637,6 +695,7 @@ Job resolve(const Scenario& s, const Topology& topo) {
   const TrainingSpec& tr = s.training;
   job.dtype = gemm_dtype(tr.precision);
   job.kernels = resolve_kernels(s, job.gpu.arch, job.assumptions);
+  resolve_expert_parallel(job, topo);
   job.device = device_rates(job.gpu, job.dtype, job.kernels.attention, s.hardware.calibration.get(),
                             s.hardware.calibration_file, job.provenance, job.assumptions);
   if (tr.in_step_rates) job.device = in_step_rates(job.device, tr.in_step ? *tr.in_step : in_step_fractions());
@@ -729,6 +788,71 @@ void cost_context_parallel(const Job& job, Costs& c) {
   c.cp_backward = {op(ring.backward_bytes_per_step, c.micro.layer_attention_backward_s, "backward")};
 }
 
+/// Expert parallelism per layer and micro-batch: dispatch and combine, each an all-to-all
+/// of moe_all_to_all_bytes (tokens·k·h·w·(ep - 1)/ep per GPU) over the EP group's fabric
+/// (model/collective.hpp all_to_all_phase), forward, and their gradients the same backward
+/// (GShard; Megatron-Core's alltoall token dispatcher). The lowering plays the collectives
+/// of a layer after each layer, so each carries the mean over the layers (the MoE layers'
+/// share of them: DeepSeek-V3's first 3 dense layers have none). With
+/// moe_shared_expert_overlap each pass's all-to-alls cost only what the shared experts'
+/// GEMMs of that pass leave exposed (hide_behind).
+/// One MoE layer's shared-expert GEMMs on one GPU (model/moe.hpp moe_layer_gemms, shared_up
+/// and shared_down), forward and backward (input and weight gradients), seconds.
+std::pair<double, double> shared_expert_s(const Job& job, std::int64_t tokens) {
+  const TransformerSpec& model = job.scenario.model;
+  const Precision pr = job.scenario.training.precision;
+  const double elem = pr == Precision::fp8_mixed ? 1.0 : working_bytes(pr);
+  const DeviceRates& d = job.device;
+  auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return gemm_time_s(m, n, k, 1, elem, d.gemm_ceiling_tflops, d.sm_count, d.achieved_memory_GBps());
+  };
+  double fwd = 0, bwd = 0;
+  for (const GroupedGemm& gg : moe_layer_gemms(model, *model.moe, tokens, job.ep, job.kernels.moe_imbalance)) {
+    const GemmShape& g = gg.shape;
+    if (g.name != "shared_up" && g.name != "shared_down") continue;
+    fwd += g.count_per_layer * t(g.m, g.n, g.k);
+    bwd += g.count_per_layer * (t(g.m, g.k, g.n) + t(g.n, g.k, g.m));
+  }
+  return {fwd, bwd};
+}
+
+/// The all-to-alls of one pass with `budget_s` of shared-expert work beside them, in order:
+/// each costs what is left of it after the budget still unspent (an "exposed part" phase, as
+/// the context-parallel ring's), so a pass exposes max(0, all-to-alls - shared experts).
+void hide_behind(std::vector<sim::LayerCollective>& ops, double budget_s) {
+  for (sim::LayerCollective& op : ops) {
+    double t = 0;
+    for (const CollectivePhase& ph : op.phases) t += ph.time_s();
+    CollectivePhase ph = op.phases.front();
+    ph.latency_s = std::max(0.0, t - budget_s);  // no bytes left to move
+    ph.bytes = 0;
+    ph.algorithm = "p2p (exposed part beside the shared experts)";
+    budget_s = std::max(0.0, budget_s - t);
+    op.phases = {ph};
+    op.purpose += " (exposed part)";
+  }
+}
+
+void cost_expert_parallel(const Job& job, Costs& c) {
+  const TransformerSpec& model = job.scenario.model;
+  if (!model.moe || job.ep == 1) return;
+  const TrainingSpec& tr = job.scenario.training;
+  const double tokens = static_cast<double>(tr.micro_batch * (tr.seq_len / job.cp));
+  const double bytes = moe_layer_share(model) *
+                       moe_all_to_all_bytes(model, *model.moe, tokens, working_bytes(tr.precision), job.ep);
+  auto op = [&](const char* what) {
+    return sim::LayerCollective{fmt::format("expert-parallel {} all-to-all", what), Collective::all_to_all, bytes,
+                                job.ep, collective_phases(Collective::all_to_all, bytes, job.ep_fabric), "ep"};
+  };
+  c.ep_forward = {op("dispatch"), op("combine")};
+  c.ep_backward = {op("combine gradient"), op("dispatch gradient")};
+  if (job.scenario.strategy.moe_shared_expert_overlap) {  // the layers' mean, as the bytes
+    const auto [fwd, bwd] = shared_expert_s(job, static_cast<std::int64_t>(tokens));
+    hide_behind(c.ep_forward, moe_layer_share(model) * fwd);
+    hide_behind(c.ep_backward, moe_layer_share(model) * bwd);
+  }
+}
+
 /// CPU offload per optimizer step (model/offload.hpp offload_times): one GPU's partition of
 /// the trainable parameters, its micro-step's forward and backward to hide copies behind.
 void cost_offload(const Job& job, Costs& c) {
@@ -782,7 +906,11 @@ Costs cost(const Job& job, const MicroStepTimes& micro) {
   c.kernels.launch_s *= m;
   c.parameters = static_cast<double>(parameter_count(model));
   c.trainable = tr.lora ? static_cast<double>(lora_parameter_count(model, *tr.lora)) : c.parameters;
-  c.optimizer_s = optimizer_step_s(job, c.trainable);
+  // A MoE model's GPU steps 1/ep of the routed experts unless the optimizer is sharded (then
+  // 1/(dp·cp) of them, as of the dense part: E/ep experts over dp·cp/ep expert-DP ranks).
+  const double routed = routed_expert_parameters(model);
+  c.optimizer_s = optimizer_step_s(
+      job, shards_optimizer(job.scenario.strategy.kind) ? c.trainable : c.trainable - routed + routed / job.ep);
   if (job.pp > 1) stage_zero_share(job, c);
   cost_offload(job, c);
   c.compute_s = c.forward_s + c.backward_s + c.recompute_s + c.optimizer_s;
@@ -790,6 +918,7 @@ Costs cost(const Job& job, const MicroStepTimes& micro) {
   cost_bytes(job, c);
   cost_memory(job, c);
   cost_context_parallel(job, c);
+  cost_expert_parallel(job, c);
   return c;
 }
 
@@ -874,6 +1003,11 @@ sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& op
   plan.cp_backward = c.cp_backward;
   // Full and selective recompute both rerun the attention, and with it the K/V exchange.
   if (s.training.recompute != Recompute::none) plan.cp_recompute = c.cp_forward;
+  // The MoE all-to-alls after the K/V exchange; a full recompute reruns the dispatch too.
+  plan.cp_forward.insert(plan.cp_forward.end(), c.ep_forward.begin(), c.ep_forward.end());
+  plan.cp_backward.insert(plan.cp_backward.end(), c.ep_backward.begin(), c.ep_backward.end());
+  if (s.training.recompute == Recompute::full)
+    plan.cp_recompute.insert(plan.cp_recompute.end(), c.ep_forward.begin(), c.ep_forward.end());
   plan.algorithm = s.strategy.algorithm;
   plan.comm_on_compute_stream = options.comm_on_compute_stream;
   plan.measured_collectives = job.measured_collectives;

@@ -75,6 +75,8 @@ struct Job {
   int cp = 1;                  ///< context-parallel degree (strategy.cp)
   CommFabric cp_fabric;        ///< a CP group's fabric (its all-gathers)
   CommFabric cp_hop_fabric;    ///< one ring step: a GPU's link to the next CP rank
+  int ep = 1;                  ///< expert-parallel degree (strategy.ep; MoE models)
+  CommFabric ep_fabric;        ///< an EP group's fabric (its all-to-alls)
   /// CPU offload: the host's memory bandwidth (DRAM wire rate, GB/s) and memory, and the PCIe
   /// rate per GPU with all GPUs copying (topologies/ host_link_GBps_per_gpu). 0 without.
   double host_memory_GBps = 0;
@@ -179,6 +181,9 @@ struct Costs {
   /// Context parallelism per layer and micro-batch: the K/V exchange's collectives on the
   /// compute stream (model/parallel.hpp; the ring's part the attention does not hide).
   std::vector<sim::LayerCollective> cp_forward, cp_backward;
+  /// Expert parallelism per layer and micro-batch: the dispatch and combine all-to-alls of
+  /// the MoE layers, on the compute stream after the layer (their bytes the mean over layers).
+  std::vector<sim::LayerCollective> ep_forward, ep_backward;
   OffloadTimes offload;        ///< CPU offload per optimizer step (zero without)
   std::vector<std::string> assumptions;
 };

@@ -2,6 +2,7 @@
 #include "simulator/stages.hpp"
 
 #include "base/json_input.hpp"
+#include "model/moe.hpp"
 #include "topologies/hardware_file.hpp"
 
 #include <doctest/doctest.h>
@@ -648,4 +649,91 @@ TEST_CASE("fp8 training: GEMMs at the fp8 ceiling, attention at the 16-bit one; 
       found = true;
     }
   CHECK(found);
+}
+
+// ---- expert parallelism ------------------------------------------------------------------
+
+namespace {
+
+Scenario moe_scenario(int ep, const std::string& recompute = "full") {
+  return parse_scenario(R"({"name": "moe", "description": "test", "model": "mixtral-8x7b",
+    "training": {"precision": "bf16_mixed", "optimizer": "adam", "micro_batch": 1, "grad_accum": 2,
+                 "seq_len": 4096, "recompute": ")" + recompute + R"(", "flash_attention": true},
+    "strategy": {"name": "zero1", "ep": )" + std::to_string(ep) + R"(},
+    "hardware": {"box": "dgx-h100", "gpus": 8}})",
+                        "moe.json");
+}
+
+}  // namespace
+
+TEST_CASE("expert parallelism: per layer a dispatch and a combine all-to-all of tokens·k·h·w·(ep-1)/ep each way, "
+          "on the EP group's NVLink, and one more dispatch pair under full recompute") {
+  const Job job = resolve(moe_scenario(8));
+  CHECK(job.ep == 8);
+  CHECK(job.ep_fabric.ranks() == 8);
+  CHECK_FALSE(job.ep_fabric.inter.has_value());
+  const Costs c = cost(job);
+  REQUIRE(c.ep_forward.size() == 2);
+  REQUIRE(c.ep_backward.size() == 2);
+  const double bytes = 4096.0 * 2 * 4096 * 2 * 7 / 8;  // tokens · top-2 · h · 2 B · 7/8 leaving the rank
+  for (const auto& op : c.ep_forward) {
+    CHECK(op.bytes == doctest::Approx(bytes));
+    CHECK(op.op == Collective::all_to_all);
+    CHECK(op.ranks == 8);
+    CHECK(op.tag == "ep");
+    REQUIRE(op.phases.size() == 1);
+    CHECK(op.phases[0].bytes == doctest::Approx(bytes));
+  }
+  const Lowered low = lower(job, c, PredictOptions{});
+  CHECK(low.plan.cp_forward.size() == 2);
+  CHECK(low.plan.cp_recompute.size() == 2);
+  int all_to_alls = 0;
+  for (const auto& t : low.graph.tasks)
+    if (t.category == sim::TaskCategory::all_to_all) ++all_to_alls;
+  // 32 layers x 2 micro-steps x (2 forward + 2 recompute + 2 backward).
+  CHECK(all_to_alls == 32 * 2 * 6);
+  // Selective recompute reruns attention only, not the dispatch.
+  const Job sel = resolve(moe_scenario(8, "selective"));
+  CHECK(lower(sel, cost(sel), PredictOptions{}).plan.cp_recompute.empty());
+  // ep = 1: no all-to-all; every expert's gradient reduces over the 8 ranks.
+  const Job one = resolve(moe_scenario(1));
+  CHECK(cost(one).ep_forward.empty());
+  // With ep = 8 each expert lives on one rank: only the dense part's gradient is reduced.
+  const TransformerSpec& m = job.scenario.model;
+  const double layer = static_cast<double>(parameter_breakdown(m).per_layer);
+  CHECK(c.layer_grad_bytes == doctest::Approx(2.0 * (layer - routed_expert_parameters(m) / 32.0)));
+  CHECK(cost(one).layer_grad_bytes == doctest::Approx(2.0 * layer));
+}
+
+TEST_CASE("moe_shared_expert_overlap: each pass's all-to-alls cost what the shared experts' GEMMs leave exposed; "
+          "refused without shared experts") {
+  auto v3 = [](bool overlap) {
+    return parse_scenario(R"({"name": "v3", "description": "test", "model": "deepseek-v3",
+      "training": {"precision": "bf16_mixed", "optimizer": "adam", "micro_batch": 1, "grad_accum": 4,
+                   "seq_len": 4096, "recompute": "full", "flash_attention": true},
+      "strategy": {"name": "zero1", "pp": 4, "ep": 64, "moe_shared_expert_overlap": )" +
+                              std::string(overlap ? "true" : "false") + R"(},
+      "hardware": {"box": "dgx-h100", "gpus": 256}})",
+                          "v3.json");
+  };
+  auto pass_s = [](const std::vector<sim::LayerCollective>& ops) {
+    double t = 0;
+    for (const auto& op : ops)
+      for (const auto& ph : op.phases) t += ph.time_s();
+    return t;
+  };
+  const Costs off = cost(resolve(v3(false)));
+  const Costs on = cost(resolve(v3(true)));
+  CHECK(off.ep_forward[0].phases[0].inter_load > 0);  // EP 64 spans 8 nodes: the NICs carry most bytes
+  CHECK(pass_s(on.ep_forward) < pass_s(off.ep_forward));
+  CHECK(pass_s(on.ep_backward) < pass_s(off.ep_backward));
+  // The shared expert (one of width 2048) hides less than the exchange: something stays exposed.
+  CHECK(pass_s(on.ep_forward) > 0);
+  CHECK_THROWS_AS(parse_scenario(R"({"name": "m", "description": "test", "model": "mixtral-8x7b",
+      "training": {"precision": "bf16_mixed", "optimizer": "adam", "micro_batch": 1, "grad_accum": 1,
+                   "seq_len": 4096, "recompute": "full", "flash_attention": true},
+      "strategy": {"name": "zero1", "ep": 8, "moe_shared_expert_overlap": true},
+      "hardware": {"box": "dgx-h100", "gpus": 8}})",
+                                 "m.json"),
+                  InputError);
 }

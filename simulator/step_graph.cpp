@@ -17,12 +17,13 @@ std::string_view name(TaskCategory c) {
     case TaskCategory::all_gather: return "all_gather";
     case TaskCategory::reduce_scatter: return "reduce_scatter";
     case TaskCategory::broadcast: return "broadcast";
+    case TaskCategory::all_to_all: return "all_to_all";
   }
   return "?";
 }
 
 TaskCategory parse_task_category(std::string_view n) {
-  for (int i = 0; i <= static_cast<int>(TaskCategory::broadcast); ++i)
+  for (int i = 0; i <= static_cast<int>(TaskCategory::all_to_all); ++i)
     if (name(static_cast<TaskCategory>(i)) == n) return static_cast<TaskCategory>(i);
   throw InternalError("unknown task category \"" + std::string(n) + "\"");
 }
@@ -33,6 +34,7 @@ TaskCategory category_of(Collective c) {
     case Collective::all_gather: return TaskCategory::all_gather;
     case Collective::reduce_scatter: return TaskCategory::reduce_scatter;
     case Collective::broadcast: return TaskCategory::broadcast;
+    case Collective::all_to_all: return TaskCategory::all_to_all;
   }
   return TaskCategory::all_reduce;
 }

@@ -57,10 +57,11 @@ enum class TaskCategory : std::uint8_t {
   all_gather,
   reduce_scatter,
   broadcast,
+  all_to_all,
 };
 
 /// The printed name: "forward", "backward", "recompute", "optimizer", "head", "all_reduce",
-/// "all_gather", "reduce_scatter", "broadcast" (the trace's "cat", the reports' rows).
+/// "all_gather", "reduce_scatter", "broadcast", "all_to_all" (the trace's "cat", the reports' rows).
 std::string_view name(TaskCategory c);
 /// The category of a collective's member tasks.
 TaskCategory category_of(Collective c);

@@ -125,10 +125,22 @@ stepcast_cli_case(example_offload_text STDOUT "Host memory per node (CPU offload
                   ARGS predict ${PROJECT_SOURCE_DIR}/scenarios/examples/llama2-13b-zero-offload-1xa100.json)
 stepcast_cli_case(example_cp_text STDOUT "context parallel 8 (ring)" "context-parallel K/V ring"
                   ARGS predict ${PROJECT_SOURCE_DIR}/scenarios/examples/llama31-8b-cp8-ring-8xh100.json)
+stepcast_cli_case(example_moe_mixtral_text STDOUT "expert-parallel dispatch all-to-all" "all_to_all" "moe_imbalance 1"
+                  "MoE capacity factor 1"
+                  ARGS predict ${PROJECT_SOURCE_DIR}/scenarios/examples/mixtral-8x7b-ep8-8xh100.json)
+stepcast_cli_case(example_moe_deepseek_trace STDOUT "Step time" "expert-parallel combine gradient all-to-all"
+                  ARGS predict ${PROJECT_SOURCE_DIR}/scenarios/examples/deepseek-v3-ep64-pp4-256xh100.json
+                  --trace ${CMAKE_CURRENT_BINARY_DIR}/deepseek-v3-ep64-pp4.trace.json)
 
 # ---- bad input: exit 2, the file and the JSON path named, no crash ----
 stepcast_cli_case(bad_malformed RC 2 STDERR "malformed.json" "malformed JSON"
                   ARGS predict ${STEPCAST_CLI_BAD}/malformed.json)
+stepcast_cli_case(bad_ep_not_dividing_dp RC 2 STDERR "ep_not_dividing_dp.json" "/strategy/ep" "expected a divisor of the 32"
+                  ARGS predict ${STEPCAST_CLI_BAD}/ep_not_dividing_dp.json)
+stepcast_cli_case(bad_ep_dense_model RC 2 STDERR "/strategy/ep" "has no experts"
+                  ARGS predict ${STEPCAST_CLI_BAD}/ep_dense_model.json)
+stepcast_cli_case(bad_moe_unknown_key RC 2 STDERR "/model/moe/shared_expert" "did you mean \"shared_experts\""
+                  ARGS predict ${STEPCAST_CLI_BAD}/moe_unknown_key.json)
 stepcast_cli_case(bad_unknown_key RC 2 STDERR "unknown_key.json" "/colour"
                   ARGS predict ${STEPCAST_CLI_BAD}/unknown_key.json)
 stepcast_cli_case(bad_micro_batch_type RC 2 STDERR "micro_batch_type.json" "/training/micro_batch"
