@@ -377,6 +377,7 @@ struct PlanArgs {
   bool no_cp = false;       ///< --no-cp: no context parallelism in the search
   bool no_offload = false;  ///< --no-offload: no CPU offload in the search
   std::int64_t min_cp_tokens = 1024;  ///< --min-cp-tokens
+  double gap = 0.01;                  ///< --gap
 };
 
 /// `plan --gpus-range`: one plan per count at one global batch, then the winners side by side.
@@ -411,6 +412,7 @@ int run_plan(const PlanArgs& args) {
   options.enumerate_cp = !args.no_cp;
   options.enumerate_offload = !args.no_offload;
   options.min_cp_tokens = args.min_cp_tokens;
+  options.gap = args.gap;
   if (!args.gpus_range.empty()) return run_plan_range(s, args, options);
   const PlanResult result = plan(s, options);
   cli::clear_progress();
@@ -704,6 +706,10 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
   cmd->add_option("--min-cp-tokens", pa.min_cp_tokens, "Fewest tokens of a sequence per context-parallel rank\n(seq_len / cp) the search tries")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
       ->capture_default_str();
+  cmd->add_option("--gap", pa.gap,
+                  "Optimality gap of the search: stop once no layout left can beat\nthe K-th by more than this fraction (0: exact)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   add_html_option(cmd, pa.html);
   cmd->footer(footer(
       "Enumerates every layout of the job on the GPUs at a fixed global batch: data-parallel\n"
@@ -721,7 +727,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
       "offload on a box with no host, or with a pipeline) or does not fit the memory limit,\n"
       "bounds the rest from below (compute time; a pipeline's schedule replayed with free\n"
       "communication; the lowered step's critical path), and simulates in order of that bound\n"
-      "until no layout left can enter the top K. The table: layout, step time (s), tokens/s/GPU, MFU (%),\n"
+      "until no layout left can enter the top K by more than --gap (default 1%). The table: layout, step time (s), tokens/s/GPU, MFU (%),\n"
       "memory/GPU (GiB), exposed communication (s), bubble (%) and the objective; then why the\n"
       "winner beats the runner-up and how many layouts were rejected for each reason. At a fixed\n"
       "GPU count and global batch the three objectives rank alike (each is monotone in the step\n"

@@ -524,6 +524,7 @@ json plan_object(const Scenario& sc, const PlanResult& r) {
                     {"bounded", r.bounded},
                     {"simulated", r.simulated},
                     {"exact", r.exact},
+                    {"gap", r.gap},
                     {"rejected", rejected},
                     {"invalid_example", r.invalid_example.empty() ? json(nullptr) : json(r.invalid_example)},
                     {"rows", rows},

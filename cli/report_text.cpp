@@ -840,8 +840,12 @@ std::string plan_rejections(const PlanResult& r) {
   std::string out = fmt::format("Search: {} layouts enumerated, {} screened by their bounds, {} lowered for their "
                                 "bound, {} simulated{}\n",
                                 r.enumerated, r.screened, r.bounded, r.simulated,
-                                r.exact ? " (exact: every layout left has a lower bound above the K-th step)"
-                                        : " (stopped at the simulation limit: not proven exact)");
+                                !r.exact ? std::string(" (stopped at the simulation limit: not proven exact)")
+                                : r.gap > 0
+                                    ? fmt::format(" (within {:g}%: every layout left has a lower bound above the K-th "
+                                                  "step / {:g}; --gap 0 for exact)",
+                                                  100 * r.gap, 1 + r.gap)
+                                    : std::string(" (exact: every layout left has a lower bound above the K-th step)"));
   std::string fixed_dims;
   for (const std::string& d : r.not_enumerated) fixed_dims += (fixed_dims.empty() ? "" : ", ") + d;
   if (!fixed_dims.empty()) out += "Not enumerated (as the options say): " + fixed_dims + "\n";

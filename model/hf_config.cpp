@@ -128,7 +128,8 @@ void refuse_moe(Config& c) {
     const std::int64_t experts = c.integer(key, std::int64_t{1} << 30);
     if (experts > 1)
       throw c.error(key, std::to_string(experts) +
-                             " experts: a mixture-of-experts model; MoE is not modelled yet");
+                             " experts: a mixture-of-experts model, whose config.json is not imported yet (give the "
+                             "catalog model, e.g. mixtral-8x7b, or a model object with its moe keys)");
   }
 }
 

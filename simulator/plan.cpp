@@ -647,10 +647,10 @@ PlanResult plan(const Scenario& base, const PlanOptions& options) {
   std::copy(std::begin(screen.rejected), std::end(screen.rejected), std::begin(r.rejected));
   r.invalid_example = screen.invalid_example;
   r.not_enumerated = plan_dimensions_not_enumerated(options);
+  r.gap = options.gap;
   r.screened = static_cast<std::int64_t>(screen.candidates.size());
 
   const std::size_t k = static_cast<std::size_t>(options.top);
-  const std::size_t at_least = 3 * k;
   std::vector<std::pair<PlanRow, int>> rows;  // with the enumeration index
   std::vector<double> steps;                  // simulated steps, sorted
   // Min-queue on (bound, enumeration index): a candidate with only its compute bound is
@@ -668,7 +668,8 @@ PlanResult plan(const Scenario& base, const PlanOptions& options) {
     queue.pop_back();
     // Every objective is monotone in the step: a bound above the K-th step prunes (the
     // rounding slack of check_simulation kept).
-    if (rows.size() >= at_least && steps.size() >= k && step_score(c) * (1 - 1e-9) > steps[k - 1]) break;
+    if (steps.size() >= k && step_score(c) * (1 + options.gap) * (1 - 1e-9) > steps[k - 1])
+      break;
     if (c.layout.pp > 1 && std::isnan(c.pipeline_bound_s) && std::isnan(c.lower_bound_s)) {
       c.pipeline_bound_s = pipeline_bound_s(screen, c, programs);
       queue.push_back(c);

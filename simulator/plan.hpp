@@ -14,9 +14,9 @@
 ///
 /// The search: enumerate every layout, reject what does not divide or does not fit memory
 /// (the cost stage's memory, no simulation), screen the rest with closed-form lower bounds
-/// of the step, then simulate (the full predict() composition) in order of lower bound: at
-/// least the best `top x 3`, and on until the next lower bound is above the K-th simulated
-/// step, so that no layout left unsimulated can enter the top K (branch and bound).
+/// of the step, then simulate (the full predict() composition) in order of lower bound
+/// until the next lower bound (x (1 + gap)) is above the K-th simulated step, so that no
+/// layout left unsimulated can enter the top K (by more than the gap; branch and bound).
 /// The bounds come in two tiers: the cost stage's compute time (compute_s <= the graph's
 /// compute <= perfect-overlap bound, bounds.hpp), for every layout; and the lowered bound
 /// (lower + bound stages: the larger of the perfect-overlap bound and the critical path of
@@ -72,6 +72,13 @@ struct PlanOptions {
   /// default, stepcast's search bound (below it the K/V exchange of cp - 1 ring steps
   /// competes with an attention chunk of few tokens; set lower to search further).
   std::int64_t min_cp_tokens = 1024;
+  /// Relative optimality gap of the branch and bound, >= 0: a layout is left unsimulated
+  /// once its lower bound x (1 + gap) is above the K-th simulated step, so none left out
+  /// can beat the K-th by more than the gap. 0: exact (every layout whose bound could enter
+  /// the top K is simulated). The default, 1%, is below the model's own error (README:
+  /// accuracy) and stops the search from lowering the many pipelines whose bounds sit within
+  /// a percent of the winner.
+  double gap = 0.01;
   /// Called now and then with the work done and the work in all (layouts screened, then
   /// simulations), from 0 to 1 of each phase; empty: not called. The library prints nothing.
   std::function<void(std::string_view phase, std::int64_t done, std::int64_t total)> progress;
@@ -207,8 +214,10 @@ struct PlanResult {
   std::int64_t bounded = 0;          ///< layouts lowered for their lowered bound
   std::int64_t simulated = 0;
   /// True when every layout left unsimulated has a lower bound no better than the K-th
-  /// simulated one: the top K are the top K of an exhaustive simulation.
+  /// simulated one divided by (1 + gap): with gap 0 the top K are the top K of an exhaustive
+  /// simulation; otherwise no layout left out beats the K-th by more than the gap.
   bool exact = true;
+  double gap = 0;                    ///< PlanOptions::gap the search ran with
   std::vector<PlanRow> top;          ///< best first, at most `top`
   /// Why the winner beats the runner-up (empty with fewer than two rows).
   std::string why;
