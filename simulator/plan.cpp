@@ -308,6 +308,14 @@ double cp_layer_s(const std::vector<sim::LayerCollective>& list) {
   return t;
 }
 
+/// One pipeline send alone (lowering_pipeline.cpp's p2p phase): its latency, then its
+/// bytes at the pp link's rate (the NICs across nodes, else the intra-node link); a spine
+/// can only slow it.
+double p2p_alone_s(const sim::StepPlan& p) {
+  const double GBps = p.pp_fabric.inter ? p.pp_fabric.inter->bw_GBps : p.pp_fabric.intra.bw_GBps;
+  return p.p2p_latency_s + (p.p2p_bytes > 0 && GBps > 0 ? p.p2p_bytes / (GBps * 1e9) : 0.0);
+}
+
 /// Stage 0 after its last backward: its gradient reduction over the data-parallel group,
 /// its optimizer share, and under zero1 the parameter all-gather (lowering_pipeline.cpp's
 /// pass 3, with stage 0's bytes and parameter share).
@@ -336,20 +344,31 @@ double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& c, Schedu
   const sim::StepPlan plan = step_plan(job, costs, PredictOptions{});
   // Measured collectives (a calibration) may beat the model: then compute alone.
   const bool modelled = job.measured_collectives.empty();
-  // Per layer at full speed: the forward and its TP collectives, the backward (without its
-  // recompute) and its TP collectives, which zb-h1 plays with B; the LM head left out.
-  // The layer's context-parallel exchanges run before its TP collectives, chained alike.
-  const double f = costs.per_layer.forward_s +
-                   (modelled ? tp_layer_s(plan, plan.tp_forward) + cp_layer_s(plan.cp_forward) : 0);
+  // Per layer at full speed: the forward and its TP collectives, the backward and its TP
+  // collectives, which zb-h1 plays with B, and under recompute the layer's recompute and
+  // its collectives, with B too. The layer's context-parallel exchanges run before its TP
+  // collectives, chained alike.
+  const LayerTimes& lt = costs.per_layer;
+  const double f = lt.forward_s + (modelled ? tp_layer_s(plan, plan.tp_forward) + cp_layer_s(plan.cp_forward) : 0);
   const double tb = modelled ? tp_layer_s(plan, plan.tp_backward) + cp_layer_s(plan.cp_backward) : 0;
-  const double b = costs.per_layer.backward_s;
+  const double b = lt.backward_s;
+  const double rec = lt.recompute_s > 0 ? lt.recompute_s + (modelled ? tp_layer_s(plan, plan.tp_recompute) +
+                                                                          cp_layer_s(plan.cp_recompute)
+                                                                     : 0)
+                                        : 0;
+  // The LM head on the last chunk: its forward after the layers, its backward (with B) before.
+  const double head_f = lt.head_forward_s + (modelled ? tp_layer_s(plan, plan.tp_head_forward) : 0);
+  const double head_b = lt.head_backward_s + (modelled ? tp_layer_s(plan, plan.tp_head_backward) : 0);
+  const double send = modelled ? p2p_alone_s(plan) : 0;
   // The chunks' layers as the lowering splits them (strategy.pp_split).
   const std::vector<int> chunks = split_layers_per_chunk(job.scenario.model, l.pp, l.vpp, job.scenario.strategy.pp_split);
   std::vector<sim::PipeOpDurations> per_chunk;
   std::vector<int> stage_layers(static_cast<std::size_t>(l.pp), 0);
   for (std::size_t k = 0; k < chunks.size(); ++k) {
     const int n = chunks[k];
-    per_chunk.push_back({n * f, n * (b + tb), n * (b / 2 + tb), n * b / 2});
+    const double head = k + 1 == chunks.size() ? 1 : 0;
+    per_chunk.push_back({n * f + head * head_f, n * (b + tb + rec) + head * head_b,
+                         n * (b / 2 + tb + rec) + head * head_b, n * b / 2, send});
     stage_layers[k % static_cast<std::size_t>(l.pp)] += n;
   }
   const sim::PipeReplay r = sim::replay(it->second, m, l.vpp, per_chunk);

@@ -143,7 +143,7 @@ struct PlanCandidate {
   /// Lowered bound of the step, s (lowered_bound_s); NaN until computed (screen_layouts with
   /// `full_bounds`, or plan() when the candidate reaches the front).
   double lower_bound_s = 0;
-  /// Under a pipeline, the schedule's replay with free communication (pipeline_bound_s), s;
+  /// Under a pipeline, the schedule's replay with each send at its time alone (pipeline_bound_s), s;
   /// NaN until computed.
   double pipeline_bound_s = 0;
   double memory_bytes = 0;           ///< per GPU (cost stage)
@@ -173,14 +173,16 @@ PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool
 /// Stage programs by (schedule, pp, micro-batches, vpp), built once per plan.
 using ScheduleCache = std::map<std::tuple<std::string, int, int, int>, std::vector<sim::StageProgram>>;
 
-/// The pipeline bound of a candidate with pp >= 2: its schedule replayed with free sends
-/// (schedules.hpp replay), each chunk's forward and backward its layers x the cost stage's
-/// per-layer forward and backward at full speed plus the layer's TP collectives at their
-/// modelled time alone and its context-parallel exchanges at their phases' time alone (recompute, the LM head and every send left out), then stage 0's
-/// tail after its last backward: gradient reduction, optimizer share, zero1's all-gather.
-/// The simulation plays the same programs with tasks no shorter and sends that only delay,
-/// so the step is no shorter. With measured collectives (a calibration) only the compute
-/// counts.
+/// The pipeline bound of a candidate with pp >= 2: its schedule replayed (schedules.hpp
+/// replay), each chunk's forward and backward its layers x the cost stage's per-layer
+/// forward, backward and recompute at full speed plus the layer's TP collectives at their
+/// modelled time alone and its context-parallel exchanges at their phases' time alone, the
+/// LM head (and its TP collectives) on the last chunk, and each send between virtual stages
+/// at its time alone (the p2p latency, then its bytes at the pp link's rate: the lowering
+/// makes the receiving op wait for it); then stage 0's tail after its last backward:
+/// gradient reduction, optimizer share, zero1's all-gather. The simulation plays the same
+/// programs with tasks and sends no shorter, so the step is no shorter. With measured
+/// collectives (a calibration) only the compute counts.
 double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& candidate, ScheduleCache& programs);
 
 /// The lowered bound of a candidate: its family's Job with the layout, cost, lower, then

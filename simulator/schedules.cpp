@@ -266,10 +266,17 @@ Played play(const std::vector<StageProgram>& programs, const Shape& s, const std
         const PipeOp& o = programs[i][next[i]];
         const auto deps = dependencies(o, i, s);
         if (!std::all_of(deps.begin(), deps.end(), [&](std::size_t k) { return done[k] != 0; })) break;
-        double start = out.replay.stage_finish[i];
-        for (std::size_t k : deps) start = std::max(start, finish[k]);
         const int vstage = virtual_stage(i, o.chunk, s.stages);
-        const PipeOpDurations& d = per_vstage.size() == 1 ? per_vstage.front() : per_vstage[static_cast<std::size_t>(vstage)];
+        auto durations = [&](int vs) -> const PipeOpDurations& {
+          return per_vstage.size() == 1 ? per_vstage.front() : per_vstage[static_cast<std::size_t>(vs)];
+        };
+        const PipeOpDurations& d = durations(vstage);
+        double start = out.replay.stage_finish[i];
+        for (std::size_t k : deps) {
+          // A slot of another virtual stage arrives its sender's `send` after its end.
+          const int from = static_cast<int>(k / 3 / static_cast<std::size_t>(s.micro_batches));
+          start = std::max(start, finish[k] + (from != vstage ? durations(from).send : 0.0));
+        }
         const double end = start + duration_of(o.kind, d);
         for (int what : completes(o.kind)) {
           const std::size_t k = s.slot(vstage, o.micro_batch, what);
@@ -306,7 +313,7 @@ std::string dependency_violation(const std::vector<StageProgram>& programs, int 
 
 PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks,
                   const PipeOpDurations& d) {
-  for (double t : {d.forward, d.backward, d.backward_input, d.backward_weight})
+  for (double t : {d.forward, d.backward, d.backward_input, d.backward_weight, d.send})
     if (!(t >= 0) || !std::isfinite(t))
       throw std::invalid_argument("pipeline replay: op durations must be finite and >= 0");
   return replay(programs, micro_batches, chunks, std::vector<PipeOpDurations>{d});
@@ -315,7 +322,7 @@ PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, 
 PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks,
                   const std::vector<PipeOpDurations>& per_virtual_stage) {
   for (const PipeOpDurations& d : per_virtual_stage)
-    for (double t : {d.forward, d.backward, d.backward_input, d.backward_weight})
+    for (double t : {d.forward, d.backward, d.backward_input, d.backward_weight, d.send})
       if (!(t >= 0) || !std::isfinite(t))
         throw std::invalid_argument("pipeline replay: op durations must be finite and >= 0");
   if (per_virtual_stage.size() != 1 && per_virtual_stage.size() != programs.size() * static_cast<std::size_t>(chunks))

@@ -2,8 +2,8 @@
 /// Pipeline-parallel schedules: for p stages, m micro-batches and v model chunks per stage,
 /// the order in which each stage runs the forward and backward of every (micro-batch,
 /// chunk). Registered by name ("gpipe", "1f1b", "interleaved", "zb-h1"), with a checker of
-/// the dependencies between stages and a unit-time replay (free communication) that gives
-/// each stage's finish time, from which the tests check each schedule's bubble formula.
+/// the dependencies between stages and a replay (each op's duration, sends free or of a fixed
+/// delay) that gives each stage's finish time, from which the tests check each schedule's bubble formula.
 /// Issue 11 item 3; nothing here is lowered into a step graph yet.
 #pragma once
 
@@ -61,6 +61,10 @@ struct PipeOpDurations {
   double backward = 2;         ///< whole backward (B + W)
   double backward_input = 1;   ///< B of the zero-bubble split
   double backward_weight = 1;  ///< W of the zero-bubble split
+  /// Delay from the end of an op to the start of the op on the neighbouring virtual stage
+  /// that waits for it: the forward's activation send, the backward's (or B's) gradient
+  /// send (0: free communication).
+  double send = 0;
 };
 
 /// Each stage's busy time and finish time when the programs run with free communication.
@@ -72,7 +76,8 @@ struct PipeReplay {
 
 /// List scheduling of `programs` in their order: an op starts when its stage has finished
 /// the op before it and its dependencies (as in dependency_violation) have finished, at
-/// max(stage free, dependencies done); communication takes no time. Throws
+/// max(stage free, dependencies done), a dependency on another virtual stage done `send`
+/// (the sender's) after its end; communication takes no other time. Throws
 /// std::invalid_argument with dependency_violation's reason when the programs are invalid.
 PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks,
                   const PipeOpDurations& durations);

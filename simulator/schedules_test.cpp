@@ -188,6 +188,26 @@ TEST_CASE("gpipe and 1f1b take (m + p - 1)(tf + tb) with free communication") {
   CHECK(r.stage_busy == std::vector<double>{24, 24, 24, 24});
 }
 
+TEST_CASE("a send of d between virtual stages adds 2(p v - 1) d to one micro-batch's chain") {
+  // One micro-batch is a pure chain: p v forwards, then p v backwards, each hop between
+  // virtual stages d after its sender's end: 3 p v + 2 (p v - 1) d.
+  const PipeOpDurations d{1, 2, 1, 1, 0.5};
+  CHECK(replay(schedule("1f1b", 4, 1, 1), 1, 1, d).step == doctest::Approx(12 + 2 * 3 * 0.5));
+  CHECK(replay(schedule("gpipe", 4, 1, 1), 1, 1, d).step == doctest::Approx(12 + 2 * 3 * 0.5));
+  // zb-h1 on one micro-batch: the chain of forwards and B (1 each), then stage 0's W:
+  // 4 + 4 + 1 + 6 x 0.5.
+  CHECK(replay(schedule("zb-h1", 4, 1, 1), 1, 1, d).step == doctest::Approx(9 + 6 * 0.5));
+  // Within a stage (its own forward before its backward) nothing is sent: one stage, m(tf + tb).
+  CHECK(replay(schedule("1f1b", 1, 8, 1), 8, 1, d).step == doctest::Approx(24));
+  // Sends only delay: never below the free-communication step.
+  for (const ScheduleInfo& info : pipeline_schedules()) {
+    const int v = info.name == "interleaved" ? 2 : 1;
+    CHECK(replay(schedule(info.name, 4, 8, v), 8, v, d).step >=
+          replay(schedule(info.name, 4, 8, v), 8, v, PipeOpDurations{1, 2, 1, 1}).step);
+  }
+  CHECK_THROWS_AS(replay(schedule("1f1b", 2, 2, 1), 2, 1, PipeOpDurations{1, 2, 1, 1, -1}), std::invalid_argument);
+}
+
 TEST_CASE("interleaved takes (m + (p-1)/v)(tf + tb) with a stage's tf = v chunk forwards") {
   // Per chunk tf = 1, tb = 2, so a whole stage's tf = v, tb = 2v and the formula in chunk
   // units is (m + (p-1)/v) x 3v = 3(m v + p - 1): the bubble is 3(p-1), v times smaller than
