@@ -376,13 +376,21 @@ double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& c, Schedu
   return std::max(r.step, r.stage_finish.front() + tail);
 }
 
-double lowered_bound_s(const PlanScreen& screen, const PlanCandidate& c) {
-  const Job job = layout_job(screen, c);
-  const Costs costs = cost(job);
-  const Lowered lowered = lower(job, costs, PredictOptions{});
+namespace {
+
+/// The lowered bound of a lowered step: the larger of the perfect-overlap bound and the
+/// critical path, less the simulation's rounding.
+double lowered_bound_of(const Lowered& lowered) {
   // The simulation rounds each task to whole ns: the critical path less 1 ns per task.
   const double rounding_s = 1e-9 * static_cast<double>(lowered.graph.tasks.size());
   return std::max(bound(lowered.graph).perfect_overlap_s, sim::critical_path_s(lowered.graph) - rounding_s);
+}
+
+}  // namespace
+
+double lowered_bound_s(const PlanScreen& screen, const PlanCandidate& c) {
+  const Job job = layout_job(screen, c);
+  return lowered_bound_of(lower(job, cost(job), PredictOptions{}));
 }
 
 std::string_view name(PlanObjective o) {
@@ -609,13 +617,14 @@ namespace {
 /// The prediction of one candidate from its family's resolved Job: the stages of predict()
 /// with the layout's micro-batch, grad accumulation and recompute (bit for bit predict() on
 /// with_layout: resolve reads none of the three).
-Prediction simulate_candidate(const PlanScreen& screen, const PlanCandidate& c) {
+/// `lowered`: the candidate's step as lower() gives it, when already lowered for its bound.
+Prediction simulate_candidate(const PlanScreen& screen, const PlanCandidate& c, std::optional<Lowered> lowered) {
   const Job job = layout_job(screen, c);
   const Costs costs = cost(job);
-  Lowered lowered = lower(job, costs, PredictOptions{});
-  sim::SimResult result = simulate(lowered.graph, PredictOptions{});
-  const sim::StepBounds bounds = bound(lowered.graph);
-  return assemble(job, costs, std::move(lowered), std::move(result), bounds, PredictOptions{});
+  if (!lowered) lowered = lower(job, costs, PredictOptions{});
+  sim::SimResult result = simulate(lowered->graph, PredictOptions{});
+  const sim::StepBounds bounds = bound(lowered->graph);
+  return assemble(job, costs, std::move(*lowered), std::move(result), bounds, PredictOptions{});
 }
 
 /// Why the winner beats the runner-up: the step's terms (compute at full speed, its
@@ -643,6 +652,25 @@ std::string why_winner(const PlanRow& a, const PlanRow& b) {
   return fmt::format("{} beats {} by {:.4g} s per step; the largest difference is {}: {:.4g} s against {:.4g} s",
                      a.layout.describe(), b.layout.describe(), q.step_time_s - p.step_time_s, best->name,
                      best->winner_s, best->runner_s);
+}
+
+/// Most lowered steps kept for their simulation: a long pipeline's step graph holds some
+/// 10^5 tasks, tens of MB (405B on 16,384 H100: 5 kept add about 0.2 GB to 0.4 GB).
+constexpr std::size_t kMaxKeptLowered = 5;
+
+/// Lowered steps kept from their bound for their simulation, by enumeration index, with
+/// their lowered bound.
+using LoweredCache = std::map<int, std::pair<double, Lowered>>;
+
+/// Keeps `c`'s lowered step among the `most` of lowest lowered bound (the likeliest to be
+/// simulated next; a step lowered again costs time, never a different result).
+void keep_lowered(LoweredCache& kept, const PlanCandidate& c, Lowered lowered, std::size_t most) {
+  kept.emplace(c.index, std::make_pair(c.lower_bound_s, std::move(lowered)));
+  if (kept.size() <= most) return;
+  auto worst = kept.begin();
+  for (auto it = kept.begin(); it != kept.end(); ++it)
+    if (it->second.first > worst->second.first) worst = it;
+  kept.erase(worst);
 }
 
 /// Better under the objective, ties by step time then enumeration order.
@@ -681,14 +709,17 @@ PlanResult plan(const Scenario& base, const PlanOptions& options) {
   };
   std::make_heap(queue.begin(), queue.end(), later);
   ScheduleCache programs;
+  LoweredCache kept;
+  // Every objective is monotone in the step: a bound above the K-th step prunes (the
+  // rounding slack of check_simulation kept).
+  auto pruned = [&](const PlanCandidate& c) {
+    return steps.size() >= k && step_score(c) * (1 + options.gap) * (1 - 1e-9) > steps[k - 1];
+  };
   while (!queue.empty()) {
     std::pop_heap(queue.begin(), queue.end(), later);
     PlanCandidate c = queue.back();
     queue.pop_back();
-    // Every objective is monotone in the step: a bound above the K-th step prunes (the
-    // rounding slack of check_simulation kept).
-    if (steps.size() >= k && step_score(c) * (1 + options.gap) * (1 - 1e-9) > steps[k - 1])
-      break;
+    if (pruned(c)) break;
     if (c.layout.pp > 1 && std::isnan(c.pipeline_bound_s) && std::isnan(c.lower_bound_s)) {
       c.pipeline_bound_s = pipeline_bound_s(screen, c, programs);
       queue.push_back(c);
@@ -696,8 +727,11 @@ PlanResult plan(const Scenario& base, const PlanOptions& options) {
       continue;
     }
     if (std::isnan(c.lower_bound_s)) {
-      c.lower_bound_s = std::max(lowered_bound_s(screen, c), step_score(c));
+      const Job job = layout_job(screen, c);
+      Lowered lowered = lower(job, cost(job), PredictOptions{});
+      c.lower_bound_s = std::max(lowered_bound_of(lowered), step_score(c));
       ++r.bounded;
+      keep_lowered(kept, c, std::move(lowered), std::min<std::size_t>(k, kMaxKeptLowered));
       queue.push_back(c);
       std::push_heap(queue.begin(), queue.end(), later);
       continue;
@@ -707,7 +741,12 @@ PlanResult plan(const Scenario& base, const PlanOptions& options) {
       break;
     }
     if (options.progress) options.progress("simulate", static_cast<std::int64_t>(rows.size()), r.screened);
-    PlanRow row{c.layout, simulate_candidate(screen, c), c.lower_bound_s, 0};
+    std::optional<Lowered> lowered;
+    if (auto it = kept.find(c.index); it != kept.end()) {
+      lowered = std::move(it->second.second);
+      kept.erase(it);
+    }
+    PlanRow row{c.layout, simulate_candidate(screen, c, std::move(lowered)), c.lower_bound_s, 0};
     row.objective = objective_value(options.objective, row.prediction, screen.base);
     steps.insert(std::upper_bound(steps.begin(), steps.end(), row.prediction.step_time_s), row.prediction.step_time_s);
     rows.emplace_back(std::move(row), c.index);
