@@ -50,6 +50,15 @@ std::int64_t norm_params(Norm norm, std::int64_t hidden) {
 }
 
 /// Reads a model's "moe" object (keys of MoeSpec; experts, top_k and expert_ffn required).
+/// One expert, top-1, no shared expert, as wide as the dense layers (or every layer MoE):
+/// a router over one expert decides nothing (its softmax is 1), no token is permuted or
+/// sent anywhere, so the layer is the dense MLP of that width, and is read as one.
+bool routes_nothing(const TransformerSpec& spec) {
+  const MoeSpec& m = *spec.moe;
+  const bool every_layer = m.first_dense_layers == 0 && m.moe_every == 1;
+  return m.experts == 1 && m.top_k == 1 && m.shared_experts == 0 && (every_layer || m.expert_ffn == spec.ffn_hidden);
+}
+
 MoeSpec parse_moe(JsonObject& o) {
   MoeSpec m;
   m.experts = o.integer("experts", 1, limits::kMaxHidden);
@@ -189,6 +198,10 @@ TransformerSpec parse_transformer(JsonObject& obj) {
     spec.moe = parse_moe(*moe);
     if (spec.moe->first_dense_layers >= spec.layers)
       throw moe->error("first_dense_layers", "expected fewer than the " + std::to_string(spec.layers) + " layers");
+    if (routes_nothing(spec)) {
+      spec.ffn_hidden = spec.moe->expert_ffn;
+      spec.moe.reset();
+    }
   } else if (spec.published_active_params) {
     throw obj.error("published_active_params", "only allowed with \"moe\"");
   }

@@ -80,7 +80,8 @@ struct TransformerSpec {
   bool pooler = false;              ///< BERT pooler (hidden x hidden + bias)
   std::optional<std::int64_t> published_params;  ///< count stated by the source
   /// Mixture of experts ("moe"): which layers route tokens to experts; ffn_hidden is then
-  /// the width of the dense layers' MLP.
+  /// the width of the dense layers' MLP. A "moe" of one expert, top-1, no shared expert
+  /// routes nothing and is read as the dense MLP of the expert's width (moe left empty).
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;     ///< multi-head latent attention ("mla")
   std::optional<std::int64_t> published_active_params;  ///< active count stated (MoE)

@@ -363,3 +363,28 @@ TEST_CASE("tensor parallelism across nodes: tp 16 on two DGX H100 runs NCCL's tw
                     std::string::npos,
                 what);
 }
+
+TEST_CASE("a MoE model of one expert, top-1, no shared expert predicts exactly as the dense model") {
+  // A router over one expert decides nothing: the layer is the dense MLP of the expert's width.
+  auto with_model = [](const std::string& moe) {
+    return R"({"name": "t", "model": {"name": "m", "layers": 4, "hidden": 1024, "heads": 16, "kv_heads": 16,
+      "ffn_hidden": )" + std::string(moe.empty() ? "4096" : "2048") + R"(, "gated_mlp": true, "vocab": 32000,
+      "seq_len": 2048, "tied_embeddings": false, "positional": "rope", "norm": "rmsnorm", "linear_bias": false,
+      "source": "test")" +
+           moe + R"(}, "training": {"micro_batch": 2, "grad_accum": 2, "flash_attention": true},
+      "strategy": "zero2", "hardware": {"box": "dgx-h100", "gpus": 8}})";
+  };
+  const Scenario dense = parse_scenario(with_model(""), "moe.json");
+  const Scenario one = parse_scenario(with_model(R"(, "moe": {"experts": 1, "top_k": 1, "expert_ffn": 4096})"), "moe.json");
+  CHECK_FALSE(one.model.moe);
+  const Prediction a = predict(dense);
+  const Prediction b = predict(one);
+  CHECK(a.step_time_s == b.step_time_s);
+  CHECK(a.memory.total_bytes == b.memory.total_bytes);
+  CHECK(a.model_flops_per_step == b.model_flops_per_step);
+  // Two experts route: the model is MoE and costs more.
+  const Scenario two = parse_scenario(with_model(R"(, "moe": {"experts": 2, "top_k": 1, "expert_ffn": 4096})"), "moe.json");
+  REQUIRE(two.model.moe);
+  CHECK(predict(two).step_time_s > a.step_time_s);
+}
+
