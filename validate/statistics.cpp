@@ -31,10 +31,12 @@ double percentile(std::vector<double> v, double q) {
 
 /// A row's identity for ordering pairs, as integers: the fields that must match (source,
 /// metric, model, sequence, precision, GPU; text interned to ids) and the knobs a pair may
-/// differ in, exactly one at a time: the GPU count, the strategy, the link speed (its bits)
-/// and the micro-batch (the global batch follows the GPU count).
+/// differ in, exactly one at a time: the GPU count, the strategy, the link speed (its bits),
+/// the micro-batch (the global batch follows the GPU count) and the parallel layout (TP and
+/// PP degrees as stated, 0 where not): two runs with another layout and another micro-batch
+/// differ in two knobs, not one.
 constexpr int kBase = 6;
-constexpr int kKnobs = 4;
+constexpr int kKnobs = 5;
 using RowKey = std::array<std::int64_t, kBase + kKnobs>;
 
 class Interner {
@@ -52,9 +54,13 @@ std::int64_t bits_of(double v) {
   return b;
 }
 
+/// TP and PP degrees as one integer (each below 2^31: the record checks bound them far lower).
+std::int64_t layout_of(const ValidationRow& r) { return (r.tp << 31) | r.pp; }
+
 RowKey key_of(const ValidationRow& r, Interner& text) {
   return {text.id(r.source), text.id(r.metric),   text.id(r.model),     r.seq_len,         text.id(r.precision),
-          text.id(r.gpu),    r.gpus,              text.id(r.strategy),  bits_of(r.link_gbps), r.micro_batch};
+          text.id(r.gpu),    r.gpus,              text.id(r.strategy),  bits_of(r.link_gbps), r.micro_batch,
+          layout_of(r)};
 }
 
 /// Pairs whose measured values differ, and how many of them the prediction orders the same

@@ -457,6 +457,8 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   row.gpus = run.gpus.value_or(0);
   row.link_gbps = run.inter_gbps_per_node.value_or(0);
   row.micro_batch = run.micro_batch.value_or(0);
+  row.tp = run.tp.value_or(0);
+  row.pp = run.pp.value_or(0);
   row.global_batch = run.global_batch.value_or(0);
   row.model = run.model_name;
   row.seq_len = run.seq_len.value_or(0);

@@ -96,6 +96,7 @@ struct ValidationRow {
   std::int64_t gpus = 0;
   double link_gbps = 0;
   std::int64_t micro_batch = 0;
+  std::int64_t tp = 0, pp = 0;             ///< parallel layout as stated (0: not stated)
   std::int64_t global_batch = 0;
   std::string model;
   std::int64_t seq_len = 0;
@@ -143,7 +144,7 @@ struct ErrorSummary {
   double median_abs_error_pct = 0;
   double p90_abs_error_pct = 0;
   double max_abs_error_pct = 0;
-  std::int64_t ordering_pairs = 0;         ///< pairs one knob apart with different measured values
+  std::int64_t ordering_pairs = 0;         ///< pairs one knob apart (GPUs, strategy, link, micro-batch or TP/PP layout) with different measured values
   double ordering_accuracy = 0;            ///< fraction of them predicted in the same strict order (1 if none)
 };
 

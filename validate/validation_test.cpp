@@ -99,6 +99,20 @@ TEST_CASE("summary: median and p90 of |error|, low-trust rows shown but left out
   CHECK(s.ordering_accuracy == doctest::Approx(2.0 / 3));
 }
 
+TEST_CASE("ordering: the TP/PP layout is a knob, so a pair with another layout and another micro-batch is two "
+          "knobs apart") {
+  // BigScience's 48-node table: dp4 pp12 at micro-batch 2 against dp8 pp6 at micro-batch 1.
+  ValidationRow a = row("pp12-mb2", 134.0, 121.6, 384), b = row("pp6-mb1", 139.8, 115.7, 384);
+  a.tp = b.tp = 8;
+  a.pp = 12, b.pp = 6;
+  a.micro_batch = 2, b.micro_batch = 1;
+  CHECK(summarize({a, b})[0].ordering_pairs == 0);
+  b.micro_batch = 2;  // the layout alone differs: one knob; measured 134 < 139.8, predicted 121.6 > 115.7
+  const ErrorSummary s = summarize({a, b})[0];
+  CHECK(s.ordering_pairs == 1);
+  CHECK(s.ordering_accuracy == 0);
+}
+
 TEST_CASE("a record goes through the scenario checks: bad counts are InputErrors with file:line and path") {
   nlohmann::json r = small_record();
   CHECK(outcome(r) == "ok");
@@ -194,7 +208,7 @@ TEST_CASE("a record's row is ok only with a finite prediction and error; otherwi
 namespace {
 
 /// The definition, pair by pair: rows one knob apart (GPU count, strategy, link speed,
-/// micro-batch), measured values different, right when predicted strictly in the same order.
+/// micro-batch, TP/PP layout), measured values different, right when predicted strictly in the same order.
 std::pair<std::int64_t, double> brute_force_ordering(const std::vector<ValidationRow>& rows) {
   std::int64_t pairs = 0, right = 0;
   for (std::size_t i = 0; i < rows.size(); ++i)
@@ -205,7 +219,7 @@ std::pair<std::int64_t, double> brute_force_ordering(const std::vector<Validatio
           a.precision != b.precision || a.gpu != b.gpu)
         continue;
       const int differ = (a.gpus != b.gpus) + (a.strategy != b.strategy) + (a.link_gbps != b.link_gbps) +
-                         (a.micro_batch != b.micro_batch);
+                         (a.micro_batch != b.micro_batch) + (a.tp != b.tp || a.pp != b.pp);
       if (differ != 1 || a.measured == b.measured) continue;
       ++pairs;
       const bool m = a.measured < b.measured;
@@ -226,6 +240,8 @@ TEST_CASE("ordering pairs: the grouped count equals the pair-by-pair definition"
     r.strategy = pick(2) ? "ddp" : "zero2";
     r.link_gbps = pick(2) ? 100 : 400;
     r.micro_batch = 1 + pick(2);
+    r.tp = 1 + pick(2);
+    r.pp = pick(3) ? 1 : 2;
     r.model = pick(4) ? "m" : "n";
     rows.push_back(r);
   }
