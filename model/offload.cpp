@@ -67,7 +67,8 @@ double host_bytes_per_param(OffloadKind kind, double w) {
 OffloadTimes offload_times(const OffloadInputs& in) {
   OffloadTimes t;
   if (in.kind == OffloadKind::none) return t;
-  if (!(in.pcie_GBps > 0) || !(in.host_memory_GBps > 0) || in.gpus_per_host < 1 || in.local_params < 0 ||
+  if (!(in.pcie_GBps > 0) || !(in.host_memory_GBps > 0) || in.gpus_per_host < 1 || in.host_cores < 0 ||
+      in.local_params < 0 ||
       in.micro_steps < 1 || !(in.w > 0))
     throw std::invalid_argument("offload needs PCIe and host memory rates > 0, GPUs per host >= 1, micro_steps >= 1");
   const double P = in.local_params, w = in.w, m = static_cast<double>(in.micro_steps);
@@ -77,8 +78,10 @@ OffloadTimes offload_times(const OffloadInputs& in) {
   t.down_s = copies * one_copy_s;
   const double arrivals = in.kind == OffloadKind::parameters ? m : copies;
   if (in.kind == OffloadKind::parameters) t.down_s = m * one_copy_s;
-  t.cpu_s = in.gpus_per_host * P * (kCpuAdamBytesPerParam + arrivals * gradient_arrival_bytes_per_param(w)) /
-            (in.host_memory_GBps * kHostMemoryEfficiency * 1e9);
+  const double dram_s = in.gpus_per_host * P * (kCpuAdamBytesPerParam + arrivals * gradient_arrival_bytes_per_param(w)) /
+                        (in.host_memory_GBps * kHostMemoryEfficiency * 1e9);
+  const double cores_s = in.host_cores > 0 ? in.gpus_per_host * P / (in.host_cores * kCpuAdamParamsPerCoreSecond) : 0;
+  t.cpu_s = std::max(dram_s, cores_s);
   double after;  // the host's step and what follows it before the next step can use it
   if (in.kind == OffloadKind::optimizer) {
     t.up_s = one_copy_s;

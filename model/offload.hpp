@@ -50,6 +50,15 @@ inline constexpr double kHostMemoryEfficiency = 0.75;
 /// place and writes the 16-bit parameter copy in the same pass).
 inline constexpr double kCpuAdamBytesPerParam = 30;
 
+/// Parameters DeepSpeed's CPU Adam updates per second per host core: 29.5e6. DeepSpeed PR
+/// #735 (2021-02-08) measures the optimizer step of an 11.6B-parameter GPT-2 at 8.2 s with
+/// CPU Adam (56 s with torch Adam): 1.41e9 parameters/s. The host is not named; taken as
+/// the DGX-2's 2x Xeon Platinum 8168, 48 cores (the DeepSpeed team's ZeRO-Offload
+/// evaluation machine, Ren et al. 2021 Sec. 6), so 1.41e9 / 48 = 29.5e6 per core. At 30 B per
+/// parameter that is 0.9 GB/s per core: on the catalog's hosts the cores, not DRAM, bound
+/// the step (kernel-benchmarks.md Sec. 4: CPU Adam reaches 0.2-0.5 of DRAM bandwidth).
+inline constexpr double kCpuAdamParamsPerCoreSecond = 29.5e6;
+
 /// Host-memory bytes per parameter each time a 16-bit gradient arrives: read it (w) and
 /// add it into the fp32 gradient partition (read 4, write 4): w + 8.
 double gradient_arrival_bytes_per_param(double w);
@@ -80,6 +89,7 @@ struct OffloadInputs {
   std::int64_t micro_steps = 1;
   double w = 2;                     ///< bytes per 16-bit element
   int gpus_per_host = 1;            ///< GPUs whose partitions the host's CPUs update
+  int host_cores = 0;               ///< the host's physical cores (0: not known, DRAM bound only)
   double pcie_GBps = 0;             ///< per GPU, all GPUs copying at once
   double host_memory_GBps = 0;      ///< DRAM wire rate of the host
   bool delayed_update = false;      ///< ZeRO-Offload's one-step delayed parameter update
@@ -97,7 +107,8 @@ struct OffloadTimes {
 
 /// The offload's times (Ren et al. 2021, Sec. 4.1-4.3, Fig. 5's schedule):
 ///   down_s = copies·w·P / pcie;   up_s = (PCIe bytes up)·P / pcie
-///   cpu_s  = gpus_per_host·P·(30 + copies·(w + 8)) / (host_memory_GBps · kHostMemoryEfficiency)
+///   cpu_s  = max(gpus_per_host·P·(30 + copies·(w + 8)) / (host_memory_GBps · kHostMemoryEfficiency),
+///                gpus_per_host·P / (host_cores · kCpuAdamParamsPerCoreSecond))
 ///   optimizer offload: gradient copies run beside the backward that produces them, so a
 ///     micro-step exposes max(0, copy - backward); then Adam and the copy up wait:
 ///     exposed = copies·max(0, w·P/pcie - backward) + cpu_s + w·P/pcie

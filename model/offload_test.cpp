@@ -76,6 +76,17 @@ TEST_CASE("offload times: CPU Adam over host memory, copies hidden behind backwa
   CHECK(offload_times(short_bwd).exposed_s == doctest::Approx(2 * 0.06 + cpu + 0.1));
 }
 
+TEST_CASE("offload times: CPU Adam takes the slower of host DRAM and the host's cores at 29.5M params/s each") {
+  OffloadInputs in = inputs(OffloadKind::optimizer, Strategy::zero2);
+  const double dram = 2 * 1e9 * (30 + 2 * 10) / (100e9 * kHostMemoryEfficiency);  // 1.33 s
+  in.host_cores = 0;  // cores unknown: DRAM alone
+  CHECK(offload_times(in).cpu_s == doctest::Approx(dram));
+  in.host_cores = 48;  // 2e9 params / (48 x 29.5e6) = 1.41 s > 1.33 s: the cores bound it
+  CHECK(offload_times(in).cpu_s == doctest::Approx(2e9 / (48 * 29.5e6)));
+  in.host_cores = 52;  // 2e9 / (52 x 29.5e6) = 1.30 s < 1.33 s: DRAM bounds it again
+  CHECK(offload_times(in).cpu_s == doctest::Approx(dram));
+}
+
 TEST_CASE("offload times: the delayed parameter update hides Adam and the copy up behind the next step") {
   OffloadInputs in = inputs(OffloadKind::optimizer, Strategy::zero2);
   in.delayed_update = true;

@@ -632,6 +632,7 @@ void resolve_host(Job& job, const BoxSpec& box) {
     throw std::invalid_argument(fmt::format("scenario \"{}\": offload needs the host of box {} (not in the catalog)",
                                             job.scenario.name, box.name));
   job.host_memory_GBps = box.host->memory_bw_GBps;
+  job.host_cores = box.host->cores;
   job.host_memory_bytes = box.host->memory_GiB * 1024.0 * 1024.0 * 1024.0;
   job.pcie_GBps = host_link_GBps_per_gpu(box);
   job.assumptions.push_back(fmt::format(
@@ -868,6 +869,7 @@ void cost_offload(const Job& job, Costs& c) {
   in.gpus_per_host = job.gpus_per_node;
   in.pcie_GBps = job.pcie_GBps;
   in.host_memory_GBps = job.host_memory_GBps;
+  in.host_cores = job.host_cores;
   in.delayed_update = st.delayed_update;
   in.forward_s = c.micro.forward_s;
   in.backward_s = c.micro.backward_s;
@@ -876,9 +878,11 @@ void cost_offload(const Job& job, Costs& c) {
   c.optimizer_s = c.offload.exposed_s;
   c.assumptions.push_back(fmt::format(
       "offload per step: {:.3g} s of gradients down and {:.3g} s of parameters up over PCIe ({:.0f} B per local "
-      "parameter), {:.3g} s of CPU Adam for the node's {} GPUs ({} B/param over host memory); {:.3g} s exposed",
+      "parameter), {:.3g} s of CPU Adam for the node's {} GPUs ({} B/param over host memory, {:.3g}M "
+      "params/s on each of {} cores, the slower bound; DeepSpeed PR #735); {:.3g} s exposed",
       c.offload.down_s, c.offload.up_s, pcie_bytes_per_param(in.kind, in.strategy, in.micro_steps, in.w),
-      c.offload.cpu_s, in.gpus_per_host, kCpuAdamBytesPerParam, c.offload.exposed_s));
+      c.offload.cpu_s, in.gpus_per_host, kCpuAdamBytesPerParam, kCpuAdamParamsPerCoreSecond / 1e6, in.host_cores,
+      c.offload.exposed_s));
 }
 
 MicroStepTimes micro_step_times(const Job& job) {

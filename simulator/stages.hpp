@@ -81,6 +81,7 @@ struct Job {
   /// rate per GPU with all GPUs copying (topologies/ host_link_GBps_per_gpu). 0 without.
   double host_memory_GBps = 0;
   double host_memory_bytes = 0;
+  int host_cores = 0;          ///< the host's physical cores (its CPU Adam rate)
   double pcie_GBps = 0;
   Dtype dtype = Dtype::bf16;   ///< dtype of the GEMMs (peak used for MFU)
   KernelChoice kernels;        ///< attention kernel, kernel profile, causal or not

@@ -146,7 +146,7 @@ MeasuredRun parse_measured_run(const std::string& json_line, const std::string& 
     }
     m.finish();
   }
-  top.raw("notes");
+  if (const nlohmann::json& notes = top.raw("notes"); notes.is_string()) r.notes = notes.get<std::string>();
   top.raw("raw");
   top.finish();
   return r;

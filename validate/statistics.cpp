@@ -30,12 +30,14 @@ double percentile(std::vector<double> v, double q) {
 }
 
 /// A row's identity for ordering pairs, as integers: the fields that must match (source,
-/// metric, model, sequence, precision, GPU; text interned to ids) and the knobs a pair may
+/// metric, model, sequence, precision, GPU, attention kernel; text interned to ids: runs of
+/// one source on another software stack, such as llm-foundry's Triton and flash-attn tables,
+/// differ in their kernels) and the knobs a pair may
 /// differ in, exactly one at a time: the GPU count, the strategy, the link speed (its bits),
 /// the micro-batch (the global batch follows the GPU count) and the parallel layout (TP and
 /// PP degrees as stated, 0 where not): two runs with another layout and another micro-batch
 /// differ in two knobs, not one.
-constexpr int kBase = 6;
+constexpr int kBase = 7;
 constexpr int kKnobs = 5;
 using RowKey = std::array<std::int64_t, kBase + kKnobs>;
 
@@ -59,7 +61,7 @@ std::int64_t layout_of(const ValidationRow& r) { return (r.tp << 31) | r.pp; }
 
 RowKey key_of(const ValidationRow& r, Interner& text) {
   return {text.id(r.source), text.id(r.metric),   text.id(r.model),     r.seq_len,         text.id(r.precision),
-          text.id(r.gpu),    r.gpus,              text.id(r.strategy),  bits_of(r.link_gbps), r.micro_batch,
+          text.id(r.gpu),    text.id(r.attention), r.gpus,              text.id(r.strategy),  bits_of(r.link_gbps), r.micro_batch,
           layout_of(r)};
 }
 

@@ -230,6 +230,27 @@ AttentionKernel foundry_attention(const MeasuredRun& r) {
   return AttentionKernel::flash2;
 }
 
+bool names_any(const std::string& text, std::initializer_list<const char*> names) {
+  return std::any_of(names.begin(), names.end(), [&](const char* n) { return text.find(n) != std::string::npos; });
+}
+
+/// The FlashAttention generation a record's notes name for its GPU (ml-engineering's
+/// "FA3 (H200) / FA4-beta (B200)": its benchmark picks HF's attn_implementation by compute
+/// capability). FlashAttention-3 on Hopper runs the flash3 curves. FlashAttention-4 has no
+/// published forward-and-backward table in model/catalog/attention_kernels.json yet, so a
+/// Blackwell record naming it cannot be represented (FA2's rates would be several times slower).
+void attention_named_in_notes(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  if (!s.training.flash_attention) return;
+  const GpuSpec* gpu = find_gpu(gpu_for(r));
+  if (!gpu) return;
+  if (gpu->arch == GpuArch::hopper && names_any(r.notes, {"FA3", "FlashAttention-3", "flash-attn-3"})) {
+    s.training.attention_kernel = AttentionKernel::flash3;
+    assumed.push_back("FlashAttention-3 attention (named in the record's notes for its Hopper GPU)");
+  } else if (gpu->arch == GpuArch::blackwell && names_any(r.notes, {"FA4", "FlashAttention-4", "flash-attn-4"})) {
+    throw Skip{"FlashAttention-4 (named in the record's notes) has no kernel table in the catalog"};
+  }
+}
+
 /// The kernels a record's framework runs, each listed as an assumption:
 ///  - composer/llm-foundry: eager PyTorch ops (no torch.compile in its benchmark scripts),
 ///    flash-attn's fused cross-entropy (modeling_mpt.py loss_fn 'fused_crossentropy'), and
@@ -260,6 +281,7 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
     t.kernel_profile = KernelProfile::eager;
     assumed.push_back("eager PyTorch kernels (no fused kernels named by the record)");
   }
+  attention_named_in_notes(r, s, assumed);
   if (framework_is(r, "nanotron") && s.strategy.pp > 1) {
     s.strategy.pp_split = StageSplit::balanced;
     assumed.push_back("pipeline stages split by cost with the LM head counted (nanotron's build_model balances "
@@ -465,6 +487,10 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   row.precision = run.precision.value_or("");
   RunScenario rs = scenario_for(run, calibration, calibration_file, assume_host);
   row.assumptions = rs.assumptions;
+  if (rs.scenario) {
+    const TrainingSpec& t = rs.scenario->training;
+    row.attention = !t.flash_attention ? "unfused" : t.attention_kernel ? std::string(name(*t.attention_kernel)) : "flash";
+  }
   if (!rs.scenario) {
     row.status = "skipped: " + rs.skip_reason;
     return row;

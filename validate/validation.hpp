@@ -42,6 +42,7 @@ struct MeasuredRun {
   std::optional<bool> sp;
   std::optional<std::string> checkpointing, precision, offload, framework;
   std::vector<std::string> extras;
+  std::string notes;           ///< the record's free-text notes (kernels a source names)
   // batch
   std::optional<std::int64_t> micro_batch, grad_accum, global_batch;
   // measured
@@ -97,6 +98,7 @@ struct ValidationRow {
   double link_gbps = 0;
   std::int64_t micro_batch = 0;
   std::int64_t tp = 0, pp = 0;             ///< parallel layout as stated (0: not stated)
+  std::string attention;                   ///< the attention kernel the record's scenario runs
   std::int64_t global_batch = 0;
   std::string model;
   std::int64_t seq_len = 0;

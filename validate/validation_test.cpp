@@ -216,7 +216,7 @@ std::pair<std::int64_t, double> brute_force_ordering(const std::vector<Validatio
       const ValidationRow& a = rows[i];
       const ValidationRow& b = rows[j];
       if (a.source != b.source || a.metric != b.metric || a.model != b.model || a.seq_len != b.seq_len ||
-          a.precision != b.precision || a.gpu != b.gpu)
+          a.precision != b.precision || a.gpu != b.gpu || a.attention != b.attention)
         continue;
       const int differ = (a.gpus != b.gpus) + (a.strategy != b.strategy) + (a.link_gbps != b.link_gbps) +
                          (a.micro_batch != b.micro_batch) + (a.tp != b.tp || a.pp != b.pp);
@@ -241,6 +241,7 @@ TEST_CASE("ordering pairs: the grouped count equals the pair-by-pair definition"
     r.link_gbps = pick(2) ? 100 : 400;
     r.micro_batch = 1 + pick(2);
     r.tp = 1 + pick(2);
+    r.attention = pick(4) ? "flash2" : "triton";
     r.pp = pick(3) ? 1 : 2;
     r.model = pick(4) ? "m" : "n";
     rows.push_back(r);
