@@ -279,6 +279,7 @@ struct PredictArgs {
   std::string html;   ///< HTML report to write; empty: none
   std::string calibration;  ///< hardware file from `stepcast fit` replacing the scenario's; empty: none
   std::string in_step;      ///< in-step fractions from `stepcast fit in-step`; empty: the catalog's
+  bool pairs = false;       ///< list the ordering pairs (--pairs)
 };
 
 /// The in-step fractions of `file` (`--in-step`), or null for none given.
@@ -449,6 +450,7 @@ struct ValidateArgs {
   std::string calibration;  ///< hardware file from `stepcast fit`; empty: none
   bool assume_host = true;  ///< offload records on the catalog box's host (--no-assume-host: skipped)
   std::string in_step;      ///< in-step fractions from `stepcast fit in-step`; empty: the catalog's
+  bool pairs = false;       ///< list the ordering pairs (--pairs)
 };
 
 int run_validate(const ValidateArgs& args) {
@@ -469,7 +471,9 @@ int run_validate(const ValidateArgs& args) {
     if (progress && (done % 20 == 0 || done == total)) fmt::print(stderr, "\r[{}/{}]", done, total);
   }, args.assume_host, in_step);
   if (progress) fmt::print(stderr, "\n");
-  write(args.csv ? cli::validate_csv(rows) : args.json ? cli::validate_json(rows) : cli::validate_text(rows, args.in_step));
+  write(args.csv    ? cli::validate_csv(rows)
+        : args.json ? cli::validate_json(rows, args.pairs)
+                    : cli::validate_text(rows, args.in_step, args.pairs));
   return kExitOk;
 }
 
@@ -812,6 +816,9 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
                 "CPU-offload records state no host: predict them on the host of their GPU's catalog box "
                 "(default, printed as an assumption), or skip them (--no-assume-host)");
   cmd->add_flag("--csv", va.csv, "Print one CSV row per record (units in the column names)")->excludes(json);
+  cmd->add_flag("--pairs", va.pairs,
+                "Also list every ordering pair (two records one knob apart), the wrong ones first "
+                "(with --json: a \"pairs\" array)");
   cmd->footer(footer(
       "Each record (one JSON object per line, the measured-run record format of README.md)\n"
       "becomes a scenario where stepcast can represent it; the record's metric is predicted\n"

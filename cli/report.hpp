@@ -215,15 +215,19 @@ std::string catalog_json(const std::vector<CatalogSection>& sections);
 /// The items separated by `sep` ("a, b, c").
 std::string join(const std::vector<std::string>& items, std::string_view sep);
 
-/// `stepcast validate`: every record with its status, then the error summaries of the
-/// checking part, the fitting part and all records (low-trust records shown, not summarised).
+/// `stepcast validate`: every record with its status, then the leave-one-source-out and
+/// fit-free summaries (low-trust records shown, not summarised), and with `pairs` every
+/// ordering pair, the wrong ones first (ordering_pair_list).
 /// `in_step_file`: the in-step fractions used (`--in-step`); empty: model/catalog/in_step.json.
-std::string validate_text(const std::vector<ValidationRow>& rows, const std::string& in_step_file = "");
-/// {"runs": [{id, metric, measured, predicted, error_pct, status, split, source, trust,
-///  strategy, gpu, assumptions}], "summary": {count, skipped, median_abs_error_pct,
-///  p90_abs_error_pct, max_abs_error_pct, ordering_accuracy, ordering_pairs} (checking part),
-///  "summary_fit": {...}, "summary_all": {...}, "groups": [{group, ...}] (checking part)}
-std::string validate_json(const std::vector<ValidationRow>& rows);
+std::string validate_text(const std::vector<ValidationRow>& rows, const std::string& in_step_file = "",
+                          bool pairs = false);
+/// {"runs": [{id, metric, measured, predicted, error_pct, predicted_fit_free, ..., status,
+///  source, trust, strategy, gpu, assumptions, predicted_breakdown_s}], "summary" and
+///  "summary_loso": {count, skipped, median_abs_error_pct, p90_abs_error_pct,
+///  max_abs_error_pct, ordering_accuracy, ordering_pairs}, "summary_fit_free": {...},
+///  "sources": [{source, ...}], "groups": [{group, ...}]}; with `pairs` also "pairs":
+///  [{knob, low_id, high_id, measured_low, measured_high, predicted_low, predicted_high, right}].
+std::string validate_json(const std::vector<ValidationRow>& rows, bool pairs = false);
 
 // ---- CSV (report_csv.cpp) ----
 // One header row, every column name with its unit (_s, _bytes, _usd, _fraction, _x, _pct,

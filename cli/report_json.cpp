@@ -420,7 +420,7 @@ json summary_json(const ErrorSummary& s) {
 
 }  // namespace
 
-std::string validate_json(const std::vector<ValidationRow>& rows) {
+std::string validate_json(const std::vector<ValidationRow>& rows, bool pairs) {
   json runs = json::array();
   for (const ValidationRow& r : rows) {
     runs.push_back({{"id", r.id},
@@ -474,6 +474,19 @@ std::string validate_json(const std::vector<ValidationRow>& rows) {
               {"summary_fit_free", summary_json(summarize(fit_free_rows(rows))[0])},
               {"sources", sources},
               {"groups", groups}};
+  if (pairs) {
+    json list = json::array();
+    for (const OrderingPair& p : ordering_pair_list(rows))
+      list.push_back({{"knob", p.knob},
+                      {"low_id", p.low->id},
+                      {"high_id", p.high->id},
+                      {"measured_low", p.low->measured},
+                      {"measured_high", p.high->measured},
+                      {"predicted_low", *p.low->predicted},
+                      {"predicted_high", *p.high->predicted},
+                      {"right", p.right}});
+    out["pairs"] = std::move(list);
+  }
   return out.dump(2) + "\n";
 }
 

@@ -762,7 +762,31 @@ std::string categories_text(const std::vector<ValidationRow>& rows) {
 
 }  // namespace
 
-std::string validate_text(const std::vector<ValidationRow>& rows, const std::string& in_step_file) {
+namespace {
+
+/// The ordering pairs of the leave-one-source-out summary, the wrong ones first.
+std::string ordering_pairs_text(const std::vector<ValidationRow>& rows) {
+  const std::vector<OrderingPair> list = ordering_pair_list(rows);
+  const auto wrong = std::count_if(list.begin(), list.end(), [](const OrderingPair& p) { return !p.right; });
+  std::string out = section(fmt::format("Ordering pairs (two records one knob apart): {} of {} wrong", wrong,
+                                        list.size()));
+  Table t({{"knob", false},
+           {"lower measured", false},
+           {"higher measured", false},
+           {"measured (low / high)", true},
+           {"predicted (low / high)", true},
+           {"order", false}});
+  for (const OrderingPair& p : list)
+    t.add({p.knob, p.low->id, p.high->id, fmt::format("{:.4g} / {:.4g}", p.low->measured, p.high->measured),
+           fmt::format("{:.4g} / {:.4g}", *p.low->predicted, *p.high->predicted), p.right ? "right" : "WRONG"});
+  out += t.render();
+  out += "  values in each record's metric unit (see above); low-trust records are left out\n";
+  return out;
+}
+
+}  // namespace
+
+std::string validate_text(const std::vector<ValidationRow>& rows, const std::string& in_step_file, bool pairs) {
   std::string out = section("Measured runs against predictions");
   Table t({{"id", false},
            {"metric", false},
@@ -799,6 +823,7 @@ std::string validate_text(const std::vector<ValidationRow>& rows, const std::str
   out += "\n";
   table("Summary, fit-free (isolated kernel benchmarks and datasheets only)", summarize(fit_free_rows(rows)));
   out += categories_text(rows);
+  if (pairs) out += ordering_pairs_text(rows);
   return out;
 }
 

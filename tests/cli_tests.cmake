@@ -206,6 +206,11 @@ stepcast_cli_case(validate_text RC 0
                   ARGS validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl)
 stepcast_cli_case(validate_json RC 0 JSON JSON_KEYS runs summary summary_loso summary_fit_free sources groups
                   ARGS validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl --json)
+# --pairs lists each ordering pair, wrong ones first: BigScience's layout pairs are one knob apart.
+stepcast_cli_case(validate_pairs RC 0
+                  STDOUT "Ordering pairs (two records one knob apart)" "WRONG"
+                         "layout       bigscience-prequel-a100-181b-g384-dp8tp8pp6-mbs1"
+                  ARGS validate ${PROJECT_SOURCE_DIR}/data/validation/runs.jsonl --pairs)
 stepcast_cli_case(bad_validate_unknown_key RC 2 STDERR "runs_unknown_key.jsonl:2" "/colour"
                   ARGS validate ${STEPCAST_CLI_BAD}/runs_unknown_key.jsonl)
 stepcast_cli_case(bad_validate_malformed RC 2 STDERR "runs_malformed.jsonl:2" "malformed JSON"

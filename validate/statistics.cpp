@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -164,6 +165,8 @@ PairCount ordering_pairs(const std::vector<const ValidationRow*>& ok) {
   return total;
 }
 
+constexpr std::array<const char*, kKnobs> kKnobNames = {"gpus", "strategy", "link", "micro_batch", "layout"};
+
 ErrorSummary summary_of(const std::string& group, const std::vector<const ValidationRow*>& rows) {
   ErrorSummary s;
   s.group = group;
@@ -202,6 +205,51 @@ std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows) {
   by("source", [](const ValidationRow& r) { return r.source; });
   by("strategy", [](const ValidationRow& r) { return r.strategy; });
   by("gpu", [](const ValidationRow& r) { return r.gpu; });
+  return out;
+}
+
+std::vector<OrderingPair> ordering_pair_list(const std::vector<ValidationRow>& rows) {
+  std::vector<const ValidationRow*> ok;
+  for (const ValidationRow& r : rows)
+    if (r.status == "ok" && r.trust != "low") ok.push_back(&r);
+  Interner text;
+  std::vector<RowKey> keys;
+  keys.reserve(ok.size());
+  for (const ValidationRow* r : ok) keys.push_back(key_of(*r, text));
+  struct Found {
+    std::size_t low, high;
+    int knob;
+    bool right;
+  };
+  std::vector<Found> found;
+  std::vector<std::size_t> order(ok.size());
+  for (int knob = kBase; knob < kBase + kKnobs; ++knob) {
+    auto less_others = [&](std::size_t a, std::size_t b) {
+      for (int f = 0; f < kBase + kKnobs; ++f)
+        if (f != knob && keys[a][f] != keys[b][f]) return keys[a][f] < keys[b][f];
+      return false;
+    };
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), less_others);
+    for (std::size_t lo = 0; lo < order.size();) {  // a bucket: equal in everything but the knob
+      std::size_t hi = lo + 1;
+      while (hi < order.size() && !less_others(order[lo], order[hi])) ++hi;
+      for (std::size_t x = lo; x < hi; ++x)
+        for (std::size_t y = x + 1; y < hi; ++y) {
+          std::size_t a = order[x], b = order[y];
+          if (keys[a][knob] == keys[b][knob] || ok[a]->measured == ok[b]->measured) continue;
+          if (ok[b]->measured < ok[a]->measured) std::swap(a, b);
+          found.push_back({a, b, knob, *ok[a]->predicted < *ok[b]->predicted});
+        }
+      lo = hi;
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const Found& x, const Found& y) {
+    return std::tie(x.right, x.low, x.high, x.knob) < std::tie(y.right, y.low, y.high, y.knob);
+  });
+  std::vector<OrderingPair> out;
+  out.reserve(found.size());
+  for (const Found& f : found) out.push_back({kKnobNames[f.knob - kBase], ok[f.low], ok[f.high], f.right});
   return out;
 }
 

@@ -154,10 +154,25 @@ struct ErrorSummary {
 /// strategy and per GPU. Nothing in the model is fitted to measured runs (device rates come
 /// from kernel tables and datasheets), so every record is predicted without its own source:
 /// the overall figure is the leave-one-source-out figure and the fit-free one at once. Ordering
-/// pairs are rows one knob apart (GPU count, strategy, link speed or micro-batch; source,
-/// metric, model, sequence, precision and GPU equal) whose measured values differ; a pair
-/// is right when the prediction orders it strictly the same way. O(n log n) in the rows.
+/// pairs are rows one knob apart (GPU count, strategy, link speed, micro-batch or TP/PP
+/// layout; source, metric, model, sequence, precision, GPU and attention kernel equal) whose
+/// measured values differ; a pair is right when the prediction orders it strictly the same
+/// way. O(n log n) in the rows.
 std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows);
+
+/// One ordering pair of summarize's overall figure: `low` measured below `high`.
+struct OrderingPair {
+  std::string knob;  ///< the one that differs: "gpus", "strategy", "link", "micro_batch", "layout"
+  const ValidationRow* low = nullptr;
+  const ValidationRow* high = nullptr;
+  bool right = false;  ///< low predicted strictly below high
+};
+
+/// Every ordering pair counted in summarize(rows)[0] (ok rows, low-trust ones left out), the
+/// wrong ones first, then by the records' order. O(n log n + pairs): a listing, not a
+/// summary (the Ultra-Scale Playbook file has about 39,000 pairs). The pointers point into
+/// `rows`.
+std::vector<OrderingPair> ordering_pair_list(const std::vector<ValidationRow>& rows);
 
 /// `rows` with each prediction replaced by its fit-free one (isolated kernel rates).
 std::vector<ValidationRow> fit_free_rows(std::vector<ValidationRow> rows);

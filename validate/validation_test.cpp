@@ -1,5 +1,6 @@
 // Rules of validation: records read strictly, a record stepcast cannot represent is skipped
 // with its reason, summaries and ordering follow their definitions, metrics follow the record's definition.
+#include <algorithm>
 #include "validate/validation.hpp"
 
 #include "base/json_input.hpp"
@@ -251,6 +252,13 @@ TEST_CASE("ordering pairs: the grouped count equals the pair-by-pair definition"
   CHECK(pairs > 1000);
   CHECK(s.ordering_pairs == pairs);
   CHECK(s.ordering_accuracy == doctest::Approx(accuracy));
+  // The listing holds the same pairs, wrong ones first, each measured low below high.
+  const std::vector<OrderingPair> list = ordering_pair_list(rows);
+  REQUIRE(static_cast<std::int64_t>(list.size()) == pairs);
+  const auto right = std::count_if(list.begin(), list.end(), [](const OrderingPair& p) { return p.right; });
+  CHECK(static_cast<double>(right) / static_cast<double>(pairs) == doctest::Approx(accuracy));
+  CHECK(std::is_partitioned(list.begin(), list.end(), [](const OrderingPair& p) { return !p.right; }));
+  for (const OrderingPair& p : list) CHECK(p.low->measured < p.high->measured);
 }
 
 TEST_CASE("summaries are O(n log n): 200,000 rows one knob apart summarize at once") {
