@@ -114,6 +114,24 @@ TEST_CASE("ordering: the TP/PP layout is a knob, so a pair with another layout a
   CHECK(s.ordering_accuracy == 0);
 }
 
+TEST_CASE("the attention kernel a record's notes name: FlashAttention-3 on Hopper runs flash3; FlashAttention-4 "
+          "on Blackwell has no kernel table, so the record is skipped with that reason") {
+  nlohmann::json r = small_record();  // 8 H100
+  r["strategy"]["framework"] = "hf transformers";
+  r["strategy"]["extras"] = {"flash_attention"};
+  r["notes"] = "HF transformers, FA3 (H200) / FA4-beta (B200)";
+  const ValidationRow hopper = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK(hopper.status == "ok");
+  CHECK(hopper.attention == "flash3");
+  r["notes"] = "HF transformers";  // no kernel named: the GPU's default flash kernel
+  CHECK(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)).attention == "flash");
+  r["notes"] = "HF transformers, FA3 (H200) / FA4-beta (B200)";
+  r["hardware"]["gpu"] = "b200-sxm-180gb";
+  CHECK(starts(outcome(r), "skipped: FlashAttention-4 (named in the record's notes) has no kernel table"));
+  r["hardware"]["gpu"] = "a100-sxm4-80gb";  // FA3 named, but not a Hopper GPU: the default kernel
+  CHECK(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)).attention == "flash");
+}
+
 TEST_CASE("a record goes through the scenario checks: bad counts are InputErrors with file:line and path") {
   nlohmann::json r = small_record();
   CHECK(outcome(r) == "ok");
