@@ -406,16 +406,21 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   const double launch_bwd = dispatched ? std::max(device.launch_s, device.eager_backward_op_s) : device.launch_s;
   const double gpu_fwd = g.forward_s + a.forward_s + mem.bytes_forward / bw;
   const double gpu_bwd = g.backward_s + a.backward_s + mem.bytes_backward / bw;
-  const double layer_fwd = std::max(gpu_fwd, launch * (g.kernels_forward + a.kernels_forward + mem.kernels_forward));
+  // The CPU runs ahead of the GPU (the slower of the two sets the time), or, with blocking
+  // launches, each op's CPU cost adds to its kernel's.
+  const auto with_cpu = [&](double gpu_s, double cpu_s) {
+    return kernels.launch_blocking ? gpu_s + cpu_s : std::max(gpu_s, cpu_s);
+  };
+  const double layer_fwd = with_cpu(gpu_fwd, launch * (g.kernels_forward + a.kernels_forward + mem.kernels_forward));
   const double layer_bwd =
-      std::max(gpu_bwd, launch_bwd * (g.kernels_backward + a.kernels_backward + mem.kernels_backward));
+      with_cpu(gpu_bwd, launch_bwd * (g.kernels_backward + a.kernels_backward + mem.kernels_backward));
   const double L = static_cast<double>(spec.layers);
 
   MicroStepTimes t;
   const double head_gpu_fwd = g.head_forward_s + loss.bytes_forward / bw;
   const double head_gpu_bwd = g.head_backward_s + loss.bytes_backward / bw;
-  t.head_forward_s = std::max(head_gpu_fwd, launch * (1 + loss.kernels_forward));
-  t.head_backward_s = std::max(head_gpu_bwd, launch_bwd * (2 + loss.kernels_backward));
+  t.head_forward_s = with_cpu(head_gpu_fwd, launch * (1 + loss.kernels_forward));
+  t.head_backward_s = with_cpu(head_gpu_bwd, launch_bwd * (2 + loss.kernels_backward));
   t.layer_attention_forward_s = a.forward_s;
   t.layer_attention_backward_s = a.backward_s;
   t.forward_s = L * layer_fwd + t.head_forward_s;

@@ -115,6 +115,9 @@ struct KernelChoice {
   KernelProfile profile = KernelProfile::eager;
   bool causal = true;
   bool fused_loss = false;     ///< the loss as one fused kernel each way (else the profile's)
+  /// CUDA_LAUNCH_BLOCKING=1: every launch returns when its kernel has finished, so the CPU's
+  /// cost per op adds to the GPU's time instead of running ahead of it.
+  bool launch_blocking = false;
   int metric_loss_passes = 0;  ///< extra eager cross-entropy forwards over the logits
   /// Tensor-parallel degree (Megatron): each rank runs the GEMMs of tp_layer_gemms, heads/t
   /// of attention and a vocab-parallel loss; the h-wide memory-bound work is replicated, or
@@ -171,6 +174,10 @@ struct MicroStepTimes {
 ///             memory bandwidth
 ///   launches  a layer takes max(GPU time, ops x CPU cost per op): the CPU runs ahead of
 ///             the GPU within a layer, so launches only matter when kernels are short.
+///             Under launch_blocking (CUDA_LAUNCH_BLOCKING=1) it takes GPU time + ops x CPU
+///             cost per op: each launch waits for its kernel, so the GPU idles while the
+///             CPU dispatches the next op (NVIDIA CUDA Programming Guide, "Asynchronous
+///             Concurrent Execution": the variable makes kernel launches synchronous).
 ///             The cost per op is eager dispatch (DeviceRates::eager_forward_op_s and
 ///             eager_backward_op_s: kEagerForwardOp_s, kEagerBackwardOp_s unless calibrated)
 ///             for the eager and fused profiles, the driver's launch for compiled code.

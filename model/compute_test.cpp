@@ -125,6 +125,30 @@ TEST_CASE("a layer whose kernels are shorter than their launches is launch-bound
   CHECK(t.backward_s - t.head_backward_s == doctest::Approx(43));
 }
 
+TEST_CASE("blocking launches add each op's CPU cost to the GPU time instead of overlapping it") {
+  const TransformerSpec spec = small_gpt();
+  const FlopsOptions o;
+  KernelChoice k{AttentionKernel::flash2, KernelProfile::compiled, true};
+  DeviceRates d = unit_device();
+  d.launch_s = 1e-3;  // 1 ms per launch dwarfs this layer's kernels
+  const MicroStepTimes async = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, d);
+  // Asynchronous, the layer is launch-bound: compiled, 9 kernels forward and 21 backward.
+  CHECK(async.forward_s - async.head_forward_s == doctest::Approx(9e-3));
+  CHECK(async.backward_s - async.head_backward_s == doctest::Approx(21e-3));
+  // Blocking: the same launches plus the layer's GPU time (the step with free launches).
+  DeviceRates free_launches = d;
+  free_launches.launch_s = 0;
+  const MicroStepTimes gpu = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, free_launches);
+  k.launch_blocking = true;
+  const MicroStepTimes blocking = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, d);
+  CHECK(gpu.forward_s - gpu.head_forward_s > 0);
+  CHECK(blocking.forward_s - blocking.head_forward_s ==
+        doctest::Approx(9e-3 + (gpu.forward_s - gpu.head_forward_s)));
+  CHECK(blocking.backward_s - blocking.head_backward_s ==
+        doctest::Approx(21e-3 + (gpu.backward_s - gpu.head_backward_s)));
+  CHECK(blocking.kernels.launch_s > async.kernels.launch_s);
+}
+
 TEST_CASE("the catalog's GEMM ceiling: measured where published, else the mean measured fraction of peak") {
   const GpuSpec* a100 = find_gpu("a100-sxm4-80gb");
   REQUIRE(a100 != nullptr);

@@ -85,7 +85,7 @@ struct TrainingInput {
   std::optional<std::int64_t> micro_batch, grad_accum, seq_len;
   std::optional<Recompute> recompute;
   std::optional<bool> flash_attention;
-  TrainingSpec rest;  ///< attention_kernel, kernels, fused_loss, metric_loss_passes, lora, kernel_rates
+  TrainingSpec rest;  ///< attention_kernel, kernels, fused_loss, metric_loss_passes, launch_blocking, lora, kernel_rates
   bool kernel_rates_given = false;
 };
 
@@ -120,6 +120,7 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors) {
   });
   errors.attempt([&] { if (obj.has("kernels")) t.kernel_profile = parse_name(obj, "kernels", parse_kernel_profile); });
   errors.attempt([&] { t.fused_loss = obj.optional_boolean("fused_loss"); });
+  errors.attempt([&] { t.launch_blocking = obj.optional_boolean("launch_blocking").value_or(false); });
   errors.attempt([&] { if (obj.has("metric_loss_passes")) t.metric_loss_passes = obj.int32("metric_loss_passes", 0, 16); });
   errors.attempt([&] { t.lora = parse_lora(obj); });
   errors.attempt([&] {

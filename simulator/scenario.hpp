@@ -46,6 +46,9 @@ struct TrainingSpec {
   /// ("metric_loss_passes"): training metrics computed on the logits (Composer's
   /// LanguageCrossEntropy and LanguagePerplexity: 2). Default 0.
   int metric_loss_passes = 0;
+  /// CUDA_LAUNCH_BLOCKING=1 ("launch_blocking"): each kernel launch waits for the kernel, so
+  /// the CPU's cost per op adds to the GPU's time. Default false (launches are asynchronous).
+  bool launch_blocking = false;
   std::optional<LoraSpec> lora;
   /// GEMM and attention rates as they run inside a training step ("kernel_rates":
   /// "in_step", the default: model/catalog/in_step.json's fractions of the isolated

@@ -200,6 +200,12 @@ stepcast_cli_case(bad_straggler_speed_zero RC 2 STDERR "straggler_speed_zero.jso
 stepcast_cli_case(bad_straggler_unknown_key RC 2 STDERR "straggler_unknown_key.json" "/hardware/stragglers/0/speed"
                   ARGS predict ${STEPCAST_CLI_BAD}/straggler_unknown_key.json)
 
+# training.launch_blocking acts: the assumption is printed and launches add to the step.
+stepcast_cli_case(predict_launch_blocking RC 0 STDOUT "launch_blocking: CUDA_LAUNCH_BLOCKING=1"
+                  ARGS predict ${CMAKE_CURRENT_LIST_DIR}/data/good/launch_blocking.json)
+stepcast_cli_case(bad_launch_blocking_type RC 2 STDERR "/training/launch_blocking"
+                  ARGS predict ${STEPCAST_CLI_BAD}/launch_blocking_type.json)
+
 # ---- validate: measured-run records; a skipped record keeps its reason; bad lines exit 2 ----
 stepcast_cli_case(validate_text RC 0
                   STDOUT "llmfoundry-h10080-70b-s2048-g512-amp_bf16" "skipped: activation checkpointing not stated" "Summary, leave one source out"

@@ -251,6 +251,19 @@ void attention_named_in_notes(const MeasuredRun& r, Scenario& s, std::vector<std
   }
 }
 
+/// BigScience's tr11 runs at 320 GPUs or more ran with CUDA_LAUNCH_BLOCKING=1: its
+/// chronicles-prequel.md ("dealing with JZ hanging on the large model") measured 320 GPUs
+/// with asynchronous launches as "always hangs" and adopted the variable as the workaround,
+/// and tr11-176B-ml.slurm exports it. Smaller runs there (the "Best TFLOPs" tables, before
+/// the workaround) launch asynchronously.
+void launch_blocking_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  if (r.source.rfind("bigscience-workshop/bigscience · train/tr11-176B-ml/", 0) != 0 || !r.gpus || *r.gpus < 320)
+    return;
+  s.training.launch_blocking = true;
+  assumed.push_back("CUDA_LAUNCH_BLOCKING=1 (BigScience tr11 at 320 GPUs or more: asynchronous launches \"always "
+                    "hang\" there, chronicles-prequel.md; tr11-176B-ml.slurm exports it)");
+}
+
 /// The kernels a record's framework runs, each listed as an assumption:
 ///  - composer/llm-foundry: eager PyTorch ops (no torch.compile in its benchmark scripts),
 ///    flash-attn's fused cross-entropy (modeling_mpt.py loss_fn 'fused_crossentropy'), and
@@ -282,6 +295,7 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
     assumed.push_back("eager PyTorch kernels (no fused kernels named by the record)");
   }
   attention_named_in_notes(r, s, assumed);
+  launch_blocking_for(r, s, assumed);
   if (framework_is(r, "nanotron") && s.strategy.pp > 1) {
     s.strategy.pp_split = StageSplit::balanced;
     assumed.push_back("pipeline stages split by cost with the LM head counted (nanotron's build_model balances "

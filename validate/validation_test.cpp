@@ -132,6 +132,22 @@ TEST_CASE("the attention kernel a record's notes name: FlashAttention-3 on Hoppe
   CHECK(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)).attention == "flash");
 }
 
+TEST_CASE("BigScience's tr11 runs at 320 GPUs or more run under CUDA_LAUNCH_BLOCKING=1; its smaller ones do not") {
+  const auto runs = load_measured_runs(data_dir() / "data" / "validation" / "runs.jsonl");
+  auto blocking = [&](const std::string& id) {
+    const auto it = std::find_if(runs.begin(), runs.end(), [&](const MeasuredRun& r) { return r.id == id; });
+    REQUIRE(it != runs.end());
+    const RunScenario rs = scenario_for(*it);  // the scenario alone: no simulation needed
+    REQUIRE(rs.scenario);
+    const bool said = std::any_of(rs.assumptions.begin(), rs.assumptions.end(),
+                                  [](const std::string& a) { return a.rfind("CUDA_LAUNCH_BLOCKING=1", 0) == 0; });
+    CHECK(said == rs.scenario->training.launch_blocking);
+    return rs.scenario->training.launch_blocking;
+  };
+  CHECK(blocking("bigscience-prequel-a100-181b-g384-dp4tp8pp12-mbs1"));  // 384 GPUs, after the workaround
+  CHECK_FALSE(blocking("bigscience-prequel-a100-80l-n10-dp1tp8pp10-fp16"));  // 80 GPUs, "Best TFLOPs"
+}
+
 TEST_CASE("a record goes through the scenario checks: bad counts are InputErrors with file:line and path") {
   nlohmann::json r = small_record();
   CHECK(outcome(r) == "ok");
