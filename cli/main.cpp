@@ -279,7 +279,6 @@ struct PredictArgs {
   std::string html;   ///< HTML report to write; empty: none
   std::string calibration;  ///< hardware file from `stepcast fit` replacing the scenario's; empty: none
   std::string in_step;      ///< in-step fractions from `stepcast fit in-step`; empty: the catalog's
-  bool pairs = false;       ///< list the ordering pairs (--pairs)
 };
 
 /// The in-step fractions of `file` (`--in-step`), or null for none given.

@@ -30,14 +30,14 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
-/// A row's identity for ordering pairs, as integers: the fields that must match (source,
-/// metric, model, sequence, precision, GPU, attention kernel; text interned to ids: runs of
-/// one source on another software stack, such as llm-foundry's Triton and flash-attn tables,
-/// differ in their kernels) and the knobs a pair may
-/// differ in, exactly one at a time: the GPU count, the strategy, the link speed (its bits),
-/// the micro-batch (the global batch follows the GPU count) and the parallel layout (TP and
-/// PP degrees as stated, 0 where not): two runs with another layout and another micro-batch
-/// differ in two knobs, not one.
+/// A row's identity for ordering pairs, as integers (text interned to ids).
+///  - Fields that must match: source, metric, model, sequence, precision, GPU and attention
+///    kernel (runs of one source on another software stack, such as llm-foundry's Triton and
+///    flash-attn tables, differ in their kernels).
+///  - Knobs a pair may differ in, exactly one at a time: the GPU count, the strategy, the
+///    link speed (its bits), the micro-batch (the global batch follows the GPU count) and the
+///    parallel layout (TP and PP degrees as stated, 0 where not): two runs with another
+///    layout and another micro-batch differ in two knobs, not one.
 constexpr int kBase = 7;
 constexpr int kKnobs = 5;
 using RowKey = std::array<std::int64_t, kBase + kKnobs>;
@@ -64,6 +64,38 @@ RowKey key_of(const ValidationRow& r, Interner& text) {
   return {text.id(r.source), text.id(r.metric),   text.id(r.model),     r.seq_len,         text.id(r.precision),
           text.id(r.gpu),    text.id(r.attention), r.gpus,              text.id(r.strategy),  bits_of(r.link_gbps), r.micro_batch,
           layout_of(r)};
+}
+
+std::vector<RowKey> keys_of(const std::vector<const ValidationRow*>& rows) {
+  Interner text;
+  std::vector<RowKey> keys;
+  keys.reserve(rows.size());
+  for (const ValidationRow* r : rows) keys.push_back(key_of(*r, text));
+  return keys;
+}
+
+/// Calls on_bucket(order, lo, hi) for each bucket of rows equal in every field but `knob`:
+/// `order` holds the row indices sorted by every other field and then by the knob, and
+/// [lo, hi) is the bucket's range in it.
+template <class OnBucket>
+void for_each_bucket(const std::vector<RowKey>& keys, int knob, OnBucket on_bucket) {
+  auto compare_others = [&](std::size_t a, std::size_t b) {  // <0, 0, >0
+    for (int f = 0; f < kBase + kKnobs; ++f)
+      if (f != knob && keys[a][f] != keys[b][f]) return keys[a][f] < keys[b][f] ? -1 : 1;
+    return 0;
+  };
+  std::vector<std::size_t> order(keys.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const int c = compare_others(a, b);
+    return c != 0 ? c < 0 : keys[a][knob] < keys[b][knob] || (keys[a][knob] == keys[b][knob] && a < b);
+  });
+  for (std::size_t lo = 0; lo < order.size();) {
+    std::size_t hi = lo + 1;
+    while (hi < order.size() && compare_others(order[lo], order[hi]) == 0) ++hi;
+    on_bucket(order, lo, hi);
+    lo = hi;
+  }
 }
 
 /// Pairs whose measured values differ, and how many of them the prediction orders the same
@@ -121,47 +153,27 @@ PairCount count_pairs(std::vector<std::pair<double, double>> points) {  // by va
 /// those inside each (contiguous) group of equal knob value. A pair one knob apart falls in
 /// exactly one bucket; identical rows cancel out.
 PairCount ordering_pairs(const std::vector<const ValidationRow*>& ok) {
-  Interner text;
-  std::vector<RowKey> keys;
-  keys.reserve(ok.size());
-  for (const ValidationRow* r : ok) keys.push_back(key_of(*r, text));
-  std::vector<std::size_t> order(ok.size());
+  const std::vector<RowKey> keys = keys_of(ok);
   PairCount total;
-  for (int knob = kBase; knob < kBase + kKnobs; ++knob) {
-    auto others_equal = [&](std::size_t a, std::size_t b) {
-      for (int f = 0; f < kBase + kKnobs; ++f)
-        if (f != knob && keys[a][f] != keys[b][f]) return false;
-      return true;
-    };
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      for (int f = 0; f < kBase + kKnobs; ++f)
-        if (f != knob && keys[a][f] != keys[b][f]) return keys[a][f] < keys[b][f];
-      return keys[a][knob] < keys[b][knob];
-    });
-    std::vector<std::pair<double, double>> points;
-    for (std::size_t lo = 0; lo < order.size();) {
-      std::size_t hi = lo + 1;
-      while (hi < order.size() && others_equal(order[lo], order[hi])) ++hi;
-      if (hi - lo > 1) {
-        auto points_in = [&](std::size_t from, std::size_t to) {
-          points.clear();
-          for (std::size_t i = from; i < to; ++i) points.emplace_back(ok[order[i]]->measured, *ok[order[i]]->predicted);
-          return count_pairs(points);
-        };
-        const PairCount all = points_in(lo, hi);
-        total.pairs += all.pairs;
-        total.right += all.right;
-        for (std::size_t g = lo; g < hi;) {
-          std::size_t end = g + 1;
-          while (end < hi && keys[order[end]][knob] == keys[order[g]][knob]) ++end;
-          if (end - g > 1) total -= points_in(g, end);
-          g = end;
-        }
+  std::vector<std::pair<double, double>> points;
+  for (int knob = kBase; knob < kBase + kKnobs; ++knob)
+    for_each_bucket(keys, knob, [&](const std::vector<std::size_t>& order, std::size_t lo, std::size_t hi) {
+      if (hi - lo < 2) return;
+      auto points_in = [&](std::size_t from, std::size_t to) {
+        points.clear();
+        for (std::size_t i = from; i < to; ++i) points.emplace_back(ok[order[i]]->measured, *ok[order[i]]->predicted);
+        return count_pairs(points);
+      };
+      const PairCount all = points_in(lo, hi);
+      total.pairs += all.pairs;
+      total.right += all.right;
+      for (std::size_t g = lo; g < hi;) {
+        std::size_t end = g + 1;
+        while (end < hi && keys[order[end]][knob] == keys[order[g]][knob]) ++end;
+        if (end - g > 1) total -= points_in(g, end);
+        g = end;
       }
-      lo = hi;
-    }
-  }
+    });
   return total;
 }
 
@@ -212,28 +224,15 @@ std::vector<OrderingPair> ordering_pair_list(const std::vector<ValidationRow>& r
   std::vector<const ValidationRow*> ok;
   for (const ValidationRow& r : rows)
     if (r.status == "ok" && r.trust != "low") ok.push_back(&r);
-  Interner text;
-  std::vector<RowKey> keys;
-  keys.reserve(ok.size());
-  for (const ValidationRow* r : ok) keys.push_back(key_of(*r, text));
+  const std::vector<RowKey> keys = keys_of(ok);
   struct Found {
     std::size_t low, high;
     int knob;
     bool right;
   };
   std::vector<Found> found;
-  std::vector<std::size_t> order(ok.size());
-  for (int knob = kBase; knob < kBase + kKnobs; ++knob) {
-    auto less_others = [&](std::size_t a, std::size_t b) {
-      for (int f = 0; f < kBase + kKnobs; ++f)
-        if (f != knob && keys[a][f] != keys[b][f]) return keys[a][f] < keys[b][f];
-      return false;
-    };
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), less_others);
-    for (std::size_t lo = 0; lo < order.size();) {  // a bucket: equal in everything but the knob
-      std::size_t hi = lo + 1;
-      while (hi < order.size() && !less_others(order[lo], order[hi])) ++hi;
+  for (int knob = kBase; knob < kBase + kKnobs; ++knob)
+    for_each_bucket(keys, knob, [&](const std::vector<std::size_t>& order, std::size_t lo, std::size_t hi) {
       for (std::size_t x = lo; x < hi; ++x)
         for (std::size_t y = x + 1; y < hi; ++y) {
           std::size_t a = order[x], b = order[y];
@@ -241,9 +240,7 @@ std::vector<OrderingPair> ordering_pair_list(const std::vector<ValidationRow>& r
           if (ok[b]->measured < ok[a]->measured) std::swap(a, b);
           found.push_back({a, b, knob, *ok[a]->predicted < *ok[b]->predicted});
         }
-      lo = hi;
-    }
-  }
+    });
   std::sort(found.begin(), found.end(), [](const Found& x, const Found& y) {
     return std::tie(x.right, x.low, x.high, x.knob) < std::tie(y.right, y.low, y.high, y.knob);
   });

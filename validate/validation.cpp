@@ -241,12 +241,11 @@ bool names_any(const std::string& text, std::initializer_list<const char*> names
 /// Blackwell record naming it cannot be represented (FA2's rates would be several times slower).
 void attention_named_in_notes(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
   if (!s.training.flash_attention) return;
-  const GpuSpec* gpu = find_gpu(gpu_for(r));
-  if (!gpu) return;
-  if (gpu->arch == GpuArch::hopper && names_any(r.notes, {"FA3", "FlashAttention-3", "flash-attn-3"})) {
+  const GpuArch arch = find_gpu(gpu_for(r))->arch;  // gpu_for throws Skip for a GPU not in the catalog
+  if (arch == GpuArch::hopper && names_any(r.notes, {"FA3", "FlashAttention-3", "flash-attn-3"})) {
     s.training.attention_kernel = AttentionKernel::flash3;
     assumed.push_back("FlashAttention-3 attention (named in the record's notes for its Hopper GPU)");
-  } else if (gpu->arch == GpuArch::blackwell && names_any(r.notes, {"FA4", "FlashAttention-4", "flash-attn-4"})) {
+  } else if (arch == GpuArch::blackwell && names_any(r.notes, {"FA4", "FlashAttention-4", "flash-attn-4"})) {
     throw Skip{"FlashAttention-4 (named in the record's notes) has no kernel table in the catalog"};
   }
 }
@@ -501,14 +500,12 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   row.precision = run.precision.value_or("");
   RunScenario rs = scenario_for(run, calibration, calibration_file, assume_host);
   row.assumptions = rs.assumptions;
-  if (rs.scenario) {
-    const TrainingSpec& t = rs.scenario->training;
-    row.attention = !t.flash_attention ? "unfused" : t.attention_kernel ? std::string(name(*t.attention_kernel)) : "flash";
-  }
   if (!rs.scenario) {
     row.status = "skipped: " + rs.skip_reason;
     return row;
   }
+  const TrainingSpec& t = rs.scenario->training;
+  row.attention = !t.flash_attention ? "unfused" : t.attention_kernel ? std::string(name(*t.attention_kernel)) : "flash";
   // Leave one source out: a record of a source the in-step fractions were fitted on is
   // predicted with the isolated benchmarks' rates. The fit-free prediction always is.
   Scenario& sc = *rs.scenario;

@@ -146,7 +146,9 @@ struct ErrorSummary {
   double median_abs_error_pct = 0;
   double p90_abs_error_pct = 0;
   double max_abs_error_pct = 0;
-  std::int64_t ordering_pairs = 0;         ///< pairs one knob apart (GPUs, strategy, link, micro-batch or TP/PP layout) with different measured values
+  /// Pairs one knob apart (GPUs, strategy, link, micro-batch or TP/PP layout) with different
+  /// measured values.
+  std::int64_t ordering_pairs = 0;
   double ordering_accuracy = 0;            ///< fraction of them predicted in the same strict order (1 if none)
 };
 

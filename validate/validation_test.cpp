@@ -1,6 +1,5 @@
 // Rules of validation: records read strictly, a record stepcast cannot represent is skipped
 // with its reason, summaries and ordering follow their definitions, metrics follow the record's definition.
-#include <algorithm>
 #include "validate/validation.hpp"
 
 #include "base/json_input.hpp"
@@ -8,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <random>
