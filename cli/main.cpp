@@ -156,7 +156,9 @@ std::string scenario_help() {
                                "; default none), flash_attention (default: true from Ampere on), optional "
                                "attention_kernel (" + attention_kernel_names() + "), kernels (" +
                                kernel_profile_names() +
-                               "; default eager), fused_loss, metric_loss_passes, launch_blocking (default false), kernel_rates (in_step, isolated; default "
+                               "; default eager), fused_loss, metric_loss_passes, launch_blocking (default false), "
+                               "grad_accumulation (autograd, fused, bf16_optimizer; default autograd), "
+                               "kernel_rates (in_step, isolated; default "
                                "in_step), lora {rank, targets: [q, "
                                "k, v, o, gate, up, down]}");
   out += field("strategy", "a name (" + join(strategy_names(), ", ") +

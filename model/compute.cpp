@@ -446,6 +446,37 @@ double optimizer_bytes_per_param(Precision precision, bool fp32_gradients, bool 
   return 4 * 3 + grad + 4 * 3 + copy;           // master, m, v read; grad read; master, m, v, copy write
 }
 
+std::string_view name(GradAccumulation g) {
+  switch (g) {
+    case GradAccumulation::autograd: return "autograd";
+    case GradAccumulation::fused: return "fused";
+    case GradAccumulation::bf16_optimizer: return "bf16_optimizer";
+  }
+  return "?";
+}
+
+std::vector<std::string> grad_accumulation_names() { return {"autograd", "fused", "bf16_optimizer"}; }
+
+GradAccumulation parse_grad_accumulation(std::string_view s) {
+  for (GradAccumulation g : {GradAccumulation::autograd, GradAccumulation::fused, GradAccumulation::bf16_optimizer})
+    if (s == name(g)) return g;
+  throw std::invalid_argument("unknown gradient accumulation \"" + std::string(s) +
+                              "\"; expected one of autograd, fused, bf16_optimizer");
+}
+
+double grad_accumulation_bytes(GradAccumulation mode, double grad_bytes, std::int64_t micro_steps) {
+  assert(grad_bytes >= 0 && micro_steps >= 1);
+  switch (mode) {
+    case GradAccumulation::autograd: {
+      const double m = static_cast<double>(micro_steps);
+      return 3.0 * grad_bytes * (m - 1.0) / m;
+    }
+    case GradAccumulation::fused: return 0.0;
+    case GradAccumulation::bf16_optimizer: return 9.0 * grad_bytes;
+  }
+  return 0.0;
+}
+
 double optimizer_time_s(double local_params, double bytes_per_param, const DeviceRates& device) {
   return local_params * bytes_per_param / (device.achieved_memory_GBps() * 1e9);
 }

@@ -206,4 +206,32 @@ double optimizer_bytes_per_param(Precision precision, bool fp32_gradients, bool 
 /// Optimizer step over `local_params` parameters as a memory-bound pass.
 double optimizer_time_s(double local_params, double bytes_per_param, const DeviceRates& device);
 
+/// How the gradients of an optimizer step's micro-steps add up (training.grad_accumulation).
+enum class GradAccumulation {
+  /// PyTorch autograd (AccumulateGrad, torch/csrc/autograd/functions/accumulate_grad.h):
+  /// from the second micro-step on, each new gradient is added in place to the stored one.
+  autograd,
+  /// The weight-gradient GEMM accumulates into the stored gradient (Megatron-LM's
+  /// --gradient-accumulation-fusion, on by default since Feb 2022, commit 83b1e42f30):
+  /// no pass of its own.
+  fused,
+  /// DeepSpeed's BF16_Optimizer: after every micro-step's backward each bf16 gradient is
+  /// cast to fp32 and added to an fp32 gradient (deepspeed/runtime/bf16_optimizer.py
+  /// `_update_hp_grad`, called from pipe/engine.py after each backward pass).
+  bf16_optimizer,
+};
+std::string_view name(GradAccumulation);
+/// "autograd, fused, bf16_optimizer"
+std::vector<std::string> grad_accumulation_names();
+GradAccumulation parse_grad_accumulation(std::string_view);  ///< throws std::invalid_argument
+
+/// Memory traffic of adding up gradients, bytes per micro-step (the mean over the step's m
+/// micro-steps), for `grad_bytes` bytes of local gradients in their own dtype:
+///   autograd        read stored + read new + write stored on micro-steps 2..m:
+///                   3 · grad_bytes · (m - 1) / m
+///   fused           0
+///   bf16_optimizer  every micro-step, per 2-byte gradient: read 2, write the fp32 cast 4,
+///                   read it 4 and the fp32 sum 4, write the sum 4 = 18 B: 9 · grad_bytes
+double grad_accumulation_bytes(GradAccumulation mode, double grad_bytes, std::int64_t micro_steps);
+
 }  // namespace stepcast

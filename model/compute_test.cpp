@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <stdexcept>
+#include <string>
 
 namespace stepcast {
 namespace {
@@ -26,6 +27,24 @@ TEST_CASE("an Adam step moves 28 bytes per parameter: fp32 master, m, v read and
   CHECK(optimizer_bytes_per_param(Precision::fp32, false, false) == 28);
   // SGD with momentum: master and momentum r/w (16) + gradient 2 + copy 2.
   CHECK(optimizer_bytes_per_param(Precision::bf16_mixed, false, true) == 20);
+}
+
+TEST_CASE("gradient accumulation: autograd adds 3 passes from the second micro-step on, fused none, "
+          "DeepSpeed's bf16 optimizer 18 bytes per 2-byte gradient every micro-step") {
+  const double g = 1000;  // bytes of local gradients
+  // One micro-step: autograd's first gradient is stored as it comes, nothing is added.
+  CHECK(grad_accumulation_bytes(GradAccumulation::autograd, g, 1) == 0);
+  // m = 4: three adds of read + read + write, spread over four micro-steps: 3·g·3/4.
+  CHECK(grad_accumulation_bytes(GradAccumulation::autograd, g, 4) == doctest::Approx(2250));
+  // Many micro-steps: tends to 3 passes each.
+  CHECK(grad_accumulation_bytes(GradAccumulation::autograd, g, 1000000) == doctest::Approx(3 * g).epsilon(1e-5));
+  CHECK(grad_accumulation_bytes(GradAccumulation::fused, g, 8) == 0);
+  // bf16 -> fp32 cast (read 2, write 4) and add (read 4 + 4, write 4) = 18 B per 2 B: 9x,
+  // on the first micro-step too.
+  CHECK(grad_accumulation_bytes(GradAccumulation::bf16_optimizer, g, 1) == 9 * g);
+  CHECK(grad_accumulation_bytes(GradAccumulation::bf16_optimizer, g, 7) == 9 * g);
+  for (const std::string& n : grad_accumulation_names()) CHECK(name(parse_grad_accumulation(n)) == n);
+  CHECK_THROWS_AS(parse_grad_accumulation("apex"), std::invalid_argument);
 }
 
 /// One layer, h 8, 2 heads of 4, ffn 16, V 32, no gating: GEMM weights per layer

@@ -85,8 +85,10 @@ struct TrainingInput {
   std::optional<std::int64_t> micro_batch, grad_accum, seq_len;
   std::optional<Recompute> recompute;
   std::optional<bool> flash_attention;
-  TrainingSpec rest;  ///< attention_kernel, kernels, fused_loss, metric_loss_passes, launch_blocking, lora, kernel_rates
+  TrainingSpec rest;  ///< attention_kernel, kernels, fused_loss, metric_loss_passes, launch_blocking, lora, kernel_rates,
+                      ///< grad_accumulation
   bool kernel_rates_given = false;
+  bool grad_accumulation_given = false;
 };
 
 std::optional<LoraSpec> parse_lora(JsonObject& obj) {
@@ -121,6 +123,12 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors) {
   errors.attempt([&] { if (obj.has("kernels")) t.kernel_profile = parse_name(obj, "kernels", parse_kernel_profile); });
   errors.attempt([&] { t.fused_loss = obj.optional_boolean("fused_loss"); });
   errors.attempt([&] { t.launch_blocking = obj.optional_boolean("launch_blocking").value_or(false); });
+  errors.attempt([&] {
+    if (!obj.has("grad_accumulation")) return;
+    t.grad_accumulation =
+        parse_name(obj, "grad_accumulation", parse_grad_accumulation, grad_accumulation_names());
+    in.grad_accumulation_given = true;
+  });
   errors.attempt([&] { if (obj.has("metric_loss_passes")) t.metric_loss_passes = obj.int32("metric_loss_passes", 0, 16); });
   errors.attempt([&] { t.lora = parse_lora(obj); });
   errors.attempt([&] {
@@ -160,6 +168,10 @@ void apply_training_defaults(Scenario& s, const TrainingInput& in) {
   if (!in.optimizer) note("training.optimizer: adam (16 bytes per parameter; set training.optimizer)");
   t.grad_accum = in.grad_accum.value_or(1);
   if (!in.grad_accum) note("training.grad_accum: 1 (one micro-step per optimizer step)");
+  if (t.grad_accum > 1 && !in.grad_accumulation_given)
+    note("training.grad_accumulation: autograd (from the second micro-step on each gradient is added in place to "
+         "the stored one: 3 passes over the local gradients; \"fused\" for Megatron-LM's gradient-accumulation "
+         "fusion, \"bf16_optimizer\" for DeepSpeed's)");
   t.seq_len = in.seq_len.value_or(s.model.seq_len);
   if (!in.seq_len) note(fmt::format("training.seq_len: {} (the model's own sequence length)", t.seq_len));
   t.recompute = in.recompute.value_or(Recompute::none);

@@ -5,6 +5,7 @@
 /// and optionally a price and measured figures to compare against.
 #pragma once
 
+#include "model/compute.hpp"
 #include "model/flops.hpp"
 #include "model/kernels.hpp"
 #include "model/memory.hpp"
@@ -49,6 +50,10 @@ struct TrainingSpec {
   /// CUDA_LAUNCH_BLOCKING=1 ("launch_blocking"): each kernel launch waits for the kernel, so
   /// the CPU's cost per op adds to the GPU's time. Default false (launches are asynchronous).
   bool launch_blocking = false;
+  /// How successive micro-steps' gradients add up ("grad_accumulation": autograd, fused,
+  /// bf16_optimizer; model/compute.hpp grad_accumulation_bytes). Default autograd,
+  /// PyTorch's in-place add, printed under Assumptions when grad_accum > 1.
+  GradAccumulation grad_accumulation = GradAccumulation::autograd;
   std::optional<LoraSpec> lora;
   /// GEMM and attention rates as they run inside a training step ("kernel_rates":
   /// "in_step", the default: model/catalog/in_step.json's fractions of the isolated

@@ -888,6 +888,33 @@ void cost_offload(const Job& job, Costs& c) {
       c.offload.exposed_s));
 }
 
+/// Adding up the micro-steps' gradients (training.grad_accumulation) as memory-bound work at
+/// the end of each micro-step's backward: grad_accumulation_bytes of each layer's and of the
+/// root unit's local gradients over achieved memory bandwidth. Where gradients are sharded
+/// (ZeRO-2/3, FSDP) the adds run on the shard, 1/(dp·cp) of them. The root unit's share is
+/// played with the LM head (the last stage under pipeline parallelism).
+void cost_grad_accumulation(const Job& job, Costs& c) {
+  const TrainingSpec& tr = job.scenario.training;
+  const double shard = shards_gradients(job.scenario.strategy.kind) ? static_cast<double>(job.dp) * job.cp : 1.0;
+  const double bw = job.device.achieved_memory_GBps() * 1e9;
+  const auto pass_s = [&](double grad_bytes) {
+    return grad_accumulation_bytes(tr.grad_accumulation, grad_bytes / shard, tr.grad_accum) / bw;
+  };
+  const double layer_s = pass_s(c.layer_grad_bytes);
+  const double root_s = pass_s(c.root_grad_bytes);
+  const double micro_s = layer_s * static_cast<double>(job.scenario.model.layers) + root_s;
+  if (micro_s <= 0) return;
+  c.micro.backward_s += micro_s;
+  c.micro.head_backward_s += root_s;
+  c.micro.kernels.memory_s += micro_s;
+  c.per_layer = layer_times(c.micro, static_cast<int>(job.scenario.model.layers));
+  const double m = static_cast<double>(tr.grad_accum);
+  c.backward_s += m * micro_s;
+  c.kernels.memory_s += m * micro_s;
+  c.assumptions.push_back(fmt::format("gradient accumulation ({}): {:.3g} ms of memory-bound adds per micro-step",
+                                      name(tr.grad_accumulation), 1e3 * micro_s));
+}
+
 MicroStepTimes micro_step_times(const Job& job) {
   const TrainingSpec& tr = job.scenario.training;
   return micro_step_times(job.scenario.model, tr.micro_batch, tr.seq_len, tr.precision, flops_options(tr),
@@ -920,9 +947,10 @@ Costs cost(const Job& job, const MicroStepTimes& micro) {
       job, shards_optimizer(job.scenario.strategy.kind) ? c.trainable : c.trainable - routed + routed / job.ep);
   if (job.pp > 1) stage_zero_share(job, c);
   cost_offload(job, c);
+  cost_bytes(job, c);
+  cost_grad_accumulation(job, c);
   c.compute_s = c.forward_s + c.backward_s + c.recompute_s + c.optimizer_s;
   cost_flops(job, c);
-  cost_bytes(job, c);
   cost_memory(job, c);
   cost_context_parallel(job, c);
   cost_expert_parallel(job, c);

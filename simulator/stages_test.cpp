@@ -196,6 +196,33 @@ TEST_CASE("cost: per-layer times sum to the micro-step, and micro-steps to the c
   }
 }
 
+TEST_CASE("cost: adding up micro-steps' gradients is memory-bound work on the local (or sharded) gradients") {
+  // gpt2-xl, 3 micro-steps: autograd adds 3 passes on micro-steps 2 and 3, i.e. 3·G·2/3
+  // per micro-step over achieved memory bandwidth, G = every local gradient byte.
+  for (const std::string& st : {std::string("ddp"), std::string("zero2")}) {
+    CAPTURE(st);
+    const Costs fused = cost(resolve(parsed(st, kTwoNodesIb, R"(, "grad_accumulation": "fused")")));
+    const Job job = resolve(parsed(st, kTwoNodesIb));
+    const Costs c = cost(job);
+    CHECK(job.scenario.training.grad_accumulation == GradAccumulation::autograd);
+    const double grads = c.layer_grad_bytes * static_cast<double>(job.scenario.model.layers) + c.root_grad_bytes;
+    const double shard = st == "ddp" ? 1.0 : 16.0;  // ZeRO-2 adds on its 1/16 of them
+    const double per_micro_s = 3 * grads / shard * 2.0 / 3.0 / (job.device.achieved_memory_GBps() * 1e9);
+    CHECK(c.micro.backward_s - fused.micro.backward_s == doctest::Approx(per_micro_s).epsilon(1e-9));
+    CHECK(c.backward_s - fused.backward_s == doctest::Approx(3 * per_micro_s).epsilon(1e-9));
+    CHECK(c.micro.kernels.memory_s - fused.micro.kernels.memory_s == doctest::Approx(per_micro_s).epsilon(1e-9));
+  }
+  // One micro-step: nothing to add.
+  const std::string one = R"({"name": "t", "description": "test", "model": "gpt2-xl",
+    "training": {"precision": "bf16_mixed", "optimizer": "adam", "micro_batch": 4, "grad_accum": 1,
+                 "seq_len": 1024, "recompute": "full", "flash_attention": true},
+    "strategy": "ddp", "hardware": )" + kTwoNodesIb + R"(, "dataset": {"tokens": 1e9}})";
+  const Scenario s1 = parse_scenario(one, "t.json");
+  Scenario s1_fused = s1;
+  s1_fused.training.grad_accumulation = GradAccumulation::fused;
+  CHECK(cost(resolve(s1)).compute_s == cost(resolve(s1_fused)).compute_s);
+}
+
 TEST_CASE("cost: the lowered step's compute tasks on one rank add up to the compute total") {
   for (const std::string& st : strategy_names()) {
     CAPTURE(st);

@@ -205,6 +205,8 @@ stepcast_cli_case(predict_launch_blocking RC 0 STDOUT "launch_blocking: CUDA_LAU
                   ARGS predict ${CMAKE_CURRENT_LIST_DIR}/data/good/launch_blocking.json)
 stepcast_cli_case(bad_launch_blocking_type RC 2 STDERR "/training/launch_blocking"
                   ARGS predict ${STEPCAST_CLI_BAD}/launch_blocking_type.json)
+stepcast_cli_case(bad_grad_accumulation_name RC 2 STDERR "/training/grad_accumulation" "did you mean \"autograd\""
+                  ARGS predict ${STEPCAST_CLI_BAD}/grad_accumulation_name.json)
 
 # ---- validate: measured-run records; a skipped record keeps its reason; bad lines exit 2 ----
 stepcast_cli_case(validate_text RC 0

@@ -263,6 +263,17 @@ void launch_blocking_for(const MeasuredRun& r, Scenario& s, std::vector<std::str
                     "hang\" there, chronicles-prequel.md; tr11-176B-ml.slurm exports it)");
 }
 
+/// How a record's micro-steps add up their gradients: DeepSpeed's BF16_Optimizer where the
+/// record names it (extras "bf16_optimizer"), else PyTorch autograd's in-place add, the
+/// scenario default. Megatron-LM's gradient-accumulation fusion (Feb 2022) is not assumed:
+/// the Megatron-LM records here date from 2021.
+void grad_accumulation_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  if (!has_extra(r, "bf16_optimizer")) return;
+  s.training.grad_accumulation = GradAccumulation::bf16_optimizer;
+  assumed.push_back("gradients added up by DeepSpeed's BF16_Optimizer (the record's extras): each micro-step's "
+                    "bf16 gradients cast to fp32 and added, 18 B per parameter");
+}
+
 /// The kernels a record's framework runs, each listed as an assumption:
 ///  - composer/llm-foundry: eager PyTorch ops (no torch.compile in its benchmark scripts),
 ///    flash-attn's fused cross-entropy (modeling_mpt.py loss_fn 'fused_crossentropy'), and
@@ -295,6 +306,7 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
   }
   attention_named_in_notes(r, s, assumed);
   launch_blocking_for(r, s, assumed);
+  grad_accumulation_for(r, s, assumed);
   if (framework_is(r, "nanotron") && s.strategy.pp > 1) {
     s.strategy.pp_split = StageSplit::balanced;
     assumed.push_back("pipeline stages split by cost with the LM head counted (nanotron's build_model balances "
