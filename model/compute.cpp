@@ -460,8 +460,9 @@ std::vector<std::string> grad_accumulation_names() { return {"autograd", "fused"
 GradAccumulation parse_grad_accumulation(std::string_view s) {
   for (GradAccumulation g : {GradAccumulation::autograd, GradAccumulation::fused, GradAccumulation::bf16_optimizer})
     if (s == name(g)) return g;
-  throw std::invalid_argument("unknown gradient accumulation \"" + std::string(s) +
-                              "\"; expected one of autograd, fused, bf16_optimizer");
+  std::string known;
+  for (const std::string& n : grad_accumulation_names()) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown gradient accumulation \"" + std::string(s) + "\"; expected one of " + known);
 }
 
 double grad_accumulation_bytes(GradAccumulation mode, double grad_bytes, std::int64_t micro_steps) {

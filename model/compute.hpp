@@ -150,8 +150,8 @@ struct MicroStepTimes {
   double backward_s = 0;
   double recompute_s = 0;
   /// The LM-head GEMM's share of forward_s and backward_s (the rest is spread evenly over
-  /// the layers), for simulators that play the step layer by layer. The simulator's cost
-  /// stage adds the root unit's gradient adds (training.grad_accumulation) to the head's.
+  /// the layers), for simulators that play the step layer by layer; a caller may fold
+  /// other per-micro-step work of the root unit into it (the gradient adds).
   double head_forward_s = 0;
   double head_backward_s = 0;
   /// One layer's attention kernels, forward and backward (what a context-parallel ring

@@ -68,9 +68,9 @@ OffloadTimes offload_times(const OffloadInputs& in) {
   OffloadTimes t;
   if (in.kind == OffloadKind::none) return t;
   if (!(in.pcie_GBps > 0) || !(in.host_memory_GBps > 0) || in.gpus_per_host < 1 || in.host_cores < 0 ||
-      in.local_params < 0 ||
-      in.micro_steps < 1 || !(in.w > 0))
-    throw std::invalid_argument("offload needs PCIe and host memory rates > 0, GPUs per host >= 1, micro_steps >= 1");
+      in.local_params < 0 || in.micro_steps < 1 || !(in.w > 0))
+    throw std::invalid_argument(
+        "offload needs PCIe and host memory rates > 0, GPUs per host >= 1, host cores >= 0, micro_steps >= 1");
   const double P = in.local_params, w = in.w, m = static_cast<double>(in.micro_steps);
   const double pcie = in.pcie_GBps * 1e9;
   const double copies = static_cast<double>(gradient_copies(in.strategy, in.micro_steps));

@@ -911,8 +911,7 @@ void cost_grad_accumulation(const Job& job, Costs& c) {
   const double m = static_cast<double>(tr.grad_accum);
   c.backward_s += m * micro_s;
   c.kernels.memory_s += m * micro_s;
-  c.assumptions.push_back(fmt::format("gradient accumulation ({}): {:.3g} ms of memory-bound adds per micro-step",
-                                      name(tr.grad_accumulation), 1e3 * micro_s));
+  c.grad_accumulation_s = micro_s;
 }
 
 MicroStepTimes micro_step_times(const Job& job) {
@@ -1147,6 +1146,10 @@ Prediction assemble(const Job& job, const Costs& costs, Lowered lowered, sim::Si
   p.comm_slowdown = job.comm_slowdown;
   p.assumptions = job.assumptions;
   p.assumptions.insert(p.assumptions.end(), costs.assumptions.begin(), costs.assumptions.end());
+  if (costs.grad_accumulation_s > 0)
+    p.assumptions.push_back(fmt::format("gradient accumulation ({}): {:.3g} ms of memory-bound adds per micro-step",
+                                        name(job.scenario.training.grad_accumulation),
+                                        1e3 * costs.grad_accumulation_s));
   if (!result.repetition_exact)
     p.assumptions.push_back(fmt::format(
         "the {} micro-steps were too many to simulate one by one and their middle ones do not repeat "
