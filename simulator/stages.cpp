@@ -944,10 +944,10 @@ Costs cost(const Job& job, const MicroStepTimes& micro) {
   const double routed = routed_expert_parameters(model);
   c.optimizer_s = optimizer_step_s(
       job, shards_optimizer(job.scenario.strategy.kind) ? c.trainable : c.trainable - routed + routed / job.ep);
+  cost_bytes(job, c);
+  cost_grad_accumulation(job, c);  // before the stage share: it adds to every layer's backward
   if (job.pp > 1) stage_zero_share(job, c);
   cost_offload(job, c);
-  cost_bytes(job, c);
-  cost_grad_accumulation(job, c);
   c.compute_s = c.forward_s + c.backward_s + c.recompute_s + c.optimizer_s;
   cost_flops(job, c);
   cost_memory(job, c);

@@ -223,6 +223,21 @@ TEST_CASE("cost: adding up micro-steps' gradients is memory-bound work on the lo
   CHECK(cost(resolve(s1)).compute_s == cost(resolve(s1_fused)).compute_s);
 }
 
+TEST_CASE("cost: under pipeline parallelism a stage adds up only its own layers' gradients") {
+  // gpt2-xl (48 layers) on 2 stages of 24: stage 0's step gains 3 micro-steps x 24 layers x
+  // one layer's adds, not the whole model's (the simulated stage plays the same per-layer time).
+  const std::string pp2 = R"({"name": "zero1", "pp": 2})";
+  const Job job = resolve(parse_scenario(scenario(pp2, kTwoNodesIb), "t.json"));
+  const Costs c = cost(job);
+  const Costs fused =
+      cost(resolve(parse_scenario(scenario(pp2, kTwoNodesIb, R"(, "grad_accumulation": "fused")"), "t.json")));
+  const double layer_s = 3 * c.layer_grad_bytes * 2.0 / 3.0 / (job.device.achieved_memory_GBps() * 1e9);
+  CHECK(c.backward_s - fused.backward_s == doctest::Approx(3 * 24 * layer_s).epsilon(1e-9));
+  // The kernel table takes the stage's share of each kind in proportion to compute time.
+  CHECK(c.kernels.memory_s - fused.kernels.memory_s == doctest::Approx(3 * 24 * layer_s).epsilon(0.02));
+  CHECK(c.per_layer.backward_s - fused.per_layer.backward_s == doctest::Approx(layer_s).epsilon(1e-9));
+}
+
 TEST_CASE("cost: the lowered step's compute tasks on one rank add up to the compute total") {
   for (const std::string& st : strategy_names()) {
     CAPTURE(st);
