@@ -10,6 +10,7 @@
 /// Every error is one line on stderr: `stepcast: error: <message>`; a file with several
 /// problems gets one such line for each, then one counting them.
 
+#include "cli/fit_generation.hpp"
 #include "cli/fit_in_step.hpp"
 #include "cli/need.hpp"
 #include "cli/progress.hpp"
@@ -501,6 +502,29 @@ int run_fit(const FitArgs& args) {
   return kExitOk;
 }
 
+int run_fit_generation(const cli::FitGenerationArgs& args) {
+  if (!std::filesystem::exists(args.runs)) throw UserError("no such file or folder: " + args.runs);
+  if (!args.in_step.empty() && !std::filesystem::exists(args.in_step))
+    throw UserError("no such in-step file: " + args.in_step);
+  const cli::ProgressFn bar = cli::terminal_progress("fit generation");
+  int evaluated = 0;
+  const auto progress = [&](double fraction) {
+    ++evaluated;
+    if (bar) bar(fmt::format("GEMM fraction {:.3f}", fraction), evaluated, evaluated + 1);
+  };
+  cli::FitGenerationOutput out;
+  try {
+    out = cli::fit_generation_command(args, progress);
+  } catch (const std::invalid_argument& e) {
+    cli::clear_progress();
+    throw UserError(args.runs + ": " + e.what());
+  }
+  cli::clear_progress();
+  write_file(args.output, out.file_text, "in-step file");
+  write(out.report_text);
+  return kExitOk;
+}
+
 int run_fit_in_step(const cli::FitInStepArgs& args) {
   if (!std::filesystem::exists(args.runs)) throw UserError("no such file or folder: " + args.runs);
   if (!args.calibration.empty() && !std::filesystem::exists(args.calibration))
@@ -950,6 +974,8 @@ int run(int argc, char** argv) {
   CLI::App* fit_cmd = add_fit_command(app, fa);
   cli::FitInStepArgs fia;
   CLI::App* fit_in_step_cmd = cli::add_fit_in_step_command(*fit_cmd, fia);
+  cli::FitGenerationArgs fga;
+  CLI::App* fit_generation_cmd = cli::add_fit_generation_command(*fit_cmd, fga);
   CLI::App* init_cmd = add_init_command(app, ia);
   CLI::App* plan_cmd = add_plan_command(app, pla);
   CLI::App* compare_cmd = add_compare_command(app, cma);
@@ -957,7 +983,7 @@ int run(int argc, char** argv) {
   // User catalog folders, on every command that reads catalog names (repeatable).
   std::vector<std::string> catalog_dirs;
   for (CLI::App* cmd : {predict_cmd, scale_cmd, validate_cmd, catalog_cmd, fit_cmd, init_cmd, plan_cmd, compare_cmd,
-                        need_cmd, fit_in_step_cmd})
+                        need_cmd, fit_in_step_cmd, fit_generation_cmd})
     cmd->add_option("--catalog", catalog_dirs,
                     "Folder of catalog files of one's own (gpus.json, boxes.json, links.json,\n"
                     "clusters.json, models.json; the built-in format), added to the\n"
@@ -990,6 +1016,7 @@ int run(int argc, char** argv) {
   if (catalog_cmd->parsed()) return run_catalog(ca);
   if (validate_cmd->parsed()) return run_validate(va);
   if (fit_in_step_cmd->parsed()) return run_fit_in_step(fia);
+  if (fit_generation_cmd->parsed()) return run_fit_generation(fga);
   if (fit_cmd->parsed()) return run_fit(fa);
   if (init_cmd->parsed()) return run_init(ia);
   if (plan_cmd->parsed()) return run_plan(pla);

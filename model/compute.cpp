@@ -190,6 +190,39 @@ InStepFractions load_in_step() {
 
 }  // namespace
 
+namespace {
+
+/// One entry of in_step.json's "generations": {"arch", "gemm_fraction", "without": [{"source"
+/// (validate's label, "owner/repo · path"), "gemm_fraction", "records"}], "records", "grid",
+/// "method"}.
+GenerationGemmFit generation_fit(JsonObject o, const std::string& shown_as) {
+  GenerationGemmFit g;
+  std::vector<std::string> archs;
+  for (GpuArch a : {GpuArch::volta, GpuArch::turing, GpuArch::ampere, GpuArch::ada, GpuArch::hopper,
+                    GpuArch::blackwell, GpuArch::cdna3})
+    archs.emplace_back(name(a));
+  const std::string arch = o.choice("arch", archs);
+  g.arch = parse_gpu_arch(arch);
+  g.gemm = o.positive("gemm_fraction", 1.0);
+  JsonArray without = o.array("without");
+  for (std::size_t i = 0; i < without.size(); ++i) {
+    JsonObject w = without.object(i);
+    const std::string label = w.string("source");
+    g.without.emplace_back(label, w.positive("gemm_fraction", 1.0));
+    w.ignore("records");
+    w.finish();
+  }
+  o.ignore("method");
+  o.ignore("grid");
+  o.ignore("records");
+  o.finish();
+  g.source = fmt::format("{}, {} GEMM fraction fitted on the end-to-end runs of {} sources", shown_as, arch,
+                         g.without.size());
+  return g;
+}
+
+}  // namespace
+
 InStepFractions load_in_step_fractions(const std::filesystem::path& file, const std::string& shown_as) {
   const JsonDoc doc = JsonDoc::load(file);
   JsonObject root(doc.root(), doc.file(), "");
@@ -211,9 +244,34 @@ InStepFractions load_in_step_fractions(const std::filesystem::path& file, const 
     o.finish();
     f.fitted_on.push_back(repo + " · " + path);
   }
+  if (std::optional<JsonArray> gens = root.optional_array("generations"))
+    for (std::size_t i = 0; i < gens->size(); ++i) {
+      GenerationGemmFit g = generation_fit(gens->object(i), shown_as);
+      for (const GenerationGemmFit& other : f.generations)
+        if (other.arch == g.arch)
+          throw gens->object(i).error("arch", "one entry per GPU generation (" + std::string(name(g.arch)) +
+                                                  " is given twice)");
+      f.generations.push_back(std::move(g));
+    }
   root.finish();
   f.source = shown_as + ", fitted on ";
   for (std::size_t i = 0; i < f.fitted_on.size(); ++i) f.source += (i ? "; " : "") + f.fitted_on[i];
+  return f;
+}
+
+double gemm_fraction(const InStepFractions& f, GpuArch arch) {
+  for (const GenerationGemmFit& g : f.generations)
+    if (g.arch == arch) return g.gemm;
+  return f.gemm;
+}
+
+InStepFractions without_source(InStepFractions f, const std::string& source) {
+  for (GenerationGemmFit& g : f.generations)
+    for (const auto& [label, fraction] : g.without)
+      if (label == source) {
+        g.gemm = fraction;
+        g.source += "; fitted without " + source + " (leave one source out)";
+      }
   return f;
 }
 
@@ -223,9 +281,13 @@ const InStepFractions& in_step_fractions() {
 }
 
 DeviceRates in_step_rates(DeviceRates d, const InStepFractions& f) {
-  d.gemm_ceiling_tflops *= f.gemm;
-  d.attention_gemm_ceiling_tflops *= f.gemm;
-  d.gemm_source = fmt::format("{} x {:.3f} in-step ({})", d.gemm_source, f.gemm, f.source);
+  const double gemm = gemm_fraction(f, d.arch);
+  d.gemm_ceiling_tflops *= gemm;
+  d.attention_gemm_ceiling_tflops *= gemm;
+  std::string gemm_from = f.source;
+  for (const GenerationGemmFit& g : f.generations)
+    if (g.arch == d.arch) gemm_from = g.source;
+  d.gemm_source = fmt::format("{} x {:.3f} in-step ({})", d.gemm_source, gemm, gemm_from);
   d.attention.scale *= f.attention;
   if (d.attention.kernel != AttentionKernel::unfused)
     d.attention.source = fmt::format("{} x {:.3f} in-step ({})", d.attention.source, f.attention, f.source);

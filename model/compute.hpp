@@ -71,6 +71,19 @@ DeviceRates catalog_device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKerne
 /// Fitted on one published in-step decomposition (its source in `fitted_on`), or on one
 /// machine's training probe by `stepcast fit in-step` (load_in_step_fractions); memory-bound
 /// kernels and launches are not scaled.
+///
+/// A GPU generation with no in-step decomposition of its own may carry a GEMM fraction fitted
+/// on end-to-end runs of that generation (GenerationGemmFit, `stepcast fit generation`),
+/// leave one source out: with it, the fraction fitted without each source.
+struct GenerationGemmFit {
+  GpuArch arch = GpuArch::ampere;
+  double gemm = 1;  ///< in (0, 1]: fitted on every source of `without`; what scenarios use
+  /// (source label "owner/repo · path", the fraction fitted on the other sources' runs):
+  /// validate predicts that source's records of this generation with it.
+  std::vector<std::pair<std::string, double>> without;
+  std::string source;  ///< one line: what it was fitted on, and how
+};
+
 struct InStepFractions {
   double gemm = 1;       ///< in (0, 1]
   double attention = 1;  ///< in (0, 1]
@@ -78,7 +91,16 @@ struct InStepFractions {
   /// leave-one-source-out predicts those sources' records with isolated rates).
   std::vector<std::string> fitted_on;
   std::string source;    ///< one line: the file and what it was fitted on
+  std::vector<GenerationGemmFit> generations;  ///< at most one per arch; its GEMM fraction replaces `gemm`
 };
+
+/// The GEMM fraction of a GPU of `arch`: its generation's fit where `f` has one, else f.gemm.
+double gemm_fraction(const InStepFractions& f, GpuArch arch);
+
+/// `f` as a record of `source` must see it, leave one source out: each generation's GEMM
+/// fraction replaced by the one fitted without that source (unchanged where the fit never
+/// used the source).
+InStepFractions without_source(InStepFractions f, const std::string& source);
 
 /// model/catalog/in_step.json, read once. Throws InputError (naming the file and key) when a
 /// fraction is outside (0, 1].
@@ -89,8 +111,8 @@ const InStepFractions& in_step_fractions();
 /// path) for a fraction outside (0, 1], a missing or unknown key.
 InStepFractions load_in_step_fractions(const std::filesystem::path& file, const std::string& shown_as);
 
-/// `d` with its GEMM ceilings and attention rates scaled by `f` (memory-bound rates and
-/// launches unchanged), each scaled source saying so.
+/// `d` with its GEMM ceilings scaled by gemm_fraction(f, d.arch) and attention rates by
+/// f.attention (memory-bound rates and launches unchanged), each scaled source saying so.
 DeviceRates in_step_rates(DeviceRates d, const InStepFractions& f);
 
 /// CPU cost of one kernel launch: 5 µs, the middle of the 4-6 µs per launch through the

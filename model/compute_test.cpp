@@ -7,7 +7,11 @@
 
 #include <doctest/doctest.h>
 
+#include "base/json_input.hpp"
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <initializer_list>
 #include <iterator>
 #include <stdexcept>
@@ -373,6 +377,63 @@ TEST_CASE("one expert, top-1, no shared expert: the MoE layer's GEMMs are the de
   const MicroStepTimes skewed = micro_step_times(moe, 1, 4, Precision::bf16_mixed, o, busy, unit_device());
   CHECK(skewed.kernels.gemm_s >= balanced.kernels.gemm_s);
   CHECK_THROWS_AS(micro_step_times(dense, 1, 4, Precision::bf16_mixed, o, ep2, unit_device()), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+/// `text` written to a file of its own under the temporary directory.
+std::filesystem::path written(const std::string& name, const std::string& text) {
+  const auto file = std::filesystem::temp_directory_path() / ("stepcast-compute-test-" + name + ".json");
+  std::ofstream(file) << text;
+  return file;
+}
+
+const char* kKernelFit = R"("gemm_fraction": 0.7, "attention_fraction": 0.9, "fitted_on": [])";
+
+TEST_CASE("in-step fractions: a generation's end-to-end fit replaces the GEMM fraction of its GPUs only, and a "
+          "record sees the fit without its own source") {
+  const auto file = written("gen", std::string("{") + kKernelFit + R"(, "generations": [{"arch": "ampere",
+      "gemm_fraction": 0.82, "records": 4, "without": [{"source": "a/b · c.md", "gemm_fraction": 0.9, "records": 3},
+      {"source": "OPT paper", "gemm_fraction": 0.8, "records": 1}], "grid": {}, "method": "m"}]})");
+  const InStepFractions f = load_in_step_fractions(file, "t.json");
+  CHECK(gemm_fraction(f, GpuArch::ampere) == 0.82);
+  CHECK(gemm_fraction(f, GpuArch::hopper) == 0.7);  // no fit of its own: the kernel-level one
+  CHECK(gemm_fraction(without_source(f, "a/b · c.md"), GpuArch::ampere) == 0.9);
+  CHECK(gemm_fraction(without_source(f, "OPT paper"), GpuArch::ampere) == 0.8);
+  CHECK(gemm_fraction(without_source(f, "another source"), GpuArch::ampere) == 0.82);
+  // Scaled rates say which fit they come from; attention keeps the kernel-level fraction.
+  DeviceRates d;
+  d.arch = GpuArch::ampere;
+  d.gemm_ceiling_tflops = 100;
+  d.attention.scale = 1;
+  const DeviceRates s = in_step_rates(d, without_source(f, "OPT paper"));
+  CHECK(s.gemm_ceiling_tflops == doctest::Approx(80));
+  CHECK(s.attention.scale == doctest::Approx(0.9));
+  CHECK(s.gemm_source.find("fitted without OPT paper") != std::string::npos);
+}
+
+TEST_CASE("in-step fractions: a generation entry out of range, unknown, or given twice is an input error") {
+  const auto bad = [](const std::string& name, const std::string& generations) {
+    return written(name, std::string("{") + kKernelFit + R"(, "generations": [)" + generations + "]}");
+  };
+  const std::string ok = R"({"arch": "ampere", "gemm_fraction": 0.8, "without": []})";
+  CHECK_NOTHROW(load_in_step_fractions(bad("ok", ok), "t.json"));
+  CHECK_THROWS_WITH_AS(load_in_step_fractions(bad("range", R"({"arch": "ampere", "gemm_fraction": 1.2, "without": []})"),
+                                              "t.json"),
+                       doctest::Contains("/generations/0/gemm_fraction"), InputError);
+  CHECK_THROWS_WITH_AS(load_in_step_fractions(bad("arch", R"({"arch": "amper", "gemm_fraction": 0.8, "without": []})"),
+                                              "t.json"),
+                       doctest::Contains("ampere"), InputError);
+  CHECK_THROWS_WITH_AS(load_in_step_fractions(bad("key", R"({"arch": "ampere", "gemm_fraction": 0.8, "without": [],
+                                                            "gemm_fractoin": 1})"),
+                                              "t.json"),
+                       doctest::Contains("did you mean"), InputError);
+  CHECK_THROWS_WITH_AS(load_in_step_fractions(bad("twice", ok + ", " + ok), "t.json"),
+                       doctest::Contains("given twice"), InputError);
 }
 
 }  // namespace

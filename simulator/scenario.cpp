@@ -187,7 +187,7 @@ void apply_training_defaults(Scenario& s, const TrainingInput& in) {
     const InStepFractions& f = in_step_fractions();
     note(fmt::format("training.kernel_rates: in_step (inside a step GEMMs keep {:.1f}% and attention {:.1f}% of "
                      "their isolated benchmarks: model/catalog/in_step.json; \"isolated\" for the benchmarks)",
-                     100 * f.gemm, 100 * f.attention));
+                     100 * gemm_fraction(f, gpu.arch), 100 * f.attention));
   }
 }
 

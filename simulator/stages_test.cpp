@@ -65,7 +65,7 @@ TEST_CASE("resolve: a catalog GPU runs at the catalog's rates, each with its sou
   CHECK(job.device.memory_bw_GBps == job.gpu.memory_bw_GBps);
   // Inside a step GEMMs keep in_step_fractions().gemm of the isolated ceiling.
   CHECK(job.device.gemm_ceiling_tflops ==
-        doctest::Approx(gemm_ceiling(job.gpu, Dtype::fp16).first * in_step_fractions().gemm));
+        doctest::Approx(gemm_ceiling(job.gpu, Dtype::fp16).first * gemm_fraction(in_step_fractions(), job.gpu.arch)));
   CHECK(job.device.memory_efficiency == default_memory_efficiency(GpuArch::volta));
   CHECK(job.device.sm_count == job.gpu.sm_count);
   CHECK(job.provenance.gemm == RateSource::catalog);
@@ -111,7 +111,7 @@ TEST_CASE("resolve: a calibration file's GEMM ceiling, memory efficiency and col
   REQUIRE(cal.gemm.count(job.dtype) == 1);
   CHECK(job.provenance.gemm == RateSource::calibration);
   CHECK(job.device.gemm_ceiling_tflops ==
-        doctest::Approx(cal.gemm.at(job.dtype).max_fraction * job.device.peak_tflops * in_step_fractions().gemm));
+        doctest::Approx(cal.gemm.at(job.dtype).max_fraction * job.device.peak_tflops * gemm_fraction(in_step_fractions(), job.gpu.arch)));
   CHECK(job.device.gemm_source.rfind("measured: ", 0) == 0);
   REQUIRE(cal.memory.memory_efficiency);
   CHECK(job.provenance.memory == RateSource::calibration);

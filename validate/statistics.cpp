@@ -19,8 +19,6 @@
 
 namespace stepcast {
 
-namespace {
-
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -29,6 +27,8 @@ double percentile(std::vector<double> v, double q) {
   const auto hi = static_cast<std::size_t>(std::ceil(pos));
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
+
+namespace {
 
 /// A row's identity for ordering pairs, as integers (text interned to ids).
 ///  - Fields that must match: source, metric, model, sequence, precision, GPU and attention

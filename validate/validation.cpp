@@ -520,9 +520,14 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   row.attention = !t.flash_attention ? "unfused" : t.attention_kernel ? std::string(name(*t.attention_kernel)) : "flash";
   // Leave one source out: a record of a source the in-step fractions were fitted on is
   // predicted with the isolated benchmarks' rates. The fit-free prediction always is.
+  // A generation's GEMM fraction fitted on end-to-end runs is the one fitted without this
+  // record's source.
   Scenario& sc = *rs.scenario;
-  sc.training.in_step = in_step;
-  const auto& fitted_on = (in_step ? *in_step : in_step_fractions()).fitted_on;
+  const InStepFractions& fractions = in_step ? *in_step : in_step_fractions();
+  sc.training.in_step = fractions.generations.empty()
+                            ? in_step
+                            : std::make_shared<const InStepFractions>(without_source(fractions, run.source));
+  const auto& fitted_on = fractions.fitted_on;
   const bool own_source = std::find(fitted_on.begin(), fitted_on.end(), run.source) != fitted_on.end();
   sc.training.in_step_rates = !own_source;
   if (own_source)

@@ -139,6 +139,9 @@ std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs,
                                          bool assume_host = true,
                                          const std::shared_ptr<const InStepFractions>& in_step = nullptr);
 
+/// The q-quantile (q in [0, 1]) of `v`, linear between the two nearest ranks; 0 for none.
+double percentile(std::vector<double> v, double q);
+
 struct ErrorSummary {
   std::string group;                       ///< "all", "source: ...", "strategy: ...", "gpu: ..."
   int count = 0;                           ///< rows compared (ok, trusted)

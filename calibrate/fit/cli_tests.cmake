@@ -147,6 +147,32 @@ function(stepcast_fit_cli_tests)
   stepcast_fit_case(validate_in_step_bad --rc 2 --stderr "bad_in_step.json: /gemm_fraction"
     -- $<TARGET_FILE:stepcast> validate ${STEPCAST_FIT_TESTDATA}/synthetic_probe_template.jsonl
        --in-step ${STEPCAST_FIT_TESTDATA}/bad_in_step.json)
+  # `stepcast fit generation` (validate/generation_fit.hpp) on 6 published records
+  # (generation_runs.jsonl, copied unchanged from data/validation/runs.jsonl): 3 llm-foundry
+  # and 2 Megatron-LM A100 runs are fitted (the H100 run is another generation); the fit
+  # without each source uses the other's records only.
+  set(gen_runs ${STEPCAST_FIT_TESTDATA}/generation_runs.jsonl)
+  stepcast_fit_case(generation_fit
+    --stdout "ampere GEMM in-step fraction" --stdout "fitted without source"
+    --stdout "mosaicml/llm-foundry · scripts/train/benchmarking/README.md" --stdout "on every source: 0.825"
+    --file-json @TMP@/in_step.json
+    --file-json-keys about,gemm_fraction,attention_fraction,fitted_on,method,generations
+    -- $<TARGET_FILE:stepcast> fit generation ${gen_runs} --arch ampere -o @TMP@/in_step.json)
+  stepcast_fit_case(generation_help
+    --stdout "Usage: stepcast fit generation" --stdout "f = argmin over the grid of the median |error|"
+    --stdout "--refine" --stdout "Exit codes:"
+    -- $<TARGET_FILE:stepcast> fit generation --help)
+  stepcast_fit_case(generation_bad_arch --rc 2 --stderr "--arch"
+    -- $<TARGET_FILE:stepcast> fit generation ${gen_runs} --arch amperes -o @TMP@/in_step.json)
+  stepcast_fit_case(generation_bad_range --rc 2 --stderr "must lie in (0, 1"
+    -- $<TARGET_FILE:stepcast> fit generation ${gen_runs} --arch ampere --to 1.2 -o @TMP@/in_step.json)
+  stepcast_fit_case(generation_no_records --rc 2 --stderr "no record of this GPU generation was compared"
+    -- $<TARGET_FILE:stepcast> fit generation ${gen_runs} --arch blackwell -o @TMP@/in_step.json)
+  stepcast_fit_case(generation_missing_runs --rc 2 --stderr "no such file or folder: no-such-runs.jsonl"
+    -- $<TARGET_FILE:stepcast> fit generation no-such-runs.jsonl --arch ampere -o @TMP@/in_step.json)
+  stepcast_fit_case(generation_bad_in_step --rc 2 --stderr "bad_in_step.json: /gemm_fraction"
+    -- $<TARGET_FILE:stepcast> fit generation ${gen_runs} --arch ampere -o @TMP@/in_step.json
+       --in-step ${STEPCAST_FIT_TESTDATA}/bad_in_step.json)
 endfunction()
 
 cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL stepcast_fit_cli_tests)
