@@ -309,11 +309,14 @@ Scenario with_in_step(Scenario s, const std::string& file) {
     throw UserError("--in-step " + file + ": " + s.file + " sets training.kernel_rates \"isolated\", which uses "
                     "no in-step fractions");
   s.training.in_step = load_in_step_option(file);
+  const BoxSpec* box = find_box(s.hardware.cluster.box);
+  const GpuSpec* gpu = box ? find_gpu(box->gpu) : nullptr;
+  const double gemm = gpu ? gemm_fraction(*s.training.in_step, gpu->arch) : s.training.in_step->gemm;
   for (std::string& d : s.defaults)
     if (d.rfind("training.kernel_rates: in_step", 0) == 0)
       d = fmt::format("training.kernel_rates: in_step (inside a step GEMMs keep {:.1f}% and attention {:.1f}% of "
                       "their isolated benchmarks: {}, from --in-step)",
-                      100 * s.training.in_step->gemm, 100 * s.training.in_step->attention, file);
+                      100 * gemm, 100 * s.training.in_step->attention, file);
   return s;
 }
 
