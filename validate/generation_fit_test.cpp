@@ -15,6 +15,16 @@ void add(std::vector<SourceError>& out, const std::string& source, int n, double
   for (int i = 0; i < n; ++i) out.push_back({source, 100.0 * std::abs(f - best)});
 }
 
+/// Sources A and B, 3 records each, best at `a` and `b`.
+FractionEvaluator two_sources(double a, double b) {
+  return [a, b](double f) {
+    std::vector<SourceError> out;
+    add(out, "A", 3, a, f);
+    add(out, "B", 3, b, f);
+    return out;
+  };
+}
+
 double without(const GenerationFitResult& r, const std::string& source) {
   for (const auto& [label, fraction] : r.fit.without)
     if (label == source) return fraction;
@@ -27,26 +37,14 @@ double without(const GenerationFitResult& r, const std::string& source) {
 TEST_CASE("generation fit: a source's fraction is fitted on the other sources' records only") {
   // A's records are best at 0.80, B's at 0.60: without A the fit sees only B, and the other way.
   const GenerationFitOptions o{GpuArch::ampere, 0.5, 1.0, 0.02, 0.005};
-  const auto evaluate = [](double f) {
-    std::vector<SourceError> out;
-    add(out, "A", 3, 0.80, f);
-    add(out, "B", 3, 0.60, f);
-    return out;
-  };
-  const GenerationFitResult r = fit_generation_gemm(evaluate, o, 0.7);
+  const GenerationFitResult r = fit_generation_gemm(two_sources(0.80, 0.60), o, 0.7);
   CHECK(without(r, "A") == doctest::Approx(0.60));
   CHECK(without(r, "B") == doctest::Approx(0.80));
   // Every source together: the median of {|f-0.8|} x 3 and {|f-0.6|} x 3 is their mean, 10%
   // anywhere in [0.6, 0.8]; ties go to the smaller fraction.
   CHECK(r.fit.gemm == doctest::Approx(0.60));
   // Moving A's optimum moves the fit without B, never the fit without A.
-  const auto moved = [](double f) {
-    std::vector<SourceError> out;
-    add(out, "A", 3, 0.90, f);
-    add(out, "B", 3, 0.60, f);
-    return out;
-  };
-  const GenerationFitResult m = fit_generation_gemm(moved, o, 0.7);
+  const GenerationFitResult m = fit_generation_gemm(two_sources(0.90, 0.60), o, 0.7);
   CHECK(without(m, "A") == doctest::Approx(0.60));
   CHECK(without(m, "B") == doctest::Approx(0.90));
   REQUIRE(r.records_per_source.size() == 2);
