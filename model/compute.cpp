@@ -192,16 +192,20 @@ InStepFractions load_in_step() {
 
 namespace {
 
+std::vector<std::string> arch_names() {
+  std::vector<std::string> archs;
+  for (GpuArch a : {GpuArch::volta, GpuArch::turing, GpuArch::ampere, GpuArch::ada, GpuArch::hopper,
+                    GpuArch::blackwell, GpuArch::cdna3})
+    archs.emplace_back(name(a));
+  return archs;
+}
+
 /// One entry of in_step.json's "generations": {"arch", "gemm_fraction", "without": [{"source"
 /// (validate's label, "owner/repo · path"), "gemm_fraction", "records"}], "records", "grid",
 /// "method"}.
 GenerationGemmFit generation_fit(JsonObject o, const std::string& shown_as) {
   GenerationGemmFit g;
-  std::vector<std::string> archs;
-  for (GpuArch a : {GpuArch::volta, GpuArch::turing, GpuArch::ampere, GpuArch::ada, GpuArch::hopper,
-                    GpuArch::blackwell, GpuArch::cdna3})
-    archs.emplace_back(name(a));
-  const std::string arch = o.choice("arch", archs);
+  const std::string arch = o.choice("arch", arch_names());
   g.arch = parse_gpu_arch(arch);
   g.gemm = o.positive("gemm_fraction", 1.0);
   JsonArray without = o.array("without");
@@ -231,6 +235,7 @@ InStepFractions load_in_step_fractions(const std::filesystem::path& file, const 
   root.ignore("runs");  // per-run ratios of a `stepcast fit in-step` file, for the reader
   InStepFractions f;
   f.gemm = root.positive("gemm_fraction", 1.0);           // (0, 1]
+  if (root.has("arch")) f.arch = parse_gpu_arch(root.choice("arch", arch_names()));
   f.attention = root.positive("attention_fraction", 1.0); // (0, 1]
   JsonArray from = root.array("fitted_on");
   for (std::size_t i = 0; i < from.size(); ++i) {
@@ -259,9 +264,21 @@ InStepFractions load_in_step_fractions(const std::filesystem::path& file, const 
   return f;
 }
 
+std::optional<GpuArch> gemm_fraction_from(const InStepFractions& f, GpuArch arch) {
+  std::vector<GpuArch> own;
+  for (const GenerationGemmFit& g : f.generations) own.push_back(g.arch);
+  if (f.arch) own.push_back(*f.arch);
+  std::optional<GpuArch> best;
+  const auto distance = [&](GpuArch a) { return std::abs(static_cast<int>(a) - static_cast<int>(arch)); };
+  for (GpuArch a : own)
+    if (!best || distance(a) < distance(*best) || (distance(a) == distance(*best) && a < *best)) best = a;
+  return best;
+}
+
 double gemm_fraction(const InStepFractions& f, GpuArch arch) {
+  const std::optional<GpuArch> from = gemm_fraction_from(f, arch);
   for (const GenerationGemmFit& g : f.generations)
-    if (g.arch == arch) return g.gemm;
+    if (from && g.arch == *from) return g.gemm;
   return f.gemm;
 }
 
@@ -285,8 +302,12 @@ DeviceRates in_step_rates(DeviceRates d, const InStepFractions& f) {
   d.gemm_ceiling_tflops *= gemm;
   d.attention_gemm_ceiling_tflops *= gemm;
   std::string gemm_from = f.source;
+  const std::optional<GpuArch> from = gemm_fraction_from(f, d.arch);
   for (const GenerationGemmFit& g : f.generations)
-    if (g.arch == d.arch) gemm_from = g.source;
+    if (from && g.arch == *from) gemm_from = g.source;
+  if (from && *from != d.arch)
+    gemm_from = fmt::format("{}; {} has no fraction of its own and takes {}'s, the nearest generation with one",
+                            gemm_from, name(d.arch), name(*from));
   d.gemm_source = fmt::format("{} x {:.3f} in-step ({})", d.gemm_source, gemm, gemm_from);
   d.attention.scale *= f.attention;
   if (d.attention.kernel != AttentionKernel::unfused)

@@ -87,6 +87,9 @@ struct GenerationGemmFit {
 struct InStepFractions {
   double gemm = 1;       ///< in (0, 1]
   double attention = 1;  ///< in (0, 1]
+  /// The GPU generation `gemm` was measured on (in_step.json "arch"), when stated: then it is
+  /// that generation's own fraction beside the `generations` fits (gemm_fraction).
+  std::optional<GpuArch> arch;
   /// "owner/repo · path" of each source the fractions were fitted on (validate's
   /// leave-one-source-out predicts those sources' records with isolated rates).
   std::vector<std::string> fitted_on;
@@ -94,8 +97,16 @@ struct InStepFractions {
   std::vector<GenerationGemmFit> generations;  ///< at most one per arch; its GEMM fraction replaces `gemm`
 };
 
-/// The GEMM fraction of a GPU of `arch`: its generation's fit where `f` has one, else f.gemm.
+/// The GEMM fraction of a GPU of `arch`: its generation's own, i.e. a `generations` fit or
+/// f.gemm when f.arch is `arch`; a generation without one takes the fraction of the nearest
+/// generation that has one, in catalog order (volta, turing, ampere, ada, hopper, blackwell,
+/// cdna3; the older on a tie), so that two GPUs of neighbouring generations are not
+/// compared at fractions measured on generations further away; f.gemm when f states no
+/// arch and no generation is fitted.
 double gemm_fraction(const InStepFractions& f, GpuArch arch);
+
+/// Which generation's fraction gemm_fraction takes for `arch` (nullopt: f.gemm, no arch).
+std::optional<GpuArch> gemm_fraction_from(const InStepFractions& f, GpuArch arch);
 
 /// `f` as a record of `source` must see it, leave one source out: each generation's GEMM
 /// fraction replaced by the one fitted without that source (unchanged where the fit never
