@@ -856,8 +856,10 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
       "clock metrics that need the data set) are listed as `skipped: <reason>`, never dropped;\n"
       "any other failure is an error. Device rates come from kernel tables and datasheets,\n"
       "scaled by the in-step fractions of model/catalog/in_step.json (fitted on one published\n"
-      "in-step decomposition; that source's records use isolated rates, and the fit-free\n"
-      "summary uses them everywhere), so every figure is leave-one-source-out. The summaries (overall and per\n"
+      "in-step decomposition, whose source's records use isolated rates; Ampere's GEMM\n"
+      "fraction fitted on A100 runs, each source's records predicted with the fraction\n"
+      "fitted without that source; the fit-free summary uses isolated rates everywhere),\n"
+      "so every figure is leave-one-source-out. The summaries (overall and per\n"
       "source, strategy and GPU) give count, median, p90 and max |error| and ordering accuracy\n"
       "over pairs of records from one source that differ in one knob. Low-trust records are\n"
       "shown but kept out of the summaries.\n",
@@ -888,8 +890,9 @@ CLI::App* add_catalog_command(CLI::App& app, CatalogArgs& ca) {
 
 CLI::App* add_fit_command(CLI::App& app, FitArgs& fa) {
   CLI::App* cmd = app.add_subcommand(
-      "fit", "Fit GEMM efficiency, memory and collective parameters to a calibration run");
-  // RAW and -o are checked by run_fit: `stepcast fit in-step` needs neither.
+      "fit", "Fit GEMM efficiency, memory and collective parameters to a calibration run "
+             "(subcommands: in-step, generation)");
+  // RAW and -o are checked by run_fit: `stepcast fit in-step` and `fit generation` need neither.
   cmd->add_option("RAW", fa.raw, "Raw calibration file (JSON, stepcast-calibrate-raw-v1); required");
   cmd->add_option("-o,--output", fa.output, "Hardware file to write (stepcast-hardware-v1); required")
       ->option_text("FILE");
