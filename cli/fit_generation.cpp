@@ -17,7 +17,7 @@ CLI::App* add_fit_generation_command(CLI::App& fit, FitGenerationArgs& args) {
       "generation", "Fit one GPU generation's in-step GEMM fraction to measured runs, leave one source out");
   cmd->add_option("RUNS", args.runs, "Measured-run records (.jsonl, or a folder of them)")->required();
   cmd->add_option("--arch", args.arch, "The GPU generation: the records on its GPUs are fitted")
-      ->check(CLI::IsMember({"volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna3"}))
+      ->check(CLI::IsMember(gpu_arch_names()))
       ->option_text("ARCH")
       ->required();
   cmd->add_option("-o,--output", args.output, "File to write (the shape of model/catalog/in_step.json)")
@@ -106,8 +106,12 @@ FitGenerationOutput fit_generation_command(const FitGenerationArgs& a, const std
   const InStepFractions base = load_in_step_fractions(base_file, shown);  // validates the file
   const GpuArch arch = parse_gpu_arch(a.arch);
   const GenerationFitOptions options{arch, a.from, a.to, a.step, a.refine};
+  // A source with no other source's records to fit on keeps what the generation would take
+  // without this fit (the nearest other generation's fraction).
+  InStepFractions others = base;
+  std::erase_if(others.generations, [&](const GenerationGemmFit& g) { return g.arch == arch; });
   const GenerationFitResult r = fit_generation_gemm(
-      validation_evaluator(load_measured_runs(a.runs), base, arch, 0, progress), options, base.gemm);
+      validation_evaluator(load_measured_runs(a.runs), base, arch, 0, progress), options, gemm_fraction(others, arch));
 
   nlohmann::ordered_json doc = read_json(base_file);
   nlohmann::ordered_json gens = nlohmann::ordered_json::array();

@@ -188,24 +188,12 @@ InStepFractions load_in_step() {
   return load_in_step_fractions(data_dir() / "model" / "catalog" / "in_step.json", "model/catalog/in_step.json");
 }
 
-}  // namespace
-
-namespace {
-
-std::vector<std::string> arch_names() {
-  std::vector<std::string> archs;
-  for (GpuArch a : {GpuArch::volta, GpuArch::turing, GpuArch::ampere, GpuArch::ada, GpuArch::hopper,
-                    GpuArch::blackwell, GpuArch::cdna3})
-    archs.emplace_back(name(a));
-  return archs;
-}
-
 /// One entry of in_step.json's "generations": {"arch", "gemm_fraction", "without": [{"source"
 /// (validate's label, "owner/repo · path"), "gemm_fraction", "records"}], "records", "grid",
 /// "method"}.
 GenerationGemmFit generation_fit(JsonObject o, const std::string& shown_as) {
   GenerationGemmFit g;
-  const std::string arch = o.choice("arch", arch_names());
+  const std::string arch = o.choice("arch", gpu_arch_names());
   g.arch = parse_gpu_arch(arch);
   g.gemm = o.positive("gemm_fraction", 1.0);
   JsonArray without = o.array("without");
@@ -235,7 +223,7 @@ InStepFractions load_in_step_fractions(const std::filesystem::path& file, const 
   root.ignore("runs");  // per-run ratios of a `stepcast fit in-step` file, for the reader
   InStepFractions f;
   f.gemm = root.positive("gemm_fraction", 1.0);           // (0, 1]
-  if (root.has("arch")) f.arch = parse_gpu_arch(root.choice("arch", arch_names()));
+  if (root.has("arch")) f.arch = parse_gpu_arch(root.choice("arch", gpu_arch_names()));
   f.attention = root.positive("attention_fraction", 1.0); // (0, 1]
   JsonArray from = root.array("fitted_on");
   for (std::size_t i = 0; i < from.size(); ++i) {
@@ -275,11 +263,21 @@ std::optional<GpuArch> gemm_fraction_from(const InStepFractions& f, GpuArch arch
   return best;
 }
 
-double gemm_fraction(const InStepFractions& f, GpuArch arch) {
+namespace {
+
+/// The generation fit gemm_fraction takes for `arch`; null: f.gemm.
+const GenerationGemmFit* fit_for(const InStepFractions& f, GpuArch arch) {
   const std::optional<GpuArch> from = gemm_fraction_from(f, arch);
   for (const GenerationGemmFit& g : f.generations)
-    if (from && g.arch == *from) return g.gemm;
-  return f.gemm;
+    if (from && g.arch == *from) return &g;
+  return nullptr;
+}
+
+}  // namespace
+
+double gemm_fraction(const InStepFractions& f, GpuArch arch) {
+  const GenerationGemmFit* g = fit_for(f, arch);
+  return g ? g->gemm : f.gemm;
 }
 
 InStepFractions without_source(InStepFractions f, const std::string& source) {
@@ -298,13 +296,12 @@ const InStepFractions& in_step_fractions() {
 }
 
 DeviceRates in_step_rates(DeviceRates d, const InStepFractions& f) {
-  const double gemm = gemm_fraction(f, d.arch);
+  const GenerationGemmFit* fit = fit_for(f, d.arch);
+  const double gemm = fit ? fit->gemm : f.gemm;
   d.gemm_ceiling_tflops *= gemm;
   d.attention_gemm_ceiling_tflops *= gemm;
-  std::string gemm_from = f.source;
+  std::string gemm_from = fit ? fit->source : f.source;
   const std::optional<GpuArch> from = gemm_fraction_from(f, d.arch);
-  for (const GenerationGemmFit& g : f.generations)
-    if (from && g.arch == *from) gemm_from = g.source;
   if (from && *from != d.arch)
     gemm_from = fmt::format("{}; {} has no fraction of its own and takes {}'s, the nearest generation with one",
                             gemm_from, name(d.arch), name(*from));

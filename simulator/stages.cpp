@@ -730,15 +730,21 @@ LayerTimes layer_times(const MicroStepTimes& micro, int layers) {
   return t;
 }
 
+/// The layers of stage 0 (all its chunks), the report's representative rank under a pipeline.
+double stage_zero_layers(const Job& job) {
+  const StrategySpec& st = job.scenario.strategy;
+  const std::vector<int> chunks = split_layers_per_chunk(job.scenario.model, job.pp, st.vpp, st.pp_split);
+  double layers0 = 0;
+  for (std::size_t k = 0; k < chunks.size(); k += static_cast<std::size_t>(job.pp)) layers0 += chunks[k];
+  return layers0;
+}
+
 /// Under a pipeline the report's compute parts are those of stage 0's GPU (the report's
 /// representative rank): its layers (layers_per_stage), no LM head; the plan keeps c.micro
 /// whole. The optimizer and the kernel split scale by the same share of the compute.
 void stage_zero_share(const Job& job, Costs& c) {
-  const StrategySpec& st = job.scenario.strategy;
   const double m = static_cast<double>(job.scenario.training.grad_accum);
-  const std::vector<int> chunks = split_layers_per_chunk(job.scenario.model, job.pp, st.vpp, st.pp_split);
-  double layers0 = 0;
-  for (std::size_t k = 0; k < chunks.size(); k += static_cast<std::size_t>(job.pp)) layers0 += chunks[k];
+  const double layers0 = stage_zero_layers(job);
   const double whole = c.forward_s + c.backward_s + c.recompute_s;
   c.forward_s = m * layers0 * c.per_layer.forward_s;
   c.backward_s = m * layers0 * c.per_layer.backward_s;
@@ -911,7 +917,8 @@ void cost_grad_accumulation(const Job& job, Costs& c) {
   const double m = static_cast<double>(tr.grad_accum);
   c.backward_s += m * micro_s;
   c.kernels.memory_s += m * micro_s;
-  c.grad_accumulation_s = micro_s;
+  // The report's rank: under a pipeline stage 0, its layers' adds (the root's go with the head).
+  c.grad_accumulation_s = job.pp > 1 ? layer_s * stage_zero_layers(job) : micro_s;
 }
 
 MicroStepTimes micro_step_times(const Job& job) {

@@ -186,7 +186,7 @@ struct Costs {
   /// the MoE layers, on the compute stream after the layer (their bytes the mean over layers).
   std::vector<sim::LayerCollective> ep_forward, ep_backward;
   OffloadTimes offload;        ///< CPU offload per optimizer step (zero without)
-  double grad_accumulation_s = 0;  ///< adding up gradients, per micro-step (in backward_s)
+  double grad_accumulation_s = 0;  ///< adding up gradients, per micro-step, on the report's rank (stage 0)
   std::vector<std::string> assumptions;
 };
 

@@ -237,6 +237,7 @@ TEST_CASE("cost: under pipeline parallelism a stage adds up only its own layers'
   // The kernel table takes the stage's share of each kind in proportion to compute time.
   CHECK(c.kernels.memory_s - fused.kernels.memory_s == doctest::Approx(3 * 24 * layer_s).epsilon(0.02));
   CHECK(c.per_layer.backward_s - fused.per_layer.backward_s == doctest::Approx(layer_s).epsilon(1e-9));
+  CHECK(c.grad_accumulation_s == doctest::Approx(24 * layer_s).epsilon(1e-9));  // the reported per-micro-step adds
 }
 
 TEST_CASE("cost: the lowered step's compute tasks on one rank add up to the compute total") {

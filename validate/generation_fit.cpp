@@ -8,7 +8,6 @@
 #include <cmath>
 #include <map>
 #include <memory>
-#include <set>
 #include <stdexcept>
 
 namespace stepcast {
@@ -121,9 +120,7 @@ FractionEvaluator validation_evaluator(std::vector<MeasuredRun> runs, InStepFrac
         std::find(base.fitted_on.begin(), base.fitted_on.end(), run.source) != base.fitted_on.end();
     if (gpu && gpu->arch == arch && !kernel_fit_source) of_arch.push_back(std::move(run));
   }
-  base.generations.erase(std::remove_if(base.generations.begin(), base.generations.end(),
-                                        [&](const GenerationGemmFit& g) { return g.arch == arch; }),
-                         base.generations.end());
+  std::erase_if(base.generations, [&](const GenerationGemmFit& g) { return g.arch == arch; });
   auto records = std::make_shared<const std::vector<MeasuredRun>>(std::move(of_arch));
   return [records, base, arch, threads, progress](double fraction) {
     if (progress) progress(fraction);
