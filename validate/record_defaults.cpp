@@ -2,6 +2,8 @@
 /// Framework defaults for unstated record fields; see record_defaults.hpp.
 #include "validate/record_defaults.hpp"
 
+#include "model/transformer.hpp"
+
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -34,8 +36,9 @@ void megatron_defaults(MeasuredRun& r, std::vector<std::string>& assumed) {
                      "Megatron-LM's GPT-3 175B example (examples/pretrain_gpt3_175B.sh, --micro-batch-size 1)",
                      assumed);
   // Narayanan et al. SC'21 Table 1: the GPT models from 7.5B to 310B have 128-wide heads;
-  // only the attention kernel's rate depends on the width, not the FLOPs.
-  if (!r.heads && r.hidden && *r.hidden % 128 == 0)
+  // only the attention kernel's rate depends on the width, not the FLOPs. A model of the
+  // catalog keeps its own head count (its source names it).
+  if (!r.heads && r.hidden && *r.hidden % 128 == 0 && find_model(r.model_name) == nullptr)
     fill<std::int64_t>(r.heads, *r.hidden / 128, "attention heads",
                        "hidden / 128, the head width of Narayanan et al. SC'21 Table 1's GPT models", assumed);
   if (framework_has(r, "deepspeed"))

@@ -59,6 +59,15 @@ TEST_CASE("heads are defaulted only where the hidden size is a whole number of 1
   CHECK_FALSE(r.heads);
 }
 
+TEST_CASE("a Megatron record of a catalog model takes no head default: the catalog's source names its heads") {
+  MeasuredRun r = megatron_run();
+  r.model_name = "megatron-gpt-3.6b";  // SC'21 Table 1: 32 heads of 96, not 24 of 128
+  std::vector<std::string> assumed;
+  apply_framework_defaults(r, assumed);
+  CHECK_FALSE(r.heads);
+  CHECK_FALSE(says(assumed, "attention heads"));
+}
+
 TEST_CASE("Megatron-DeepSpeed also takes bf16 from BigScience's launch script") {
   MeasuredRun r = megatron_run();
   r.framework = "megatron-deepspeed";

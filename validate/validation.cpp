@@ -117,9 +117,30 @@ std::optional<std::int64_t> parameter_count_with_table(TransformerSpec m, std::i
   return parameter_count(m);
 }
 
+/// The record's measurement was taken on the shape it states: where a stated dimension
+/// differs from the catalog model its name resolves to (nanoGPT pads GPT-2's vocabulary to
+/// 50,304), the record's value replaces the catalog's, and the difference is an assumption.
+void apply_stated_shape(const MeasuredRun& r, TransformerSpec& m, std::vector<std::string>& assumed) {
+  const auto take = [&](const std::optional<std::int64_t>& stated, std::int64_t& field, const char* what) {
+    if (!stated || *stated == field) return;
+    assumed.push_back(fmt::format("{} {} as the record states (the catalog's {} has {})", what, *stated, m.name, field));
+    field = *stated;
+  };
+  take(r.layers, m.layers, "layers");
+  take(r.hidden, m.hidden, "hidden");
+  take(r.heads, m.heads, "attention heads");
+  take(r.kv_heads, m.kv_heads, "key/value heads");
+  take(r.ffn_hidden, m.ffn_hidden, "MLP width");
+  take(r.vocab, m.vocab, "vocabulary");
+  if ((m.head_width == 0 && m.hidden % m.heads != 0) || m.heads % m.kv_heads != 0)
+    throw Skip{fmt::format("the record's shape (hidden {}, {} heads, {} key/value heads) has no whole head width",
+                           m.hidden, m.heads, m.kv_heads)};
+}
+
 TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assumed) {
   if (const TransformerSpec* found = find_model(r.model_name)) {
     TransformerSpec m = *found;
+    apply_stated_shape(r, m, assumed);
     if (m.positional == Positional::learned && r.seq_len && *r.seq_len > m.max_positions &&
         r.params == parameter_count_with_table(m, *r.seq_len)) {
       assumed.push_back(fmt::format("a learned position table of {} rows, sized to the run's sequence (the record's "

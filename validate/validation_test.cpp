@@ -203,6 +203,27 @@ TEST_CASE("a record's sequence beyond a catalog model's learned table is an Inpu
                     [](const std::string& a) { return a.find("learned position table of 2048 rows") != std::string::npos; }));
 }
 
+TEST_CASE("a record's stated shape overrides the catalog model its name resolves to, and says so") {
+  nlohmann::json r = small_record();
+  r["model"] = {{"name", "gpt2"}, {"arch", "gpt2"}, {"params", nullptr}, {"layers", 12}, {"hidden", 768},
+                {"heads", 12}, {"kv_heads", 12}, {"ffn_hidden", 3072}, {"vocab", 50257}, {"seq_len", 1024}};
+  const ValidationRow same = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  const auto says = [](const ValidationRow& row, const std::string& what) {
+    return std::any_of(row.assumptions.begin(), row.assumptions.end(),
+                       [&](const std::string& a) { return a.find(what) != std::string::npos; });
+  };
+  CHECK_FALSE(says(same, "as the record states"));
+  // nanoGPT pads GPT-2's vocabulary to 50,304: the padded LM head is what ran.
+  r["model"]["vocab"] = 50304;
+  const ValidationRow padded = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK(says(padded, "vocabulary 50304 as the record states (the catalog's gpt2 has 50257)"));
+  CHECK(padded.predicted != same.predicted);
+  // A stated head count that leaves no whole head width is a skip, not a silent catalog shape.
+  r["model"]["heads"] = 7;
+  r["model"]["kv_heads"] = 7;
+  CHECK(starts(outcome(r), "skipped: the record's shape"));
+}
+
 TEST_CASE("measured.value must be > 0; unknown precision or checkpointing names are InputErrors with the path") {
   nlohmann::json r = small_record();
   for (double v : {0.0, -5.0}) {
