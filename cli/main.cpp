@@ -456,6 +456,7 @@ struct ValidateArgs {
   bool assume_host = true;  ///< offload records on the catalog box's host (--no-assume-host: skipped)
   std::string in_step;      ///< in-step fractions from `stepcast fit in-step`; empty: the catalog's
   bool pairs = false;       ///< list the ordering pairs (--pairs)
+  std::string html;         ///< HTML report to write; empty: none
 };
 
 int run_validate(const ValidateArgs& args) {
@@ -476,6 +477,7 @@ int run_validate(const ValidateArgs& args) {
     if (progress && (done % 20 == 0 || done == total)) fmt::print(stderr, "\r[{}/{}]", done, total);
   }, args.assume_host, in_step);
   if (progress) fmt::print(stderr, "\n");
+  if (!args.html.empty()) write_file(args.html, cli::validate_html(rows, args.inputs), "HTML report");
   write(args.csv    ? cli::validate_csv(rows)
         : args.json ? cli::validate_json(rows, args.pairs)
                     : cli::validate_text(rows, args.in_step, args.pairs));
@@ -847,6 +849,7 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
   cmd->add_flag("--pairs", va.pairs,
                 "Also list every ordering pair (two records one knob apart), the wrong ones first "
                 "(with --json: a \"pairs\" array)");
+  add_html_option(cmd, va.html);
   cmd->footer(footer(
       "Each record (one JSON object per line, the measured-run record format of README.md)\n"
       "becomes a scenario where stepcast can represent it; the record's metric is predicted\n"
@@ -864,7 +867,9 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
       "over pairs of records from one source that differ in one knob. Low-trust records are\n"
       "shown but kept out of the summaries.\n",
       examples({{"stepcast validate data/validation/runs.jsonl", "the published runs"},
-                {"stepcast validate runs/ --json", "every .jsonl in a folder, as JSON"}}),
+                {"stepcast validate runs/ --json", "every .jsonl in a folder, as JSON"},
+                {"stepcast validate data/validation/runs.jsonl --html validation.html",
+                 "the same as a page: predicted against measured, errors by source, pairs"}}),
       true));
 
   return cmd;

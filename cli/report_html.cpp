@@ -225,4 +225,17 @@ std::string plan_html(const Scenario& s, const PlanResult& result) {
   return page(title, std::move(data));
 }
 
+std::string validate_html(const std::vector<ValidationRow>& rows, const std::vector<std::string>& inputs) {
+  json report = parsed(validate_json(rows, true));
+  const json& loso = report["summary_loso"];
+  const std::string title =
+      fmt::format("Validation: {} of {} measured runs compared, leave one source out", loso["count"].get<int>(),
+                  rows.size());
+  json data = {{"kind", "validate"},
+               {"title", title},
+               {"subtitle", "Measured runs from " + join(inputs, ", ")},
+               {"report", std::move(report)}};
+  return page(title, std::move(data));
+}
+
 }  // namespace stepcast::cli

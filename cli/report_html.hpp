@@ -1,5 +1,5 @@
 /// \file
-/// The HTML report (`--html FILE` on predict, scale, compare and plan): one self-contained
+/// The HTML report (`--html FILE` on predict, scale, compare, plan and validate): one self-contained
 /// page that works offline. Its data is one JSON object in a <script type="application/json">
 /// tag, built from the JSON reports (report_json.cpp) and the simulated step's trace
 /// (simulator/trace.hpp), so the page shows the same results; its charts are drawn in the
@@ -10,6 +10,7 @@
 #include "simulator/plan.hpp"
 #include "simulator/predict.hpp"
 #include "simulator/scenario.hpp"
+#include "validate/validation.hpp"
 
 #include <string>
 #include <vector>
@@ -42,5 +43,12 @@ std::string compare_html(const std::vector<Scenario>& scenarios, const std::vect
 /// assumptions. The winner is predicted once more with its simulation kept, for the timeline
 /// (the same deterministic prediction as its row).
 std::string plan_html(const Scenario& scenario, const PlanResult& result);
+
+/// The page of `stepcast validate`: the leave-one-source-out and fit-free summaries, each
+/// record's prediction against its measurement (log-log, one series per metric, each in its
+/// own unit) and its signed error by source, the per-source table, the ordering pairs (the
+/// wrong ones first), every record with its status, and the assumptions with how many
+/// records each was made for. `inputs` names the record files, for the subtitle.
+std::string validate_html(const std::vector<ValidationRow>& rows, const std::vector<std::string>& inputs);
 
 }  // namespace stepcast::cli

@@ -1,11 +1,11 @@
 // The HTML report in a real browser (ctest: html_report). Writes the pages of `stepcast
-// predict`, `scale`, `compare` and `plan` on seed scenarios, opens each in Debian's headless
-// Chromium driven by playwright-core, and checks that it renders, that every chart has its
+// predict`, `scale`, `compare` and `plan` on seed scenarios and of `stepcast validate` on
+// the measured runs of FILE, opens each in Debian's headless Chromium driven by playwright-core, and checks that it renders, that every chart has its
 // marks (each series with data has drawn elements), that the console shows no error and the
 // page throws none, that no request leaves the page, and that the title, tables and
 // assumptions are there. Takes a screenshot of each page into OUT.
 //
-//   node check_page.mjs --stepcast BIN --seeds DIR --out DIR
+//   node check_page.mjs --stepcast BIN --seeds DIR --runs FILE --out DIR
 //
 // Environment: CHROMIUM (default /usr/bin/chromium). Exits 0 when every check passed, 1 when
 // one failed, 77 (ctest's skip) when the browser, playwright-core or the embedded charting
@@ -21,7 +21,7 @@ const SKIP = 77;
 function argument(name) {
   const i = process.argv.indexOf('--' + name);
   if (i < 0 || i + 1 >= process.argv.length) {
-    console.error(`check_page: --${name} is required (--stepcast BIN --seeds DIR --out DIR)`);
+    console.error(`check_page: --${name} is required (--stepcast BIN --seeds DIR --runs FILE --out DIR)`);
     process.exit(1);
   }
   return process.argv[i + 1];
@@ -39,6 +39,7 @@ function skip(why) {
 const stepcast = argument('stepcast');
 const seeds = argument('seeds');
 const out = argument('out');
+const runs = argument('runs');
 const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 fs.mkdirSync(out, {recursive: true});
 
@@ -70,6 +71,8 @@ const pages = [
    charts: ['throughput', 'breakdown', 'memory'], title: /^Predicted comparison: /, tables: 1},
   {name: 'plan', args: ['plan', seed('gpt2-xl-ddp-8xa100.json'), '--top', '4'],
    charts: ['timeline', 'breakdown', 'memory'], title: /^Planned layouts: /, tables: 1},
+  {name: 'validate', args: ['validate', runs],
+   charts: ['scatter', 'errors'], title: /^Validation: /, tables: 3},
 ];
 
 for (const p of pages) {

@@ -2,7 +2,7 @@
 // cli/report_html.cpp from the same results as the JSON reports) with Apache ECharts, inlined
 // before this script. No request leaves the page.
 //
-// data = {kind: "predict" | "scale" | "compare" | "plan", title, subtitle, generator, library,
+// data = {kind: "predict" | "scale" | "compare" | "plan" | "validate", title, subtitle, generator, library,
 //         report: <the command's --json object>, predictions: [<predict --json object>, ...],
 //         trace: <the simulated step's Trace Event Format object> or null, ...}
 // Every chart drawn is listed in window.stepcastCharts ({id, title, chart}) for the tests.
@@ -520,12 +520,156 @@
     assumptions(preds[0].assumptions, 'Assumptions (the winner)');
   }
 
+  // ---- validate: predictions against measured runs ----
+
+  const METRIC_LABELS = {
+    tokens_per_s_per_gpu: 'tokens/s per GPU', step_time_s: 'step time (s)', tflops_per_gpu: 'TFLOP/s per GPU',
+    mfu: 'MFU (fraction)', samples_per_s_global: 'samples/s (global)',
+  };
+  function metricLabel(m) { return METRIC_LABELS[m] || m; }
+  /// "owner/repo · path/to/FILE.md" -> "owner/repo · FILE.md": short enough for an axis label.
+  function shortSource(src) {
+    const [head, tail] = String(src).split(' · ');
+    if (tail === undefined) return head.length > 48 ? head.slice(0, 47) + '…' : head;
+    const file = tail.split('/').filter(x => x).pop() || tail;
+    return head + ' · ' + file;
+  }
+  function signed(v, digits) { return finite(v) ? (v > 0 ? '+' : '') + v.toFixed(digits) : 'n/a'; }
+  function value3(v) { return finite(v) ? (Math.abs(v) >= 1000 ? grouped(v) : v.toPrecision(4)) : 'n/a'; }
+
+  /// Predicted against measured, log-log, one series per metric (each point in its record's
+  /// own unit), the diagonal and the +-15% band as lines.
+  function validateScatter(parent, runs) {
+    const compared = runs.filter(x => x.status === 'ok' && finite(x.predicted) && x.measured > 0 && x.predicted > 0);
+    const metrics = [...new Set(compared.map(x => x.metric))];
+    const series = [];
+    metrics.forEach((m, i) => {
+      for (const low of [false, true]) {
+        const pts = compared.filter(x => x.metric === m && (x.trust === 'low') === low);
+        if (!pts.length) continue;
+        series.push({
+          name: metricLabel(m) + (low ? ', low trust (not counted)' : ''), type: 'scatter', symbolSize: low ? 7 : 9,
+          itemStyle: low ? {color: 'transparent', borderColor: PALETTE[i % PALETTE.length], borderWidth: 1.5}
+                         : {color: PALETTE[i % PALETTE.length], opacity: 0.85},
+          data: pts.map(x => ({value: [x.measured, x.predicted], name: x.id, source: x.source, error: x.error_pct})),
+          tooltip: {formatter: pr => '<b>' + escapeHtml(pr.name) + '</b><br>' + escapeHtml(shortSource(pr.data.source)) +
+                    '<br>' + escapeHtml(metricLabel(m)) + ': measured ' + value3(pr.value[0]) + ', predicted ' +
+                    value3(pr.value[1]) + ' (' + signed(pr.data.error, 1) + ' %)'},
+        });
+      }
+    });
+    const all = compared.flatMap(x => [x.measured, x.predicted]);
+    const lo = Math.pow(10, Math.floor(Math.log10(Math.min(...all)))), hi = Math.pow(10, Math.ceil(Math.log10(Math.max(...all))));
+    const line = (name, k, color, type) => ({name: name, type: 'line', showSymbol: false, silent: true,
+      lineStyle: {color: color, type: type, width: 1}, data: [[lo, lo * k], [hi, hi * k]], tooltip: {show: false}});
+    series.push(line('measured = predicted', 1, '#333', 'solid'), line('+15 %', 1.15, '#999', 'dashed'),
+                line('-15 %', 0.85, '#999', 'dashed'));
+    return chart(parent, 'scatter', 'Predicted against measured', {
+      tooltip: {trigger: 'item', confine: true},
+      legend: {top: 0, type: 'scroll'},
+      grid: {left: 12, right: 30, top: 44, bottom: 48, containLabel: true},
+      xAxis: {type: 'log', min: lo, max: hi, name: 'measured (the record\'s metric, in its unit)',
+              nameLocation: 'middle', nameGap: 30},
+      yAxis: {type: 'log', min: lo, max: hi, name: 'predicted (same unit)', nameLocation: 'middle', nameGap: 52},
+      series: series,
+    }, 560);
+  }
+
+  /// Signed error (%) of each record, one row per source, with the +-15% band.
+  function validateErrors(parent, runs, sources) {
+    const names = sources.map(x => x.source);
+    const rowOf = Object.fromEntries(names.map((n, i) => [n, i]));
+    const pts = runs.filter(x => x.status === 'ok' && finite(x.error_pct) && x.trust !== 'low' && rowOf[x.source] !== undefined);
+    // A fixed spread within each row (by the record's rank in its row), so equal errors stay visible.
+    const seen = {};
+    const data = pts.map(x => {
+      const k = (seen[x.source] = (seen[x.source] || 0) + 1);
+      const offset = ((k * 0.618034) % 1 - 0.5) * 0.5;
+      return {value: [x.error_pct, rowOf[x.source] + offset], name: x.id, metric: x.metric};
+    });
+    const band = (v, name) => ({name: name, type: 'line', showSymbol: false, silent: true, tooltip: {show: false},
+      lineStyle: {color: v === 0 ? '#333' : '#999', type: v === 0 ? 'solid' : 'dashed', width: 1},
+      data: [[v, -0.5], [v, names.length - 0.5]]});
+    return chart(parent, 'errors', 'Signed error by source', {
+      tooltip: {trigger: 'item', confine: true},
+      legend: {show: false},
+      grid: {left: 12, right: 30, top: 12, bottom: 48, containLabel: true},
+      xAxis: {type: 'value', name: 'signed error (%): predicted / measured - 1', nameLocation: 'middle', nameGap: 30,
+              axisLine: {onZero: false}},
+      // Rows at the integers; ticks every half row, labelled at the integers only.
+      yAxis: {type: 'value', min: -0.5, max: names.length - 0.5, interval: 0.5, inverse: true,
+              axisLine: {onZero: false}, axisTick: {show: false}, splitLine: {show: false},
+              axisLabel: {formatter: v => Number.isInteger(v) && names[v] ? shortSource(names[v]) : '', width: 330,
+                          overflow: 'truncate'}},
+      series: [{name: 'records', type: 'scatter', symbolSize: 8, itemStyle: {color: '#4e79a7', opacity: 0.75}, data: data,
+                tooltip: {formatter: pr => '<b>' + escapeHtml(pr.name) + '</b><br>' + escapeHtml(metricLabel(pr.data.metric)) +
+                          ': ' + signed(pr.value[0], 1) + ' %'}},
+               band(0, 'zero'), band(15, '+15 %'), band(-15, '-15 %')],
+    }, Math.max(220, 90 + 34 * names.length));
+  }
+
+  function validatePage() {
+    const r = data.report, loso = r.summary_loso, free = r.summary_fit_free;
+    const key = section('Key figures', 'Leave one source out: each record is predicted with nothing fitted on ' +
+      'its own source. Fit-free: kernel tables and datasheets only. Low-trust records are shown but not counted; ' +
+      'ordering: pairs of records of one source one knob apart, ordered as measured.');
+    figures(key, [
+      ['records compared (count)', loso.count + ' of ' + r.runs.length],
+      ['skipped (count)', String(loso.skipped)],
+      ['median |error| (%)', fixed(loso.median_abs_error_pct, 1)],
+      ['p90 |error| (%)', fixed(loso.p90_abs_error_pct, 1)],
+      ['max |error| (%)', fixed(loso.max_abs_error_pct, 1)],
+      ['ordering (% of pairs)', pct(loso.ordering_accuracy) + ' of ' + loso.ordering_pairs],
+      ['fit-free median |error| (%)', fixed(free.median_abs_error_pct, 1)],
+      ['fit-free p90 |error| (%)', fixed(free.p90_abs_error_pct, 1)],
+    ]);
+    if (r.runs.some(x => x.status === 'ok' && finite(x.predicted) && x.measured > 0 && x.predicted > 0))
+      validateScatter(section('Predicted against measured', 'Each compared record, log-log in its own metric\'s ' +
+        'unit (one colour per metric; hollow: low trust). On the solid line the prediction is exact; dashed: +-15 %.'),
+        r.runs);
+    const sources = r.sources.filter(x => x.count > 0);
+    if (sources.length)
+      validateErrors(section('Signed error by source', 'One dot per trusted record: above 0 the prediction is ' +
+        'higher than the measurement (a throughput too fast, a step time too slow). Dashed: +-15 %.'), r.runs, sources);
+    const t = section('Sources', 'Leave one source out, per source.');
+    table(t, [{title: 'source'}, {title: 'compared (count)', num: true}, {title: 'skipped (count)', num: true},
+              {title: 'median |error| (%)', num: true}, {title: 'p90 |error| (%)', num: true},
+              {title: 'max |error| (%)', num: true}, {title: 'ordering (% of pairs)', num: true}],
+          r.sources.map(x => x.count > 0
+            ? [x.source, x.count, x.skipped, fixed(x.median_abs_error_pct, 1), fixed(x.p90_abs_error_pct, 1),
+               fixed(x.max_abs_error_pct, 1), x.ordering_pairs ? pct(x.ordering_accuracy) + ' of ' + x.ordering_pairs : 'no pairs']
+            : [x.source, 0, x.skipped, '–', '–', '–', 'no pairs']));
+    const pairs = (r.pairs || []).slice().sort((a, b) => Number(a.right) - Number(b.right));
+    if (pairs.length) {
+      const wrong = pairs.filter(x => !x.right).length;
+      const s = section('Ordering pairs', wrong + ' of ' + pairs.length + ' pairs ordered wrong (first). Each pair: ' +
+        'two records of one source one knob apart; "low" is the one measured lower.');
+      table(s, [{title: 'knob'}, {title: 'low record'}, {title: 'high record'}, {title: 'measured low / high', num: true},
+                {title: 'predicted low / high', num: true}, {title: 'ordered', verdict: true}],
+            pairs.map(x => [x.knob, x.low_id, x.high_id, value3(x.measured_low) + ' / ' + value3(x.measured_high),
+                            value3(x.predicted_low) + ' / ' + value3(x.predicted_high), x.right ? 'right' : 'WRONG']));
+    }
+    const rows = r.runs.slice().sort((a, b) =>
+      (a.status === 'ok') !== (b.status === 'ok') ? (a.status === 'ok' ? -1 : 1)
+        : Math.abs(b.error_pct ?? 0) - Math.abs(a.error_pct ?? 0));
+    const rt = section('Records', 'Every record, the largest |error| first, then the skipped ones with the reason.');
+    table(rt, [{title: 'record'}, {title: 'source'}, {title: 'metric (unit)'}, {title: 'measured', num: true},
+               {title: 'predicted', num: true}, {title: 'error (%)', num: true}, {title: 'trust'}, {title: 'status'}],
+          rows.map(x => [x.id, shortSource(x.source), metricLabel(x.metric), value3(x.measured), value3(x.predicted),
+                         signed(x.error_pct, 1), x.trust, x.status]));
+    const counts = {};
+    for (const x of r.runs) for (const a of x.assumptions || []) counts[a] = (counts[a] || 0) + 1;
+    const list = Object.entries(counts).sort((a, b) => b[1] - a[1]).map(([a, n]) => a + ' (' + n + (n === 1 ? ' record)' : ' records)'));
+    assumptions(list, 'Assumptions', 'What each record left unstated and stepcast assumed, with how many records ' +
+                'it was assumed for (printed per record by `stepcast validate`).');
+  }
+
   function objectiveUnit(objective) {
     return objective === 'time' ? 's' : objective === 'tokens_per_s' ? 'tokens/s per GPU' : 'USD per million tokens';
   }
 
   header();
-  ({predict: predictPage, scale: scalePage, compare: comparePage, plan: planPage})[data.kind]();
+  ({predict: predictPage, scale: scalePage, compare: comparePage, plan: planPage, validate: validatePage})[data.kind]();
   window.addEventListener('resize', () => charts.forEach(c => c.chart.resize()));
   document.body.setAttribute('data-rendered', String(charts.length));
 })();
