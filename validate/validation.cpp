@@ -284,15 +284,20 @@ void launch_blocking_for(const MeasuredRun& r, Scenario& s, std::vector<std::str
                     "hang\" there, chronicles-prequel.md; tr11-176B-ml.slurm exports it)");
 }
 
-/// How a record's micro-steps add up their gradients: DeepSpeed's BF16_Optimizer where the
-/// record names it (extras "bf16_optimizer"), else PyTorch autograd's in-place add, the
-/// scenario default. Megatron-LM's gradient-accumulation fusion (Feb 2022) is not assumed:
-/// the Megatron-LM records here date from 2021.
+/// How a record's micro-steps add up and reduce their gradients: DeepSpeed's BF16_Optimizer
+/// where the record names it (extras "bf16_optimizer"): fp32 accumulation, and the data-
+/// parallel reduction over those fp32 buffers (DeepSpeed v0.6.5 runtime/pipe/engine.py
+/// _bf16_reduce_grads all-reduces optimizer.get_grads_for_reduction(), which bf16_optimizer.py
+/// returns as fp32_groups_gradients_flat); else PyTorch autograd's in-place add, the scenario
+/// default. Megatron-LM's gradient-accumulation fusion (Feb 2022) is not assumed: the
+/// Megatron-LM records here date from 2021.
 void grad_accumulation_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
   if (!has_extra(r, "bf16_optimizer")) return;
   s.training.grad_accumulation = GradAccumulation::bf16_optimizer;
+  s.strategy.reduce_fp32 = true;
   assumed.push_back("gradients added up by DeepSpeed's BF16_Optimizer (the record's extras): each micro-step's "
-                    "bf16 gradients cast to fp32 and added, 18 B per parameter");
+                    "bf16 gradients cast to fp32 and added, 18 B per parameter, and reduced across data-parallel "
+                    "ranks in fp32 (its pipeline engine reduces the optimizer's fp32 gradient buffers)");
 }
 
 /// The kernels a record's framework runs, each listed as an assumption:

@@ -369,6 +369,28 @@ TEST_CASE("a stated inter-node fabric without a rate takes the catalog box of th
   CHECK(roce.status.rfind("skipped: inter-node fabric roce stated without a rate", 0) == 0);
 }
 
+TEST_CASE("DeepSpeed's BF16_Optimizer reduces gradients in fp32: twice the bytes of a bf16 reduction") {
+  nlohmann::json r = small_record();
+  r["strategy"]["data_parallel"] = "ddp";
+  r["strategy"]["framework"] = "megatron-deepspeed";
+  r["strategy"]["extras"] = nlohmann::json::array();
+  r["hardware"]["gpus"] = 16;
+  r["hardware"]["nodes"] = 2;
+  r["hardware"]["inter_node"] = {{"fabric", "infiniband"}, {"gbps_per_node", 800}};
+  const ValidationRow plain = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  r["strategy"]["extras"] = {"bf16_optimizer"};
+  const ValidationRow bf16 = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  REQUIRE(plain.status == "ok");
+  REQUIRE(bf16.status == "ok");
+  REQUIRE(plain.breakdown);
+  REQUIRE(bf16.breakdown);
+  CHECK(std::any_of(bf16.assumptions.begin(), bf16.assumptions.end(), [](const std::string& a) {
+    return a.find("reduced across data-parallel ranks in fp32") != std::string::npos;
+  }));
+  // Only the gradient all-reduce is on the communication streams of a DDP step.
+  CHECK(bf16.breakdown->comm_busy_s > 1.5 * plain.breakdown->comm_busy_s);
+}
+
 TEST_CASE("a CPU-offload record states no host: the catalog box's is assumed, skipped with --no-assume-host") {
   nlohmann::json r = small_record();  // one DGX H100 node
   r["strategy"]["data_parallel"] = "zero2";
