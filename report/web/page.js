@@ -641,9 +641,10 @@
             : [x.source, 0, x.skipped, '–', '–', '–', 'no pairs']));
     const pairs = (r.pairs || []).slice().sort((a, b) => Number(a.right) - Number(b.right));
     if (pairs.length) {
-      const wrong = pairs.filter(x => !x.right).length;
-      const s = section('Ordering pairs', wrong + ' of ' + pairs.length + ' pairs ordered wrong (first). Each pair: ' +
-        'two records of one source one knob apart; "low" is the one measured lower.');
+      const total = r.pairs_total ?? pairs.length, wrong = r.pairs_wrong ?? pairs.filter(x => !x.right).length;
+      const s = section('Ordering pairs', wrong + ' of ' + total + ' pairs ordered wrong (first)' +
+        (pairs.length < total ? '; the first ' + pairs.length + ' are listed (all of them: validate --json --pairs)' : '') +
+        '. Each pair: two records of one source one knob apart; "low" is the one measured lower.');
       table(s, [{title: 'knob'}, {title: 'low record'}, {title: 'high record'}, {title: 'measured low / high', num: true},
                 {title: 'predicted low / high', num: true}, {title: 'ordered', verdict: true}],
             pairs.map(x => [x.knob, x.low_id, x.high_id, value3(x.measured_low) + ' / ' + value3(x.measured_high),
