@@ -137,6 +137,35 @@ void apply_stated_shape(const MeasuredRun& r, TransformerSpec& m, std::vector<st
                            m.hidden, m.heads, m.kv_heads)};
 }
 
+/// A record of a model outside the catalog takes the architecture (positions, norm, biases,
+/// gated or parallel block, tied embeddings) of the catalog model that stands for its `arch`,
+/// whose entry cites its config: BLOOM (ALiBi, the embedding LayerNorm), Falcon (parallel
+/// attention and MLP), MPT, OPT, GPT-2 and Llama. False for an arch with none (gpt-neox, bert,
+/// t5, other), which keeps the plain decoder below.
+bool take_reference_architecture(const std::string& arch, TransformerSpec& m, std::vector<std::string>& assumed) {
+  static const std::vector<std::pair<std::string, std::string>> kReference = {
+      {"bloom", "bloom-176b"}, {"falcon", "falcon-7b"}, {"mpt", "mpt-7b"},
+      {"opt", "opt-175b"},     {"gpt2", "gpt2"},        {"llama", "llama-3-8b"}};
+  const auto it = std::find_if(kReference.begin(), kReference.end(), [&](const auto& e) { return e.first == arch; });
+  const TransformerSpec* ref = it == kReference.end() ? nullptr : find_model(it->second);
+  if (ref == nullptr) return false;
+  m.gated_mlp = ref->gated_mlp;
+  m.tied_embeddings = ref->tied_embeddings;
+  m.positional = ref->positional;
+  m.norm = ref->norm;
+  m.embedding_norm = ref->embedding_norm;
+  m.linear_bias = ref->linear_bias;
+  m.qkv_bias = ref->qkv_bias;
+  m.parallel_attn_mlp = ref->parallel_attn_mlp;
+  assumed.push_back(fmt::format("the architecture of the catalog's {} (arch {}): {} positions, {}{}{}{}{}{}", ref->name,
+                                arch, name(ref->positional), name(ref->norm),
+                                ref->embedding_norm ? ", a norm after the embeddings" : "",
+                                ref->linear_bias ? ", linear biases" : "", ref->gated_mlp ? ", gated MLP" : "",
+                                ref->parallel_attn_mlp ? ", parallel attention and MLP" : "",
+                                ref->tied_embeddings ? ", tied embeddings" : ", untied embeddings"));
+  return true;
+}
+
 TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assumed) {
   if (const TransformerSpec* found = find_model(r.model_name)) {
     TransformerSpec m = *found;
@@ -166,12 +195,14 @@ TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assume
   if (!r.ffn_hidden) assumed.push_back("MLP width 4 x hidden (not stated)");
   m.vocab = *r.vocab;
   m.seq_len = *r.seq_len;
-  m.gated_mlp = r.arch == "llama";
-  m.tied_embeddings = r.arch != "llama";
-  m.positional = r.arch == "gpt2" || r.arch == "opt" ? Positional::learned : Positional::rope;
+  if (!take_reference_architecture(r.arch, m, assumed)) {
+    m.gated_mlp = r.arch == "llama";
+    m.tied_embeddings = r.arch != "llama";
+    m.positional = r.arch == "gpt2" || r.arch == "opt" ? Positional::learned : Positional::rope;
+    m.norm = r.arch == "llama" ? Norm::rmsnorm : Norm::layernorm;
+    m.linear_bias = r.arch == "gpt2" || r.arch == "bloom" || r.arch == "opt" || r.arch == "bert";
+  }
   if (m.positional == Positional::learned) m.max_positions = *r.seq_len;
-  m.norm = r.arch == "llama" ? Norm::rmsnorm : Norm::layernorm;
-  m.linear_bias = r.arch == "gpt2" || r.arch == "bloom" || r.arch == "opt" || r.arch == "bert";
   assumed.push_back("model shape from the record (not in the catalog)");
   return m;
 }

@@ -224,6 +224,27 @@ TEST_CASE("a record's stated shape overrides the catalog model its name resolves
   CHECK(starts(outcome(r), "skipped: the record's shape"));
 }
 
+TEST_CASE("a record outside the catalog takes the architecture of its arch's catalog model") {
+  nlohmann::json r = small_record();
+  const auto says = [](const ValidationRow& row, const std::string& what) {
+    return std::any_of(row.assumptions.begin(), row.assumptions.end(),
+                       [&](const std::string& a) { return a.find(what) != std::string::npos; });
+  };
+  r["model"]["arch"] = "bloom";
+  const ValidationRow bloom = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK(says(bloom, "the architecture of the catalog's bloom-176b (arch bloom): alibi positions, layernorm, a norm "
+                    "after the embeddings, linear biases"));
+  r["model"]["arch"] = "falcon";
+  const ValidationRow falcon = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK(says(falcon, "parallel attention and MLP"));
+  CHECK(falcon.predicted != bloom.predicted);
+  // No catalog model stands for gpt-neox: the plain decoder, said as before.
+  r["model"]["arch"] = "gpt-neox";
+  const ValidationRow neox = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK_FALSE(says(neox, "the architecture of the catalog's"));
+  CHECK(says(neox, "model shape from the record (not in the catalog)"));
+}
+
 TEST_CASE("measured.value must be > 0; unknown precision or checkpointing names are InputErrors with the path") {
   nlohmann::json r = small_record();
   for (double v : {0.0, -5.0}) {
