@@ -228,7 +228,7 @@ std::string plan_html(const Scenario& s, const PlanResult& result) {
 std::string validate_html(const std::vector<ValidationRow>& rows, const std::vector<std::string>& inputs) {
   json report = parsed(validate_json(rows, true));
   // The pairs come wrong first; a page lists at most kPagePairs of them (the Ultra-Scale
-  // Playbook's file has about 39,000) and says how many there are.
+  // Playbook's file has 6,871) and says how many there are.
   constexpr std::size_t kPagePairs = 500;
   json pairs = std::move(report["pairs"]);
   const std::size_t total = pairs.size();

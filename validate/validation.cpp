@@ -195,13 +195,8 @@ TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assume
   if (!r.ffn_hidden) assumed.push_back("MLP width 4 x hidden (not stated)");
   m.vocab = *r.vocab;
   m.seq_len = *r.seq_len;
-  if (!take_reference_architecture(r.arch, m, assumed)) {
-    m.gated_mlp = r.arch == "llama";
-    m.tied_embeddings = r.arch != "llama";
-    m.positional = r.arch == "gpt2" || r.arch == "opt" ? Positional::learned : Positional::rope;
-    m.norm = r.arch == "llama" ? Norm::rmsnorm : Norm::layernorm;
-    m.linear_bias = r.arch == "gpt2" || r.arch == "bloom" || r.arch == "opt" || r.arch == "bert";
-  }
+  // Without a reference: TransformerSpec's plain decoder (RoPE, LayerNorm, tied embeddings).
+  if (!take_reference_architecture(r.arch, m, assumed)) m.linear_bias = r.arch == "bert";
   if (m.positional == Positional::learned) m.max_positions = *r.seq_len;
   assumed.push_back("model shape from the record (not in the catalog)");
   return m;

@@ -54,6 +54,12 @@ nlohmann::json small_record() {
   return r;
 }
 
+/// Whether one of `row`'s assumptions contains `what`.
+bool says(const ValidationRow& row, const std::string& what) {
+  return std::any_of(row.assumptions.begin(), row.assumptions.end(),
+                     [&](const std::string& a) { return a.find(what) != std::string::npos; });
+}
+
 /// The row of a record, or the InputError message it raises ("error: ...").
 std::string outcome(const nlohmann::json& record) {
   try {
@@ -199,8 +205,7 @@ TEST_CASE("a record's sequence beyond a catalog model's learned table is an Inpu
   r["model"]["params"] = 124439808 + 1024 * 768;  // GPT-2 small with a 2,048-row table
   const ValidationRow row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
   CHECK(row.status == "ok");
-  CHECK(std::any_of(row.assumptions.begin(), row.assumptions.end(),
-                    [](const std::string& a) { return a.find("learned position table of 2048 rows") != std::string::npos; }));
+  CHECK(says(row, "learned position table of 2048 rows"));
 }
 
 TEST_CASE("a record's stated shape overrides the catalog model its name resolves to, and says so") {
@@ -208,10 +213,6 @@ TEST_CASE("a record's stated shape overrides the catalog model its name resolves
   r["model"] = {{"name", "gpt2"}, {"arch", "gpt2"}, {"params", nullptr}, {"layers", 12}, {"hidden", 768},
                 {"heads", 12}, {"kv_heads", 12}, {"ffn_hidden", 3072}, {"vocab", 50257}, {"seq_len", 1024}};
   const ValidationRow same = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
-  const auto says = [](const ValidationRow& row, const std::string& what) {
-    return std::any_of(row.assumptions.begin(), row.assumptions.end(),
-                       [&](const std::string& a) { return a.find(what) != std::string::npos; });
-  };
   CHECK_FALSE(says(same, "as the record states"));
   // nanoGPT pads GPT-2's vocabulary to 50,304: the padded LM head is what ran.
   r["model"]["vocab"] = 50304;
@@ -226,10 +227,6 @@ TEST_CASE("a record's stated shape overrides the catalog model its name resolves
 
 TEST_CASE("a record outside the catalog takes the architecture of its arch's catalog model") {
   nlohmann::json r = small_record();
-  const auto says = [](const ValidationRow& row, const std::string& what) {
-    return std::any_of(row.assumptions.begin(), row.assumptions.end(),
-                       [&](const std::string& a) { return a.find(what) != std::string::npos; });
-  };
   r["model"]["arch"] = "bloom";
   const ValidationRow bloom = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
   CHECK(says(bloom, "the architecture of the catalog's bloom-176b (arch bloom): alibi positions, layernorm, a norm "
@@ -380,9 +377,7 @@ TEST_CASE("a stated inter-node fabric without a rate takes the catalog box of th
   const std::string gpu = r["hardware"]["gpu"];
   const ValidationRow row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
   REQUIRE(row.status == "ok");
-  const bool p5 = std::any_of(row.assumptions.begin(), row.assumptions.end(), [](const std::string& a) {
-    return a.find("the aws-p5's network, 32 x efa-100g per node (the record names efa") != std::string::npos;
-  });
+  const bool p5 = says(row, "the aws-p5's network, 32 x efa-100g per node (the record names efa");
   CHECK((gpu == "h100-sxm5-80gb") == p5);
   // A fabric no catalog box of the GPU has is an explicit skip, never a silent default.
   r["hardware"]["inter_node"]["fabric"] = "roce";
@@ -405,9 +400,7 @@ TEST_CASE("DeepSpeed's BF16_Optimizer reduces gradients in fp32: twice the bytes
   REQUIRE(bf16.status == "ok");
   REQUIRE(plain.breakdown);
   REQUIRE(bf16.breakdown);
-  CHECK(std::any_of(bf16.assumptions.begin(), bf16.assumptions.end(), [](const std::string& a) {
-    return a.find("reduced across data-parallel ranks in fp32") != std::string::npos;
-  }));
+  CHECK(says(bf16, "reduced across data-parallel ranks in fp32"));
   // Only the gradient all-reduce is on the communication streams of a DDP step.
   CHECK(bf16.breakdown->comm_busy_s > 1.5 * plain.breakdown->comm_busy_s);
 }
@@ -420,8 +413,7 @@ TEST_CASE("a CPU-offload record states no host: the catalog box's is assumed, sk
   CHECK(starts(validate_run(run, nullptr, "", false).status, "skipped: CPU offload: the record does not state its host"));
   const ValidationRow row = validate_run(run);
   CHECK(row.status == "ok");
-  CHECK(std::any_of(row.assumptions.begin(), row.assumptions.end(),
-                    [](const std::string& a) { return a.find("CPU offload of the optimizer") != std::string::npos; }));
+  CHECK(says(row, "CPU offload of the optimizer"));
   // DDP offloads nothing in DeepSpeed: an explicit skip even with a host.
   r["strategy"]["data_parallel"] = "ddp";
   CHECK(starts(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3), nullptr, "", true).status,
