@@ -213,6 +213,7 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
   j["gpus_per_node"] = p.gpus_per_node;
   j["strategy"] = str(name(p.strategy));
   j["parallel"] = {{"tp", sc.strategy.tp},         {"sp", sc.strategy.sp},
+                   {"tp_comm_overlap", sc.strategy.tp_comm_overlap},
                    {"pp", sc.strategy.pp},         {"vpp", sc.strategy.vpp},
                    {"schedule", sc.strategy.schedule}, {"dp", sc.strategy.dp(p.gpus)}};
   j["gpu"] = p.gpu;

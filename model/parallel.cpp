@@ -3,6 +3,7 @@
 #include "model/parallel.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <array>
 #include <cmath>
 #include <numeric>
@@ -294,6 +295,52 @@ TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, in
     out.forward = {{Collective::all_reduce, 2, bytes}};
     out.backward = {{Collective::all_reduce, 2, bytes}};
   }
+  if (recompute == Recompute::full)
+    out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
+  return out;
+}
+
+double tp_overlap_exposed_s(const TpCollective& c, double comm_s) {
+  const double g = c.gemm_s, x = comm_s, n = c.chunks, share = c.comm_sm_share;
+  assert(g >= 0 && x >= 0 && c.chunks >= 1 && share >= 0 && share < 1);
+  const auto bulk = [share](double gemm, double comm) {
+    return comm >= gemm / (1 - share) ? comm : gemm + comm * share;
+  };
+  double total = x;
+  switch (c.overlap) {
+    case TpOverlap::none: return x;
+    case TpOverlap::ring_exchange:
+      total = c.chunks == 1 ? g + x : g / n + (n - 1) * std::max(g / n, x / (n - 1));
+      break;
+    case TpOverlap::bulk: total = bulk(g, x); break;
+    case TpOverlap::pipeline: total = g / n + bulk((n - 1) * g / n, (n - 1) * x / n) + x / n; break;
+  }
+  return std::max(0.0, total - g);
+}
+
+TpLayerComm tp_layer_comm_overlapped(std::int64_t tokens, std::int64_t hidden, double w, int tp,
+                                     const TpLayerGemmTimes& t, int sm_count, Recompute recompute) {
+  if (tokens < 1 || hidden < 1 || w <= 0 || tp < 2)
+    throw std::invalid_argument("overlapped TP communication needs tokens, hidden, w > 0 and tp >= 2");
+  // TE v1.8 initialize_ub: num_sm 16 for pipeline and bulk, num_splits 4 for pipeline.
+  constexpr int kCommSms = 16, kSplits = 4;
+  if (sm_count <= kCommSms)
+    throw std::invalid_argument("overlapped TP communication needs more than 16 SMs, got " + str(sm_count));
+  const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * w;
+  const double share = static_cast<double>(kCommSms) / sm_count;
+  const auto ring = [&](Collective op, double gemm_s) {
+    return TpCollective{op, 1, bytes, TpOverlap::ring_exchange, gemm_s, tp, 0.0};
+  };
+  const auto pipe = [&](double gemm_s) {
+    return TpCollective{Collective::reduce_scatter, 1, bytes, TpOverlap::pipeline, gemm_s, kSplits, share};
+  };
+  const auto bulk = [&](Collective op, double gemm_s) { return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share}; };
+  TpLayerComm out;
+  out.forward = {ring(Collective::all_gather, t.qkv_fprop), pipe(t.proj_fprop), ring(Collective::all_gather, t.fc1_fprop),
+                 pipe(t.fc2_fprop)};
+  out.backward = {ring(Collective::all_gather, t.fc2_dgrad),      bulk(Collective::all_gather, t.fc1_dgrad),
+                  bulk(Collective::reduce_scatter, t.fc1_wgrad),  ring(Collective::all_gather, t.proj_dgrad),
+                  bulk(Collective::all_gather, t.qkv_dgrad),      bulk(Collective::reduce_scatter, t.qkv_wgrad)};
   if (recompute == Recompute::full)
     out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
   return out;

@@ -133,6 +133,10 @@ std::vector<GemmShape> tp_layer_gemms(const TransformerSpec& spec, std::int64_t 
 /// default 128, in _vocab_size_with_padding; pass 1 for no padding).
 std::int64_t vocab_rows_per_rank(std::int64_t vocab, int tp, int divisible_by = 1);
 
+/// How a TP collective runs beside the GEMM it feeds or drains under Megatron-Core's
+/// --tp-comm-overlap (Transformer Engine's userbuffers; names as TE's initialize_ub).
+enum class TpOverlap { none, ring_exchange, pipeline, bulk };
+
 /// One kind of collective a layer issues, `count` times, each of `bytes` in the nccl-tests
 /// convention (the whole b·s·h tensor: all-reduce buffer, all-gather output, reduce-scatter
 /// input).
@@ -140,7 +144,26 @@ struct TpCollective {
   Collective op = Collective::all_reduce;
   int count = 0;
   double bytes = 0;
+  TpOverlap overlap = TpOverlap::none;  ///< how it runs beside its GEMM (none: alone, blocking)
+  double gemm_s = 0;                    ///< the GEMM it overlaps, s (overlap != none)
+  int chunks = 1;                       ///< pieces the pair is cut into (overlap != none)
+  double comm_sm_share = 0;             ///< share of the GPU's SMs the collective's kernel holds
 };
+
+/// Seconds a TP collective that takes `comm_s` alone adds to the GEMM it overlaps
+/// (`gemm_s` alone), as Transformer Engine's userbuffers run them (TE v1.8
+/// pytorch/module/base.py initialize_ub), with n = c.chunks, g = gemm_s, x = comm_s:
+///  ring_exchange  the GEMM in n chunks, n - 1 peer-to-peer steps on the copy engines
+///                 (use_ce), each beside one chunk: total = g/n + (n-1)·max(g/n, x/(n-1))
+///  bulk           the whole collective beside an independent GEMM; its kernel holds a share
+///                 s = c.comm_sm_share of the SMs (num_sm 16), so the GEMM runs at (1 - s)
+///                 while both run: total = x >= g/(1-s) ? x : g + x·s
+///  pipeline       the GEMM in n splits (num_splits 4), each split's reduce-scatter beside the
+///                 next split: the first GEMM split and the last reduce-scatter split alone,
+///                 the rest as bulk: total = g/n + bulk((n-1)g/n, (n-1)x/n) + x/n
+///  none           x (the collective blocks the stream).
+/// Returns total - g, >= 0.
+double tp_overlap_exposed_s(const TpCollective& c, double comm_s);
 
 /// A layer's TP collectives per micro-batch, forward and backward.
 struct TpLayerComm {
@@ -161,6 +184,30 @@ struct TpLayerComm {
 /// Empty for t = 1. `tokens` = b·s/cp.
 TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp,
                           Recompute recompute = Recompute::none);
+
+/// One layer's GEMM times on one GPU, s, that TP collectives overlap: forward (fprop),
+/// input gradient (dgrad) and weight gradient (wgrad) of the QKV, attention-out, MLP-up
+/// and MLP-down projections (the column/row-parallel shapes of tp_layer_gemms).
+struct TpLayerGemmTimes {
+  double qkv_fprop = 0, qkv_dgrad = 0, qkv_wgrad = 0;
+  double proj_fprop = 0, proj_dgrad = 0;
+  double fc1_fprop = 0, fc1_dgrad = 0, fc1_wgrad = 0;
+  double fc2_fprop = 0, fc2_dgrad = 0;
+};
+
+/// The TP collectives of one layer per micro-batch under --tp-comm-overlap, which needs
+/// sequence parallelism (Megatron-Core r0.8 arguments.py asserts it), each paired with the
+/// GEMM Transformer Engine v1.8 overlaps it with (initialize_ub's default methods):
+///  forward   all-gather -> QKV fprop and -> MLP-up fprop (ring_exchange, tp chunks);
+///            attention-out and MLP-down fprop -> reduce-scatter (pipeline, 4 splits, 16 SMs)
+///  backward  the output gradient's all-gather -> attention-out and MLP-down dgrad
+///            (ring_exchange); the saved input's re-gather beside QKV and MLP-up dgrad, and
+///            their dgrad's reduce-scatter beside their wgrad (bulk, 16 SMs)
+///  full recompute repeats the forward's in backward.
+/// Same bytes and counts as tp_layer_comm with sp; `sm_count` > 16 the GPU's SMs.
+TpLayerComm tp_layer_comm_overlapped(std::int64_t tokens, std::int64_t hidden, double w, int tp,
+                                     const TpLayerGemmTimes& gemms, int sm_count,
+                                     Recompute recompute = Recompute::none);
 
 /// TP collectives of the vocab-parallel embedding, LM head and loss per micro-batch
 /// (Shoeybi et al. 2019, Sec. 3, "input embedding" and the fused parallel cross entropy;

@@ -243,6 +243,51 @@ TEST_CASE("TP bytes per layer: 2 all-reduces of b·s·h·w each way; SP: 2 AG + 
   CHECK(tp_layer_comm(4096, 8192, 2, 1, false).backward_bytes() == 0);
 }
 
+TEST_CASE("TP overlap exposure: ring exchange hides the collective up to one GEMM chunk per step") {
+  // tp 8: 8 chunks of a 8 ms GEMM (1 ms each), 7 steps.
+  TpCollective ring{Collective::all_gather, 1, 1e6, TpOverlap::ring_exchange, 8e-3, 8, 0.0};
+  // 3.5 ms of all-gather: 0.5 ms a step, under a chunk's 1 ms: nothing exposed.
+  CHECK(tp_overlap_exposed_s(ring, 3.5e-3) == doctest::Approx(0.0));
+  // 14 ms: 2 ms a step: total = 1 + 7·2 = 15 ms, 7 ms beyond the GEMM.
+  CHECK(tp_overlap_exposed_s(ring, 14e-3) == doctest::Approx(7e-3));
+  // Without overlap the collective blocks: all of it.
+  TpCollective alone = ring;
+  alone.overlap = TpOverlap::none;
+  CHECK(tp_overlap_exposed_s(alone, 14e-3) == doctest::Approx(14e-3));
+}
+
+TEST_CASE("TP overlap exposure: bulk and pipeline pay for the SMs the collective's kernel holds") {
+  // 16 of 132 SMs: the GEMM runs at 116/132 while both run.
+  const double s = 16.0 / 132.0;
+  TpCollective bulk{Collective::all_gather, 1, 1e6, TpOverlap::bulk, 10e-3, 1, s};
+  // 4 ms beside a 10 ms GEMM: the GEMM loses 4·s ms.
+  CHECK(tp_overlap_exposed_s(bulk, 4e-3) == doctest::Approx(4e-3 * s));
+  // Longer than the slowed GEMM (10/(1 - s) = 11.38 ms): the collective sets the time.
+  CHECK(tp_overlap_exposed_s(bulk, 20e-3) == doctest::Approx(10e-3));
+  // Pipeline, 4 splits of a 8 ms GEMM and a 4 ms reduce-scatter: first split 2 ms alone,
+  // 6 ms of GEMM beside 3 ms of reduce-scatter (+3·s), last split's 1 ms alone.
+  TpCollective pipe{Collective::reduce_scatter, 1, 1e6, TpOverlap::pipeline, 8e-3, 4, s};
+  CHECK(tp_overlap_exposed_s(pipe, 4e-3) == doctest::Approx(3e-3 * s + 1e-3));
+}
+
+TEST_CASE("TP comm overlap keeps tp_layer_comm's bytes under SP and pairs each collective with a GEMM") {
+  TpLayerGemmTimes g;
+  g.qkv_fprop = 1e-3;
+  g.fc2_fprop = 4e-3;
+  const TpLayerComm o = tp_layer_comm_overlapped(4096, 8192, 2, 8, g, 132);
+  const TpLayerComm sp = tp_layer_comm(4096, 8192, 2, 8, true);
+  CHECK(o.forward_bytes() == doctest::Approx(sp.forward_bytes()));
+  CHECK(o.backward_bytes() == doctest::Approx(sp.backward_bytes()));
+  REQUIRE(o.forward.size() == 4);
+  CHECK(o.forward[0].overlap == TpOverlap::ring_exchange);
+  CHECK(o.forward[0].chunks == 8);
+  CHECK(o.forward[0].gemm_s == 1e-3);
+  CHECK(o.forward[3].overlap == TpOverlap::pipeline);
+  CHECK(o.forward[3].gemm_s == 4e-3);
+  CHECK(tp_layer_comm_overlapped(4096, 8192, 2, 8, g, 132, Recompute::full).backward.size() == 10);
+  CHECK_THROWS_AS(tp_layer_comm_overlapped(4096, 8192, 2, 1, g, 132), std::invalid_argument);
+}
+
 TEST_CASE("CP ring attention: cp - 1 steps of local K and V forward, K, V, dK, dV backward") {
   // b·s = 8192 tokens over cp 4: 2048 local tokens, kv_dim 1024, w 2: one K chunk 4,194,304 B.
   const CpLayerComm c = cp_layer_comm(llama70b(), 8192, 2, 4);

@@ -95,10 +95,27 @@ int Builder::collective(Lane lane, std::string name, std::string purpose, Collec
   return ids[0];
 }
 
-int Builder::tp_collective(std::string name, std::string purpose, Collective c, double bytes,
-                           const std::vector<int>& deps) {
+std::vector<CollectivePhase> tp_phases(const StepPlan& p, const TpCollective& tc, std::string& purpose) {
   std::vector<CollectivePhase> phases;
-  if (p_.tp > 1 && bytes > 0) phases = collective_phases(c, bytes, p_.tp_fabric, p_.algorithm);
+  if (p.tp > 1 && tc.bytes > 0) phases = collective_phases(tc.op, tc.bytes, p.tp_fabric, p.algorithm);
+  if (tc.overlap == TpOverlap::none || phases.empty()) return phases;
+  // What the GEMM beside it leaves exposed, as the MoE shared-expert overlap's phase: a
+  // latency with no bytes left on the links.
+  double alone_s = 0;
+  for (const CollectivePhase& ph : phases) alone_s += ph.time_s();
+  CollectivePhase exposed = phases.front();
+  exposed.latency_s = tp_overlap_exposed_s(tc, alone_s);
+  exposed.bytes = 0;
+  exposed.algorithm = "userbuffers (exposed part beside its GEMM)";
+  purpose += " (exposed part)";
+  return {exposed};
+}
+
+int Builder::tp_collective(std::string name, std::string purpose, const TpCollective& tc,
+                           const std::vector<int>& deps) {
+  const Collective c = tc.op;
+  const double bytes = tc.bytes;
+  std::vector<CollectivePhase> phases = tp_phases(p_, tc, purpose);
   std::vector<std::pair<int, std::vector<int>>> members;
   for (int k = 0; k < classes_; ++k) members.push_back({compute_[k], shifted(deps, k)});
   // A TP group wider than a node spans its GPUs on several nodes (level "all").
@@ -171,7 +188,7 @@ int tp_collectives(Builder& b, const std::vector<TpCollective>& list, int after,
   for (const TpCollective& c : list)
     for (int n = 0; n < c.count; ++n)
       last = b.tp_collective(fmt::format("tp {} {}", name(c.op), what), fmt::format("tensor-parallel {}", name(c.op)),
-                             c.op, c.bytes, {last});
+                             c, {last});
   return last;
 }
 

@@ -46,7 +46,8 @@ class Builder {
                  const std::vector<int>& deps, double alloc = 0, double free = 0);
   /// A tensor-parallel collective on every rank class's compute stream (the layers wait for
   /// it), over the plan's TP fabric; `deps` are class-0 task ids.
-  int tp_collective(std::string name, std::string purpose, Collective c, double bytes, const std::vector<int>& deps);
+  /// Under overlap (c.overlap) only the part its GEMM leaves exposed (tp_phases).
+  int tp_collective(std::string name, std::string purpose, const TpCollective& c, const std::vector<int>& deps);
   /// A costed layer collective (StepPlan::cp_forward, ...) on every rank class's compute
   /// stream; `deps` are class-0 task ids.
   int layer_collective(std::string name, const LayerCollective& c, const std::vector<int>& deps);
@@ -78,6 +79,11 @@ class Builder {
   int classes_ = 1;
   double fwd_s_ = 0, bwd_s_ = 0, rec_s_ = 0;
 };
+
+/// The phases of one TP collective over the plan's TP fabric; under overlap (tc.overlap)
+/// one latency-only phase of what its GEMM leaves exposed (model/parallel.hpp
+/// tp_overlap_exposed_s of the phases' time alone), with " (exposed part)" added to `purpose`.
+std::vector<CollectivePhase> tp_phases(const StepPlan& p, const TpCollective& tc, std::string& purpose);
 
 /// A node's share of an oversubscribed rail fat tree's spine uplinks (GB/s per direction,
 /// all rails) when any of the plan's fabrics (data-parallel, tensor-parallel, pipeline)

@@ -196,11 +196,11 @@ int PipelineBuilder::tp_after(int stage, const std::vector<TpCollective>& list, 
   int last = after;
   for (const TpCollective& c : list)
     for (int n = 0; n < c.count; ++n) {
-      std::vector<CollectivePhase> phases;
-      if (p_.tp > 1 && c.bytes > 0) phases = collective_phases(c.op, c.bytes, p_.tp_fabric, p_.algorithm);
-      const auto ids = g_.add_collective(fmt::format("tp {} {}", name(c.op), what),
-                                         fmt::format("tensor-parallel {}", name(c.op)), FabricScope::intra_node,
-                                         c.op, c.bytes, std::move(phases), {{st_[stage].compute, {last}}});
+      std::string purpose = fmt::format("tensor-parallel {}", name(c.op));
+      std::vector<CollectivePhase> phases = tp_phases(p_, c, purpose);
+      const auto ids = g_.add_collective(fmt::format("tp {} {}", name(c.op), what), std::move(purpose),
+                                         FabricScope::intra_node, c.op, c.bytes, std::move(phases),
+                                         {{st_[stage].compute, {last}}});
       g_.ops[g_.tasks[ids[0]].op].ranks = p_.tp;
       last = ids[0];
     }

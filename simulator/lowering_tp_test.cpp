@@ -107,3 +107,25 @@ TEST_CASE("CP: each layer's K/V exchange follows its forward, backward and recom
   // Nothing overlaps them: 8 x 1 ms + 8 x 2 ms on the compute stream's critical path.
   CHECK(simulate(g, {}).step_s() == doctest::Approx(step + 8 * 1e-3 + 8 * 2e-3).epsilon(1e-6));
 }
+
+TEST_CASE("TP comm overlap: a collective shorter than its GEMM's chunks adds nothing; a longer one adds its excess") {
+  StepPlan base = tp_plan(Strategy::ddp, true, Recompute::none);
+  base.tp_backward.clear();
+  StepPlan none = base;
+  none.tp_forward.clear();
+  const auto step_s = [](const StepPlan& p) { return 1e-9 * static_cast<double>(simulate(lower_step(p)).step_ns); };
+  // Each forward GEMM far longer than its collective: fully hidden (ring exchange and the
+  // pipelined reduce-scatter's last split aside: a quarter of the reduce-scatter, and the
+  // reduce-scatter's SM share of the GEMM time it overlaps).
+  StepPlan hidden = base;
+  TpLayerGemmTimes long_gemms;
+  long_gemms.qkv_fprop = long_gemms.proj_fprop = long_gemms.fc1_fprop = long_gemms.fc2_fprop = 1.0;
+  hidden.tp_forward = tp_layer_comm_overlapped(4096, 4096, 2, 2, long_gemms, 108).forward;
+  const double blocking = step_s(base) - step_s(none), overlapped = step_s(hidden) - step_s(none);
+  CHECK(overlapped < blocking / 2);
+  CHECK(overlapped >= 0);
+  // GEMMs of zero time hide nothing: the ring exchange exposes the whole all-gather.
+  StepPlan bare = base;
+  bare.tp_forward = tp_layer_comm_overlapped(4096, 4096, 2, 2, TpLayerGemmTimes{}, 108).forward;
+  CHECK(step_s(bare) - step_s(none) == doctest::Approx(blocking).epsilon(0.05));
+}

@@ -295,7 +295,8 @@ double modelled_s(Collective op, double bytes, const CommFabric& fabric, const s
 double tp_layer_s(const sim::StepPlan& plan, const std::vector<TpCollective>& list) {
   double t = 0;
   if (plan.tp > 1)
-    for (const TpCollective& c : list) t += c.count * modelled_s(c.op, c.bytes, plan.tp_fabric, plan.algorithm);
+    for (const TpCollective& c : list)
+      t += c.count * tp_overlap_exposed_s(c, modelled_s(c.op, c.bytes, plan.tp_fabric, plan.algorithm));
   return t;
 }
 
@@ -467,6 +468,8 @@ Scenario with_layout(const Scenario& base, const Layout& layout) {
   s.strategy.kind = layout.strategy;
   s.strategy.tp = layout.tp;
   s.strategy.sp = layout.sp;
+  // --tp-comm-overlap needs SP: the scenario's overlap applies to the layouts with SP.
+  s.strategy.tp_comm_overlap = base.strategy.tp_comm_overlap && layout.sp;
   s.strategy.pp = layout.pp;
   s.strategy.vpp = layout.vpp;
   s.strategy.schedule = std::string(layout.schedule);

@@ -200,6 +200,7 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
   errors.attempt([&] {
     if (obj.has("tp")) s.tp = obj.int32("tp", 1, limits::kMaxGpusPerNode);
     if (obj.has("sp")) s.sp = obj.boolean("sp");
+    if (obj.has("tp_comm_overlap")) s.tp_comm_overlap = obj.boolean("tp_comm_overlap");
   });
   errors.attempt([&] {
     if (obj.has("pp")) s.pp = obj.int32("pp", 1, static_cast<int>(limits::kMaxLayers));
@@ -607,6 +608,10 @@ void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
   const std::string at = w.strategy + "/tp";
   const int t = st.tp;
   if (st.sp && t < 2) throw InputError(w.file, w.strategy + "/sp", "sequence parallelism needs tp >= 2");
+  if (st.tp_comm_overlap && !st.sp)
+    throw InputError(w.file, w.strategy + "/tp_comm_overlap",
+                     "TP communication overlap needs sequence parallelism (\"sp\": true, and tp >= 2), as "
+                     "Megatron-Core's --tp-comm-overlap does");
   if (t == 1) return;
   // Megatron order puts TP fastest: a group is a divisor of a node, or whole nodes.
   const int gpn = s.hardware.gpus_per_node;

@@ -78,6 +78,11 @@ struct StrategySpec {
   /// parallelism ("sp"). Data parallelism runs over gpus / tp ranks.
   int tp = 1;
   bool sp = false;
+  /// "tp_comm_overlap" (default false; Megatron-Core's --tp-comm-overlap, Transformer
+  /// Engine's userbuffers): each layer's TP collectives run beside the GEMMs they feed or
+  /// drain and cost only what those leave exposed (model/parallel.hpp
+  /// tp_layer_comm_overlapped). Needs sequence parallelism.
+  bool tp_comm_overlap = false;
   /// Pipeline parallelism ("pp" stages, "vpp" model chunks per stage, "schedule": a
   /// registered name, simulator/schedules.hpp). Megatron order: TP fastest, then data, then
   /// pipeline stages; data parallelism runs over gpus / (tp·pp) ranks per stage.

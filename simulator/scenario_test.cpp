@@ -272,6 +272,22 @@ TEST_CASE("tensor parallelism: tp divides the node's GPUs, the heads and the MLP
   CHECK(mentions(error_of(j), "/strategy/sp: sequence parallelism splits the sequence"));
 }
 
+TEST_CASE("tp_comm_overlap needs sequence parallelism, as Megatron-Core's --tp-comm-overlap; with it the step "
+          "is no longer than without") {
+  json j = good();  // gpt2 on one DGX A100
+  j["strategy"]["tp"] = 4;
+  j["strategy"]["tp_comm_overlap"] = true;
+  CHECK(mentions(error_of(j), "/strategy/tp_comm_overlap: TP communication overlap needs sequence parallelism"));
+  j["strategy"]["sp"] = true;
+  REQUIRE(error_of(j).empty());
+  const Prediction overlapped = predict(parse_scenario(j.dump(), "s.json"));
+  j["strategy"]["tp_comm_overlap"] = false;
+  const Prediction blocking = predict(parse_scenario(j.dump(), "s.json"));
+  CHECK(overlapped.step_time_s < blocking.step_time_s);
+  j["strategy"]["tp_comm_overlap"] = "yes";
+  CHECK(mentions(error_of(j), "/strategy/tp_comm_overlap"));
+}
+
 TEST_CASE("model {hf_config: path}: a Hugging Face config.json relative to the scenario file") {
   json j = good();
   j["model"] = json{{"hf_config", "../hf/gpt2.json"}};

@@ -570,9 +570,14 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
                                            : group_fabric(topo, GroupPlacement{2, 1, 2, pp.groups_sharing_a_node},
                                                           node_stride(layout, GroupKind::pp, gpn));
   }
-  job.assumptions.push_back(fmt::format("parallel layout tp {} x dp {} x pp {} in Megatron order (TP fastest, then "
-                                        "data, then pipeline stages); TP collectives block the layers",
-                                        job.tp, job.dp, job.pp));
+  job.assumptions.push_back(fmt::format(
+      "parallel layout tp {} x dp {} x pp {} in Megatron order (TP fastest, then data, then pipeline stages); {}",
+      job.tp, job.dp, job.pp,
+      job.scenario.strategy.tp_comm_overlap
+          ? "tp_comm_overlap: each layer's TP collectives run beside the GEMMs they feed or drain (Transformer "
+            "Engine's userbuffers: ring exchange on the copy engines, pipelined and bulk reduce-scatters and "
+            "re-gathers on 16 SMs) and cost what those leave exposed; the head's block"
+          : "TP collectives block the layers"));
   if (job.tp > gpn)
     job.assumptions.push_back(fmt::format("tensor-parallel groups span {} nodes: their collectives run NCCL's ring "
                                           "(or tree) over NVLink, then the NICs",
@@ -966,6 +971,28 @@ Costs cost(const Job& job, const MicroStepTimes& micro) {
 // ---------------------------------------------------------------------------------------
 // lower, simulate, bound
 
+/// One layer's GEMMs on one GPU under tensor parallelism (model/parallel.hpp
+/// tp_layer_gemms), each alone through gemm_time_s at the job's device rates: forward
+/// (m x k)·(k x n), input gradient (m x n)·(n x k), weight gradient (n x m)·(m x k).
+TpLayerGemmTimes tp_gemm_times(const Job& job, std::int64_t tokens) {
+  const Precision pr = job.scenario.training.precision;
+  const double elem = pr == Precision::fp8_mixed ? 1.0 : working_bytes(pr);
+  const DeviceRates& d = job.device;
+  auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k, int count) {
+    return count * gemm_time_s(m, n, k, 1, elem, d.gemm_ceiling_tflops, d.sm_count, d.achieved_memory_GBps());
+  };
+  TpLayerGemmTimes out;
+  for (const GemmShape& g : tp_layer_gemms(job.scenario.model, tokens, job.tp)) {
+    const double fprop = t(g.m, g.n, g.k, g.count_per_layer), dgrad = t(g.m, g.k, g.n, g.count_per_layer),
+                 wgrad = t(g.n, g.k, g.m, g.count_per_layer);
+    if (g.name == "qkv") out.qkv_fprop = fprop, out.qkv_dgrad = dgrad, out.qkv_wgrad = wgrad;
+    else if (g.name == "attn_out") out.proj_fprop = fprop, out.proj_dgrad = dgrad;
+    else if (g.name == "mlp_up") out.fc1_fprop = fprop, out.fc1_dgrad = dgrad, out.fc1_wgrad = wgrad;
+    else if (g.name == "mlp_down") out.fc2_fprop = fprop, out.fc2_dgrad = dgrad;
+  }
+  return out;
+}
+
 /// Tensor parallelism in the plan: the TP group's fabric and the collectives of each layer
 /// (forward, backward, the full recompute's repeat of the forward's) and of the
 /// vocab-parallel head, for one micro-batch (model/parallel.hpp).
@@ -978,7 +1005,10 @@ void plan_tensor_parallel(const Job& job, sim::StepPlan& plan) {
   const double w = working_bytes(tr.precision);
   const std::int64_t h = job.scenario.model.hidden;
   plan.tp_fabric = job.tp_fabric;
-  const TpLayerComm layer = tp_layer_comm(tokens, h, w, job.tp, sp, Recompute::none);
+  const TpLayerComm layer = job.scenario.strategy.tp_comm_overlap
+                                ? tp_layer_comm_overlapped(tokens, h, w, job.tp, tp_gemm_times(job, tokens),
+                                                           job.device.sm_count, Recompute::none)
+                                : tp_layer_comm(tokens, h, w, job.tp, sp, Recompute::none);
   plan.tp_forward = layer.forward;
   plan.tp_backward = layer.backward;
   if (tr.recompute == Recompute::full) plan.tp_recompute = layer.forward;

@@ -487,6 +487,12 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed,
     s.strategy.fp8_all_gather = true;
     assumed.push_back("linear weights all-gathered in fp8 (the record's float8_allgather)");
   }
+  if (has_extra(r, "tp_comm_overlap")) {
+    if (!s.strategy.sp) throw Skip{"extra \"tp_comm_overlap\" without sequence parallelism is not modelled"};
+    s.strategy.tp_comm_overlap = true;
+    assumed.push_back("TP collectives beside their GEMMs (the record's tp_comm_overlap: Megatron-Core's "
+                      "--tp-comm-overlap)");
+  }
   if (calibration && calibration->gpu == gpu) {
     s.hardware.calibration = calibration;
     s.hardware.calibration_file = calibration_file;
