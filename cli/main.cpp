@@ -165,7 +165,8 @@ std::string scenario_help() {
   out += field("strategy", "a name (" + join(strategy_names(), ", ") +
                                ") or {name, optional bucket_mb, prefetch_layers, algorithm "
                                "(see `stepcast catalog algorithms`), reduce_dtype (working, fp32), tp and sp (tensor and "
-                               "sequence parallelism: a divisor of the node, or whole nodes), pp, vpp and schedule "
+                               "sequence parallelism: a divisor of the node, or whole nodes), tp_comm_overlap (TP collectives "
+                               "beside their GEMMs, Megatron-Core's --tp-comm-overlap; needs sp), pp, vpp and schedule "
                                "(gpipe, 1f1b, interleaved, zb-h1), pp_split (even, balanced), cp and cp_comm (ring, "
                                "all_gather: context parallelism), offload (none, optimizer, parameters) and "
                                "delayed_update (CPU offload), fp8_all_gather}");
