@@ -164,7 +164,9 @@ std::string scenario_help() {
                                "k, v, o, gate, up, down]}");
   out += field("strategy", "a name (" + join(strategy_names(), ", ") +
                                ") or {name, optional bucket_mb, prefetch_layers, algorithm "
-                               "(see `stepcast catalog algorithms`), reduce_dtype (working, fp32), tp and sp (tensor and "
+                               "(see `stepcast catalog algorithms`), reduce_dtype (working, fp32), overlap_param_gather "
+                               "(zero1/zero2: the parameter all-gather beside the next forward, Megatron-Core's), tp "
+                               "and sp (tensor and "
                                "sequence parallelism: a divisor of the node, or whole nodes), tp_comm_overlap (TP collectives "
                                "beside their GEMMs, Megatron-Core's --tp-comm-overlap; needs sp), pp, vpp and schedule "
                                "(gpipe, 1f1b, interleaved, zb-h1), pp_split (even, balanced), cp and cp_comm (ring, "

@@ -121,6 +121,10 @@ struct StepPlan {
   double bucket_bytes = 25e6;
   double first_bucket_bytes = 1024.0 * 1024.0;
   int prefetch_layers = 1;
+  /// ZeRO-1/2: the updated parameters' all-gather runs at the next step's start beside the
+  /// forward, each bucket before the first layer that needs it, instead of after the
+  /// optimizer (Megatron-Core's --overlap-param-gather; lowering_zero.cpp).
+  bool overlap_param_gather = false;
 
   int gpus = 1;
   int nodes = 1;

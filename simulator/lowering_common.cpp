@@ -240,9 +240,9 @@ MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks
   return t;
 }
 
-std::vector<Chunk> replicated_micro_step(Builder& b, std::int64_t k) {
+std::vector<Chunk> replicated_micro_step(Builder& b, std::int64_t k, const ProgramHooks& hooks) {
   const StepPlan& p = b.plan();
-  const MicroStepTasks t = micro_step_program(b, k, ProgramHooks{});
+  const MicroStepTasks t = micro_step_program(b, k, hooks);
   std::vector<Chunk> chunks;
   chunks.push_back({t.head_backward, p.head_grad_bytes});
   for (int i = p.layers; i >= 1; --i) chunks.push_back({t.backward[i], p.layer_grad_bytes});

@@ -126,7 +126,7 @@ MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks
 /// One micro-step with replicated parameters (DDP, NO_SHARD, ZeRO-1/2, or any strategy on
 /// one GPU): the program without collectives; returns the gradient chunks in ready order
 /// (LM head, layers last to first, the embeddings with layer 1).
-std::vector<Chunk> replicated_micro_step(Builder& b, std::int64_t k);
+std::vector<Chunk> replicated_micro_step(Builder& b, std::int64_t k, const ProgramHooks& hooks = {});
 
 /// Fills buckets in ready order; each bucket is reduced when its last gradient exists.
 void reduce_buckets(Builder& b, const std::vector<Chunk>& chunks, Collective c, const std::string& purpose,

@@ -99,6 +99,7 @@ class PipelineBuilder {
   int stage_collective(int stage, const std::string& name, const std::string& purpose, Collective c, double bytes,
                        int after);
   void data_parallel(int stage, int last);
+  void gather_params_first(int stage, const StageProgram& program);
   double stage_param_bytes(int i) const;
   double stage_grad_bytes(int i) const;
   /// The stage's share of the model's parameter bytes (of its layers when there are none).
@@ -369,14 +370,39 @@ void PipelineBuilder::data_parallel(int i, int last) {
                              zero1 ? Collective::reduce_scatter : Collective::all_reduce, stage_grad_bytes(i), last);
   const int opt = task(i, "optimizer step", TaskCategory::optimizer, p_.optimizer_s * share, 0, 0, 0);
   g_.tasks[opt].deps.push_back(ready);
-  if (dp && zero1)
+  if (dp && zero1 && !p_.overlap_param_gather)
     stage_collective(i, "all-gather params", "parameter all-gather (after step)", Collective::all_gather,
                      stage_param_bytes(i), opt);
+}
+
+/// Megatron-Core's --overlap-param-gather (lowering_zero.cpp): the stage's updated
+/// parameters all-gathered at the step's start in buckets (plan.bucket_bytes), one after the
+/// other in forward order on the stage's NCCL stream; the stage's first forward waits for
+/// the first bucket, the rest run beside the forward (this lowering does not place each
+/// layer in its bucket: later buckets are taken to arrive before their layers).
+void PipelineBuilder::gather_params_first(int i, const StageProgram& program) {
+  if (p_.strategy != Strategy::zero1 || !p_.overlap_param_gather || p_.fabric.ranks() < 2 || program.empty()) return;
+  const std::vector<double> sizes = bucket_sizes(stage_param_bytes(i), p_.bucket_bytes, p_.bucket_bytes);
+  int first = -1, prev = -1;
+  for (std::size_t j = sizes.size(); j-- > 0;) {  // forward order: the last (partial) bucket first
+    std::vector<CollectivePhase> phases;
+    if (sizes[j] > 0) phases = collective_phases(Collective::all_gather, sizes[j], p_.fabric, p_.algorithm);
+    prev = g_.add_collective(fmt::format("all-gather params bucket {}", j), "parameter all-gather (beside the forward)",
+                             FabricScope::all, Collective::all_gather, sizes[j], std::move(phases),
+                             {{st_[i].nccl, prev < 0 ? std::vector<int>{} : std::vector<int>{prev}}})
+               .front();
+    if (first < 0) first = prev;
+  }
+  const PipeOp& op = program.front();
+  const std::size_t at = static_cast<std::size_t>(op.micro_batch) * V_ + virtual_stage(i, op.chunk, P_);
+  const int t = op.kind == PipeOp::forward ? fwd_[at].first : bwd_[at].first;
+  if (t >= 0 && first >= 0) g_.tasks[t].deps.push_back(first);
 }
 
 StepGraph PipelineBuilder::build() {
   const std::vector<StageProgram> programs = schedule(p_.schedule, P_, M_, p_.vpp);
   play_programs(programs);
+  for (int i = 0; i < P_; ++i) gather_params_first(i, programs[i]);
   link_stages(programs);
   for (int i = 0; i < P_; ++i) data_parallel(i, stage_last_[i]);
   g_.pipeline = true;

@@ -175,6 +175,12 @@ TEST_CASE("each stage reduces its own gradients: ddp all-reduce, zero1 reduce-sc
   CHECK(count_ops(z, "gradient reduce-scatter (per stage)") == 4);
   CHECK(count_ops(z, "parameter all-gather (after step)") == 4);
   CHECK(simulate(z).step_s() > 0);
+  // --overlap-param-gather: each stage's buckets open the step instead; no slower.
+  p.overlap_param_gather = true;
+  const StepGraph o = lower_step(p);
+  CHECK(count_ops(o, "parameter all-gather (after step)") == 0);
+  CHECK(count_ops(o, "parameter all-gather (beside the forward)") >= 4);
+  CHECK(simulate(o).step_s() <= simulate(z).step_s());
 }
 
 TEST_CASE("the pipeline lowering refuses what it does not model, naming the rule") {

@@ -470,6 +470,9 @@ Scenario with_layout(const Scenario& base, const Layout& layout) {
   s.strategy.sp = layout.sp;
   // --tp-comm-overlap needs SP: the scenario's overlap applies to the layouts with SP.
   s.strategy.tp_comm_overlap = base.strategy.tp_comm_overlap && layout.sp;
+  // --overlap-param-gather is the distributed optimizer's: it applies to ZeRO-1/2 layouts.
+  s.strategy.overlap_param_gather = base.strategy.overlap_param_gather &&
+                                    (layout.strategy == Strategy::zero1 || layout.strategy == Strategy::zero2);
   s.strategy.pp = layout.pp;
   s.strategy.vpp = layout.vpp;
   s.strategy.schedule = std::string(layout.schedule);

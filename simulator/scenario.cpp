@@ -201,6 +201,7 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
     if (obj.has("tp")) s.tp = obj.int32("tp", 1, limits::kMaxGpusPerNode);
     if (obj.has("sp")) s.sp = obj.boolean("sp");
     if (obj.has("tp_comm_overlap")) s.tp_comm_overlap = obj.boolean("tp_comm_overlap");
+    if (obj.has("overlap_param_gather")) s.overlap_param_gather = obj.boolean("overlap_param_gather");
   });
   errors.attempt([&] {
     if (obj.has("pp")) s.pp = obj.int32("pp", 1, static_cast<int>(limits::kMaxLayers));
@@ -608,6 +609,10 @@ void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
   const std::string at = w.strategy + "/tp";
   const int t = st.tp;
   if (st.sp && t < 2) throw InputError(w.file, w.strategy + "/sp", "sequence parallelism needs tp >= 2");
+  if (st.overlap_param_gather && st.kind != Strategy::zero1 && st.kind != Strategy::zero2)
+    throw InputError(w.file, w.strategy + "/overlap_param_gather",
+                     fmt::format("the parameter all-gather overlap needs zero1 or zero2 (Megatron-Core's distributed "
+                                 "optimizer), not {}", name(st.kind)));
   if (st.tp_comm_overlap && !st.sp)
     throw InputError(w.file, w.strategy + "/tp_comm_overlap",
                      "TP communication overlap needs sequence parallelism (\"sp\": true, and tp >= 2), as "

@@ -83,6 +83,11 @@ struct StrategySpec {
   /// drain and cost only what those leave exposed (model/parallel.hpp
   /// tp_layer_comm_overlapped). Needs sequence parallelism.
   bool tp_comm_overlap = false;
+  /// "overlap_param_gather" (default false; Megatron-Core's --overlap-param-gather with its
+  /// distributed optimizer): under zero1/zero2 the all-gather of the updated parameters
+  /// runs beside the next step's forward, bucket by bucket in forward order, instead of
+  /// after the optimizer step (DeepSpeed's way, the default).
+  bool overlap_param_gather = false;
   /// Pipeline parallelism ("pp" stages, "vpp" model chunks per stage, "schedule": a
   /// registered name, simulator/schedules.hpp). Megatron order: TP fastest, then data, then
   /// pipeline stages; data parallelism runs over gpus / (tp·pp) ranks per stage.

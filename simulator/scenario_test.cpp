@@ -288,6 +288,19 @@ TEST_CASE("tp_comm_overlap needs sequence parallelism, as Megatron-Core's --tp-c
   CHECK(mentions(error_of(j), "/strategy/tp_comm_overlap"));
 }
 
+TEST_CASE("overlap_param_gather needs zero1 or zero2 (the distributed optimizer's all-gather) and takes "
+          "Megatron-Core's buckets: max(40M, 1M x DP) elements") {
+  json j = good();  // gpt2 on one DGX A100: 8 DP ranks
+  j["strategy"] = json{{"name", "ddp"}, {"overlap_param_gather", true}};
+  CHECK(mentions(error_of(j), "/strategy/overlap_param_gather: the parameter all-gather overlap needs zero1 or zero2"));
+  j["strategy"]["name"] = "zero1";
+  REQUIRE(error_of(j).empty());
+  const Prediction p = predict(parse_scenario(j.dump(), "s.json"));
+  bool said = false;
+  for (const std::string& a : p.assumptions) said = said || mentions(a, "max(40M, 1M x 8 DP ranks) = 40M elements");
+  CHECK(said);
+}
+
 TEST_CASE("model {hf_config: path}: a Hugging Face config.json relative to the scenario file") {
   json j = good();
   j["model"] = json{{"hf_config", "../hf/gpt2.json"}};

@@ -127,6 +127,16 @@ void resolve_buckets(Job& job) {
   job.bucket_bytes = sim::StepPlan{}.bucket_bytes;
   if (strat.bucket_given) {
     job.bucket_bytes = strat.bucket_bytes;
+  } else if (zero12(st) && strat.overlap_param_gather) {
+    // Megatron-Core's distributed optimizer (megatron/core/distributed/
+    // distributed_data_parallel.py at core_r0.8.0): max(40M, 1M x DP size) elements.
+    const double elements = std::max(40e6, 1e6 * job.dp * job.cp);
+    job.bucket_bytes = elements * (strat.reduce_fp32 ? 4.0 : wb);
+    job.assumptions.push_back(fmt::format("overlap_param_gather: the updated parameters' all-gather runs at the "
+                                          "step's start beside the forward, bucket by bucket in forward order, not "
+                                          "after the optimizer step; buckets of max(40M, 1M x {} DP ranks) = {:g}M "
+                                          "elements (Megatron-Core's default; set strategy.bucket_mb)",
+                                          job.dp * job.cp, elements / 1e6));
   } else if (zero12(st)) {
     job.bucket_bytes = kDeepSpeedBucketElements * wb;
     job.assumptions.push_back("reduce/all-gather bucket 5e8 elements (DeepSpeed reduce_bucket_size and "
@@ -1062,6 +1072,7 @@ sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& op
   plan.root_grad_bytes = c.root_grad_bytes;
   plan.head_grad_bytes = c.head_grad_bytes;
   plan.bucket_bytes = job.bucket_bytes;
+  plan.overlap_param_gather = s.strategy.overlap_param_gather;
   plan.first_bucket_bytes = job.first_bucket_bytes;
   plan.prefetch_layers = s.strategy.prefetch_layers;
   plan.gpus = job.dp * job.cp;  // the lowering's collectives span the DP x CP ranks

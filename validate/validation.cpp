@@ -493,6 +493,13 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed,
     assumed.push_back("TP collectives beside their GEMMs (the record's tp_comm_overlap: Megatron-Core's "
                       "--tp-comm-overlap)");
   }
+  if (has_extra(r, "overlap_param_gather")) {
+    if (s.strategy.kind != Strategy::zero1 && s.strategy.kind != Strategy::zero2)
+      throw Skip{"extra \"overlap_param_gather\" without a ZeRO-1/2 (distributed) optimizer is not modelled"};
+    s.strategy.overlap_param_gather = true;
+    assumed.push_back("the updated parameters all-gathered beside the next forward (the record's "
+                      "overlap_param_gather: Megatron-Core's --overlap-param-gather)");
+  }
   if (calibration && calibration->gpu == gpu) {
     s.hardware.calibration = calibration;
     s.hardware.calibration_file = calibration_file;
