@@ -20,6 +20,7 @@
 #include <thread>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 namespace stepcast {
@@ -218,6 +219,26 @@ void check_representable(const MeasuredRun& r) {
   for (const std::string& e : r.extras)
     if (e == "cpu_offload_activations" || e == "context_parallel_16")
       throw Skip{"extra \"" + e + "\" is not modelled"};
+}
+
+/// The record's extras that change nothing in its prediction, listed as one assumption so
+/// that none is taken silently: those outside what build() reads (flash_attention,
+/// fsdp_mp_default and its opposite fsdp_mp_pure, torch_compile, float8 and
+/// transformer_engine_fp8 under fp8 training, float8_allgather, tp_comm_overlap,
+/// overlap_param_gather, liger_kernel, deepspeed_transformer_kernels, bf16_optimizer,
+/// lora_r*; cpu_offload_activations and context_parallel_16 are skips).
+void unmodelled_extras(const MeasuredRun& r, std::vector<std::string>& assumed) {
+  static const std::set<std::string, std::less<>> read{
+      "flash_attention", "fsdp_mp_default", "fsdp_mp_pure", "torch_compile", "float8_allgather", "tp_comm_overlap",
+      "overlap_param_gather", "liger_kernel", "deepspeed_transformer_kernels", "bf16_optimizer"};
+  const bool fp8 = r.precision && *r.precision == "fp8_mixed";
+  std::string left;
+  for (const std::string& e : r.extras) {
+    if (read.count(e) || e.rfind("lora_r", 0) == 0) continue;
+    if (fp8 && (e == "float8" || e == "transformer_engine_fp8")) continue;
+    left += (left.empty() ? "" : ", ") + e;
+  }
+  if (!left.empty()) assumed.push_back("extras not modelled, predicted without them: " + left);
 }
 
 /// The catalog key of the record's GPU ("other:<key> ..." where the key is in the catalog).
@@ -487,6 +508,7 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed,
     s.strategy.fp8_all_gather = true;
     assumed.push_back("linear weights all-gathered in fp8 (the record's float8_allgather)");
   }
+  unmodelled_extras(r, assumed);
   if (has_extra(r, "tp_comm_overlap")) {
     if (!s.strategy.sp) throw Skip{"extra \"tp_comm_overlap\" without sequence parallelism is not modelled"};
     s.strategy.tp_comm_overlap = true;

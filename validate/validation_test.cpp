@@ -367,6 +367,19 @@ TEST_CASE("TFLOP/s per GPU follows the record's definition: hardware FLOPs with 
   CHECK(model > causal);
 }
 
+TEST_CASE("a record's extras that change nothing are listed, never taken silently; tp_comm_overlap needs SP") {
+  nlohmann::json r = small_record();
+  r["strategy"]["extras"] = {"flash_attention", "async_tp", "fsdp_auto_wrap_min_params_2K"};
+  const ValidationRow row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  REQUIRE(row.status == "ok");
+  CHECK(says(row, "extras not modelled, predicted without them: async_tp, fsdp_auto_wrap_min_params_2K"));
+  r["strategy"]["extras"] = {"flash_attention"};
+  CHECK_FALSE(says(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)), "extras not modelled"));
+  r["strategy"]["extras"] = {"flash_attention", "tp_comm_overlap"};  // small_record: no SP
+  CHECK(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)).status ==
+        "skipped: extra \"tp_comm_overlap\" without sequence parallelism is not modelled");
+}
+
 TEST_CASE("a stated inter-node fabric without a rate takes the catalog box of that GPU that ships with it") {
   nlohmann::json r = small_record();
   r["hardware"]["gpus"] = 16;
