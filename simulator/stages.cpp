@@ -1143,7 +1143,11 @@ CollectiveCost phases_cost(Collective collective, double bytes, const std::vecto
     out.protocol = phases[0].protocol;
   }
   out.time_s = time_s;
-  out.algbw_GBps = bytes / time_s / 1e9;
+  // An exposed part (the remainder of a collective overlapped with compute: TP overlap, the
+  // CP ring, MoE all-to-alls beside the shared experts) moves no bytes of its own: its time
+  // is not a transfer rate, so it has none (n/a, JSON null).
+  const bool moves_bytes = std::any_of(phases.begin(), phases.end(), [](const CollectivePhase& ph) { return ph.bytes > 0; });
+  out.algbw_GBps = moves_bytes ? bytes / time_s / 1e9 : std::numeric_limits<double>::quiet_NaN();
   out.busbw_GBps = out.algbw_GBps * bus_bandwidth_factor(collective, ranks);
   return out;
 }
