@@ -165,7 +165,8 @@ std::string scenario_help() {
   out += field("strategy", "a name (" + join(strategy_names(), ", ") +
                                ") or {name, optional bucket_mb, prefetch_layers, algorithm "
                                "(see `stepcast catalog algorithms`), reduce_dtype (working, fp32), overlap_param_gather "
-                               "(zero1/zero2: the parameter all-gather beside the next forward, Megatron-Core's), tp "
+                               "(zero1/zero2: the parameter all-gather beside the next forward, Megatron-Core's), "
+                               "overlap_grad_reduce (pp >= 2: each stage's reduction during its last backward), tp "
                                "and sp (tensor and "
                                "sequence parallelism: a divisor of the node, or whole nodes), tp_comm_overlap (TP collectives "
                                "beside their GEMMs, Megatron-Core's --tp-comm-overlap; needs sp), pp, vpp and schedule "

@@ -125,6 +125,11 @@ struct StepPlan {
   /// forward, each bucket before the first layer that needs it, instead of after the
   /// optimizer (Megatron-Core's --overlap-param-gather; lowering_zero.cpp).
   bool overlap_param_gather = false;
+  /// Under pipeline parallelism: each stage reduces its gradients in buckets during its
+  /// last micro-batch's backward, as Megatron-Core's --overlap-grad-reduce does, instead of
+  /// after it (DeepSpeed's pipeline engine; lowering_pipeline.cpp). Without PP the DDP and
+  /// ZeRO lowerings reduce during the backward already.
+  bool overlap_grad_reduce = false;
 
   int gpus = 1;
   int nodes = 1;

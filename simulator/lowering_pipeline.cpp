@@ -113,6 +113,9 @@ class PipelineBuilder {
   std::vector<StageStreams> st_;
   std::vector<OpTasks> fwd_, bwd_;            ///< per m·V + k; bwd_: the whole backward or B
   std::vector<int> stage_last_;               ///< each stage's last compute task
+  /// Per stage, the tasks of the last micro-batch that finish a layer's weight gradients
+  /// (its whole or weight backward), in the order they run (overlap_grad_reduce).
+  std::vector<std::vector<int>> grad_ready_;
   double fwd_s_ = 0, bwd_s_ = 0, rec_s_ = 0;
 };
 
@@ -134,6 +137,7 @@ PipelineBuilder::PipelineBuilder(const StepPlan& p) : p_(p) {
   fwd_.assign(static_cast<std::size_t>(M_) * V_, OpTasks{});
   bwd_ = fwd_;
   stage_last_.assign(P_, -1);
+  grad_ready_.assign(P_, {});
 }
 
 double PipelineBuilder::stage_param_bytes(int i) const {
@@ -261,6 +265,7 @@ OpTasks PipelineBuilder::backward(int m, int k, Part part) {
     const std::string n = fmt::format("{} L{} m{}", what, l, m);
     const double free = part == Part::input ? 0 : p_.activation_bytes_per_layer;
     keep(task(i, n, TaskCategory::backward, bwd_s_ * half, p_.layer_flops_backward * half, 0, free));
+    if (m == M_ - 1 && part != Part::input) grad_ready_[i].push_back(ot.last);
     if (part != Part::weight) ot.last = tp_after(i, p_.tp_backward, cp_after(i, p_.cp_backward, ot.last, n), n);
   }
   return ot;
@@ -364,11 +369,31 @@ void PipelineBuilder::data_parallel(int i, int last) {
   const bool dp = p_.fabric.ranks() > 1;
   const bool zero1 = p_.strategy == Strategy::zero1;
   int ready = last;
-  if (dp)
+  const Collective c = zero1 ? Collective::reduce_scatter : Collective::all_reduce;
+  if (dp && p_.overlap_grad_reduce && !grad_ready_[i].empty()) {
+    // Bucket by bucket as the last micro-batch's backward finishes each layer's gradients;
+    // the embeddings' and head's with the stage's last layer.
+    const std::vector<int>& tasks = grad_ready_[i];
+    const double layer = p_.layer_grad_bytes;
+    const double rest = stage_grad_bytes(i) - layer * static_cast<double>(tasks.size());
+    double fill = 0;
+    int n = 0;
+    for (std::size_t t = 0; t < tasks.size(); ++t) {
+      fill += layer + (t + 1 == tasks.size() ? std::max(0.0, rest) : 0.0);
+      if (fill < p_.bucket_bytes && t + 1 < tasks.size()) continue;
+      ready = stage_collective(i, fmt::format("{} grads bucket {}", zero1 ? "reduce-scatter" : "all-reduce", n++),
+                               zero1 ? "gradient reduce-scatter (per stage, beside the backward)"
+                                     : "gradient all-reduce (per stage, beside the backward)",
+                               c, fill, tasks[t]);
+      fill = 0;
+    }
+  } else if (dp) {
     ready = stage_collective(i, zero1 ? "reduce-scatter grads" : "all-reduce grads",
-                             zero1 ? "gradient reduce-scatter (per stage)" : "gradient all-reduce (per stage)",
-                             zero1 ? Collective::reduce_scatter : Collective::all_reduce, stage_grad_bytes(i), last);
+                             zero1 ? "gradient reduce-scatter (per stage)" : "gradient all-reduce (per stage)", c,
+                             stage_grad_bytes(i), last);
+  }
   const int opt = task(i, "optimizer step", TaskCategory::optimizer, p_.optimizer_s * share, 0, 0, 0);
+  if (ready != last) g_.tasks[opt].deps.push_back(last);  // the buckets may close before the stage's last task
   g_.tasks[opt].deps.push_back(ready);
   if (dp && zero1 && !p_.overlap_param_gather)
     stage_collective(i, "all-gather params", "parameter all-gather (after step)", Collective::all_gather,

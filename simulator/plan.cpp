@@ -474,6 +474,8 @@ Scenario with_layout(const Scenario& base, const Layout& layout) {
   s.strategy.overlap_param_gather = base.strategy.overlap_param_gather &&
                                     (layout.strategy == Strategy::zero1 || layout.strategy == Strategy::zero2);
   s.strategy.pp = layout.pp;
+  // --overlap-grad-reduce changes the pipeline's reduction only: layouts with PP take it.
+  s.strategy.overlap_grad_reduce = base.strategy.overlap_grad_reduce && layout.pp > 1;
   s.strategy.vpp = layout.vpp;
   s.strategy.schedule = std::string(layout.schedule);
   s.strategy.cp = layout.cp;

@@ -202,6 +202,7 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
     if (obj.has("sp")) s.sp = obj.boolean("sp");
     if (obj.has("tp_comm_overlap")) s.tp_comm_overlap = obj.boolean("tp_comm_overlap");
     if (obj.has("overlap_param_gather")) s.overlap_param_gather = obj.boolean("overlap_param_gather");
+    if (obj.has("overlap_grad_reduce")) s.overlap_grad_reduce = obj.boolean("overlap_grad_reduce");
   });
   errors.attempt([&] {
     if (obj.has("pp")) s.pp = obj.int32("pp", 1, static_cast<int>(limits::kMaxLayers));
@@ -613,6 +614,10 @@ void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
     throw InputError(w.file, w.strategy + "/overlap_param_gather",
                      fmt::format("the parameter all-gather overlap needs zero1 or zero2 (Megatron-Core's distributed "
                                  "optimizer), not {}", name(st.kind)));
+  if (st.overlap_grad_reduce && st.pp < 2)
+    throw InputError(w.file, w.strategy + "/overlap_grad_reduce",
+                     "the gradient-reduction overlap applies under pipeline parallelism (pp >= 2): without a "
+                     "pipeline DDP and ZeRO already reduce during the backward");
   if (st.tp_comm_overlap && !st.sp)
     throw InputError(w.file, w.strategy + "/tp_comm_overlap",
                      "TP communication overlap needs sequence parallelism (\"sp\": true, and tp >= 2), as "

@@ -88,6 +88,11 @@ struct StrategySpec {
   /// runs beside the next step's forward, bucket by bucket in forward order, instead of
   /// after the optimizer step (DeepSpeed's way, the default).
   bool overlap_param_gather = false;
+  /// "overlap_grad_reduce" (default false; Megatron-Core's --overlap-grad-reduce): under
+  /// pipeline parallelism each stage reduces its gradients bucket by bucket during its last
+  /// micro-batch's backward instead of after it (DeepSpeed's pipeline engine, the default).
+  /// Needs pp >= 2: without a pipeline DDP and ZeRO reduce during the backward already.
+  bool overlap_grad_reduce = false;
   /// Pipeline parallelism ("pp" stages, "vpp" model chunks per stage, "schedule": a
   /// registered name, simulator/schedules.hpp). Megatron order: TP fastest, then data, then
   /// pipeline stages; data parallelism runs over gpus / (tp·pp) ranks per stage.

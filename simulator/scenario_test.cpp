@@ -288,6 +288,15 @@ TEST_CASE("tp_comm_overlap needs sequence parallelism, as Megatron-Core's --tp-c
   CHECK(mentions(error_of(j), "/strategy/tp_comm_overlap"));
 }
 
+TEST_CASE("overlap_grad_reduce needs a pipeline: without one DDP and ZeRO reduce during the backward already") {
+  json j = good();
+  j["strategy"] = json{{"name", "ddp"}, {"overlap_grad_reduce", true}};
+  CHECK(mentions(error_of(j), "/strategy/overlap_grad_reduce: the gradient-reduction overlap applies under pipeline "
+                              "parallelism (pp >= 2)"));
+  j["strategy"]["pp"] = 2;
+  CHECK(error_of(j).empty());
+}
+
 TEST_CASE("overlap_param_gather needs zero1 or zero2 (the distributed optimizer's all-gather) and takes "
           "Megatron-Core's buckets: max(40M, 1M x DP) elements") {
   json j = good();  // gpt2 on one DGX A100: 8 DP ranks

@@ -602,6 +602,11 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
                                               ? fmt::format(" (the LM head counted as {:.1f} layers of GEMM work)",
                                                             head_cost_in_layers(job.scenario.model))
                                               : ""));
+    job.assumptions.push_back(st.overlap_grad_reduce
+                                  ? "overlap_grad_reduce: each stage reduces its gradients in buckets during its last "
+                                    "micro-batch's backward (Megatron-Core's --overlap-grad-reduce)"
+                                  : "each stage reduces its gradients after its last backward (DeepSpeed's pipeline "
+                                    "engine; overlap_grad_reduce: during it, as Megatron-Core's --overlap-grad-reduce)");
   }
 }
 
@@ -1073,6 +1078,7 @@ sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& op
   plan.head_grad_bytes = c.head_grad_bytes;
   plan.bucket_bytes = job.bucket_bytes;
   plan.overlap_param_gather = s.strategy.overlap_param_gather;
+  plan.overlap_grad_reduce = s.strategy.overlap_grad_reduce;
   plan.first_bucket_bytes = job.first_bucket_bytes;
   plan.prefetch_layers = s.strategy.prefetch_layers;
   plan.gpus = job.dp * job.cp;  // the lowering's collectives span the DP x CP ranks

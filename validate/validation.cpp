@@ -230,7 +230,8 @@ void check_representable(const MeasuredRun& r) {
 void unmodelled_extras(const MeasuredRun& r, std::vector<std::string>& assumed) {
   static const std::set<std::string, std::less<>> read{
       "flash_attention", "fsdp_mp_default", "fsdp_mp_pure", "torch_compile", "float8_allgather", "tp_comm_overlap",
-      "overlap_param_gather", "liger_kernel", "deepspeed_transformer_kernels", "bf16_optimizer"};
+      "overlap_param_gather", "overlap_grad_reduce", "liger_kernel", "deepspeed_transformer_kernels",
+      "bf16_optimizer"};
   const bool fp8 = r.precision && *r.precision == "fp8_mixed";
   std::string left;
   for (const std::string& e : r.extras) {
@@ -509,6 +510,11 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed,
     assumed.push_back("linear weights all-gathered in fp8 (the record's float8_allgather)");
   }
   unmodelled_extras(r, assumed);
+  if (has_extra(r, "overlap_grad_reduce") && s.strategy.pp > 1) {  // without PP: what stepcast does already
+    s.strategy.overlap_grad_reduce = true;
+    assumed.push_back("each pipeline stage reduces its gradients during its last backward (the record's "
+                      "overlap_grad_reduce: Megatron-Core's --overlap-grad-reduce)");
+  }
   if (has_extra(r, "tp_comm_overlap")) {
     if (!s.strategy.sp) throw Skip{"extra \"tp_comm_overlap\" without sequence parallelism is not modelled"};
     s.strategy.tp_comm_overlap = true;
