@@ -132,11 +132,20 @@ stepcast_cli_case(example_moe_deepseek_trace STDOUT "Step time" "expert-parallel
                   ARGS predict ${PROJECT_SOURCE_DIR}/scenarios/examples/deepseek-v3-ep64-pp4-256xh100.json
                   --trace ${CMAKE_CURRENT_BINARY_DIR}/deepseek-v3-ep64-pp4.trace.json)
 
+stepcast_cli_case(example_megatron_overlaps_text STDOUT "tp_comm_overlap: each layer's TP collectives run beside"
+                  "overlap_grad_reduce: each stage reduces its gradients in buckets"
+                  "overlap_param_gather: the updated parameters' all-gather runs at the step's start"
+                  "parameter all-gather (beside the forward)" "(exposed part)"
+                  ARGS predict ${PROJECT_SOURCE_DIR}/scenarios/examples/llama31-70b-megatron-overlaps-128xh100.json)
+
 # ---- bad input: exit 2, the file and the JSON path named, no crash ----
 stepcast_cli_case(bad_malformed RC 2 STDERR "malformed.json" "malformed JSON"
                   ARGS predict ${STEPCAST_CLI_BAD}/malformed.json)
 stepcast_cli_case(bad_ep_not_dividing_dp RC 2 STDERR "ep_not_dividing_dp.json" "/strategy/ep" "expected a divisor of the 32"
                   ARGS predict ${STEPCAST_CLI_BAD}/ep_not_dividing_dp.json)
+stepcast_cli_case(bad_tp_comm_overlap_without_sp RC 2 STDERR "tp_comm_overlap_without_sp.json"
+                  "/strategy/tp_comm_overlap" "needs sequence parallelism"
+                  ARGS predict ${STEPCAST_CLI_BAD}/tp_comm_overlap_without_sp.json)
 stepcast_cli_case(bad_ep_dense_model RC 2 STDERR "/strategy/ep" "has no experts"
                   ARGS predict ${STEPCAST_CLI_BAD}/ep_dense_model.json)
 stepcast_cli_case(bad_moe_unknown_key RC 2 STDERR "/model/moe/shared_expert" "did you mean \"shared_experts\""
