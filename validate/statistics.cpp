@@ -5,6 +5,8 @@
 /// pairs counted with a Fenwick tree, never enumerated.
 #include "validate/validation.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -36,8 +38,9 @@ namespace {
 ///    flash-attn tables, differ in their kernels).
 ///  - Knobs a pair may differ in, exactly one at a time: the GPU count, the strategy, the
 ///    link speed (its bits), the micro-batch (the global batch follows the GPU count) and the
-///    parallel layout (TP and PP degrees as stated, 0 where not): two runs with another
-///    layout and another micro-batch differ in two knobs, not one.
+///    parallel layout (TP and PP degrees as stated, 0 where not; CP degree and model chunks
+///    per stage): two runs with another layout and another micro-batch differ in two knobs,
+///    not one.
 constexpr int kBase = 7;
 constexpr int kKnobs = 5;
 using RowKey = std::array<std::int64_t, kBase + kKnobs>;
@@ -57,13 +60,13 @@ std::int64_t bits_of(double v) {
   return b;
 }
 
-/// TP and PP degrees as one integer (each below 2^31: the record checks bound them far lower).
-std::int64_t layout_of(const ValidationRow& r) { return (r.tp << 31) | r.pp; }
+/// TP, PP, CP degrees and model chunks per stage as one text, interned.
+std::string layout_of(const ValidationRow& r) { return fmt::format("{}x{}x{}x{}", r.tp, r.pp, r.cp, r.vpp); }
 
 RowKey key_of(const ValidationRow& r, Interner& text) {
   return {text.id(r.source), text.id(r.metric),   text.id(r.model),     r.seq_len,         text.id(r.precision),
           text.id(r.gpu),    text.id(r.attention), r.gpus,              text.id(r.strategy),  bits_of(r.link_gbps), r.micro_batch,
-          layout_of(r)};
+          text.id(layout_of(r))};
 }
 
 std::vector<RowKey> keys_of(const std::vector<const ValidationRow*>& rows) {

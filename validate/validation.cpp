@@ -22,6 +22,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 
 namespace stepcast {
 
@@ -203,6 +204,25 @@ TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assume
   return m;
 }
 
+bool has_extra(const MeasuredRun& r, const char* extra) {
+  return std::find(r.extras.begin(), r.extras.end(), extra) != r.extras.end();
+}
+
+/// The degree N of the record's extra `<prefix>N` (context_parallel_16, virtual_pipeline_4),
+/// or 1 when it has none; a degree that is not a whole number from 2 to 65,536 is a skip.
+int extra_degree(const MeasuredRun& r, std::string_view prefix) {
+  for (const std::string& e : r.extras) {
+    if (e.size() <= prefix.size() || e.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = e.substr(prefix.size());
+    const bool whole = digits.size() <= 5 && std::all_of(digits.begin(), digits.end(),
+                                                         [](char c) { return c >= '0' && c <= '9'; });
+    const int n = whole ? std::stoi(digits) : 0;
+    if (n < 2 || n > 65536) throw Skip{"extra \"" + e + "\": expected a degree from 2 to 65,536"};
+    return n;
+  }
+  return 1;
+}
+
 /// What stepcast cannot represent, as explicit skips, before anything is built.
 void check_representable(const MeasuredRun& r) {
   if (!r.tp || !r.pp) throw Skip{"tensor/pipeline parallel degrees not stated"};
@@ -217,8 +237,9 @@ void check_representable(const MeasuredRun& r) {
   if (!r.gpus) throw Skip{"GPU count not stated"};
   if (!r.micro_batch) throw Skip{"micro-batch not stated"};
   for (const std::string& e : r.extras)
-    if (e == "cpu_offload_activations" || e == "context_parallel_16")
-      throw Skip{"extra \"" + e + "\" is not modelled"};
+    if (e == "cpu_offload_activations") throw Skip{"extra \"" + e + "\" is not modelled"};
+  if (has_extra(r, "pp_schedule_interleaved_1f1b") && extra_degree(r, "virtual_pipeline_") == 1)
+    throw Skip{"interleaved pipeline schedule without its model chunks per stage (extra virtual_pipeline_<n>)"};
 }
 
 /// The record's extras that change nothing in its prediction, listed as one assumption so
@@ -226,7 +247,8 @@ void check_representable(const MeasuredRun& r) {
 /// fsdp_mp_default and its opposite fsdp_mp_pure, torch_compile, float8 and
 /// transformer_engine_fp8 under fp8 training, float8_allgather, tp_comm_overlap,
 /// overlap_param_gather, liger_kernel, deepspeed_transformer_kernels, bf16_optimizer,
-/// lora_r*; cpu_offload_activations and context_parallel_16 are skips).
+/// lora_r*, context_parallel_*, virtual_pipeline_* and pp_schedule_interleaved_1f1b;
+/// cpu_offload_activations is a skip).
 void unmodelled_extras(const MeasuredRun& r, std::vector<std::string>& assumed) {
   static const std::set<std::string, std::less<>> read{
       "flash_attention", "fsdp_mp_default", "fsdp_mp_pure", "torch_compile", "float8_allgather", "tp_comm_overlap",
@@ -235,7 +257,9 @@ void unmodelled_extras(const MeasuredRun& r, std::vector<std::string>& assumed) 
   const bool fp8 = r.precision && *r.precision == "fp8_mixed";
   std::string left;
   for (const std::string& e : r.extras) {
-    if (read.count(e) || e.rfind("lora_r", 0) == 0) continue;
+    if (read.count(e) || e.rfind("lora_r", 0) == 0 || e.rfind("context_parallel_", 0) == 0 ||
+        e.rfind("virtual_pipeline_", 0) == 0 || e == "pp_schedule_interleaved_1f1b")
+      continue;
     if (fp8 && (e == "float8" || e == "transformer_engine_fp8")) continue;
     left += (left.empty() ? "" : ", ") + e;
   }
@@ -255,17 +279,18 @@ std::string gpu_for(const MeasuredRun& r) {
   return gpu;
 }
 
-/// Precision, batch, accumulation (stated, or global batch / (micro-batch x GPUs) when that
-/// divides), sequence length and recompute. The counts were read within their bounds, so
+/// Precision, batch, accumulation (stated, or global batch / (micro-batch x data-parallel
+/// replicas) when that divides), sequence length and recompute. The counts were read within their bounds, so
 /// the products here stay far inside int64.
 TrainingSpec training_for(const MeasuredRun& r, const TransformerSpec& model) {
   TrainingSpec t;
   t.precision = parse_precision(*r.precision);  // the reader allows only the format's names
   t.optimizer = OptimizerKind::adam_mixed_16;
   t.micro_batch = *r.micro_batch;
-  const std::int64_t model_parallel = *r.tp * *r.pp;
+  const std::int64_t cp = extra_degree(r, "context_parallel_");
+  const std::int64_t model_parallel = *r.tp * *r.pp * cp;
   if (*r.gpus % model_parallel != 0)
-    throw Skip{fmt::format("TP {} x PP {} does not divide the {} GPUs", *r.tp, *r.pp, *r.gpus)};
+    throw Skip{fmt::format("TP {} x PP {} x CP {} does not divide the {} GPUs", *r.tp, *r.pp, cp, *r.gpus)};
   const std::int64_t gpus = *r.gpus / model_parallel;  // data-parallel replicas
   if (r.grad_accum) {
     t.grad_accum = *r.grad_accum;
@@ -278,10 +303,6 @@ TrainingSpec training_for(const MeasuredRun& r, const TransformerSpec& model) {
   t.recompute = parse_recompute(*r.checkpointing);
   t.flash_attention = std::find(r.extras.begin(), r.extras.end(), "flash_attention") != r.extras.end();
   return t;
-}
-
-bool has_extra(const MeasuredRun& r, const char* extra) {
-  return std::find(r.extras.begin(), r.extras.end(), extra) != r.extras.end();
 }
 
 bool framework_is(const MeasuredRun& r, const char* needle) {
@@ -392,6 +413,43 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
   }
 }
 
+/// Context parallelism (extra context_parallel_<n>) and the interleaved schedule's model chunks
+/// per pipeline stage (virtual_pipeline_<n>, with or without pp_schedule_interleaved_1f1b).
+/// What the scenario checks would refuse for them is a skip with its reason: a record is
+/// measured data, not a scenario someone can fix.
+void parallel_extras_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  const int cp = extra_degree(r, "context_parallel_");
+  if (cp > 1) {
+    const std::int64_t seq = s.training.seq_len;
+    if (!s.training.flash_attention)
+      throw Skip{"context parallelism without a flash-class attention kernel is not modelled"};
+    if (seq % (2LL * cp) != 0 || (s.strategy.sp && seq % (static_cast<std::int64_t>(s.strategy.tp) * cp) != 0))
+      throw Skip{fmt::format("context parallelism {} does not split the {}-token sequence into 2 x cp chunks (and "
+                             "tp x cp shards under sequence parallelism)", cp, seq)};
+    if (std::any_of(r.extras.begin(), r.extras.end(), [](const std::string& e) { return e.rfind("lora_r", 0) == 0; }))
+      throw Skip{"LoRA with context parallelism is not modelled"};
+    s.strategy.cp = cp;
+    assumed.push_back(fmt::format("context parallelism {} (the record's context_parallel_{}), K and V passed around a "
+                                  "ring (Megatron-Core's and Transformer Engine's default exchange; not stated)",
+                                  cp, cp));
+  }
+  const int vpp = extra_degree(r, "virtual_pipeline_");
+  if (vpp == 1) return;
+  const int pp = s.strategy.pp;
+  if (pp < 2) throw Skip{"virtual pipeline stages without pipeline parallelism"};
+  if (s.model.layers < static_cast<std::int64_t>(pp) * vpp)
+    throw Skip{fmt::format("{} stages x {} model chunks exceed the {} layers", pp, vpp, s.model.layers)};
+  if (s.training.grad_accum % pp != 0)
+    throw Skip{fmt::format("the interleaved schedule as modelled runs micro-batches in groups of pp = {}; the "
+                           "record's {} micro-batches are not", pp, s.training.grad_accum)};
+  if (s.strategy.pp_split == StageSplit::balanced)
+    throw Skip{"the interleaved schedule with cost-balanced stages is not modelled"};
+  s.strategy.vpp = vpp;
+  s.strategy.schedule = "interleaved";
+  assumed.push_back(fmt::format("pipeline schedule interleaved 1F1B, {} model chunks per stage (the record's "
+                                "virtual_pipeline_{})", vpp, vpp));
+}
+
 /// The catalog box of the record's GPU, the nodes the GPUs fill, and the network between
 /// them (stated, or the box's standard NICs).
 HardwareChoice hardware_for(const MeasuredRun& r, const std::string& gpu, std::vector<std::string>& assumed) {
@@ -488,9 +546,11 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed,
   s.strategy.pp = static_cast<int>(*r.pp);
   if (*r.pp > 1) {
     if (*r.pp > s.model.layers) throw Skip{fmt::format("PP {} exceeds the {} layers", *r.pp, s.model.layers)};
-    assumed.push_back("pipeline schedule 1F1B (PipeDream-Flush, Megatron's and DeepSpeed's default; not stated)");
+    if (extra_degree(r, "virtual_pipeline_") == 1)
+      assumed.push_back("pipeline schedule 1F1B (PipeDream-Flush, Megatron's and DeepSpeed's default; not stated)");
   }
   kernels_for(r, s, assumed);
+  parallel_extras_for(r, s, assumed);
   std::optional<LoraSpec> lora;  // the probe's LoRA runs (validate/categories.hpp)
   try {
     lora = lora_from_extras(r.extras);
@@ -609,6 +669,8 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
     row.status = "skipped: " + rs.skip_reason;
     return row;
   }
+  row.cp = rs.scenario->strategy.cp;
+  row.vpp = rs.scenario->strategy.vpp;
   const TrainingSpec& t = rs.scenario->training;
   row.attention = !t.flash_attention ? "unfused" : t.attention_kernel ? std::string(name(*t.attention_kernel)) : "flash";
   // Leave one source out: a record of a source the in-step fractions were fitted on is

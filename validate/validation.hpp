@@ -98,6 +98,7 @@ struct ValidationRow {
   double link_gbps = 0;
   std::int64_t micro_batch = 0;
   std::int64_t tp = 0, pp = 0;             ///< parallel layout as stated (0: not stated)
+  std::int64_t cp = 1, vpp = 1;            ///< context parallelism and model chunks per stage
   std::string attention;                   ///< the attention kernel the record's scenario runs
   std::int64_t global_batch = 0;
   std::string model;
@@ -149,7 +150,7 @@ struct ErrorSummary {
   double median_abs_error_pct = 0;
   double p90_abs_error_pct = 0;
   double max_abs_error_pct = 0;
-  /// Pairs one knob apart (GPUs, strategy, link, micro-batch or TP/PP layout) with different
+  /// Pairs one knob apart (GPUs, strategy, link, micro-batch or TP/PP/CP/chunks layout) with different
   /// measured values.
   std::int64_t ordering_pairs = 0;
   double ordering_accuracy = 0;            ///< fraction of them predicted in the same strict order (1 if none)

@@ -434,3 +434,58 @@ TEST_CASE("a CPU-offload record states no host: the catalog box's is assumed, sk
   r["strategy"]["offload"] = "nvme";
   CHECK(starts(outcome(r), "skipped: CPU offload (nvme) is not modelled"));
 }
+
+TEST_CASE("context_parallel_<n> and virtual_pipeline_<n> extras set CP and the interleaved schedule; what the "
+          "scenario checks refuse is a skip") {
+  nlohmann::json r = small_record();  // 8 GPUs, 4 layers, seq 512, micro-batch 2, global batch 32
+  r["strategy"]["extras"] = {"flash_attention", "context_parallel_2"};
+  ValidationRow row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  REQUIRE(row.status == "ok");
+  CHECK(row.cp == 2);
+  CHECK(says(row, "context parallelism 2 (the record's context_parallel_2)"));
+  CHECK_FALSE(says(row, "extras not modelled"));
+  // A degree the sequence cannot be split by (2 x cp must divide 512), a missing flash kernel,
+  // and a malformed degree are skips with their reason, never InputErrors.
+  r["strategy"]["extras"] = {"flash_attention", "context_parallel_3"};
+  CHECK(starts(outcome(r), "skipped: TP 1 x PP 1 x CP 3 does not divide the 8 GPUs"));
+  r["strategy"]["extras"] = {"context_parallel_2"};
+  CHECK(outcome(r) == "skipped: context parallelism without a flash-class attention kernel is not modelled");
+  r["strategy"]["extras"] = {"flash_attention", "context_parallel_1"};
+  CHECK(starts(outcome(r), "skipped: extra \"context_parallel_1\": expected a degree from 2"));
+  r["strategy"]["extras"] = {"flash_attention", "context_parallel_x"};
+  CHECK(starts(outcome(r), "skipped: extra \"context_parallel_x\""));
+
+  nlohmann::json p = small_record();
+  p["strategy"]["pp"] = 2;
+  p["strategy"]["data_parallel"] = "zero1";
+  p["batch"]["global_batch"] = 16;  // 4 replicas x micro-batch 2 x 2 micro-batches
+  p["strategy"]["extras"] = {"flash_attention", "pp_schedule_interleaved_1f1b", "virtual_pipeline_2"};
+  row = validate_run(parse_measured_run(p.dump(), "runs.jsonl", 3));
+  REQUIRE(row.status == "ok");
+  CHECK(row.vpp == 2);
+  CHECK(says(row, "pipeline schedule interleaved 1F1B, 2 model chunks per stage"));
+  CHECK_FALSE(says(row, "pipeline schedule 1F1B (PipeDream-Flush"));
+  // The interleaved schedule named without its chunk count cannot be guessed.
+  p["strategy"]["extras"] = {"flash_attention", "pp_schedule_interleaved_1f1b"};
+  CHECK(outcome(p) == "skipped: interleaved pipeline schedule without its model chunks per stage (extra "
+                      "virtual_pipeline_<n>)");
+  // 2 stages x 4 chunks need 8 layers; the model has 4.
+  p["strategy"]["extras"] = {"flash_attention", "virtual_pipeline_4"};
+  CHECK(outcome(p) == "skipped: 2 stages x 4 model chunks exceed the 4 layers");
+  // Micro-batches in groups of pp: 3 micro-batches on 2 stages are not.
+  p["strategy"]["extras"] = {"flash_attention", "virtual_pipeline_2"};
+  p["batch"]["global_batch"] = 24;
+  CHECK(starts(outcome(p), "skipped: the interleaved schedule as modelled runs micro-batches in groups of pp = 2"));
+}
+
+TEST_CASE("ordering pairs: the CP degree and the model chunks are part of the layout") {
+  ValidationRow a = row("a", 100, 110, 8), b = row("b", 120, 100, 8);
+  a.cp = 2;  // same GPUs and everything else: one knob (the layout) apart
+  const ErrorSummary s = summarize({a, b})[0];
+  CHECK(s.ordering_pairs == 1);  // measured 100 < 120, predicted 110 > 100: wrong
+  CHECK(s.ordering_accuracy == 0.0);
+  b.cp = 2;  // now identical in every knob: no pair
+  CHECK(summarize({a, b})[0].ordering_pairs == 0);
+  b.vpp = 2;  // the model chunks are a layout knob too
+  CHECK(summarize({a, b})[0].ordering_pairs == 1);
+}
