@@ -169,7 +169,9 @@ std::string scenario_help() {
                                "overlap_grad_reduce (pp >= 2: each stage's reduction during its last backward), tp "
                                "and sp (tensor and "
                                "sequence parallelism: a divisor of the node, or whole nodes), tp_comm_overlap (TP collectives "
-                               "beside their GEMMs, Megatron-Core's --tp-comm-overlap; needs sp), pp, vpp and schedule "
+                               "beside their GEMMs, Megatron-Core's --tp-comm-overlap; needs sp), tp_backward_overlap (the "
+                               "QKV and MLP-up backward's TP collectives beside their GEMMs, as Megatron's linear layers "
+                               "run them), pp, vpp and schedule "
                                "(gpipe, 1f1b, interleaved, zb-h1), pp_split (even, balanced), cp and cp_comm (ring, "
                                "all_gather: context parallelism), offload (none, optimizer, parameters) and "
                                "delayed_update (CPU offload), fp8_all_gather}");

@@ -346,6 +346,25 @@ TpLayerComm tp_layer_comm_overlapped(std::int64_t tokens, std::int64_t hidden, d
   return out;
 }
 
+TpLayerComm tp_layer_comm_async(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp,
+                                const TpLayerGemmTimes& t, double share, Recompute recompute) {
+  if (tokens < 1 || hidden < 1 || w <= 0 || tp < 2 || !(share >= 0 && share < 1))
+    throw std::invalid_argument("asynchronous TP communication needs tokens, hidden, w > 0, tp >= 2 and an SM share "
+                                "in [0, 1)");
+  const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * w;
+  const auto beside = [&](Collective op, double gemm_s) { return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share}; };
+  TpLayerComm out = tp_layer_comm(tokens, hidden, w, tp, sp, Recompute::none);
+  if (sp)
+    out.backward = {{Collective::all_gather, 2, bytes},  // the output gradient's, before attention-out and MLP-down dgrad
+                    beside(Collective::all_gather, t.qkv_dgrad), beside(Collective::reduce_scatter, t.qkv_wgrad),
+                    beside(Collective::all_gather, t.fc1_dgrad), beside(Collective::reduce_scatter, t.fc1_wgrad)};
+  else
+    out.backward = {beside(Collective::all_reduce, t.qkv_wgrad), beside(Collective::all_reduce, t.fc1_wgrad)};
+  if (recompute == Recompute::full)
+    out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
+  return out;
+}
+
 TpLayerComm tp_embedding_head_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp) {
   if (tokens < 1 || hidden < 1 || w <= 0 || tp < 1)
     throw std::invalid_argument("TP communication needs tokens, hidden, w and tp > 0");

@@ -209,6 +209,21 @@ TpLayerComm tp_layer_comm_overlapped(std::int64_t tokens, std::int64_t hidden, d
                                      const TpLayerGemmTimes& gemms, int sm_count,
                                      Recompute recompute = Recompute::none);
 
+/// The TP collectives of one layer per micro-batch as Megatron's own linear layers run them
+/// without --tp-comm-overlap (LinearWithGradAccumulationAndAsyncCommunication,
+/// megatron/core/tensor_parallel/layers.py): the column-parallel projections' (QKV, MLP-up)
+/// backward launches its collective asynchronously beside a GEMM that does not wait for it:
+///  - with SP: the re-gather of the saved sharded input beside the input-gradient (dgrad)
+///    GEMM, then the input gradient's reduce-scatter beside the weight-gradient (wgrad) GEMM;
+///  - without SP: the input gradient's all-reduce beside the wgrad GEMM.
+/// Each such pair runs as TpOverlap::bulk, NCCL's channels holding `comm_sm_share` of the SMs
+/// while both run. The forward's collectives and the row-parallel projections' backward one
+/// (the output gradient's all-gather under SP) block the stream, as in tp_layer_comm, whose
+/// bytes and counts these are; full recompute repeats the forward's.
+TpLayerComm tp_layer_comm_async(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp,
+                                const TpLayerGemmTimes& gemms, double comm_sm_share,
+                                Recompute recompute = Recompute::none);
+
 /// TP collectives of the vocab-parallel embedding, LM head and loss per micro-batch
 /// (Shoeybi et al. 2019, Sec. 3, "input embedding" and the fused parallel cross entropy;
 /// Korthikanti et al. 2022, Sec. 4.2.2 for SP), `tokens` = b·s/cp, t > 1:

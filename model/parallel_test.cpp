@@ -288,6 +288,38 @@ TEST_CASE("TP comm overlap keeps tp_layer_comm's bytes under SP and pairs each c
   CHECK_THROWS_AS(tp_layer_comm_overlapped(4096, 8192, 2, 1, g, 132), std::invalid_argument);
 }
 
+TEST_CASE("Megatron's async backward: QKV and MLP-up collectives beside their dgrad and wgrad GEMMs, the rest "
+          "block, tp_layer_comm's bytes") {
+  TpLayerGemmTimes g;
+  g.qkv_dgrad = 1e-3, g.qkv_wgrad = 2e-3, g.fc1_dgrad = 3e-3, g.fc1_wgrad = 4e-3;
+  const TpLayerComm a = tp_layer_comm_async(4096, 8192, 2, 8, true, g, 0.25);
+  const TpLayerComm sp = tp_layer_comm(4096, 8192, 2, 8, true);
+  CHECK(a.forward_bytes() == doctest::Approx(sp.forward_bytes()));
+  CHECK(a.backward_bytes() == doctest::Approx(sp.backward_bytes()));
+  for (const TpCollective& c : a.forward) CHECK(c.overlap == TpOverlap::none);
+  // The output gradient's 2 all-gathers block; the re-gathers pair with dgrad, the
+  // reduce-scatters with wgrad.
+  REQUIRE(a.backward.size() == 5);
+  CHECK(a.backward[0].overlap == TpOverlap::none);
+  CHECK(a.backward[0].count == 2);
+  CHECK((a.backward[1].op == Collective::all_gather && a.backward[1].gemm_s == 1e-3));
+  CHECK((a.backward[2].op == Collective::reduce_scatter && a.backward[2].gemm_s == 2e-3));
+  CHECK((a.backward[4].op == Collective::reduce_scatter && a.backward[4].gemm_s == 4e-3));
+  // bulk: a 1 ms collective beside the 4 ms wgrad costs 1 ms x the 25% SM share; a 6 ms one
+  // outlasts 4 / (1 - 0.25) = 5.33 ms of GEMM and costs 6 - 4 = 2 ms.
+  CHECK(tp_overlap_exposed_s(a.backward[4], 1e-3) == doctest::Approx(0.25e-3));
+  CHECK(tp_overlap_exposed_s(a.backward[4], 6e-3) == doctest::Approx(2e-3));
+  // Without SP: the input gradient's all-reduce beside wgrad, both column-parallel projections.
+  const TpLayerComm ar = tp_layer_comm_async(4096, 8192, 2, 8, false, g, 0.25);
+  CHECK(ar.backward_bytes() == doctest::Approx(tp_layer_comm(4096, 8192, 2, 8, false).backward_bytes()));
+  REQUIRE(ar.backward.size() == 2);
+  CHECK((ar.backward[0].op == Collective::all_reduce && ar.backward[0].overlap == TpOverlap::bulk &&
+         ar.backward[0].gemm_s == 2e-3));
+  CHECK(tp_layer_comm_async(4096, 8192, 2, 8, true, g, 0.25, Recompute::full).backward.size() == 7);
+  CHECK_THROWS_AS(tp_layer_comm_async(4096, 8192, 2, 1, true, g, 0.25), std::invalid_argument);
+  CHECK_THROWS_AS(tp_layer_comm_async(4096, 8192, 2, 8, true, g, 1.0), std::invalid_argument);
+}
+
 TEST_CASE("CP ring attention: cp - 1 steps of local K and V forward, K, V, dK, dV backward") {
   // b·s = 8192 tokens over cp 4: 2048 local tokens, kv_dim 1024, w 2: one K chunk 4,194,304 B.
   const CpLayerComm c = cp_layer_comm(llama70b(), 8192, 2, 4);

@@ -201,6 +201,7 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
     if (obj.has("tp")) s.tp = obj.int32("tp", 1, limits::kMaxGpusPerNode);
     if (obj.has("sp")) s.sp = obj.boolean("sp");
     if (obj.has("tp_comm_overlap")) s.tp_comm_overlap = obj.boolean("tp_comm_overlap");
+    if (obj.has("tp_backward_overlap")) s.tp_backward_overlap = obj.boolean("tp_backward_overlap");
     if (obj.has("overlap_param_gather")) s.overlap_param_gather = obj.boolean("overlap_param_gather");
     if (obj.has("overlap_grad_reduce")) s.overlap_grad_reduce = obj.boolean("overlap_grad_reduce");
   });
@@ -618,6 +619,10 @@ void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
     throw InputError(w.file, w.strategy + "/overlap_grad_reduce",
                      "the gradient-reduction overlap applies under pipeline parallelism (pp >= 2): without a "
                      "pipeline DDP and ZeRO already reduce during the backward");
+  if (st.tp_backward_overlap && (t < 2 || st.tp_comm_overlap))
+    throw InputError(w.file, w.strategy + "/tp_backward_overlap",
+                     t < 2 ? "the backward's TP overlap needs tensor parallelism (tp >= 2)"
+                           : "tp_comm_overlap already runs the backward's TP collectives beside their GEMMs; set one");
   if (st.tp_comm_overlap && !st.sp)
     throw InputError(w.file, w.strategy + "/tp_comm_overlap",
                      "TP communication overlap needs sequence parallelism (\"sp\": true, and tp >= 2), as "

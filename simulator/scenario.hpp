@@ -83,6 +83,11 @@ struct StrategySpec {
   /// drain and cost only what those leave exposed (model/parallel.hpp
   /// tp_layer_comm_overlapped). Needs sequence parallelism.
   bool tp_comm_overlap = false;
+  /// "tp_backward_overlap" (default false; what Megatron's own linear layers do without
+  /// --tp-comm-overlap): the QKV and MLP-up backward's TP collectives run asynchronously
+  /// beside their input- and weight-gradient GEMMs, the rest block (model/parallel.hpp
+  /// tp_layer_comm_async). Needs tp >= 2; tp_comm_overlap already includes it.
+  bool tp_backward_overlap = false;
   /// "overlap_param_gather" (default false; Megatron-Core's --overlap-param-gather with its
   /// distributed optimizer): under zero1/zero2 the all-gather of the updated parameters
   /// runs beside the next step's forward, bucket by bucket in forward order, instead of

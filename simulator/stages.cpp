@@ -587,6 +587,10 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
           ? "tp_comm_overlap: each layer's TP collectives run beside the GEMMs they feed or drain (Transformer "
             "Engine's userbuffers: ring exchange on the copy engines, pipelined and bulk reduce-scatters and "
             "re-gathers on 16 SMs) and cost what those leave exposed; the head's block"
+      : job.scenario.strategy.tp_backward_overlap
+          ? "tp_backward_overlap: the QKV and MLP-up backward's TP collectives run beside their input- and "
+            "weight-gradient GEMMs (Megatron's LinearWithGradAccumulationAndAsyncCommunication), the others block "
+            "the layers"
           : "TP collectives block the layers"));
   if (job.tp > gpn)
     job.assumptions.push_back(fmt::format("tensor-parallel groups span {} nodes: their collectives run NCCL's ring "
@@ -1020,10 +1024,13 @@ void plan_tensor_parallel(const Job& job, sim::StepPlan& plan) {
   const double w = working_bytes(tr.precision);
   const std::int64_t h = job.scenario.model.hidden;
   plan.tp_fabric = job.tp_fabric;
-  const TpLayerComm layer = job.scenario.strategy.tp_comm_overlap
-                                ? tp_layer_comm_overlapped(tokens, h, w, job.tp, tp_gemm_times(job, tokens),
-                                                           job.device.sm_count, Recompute::none)
-                                : tp_layer_comm(tokens, h, w, job.tp, sp, Recompute::none);
+  const StrategySpec& st = job.scenario.strategy;
+  const TpLayerComm layer =
+      st.tp_comm_overlap ? tp_layer_comm_overlapped(tokens, h, w, job.tp, tp_gemm_times(job, tokens),
+                                                    job.device.sm_count, Recompute::none)
+      : st.tp_backward_overlap
+          ? tp_layer_comm_async(tokens, h, w, job.tp, sp, tp_gemm_times(job, tokens), job.comm_slowdown, Recompute::none)
+          : tp_layer_comm(tokens, h, w, job.tp, sp, Recompute::none);
   plan.tp_forward = layer.forward;
   plan.tp_backward = layer.backward;
   if (tr.recompute == Recompute::full) plan.tp_recompute = layer.forward;

@@ -146,6 +146,9 @@ stepcast_cli_case(bad_ep_not_dividing_dp RC 2 STDERR "ep_not_dividing_dp.json" "
 stepcast_cli_case(bad_tp_comm_overlap_without_sp RC 2 STDERR "tp_comm_overlap_without_sp.json"
                   "/strategy/tp_comm_overlap" "needs sequence parallelism"
                   ARGS predict ${STEPCAST_CLI_BAD}/tp_comm_overlap_without_sp.json)
+stepcast_cli_case(bad_tp_backward_overlap_without_tp RC 2 STDERR "tp_backward_overlap_without_tp.json"
+                  "/strategy/tp_backward_overlap" "needs tensor parallelism"
+                  ARGS predict ${STEPCAST_CLI_BAD}/tp_backward_overlap_without_tp.json)
 stepcast_cli_case(bad_ep_dense_model RC 2 STDERR "/strategy/ep" "has no experts"
                   ARGS predict ${STEPCAST_CLI_BAD}/ep_dense_model.json)
 stepcast_cli_case(bad_moe_unknown_key RC 2 STDERR "/model/moe/shared_expert" "did you mean \"shared_experts\""

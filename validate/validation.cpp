@@ -581,6 +581,12 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed,
     assumed.push_back("TP collectives beside their GEMMs (the record's tp_comm_overlap: Megatron-Core's "
                       "--tp-comm-overlap)");
   }
+  if (s.strategy.sp && !s.strategy.tp_comm_overlap && (framework_is(r, "megatron") || framework_is(r, "nemo"))) {
+    s.strategy.tp_backward_overlap = true;
+    assumed.push_back("the QKV and MLP-up backward's TP collectives beside their input- and weight-gradient GEMMs "
+                      "(Megatron's linear layers with sequence parallelism, LinearWithGradAccumulationAndAsync"
+                      "Communication)");
+  }
   if (has_extra(r, "overlap_param_gather")) {
     if (s.strategy.kind != Strategy::zero1 && s.strategy.kind != Strategy::zero2)
       throw Skip{"extra \"overlap_param_gather\" without a ZeRO-1/2 (distributed) optimizer is not modelled"};

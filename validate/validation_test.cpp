@@ -489,3 +489,21 @@ TEST_CASE("ordering pairs: the CP degree and the model chunks are part of the la
   b.vpp = 2;  // the model chunks are a layout knob too
   CHECK(summarize({a, b})[0].ordering_pairs == 1);
 }
+
+TEST_CASE("a Megatron or NeMo record with SP and no tp_comm_overlap runs Megatron's async backward TP collectives") {
+  nlohmann::json r = small_record();
+  r["strategy"]["tp"] = 2;
+  r["strategy"]["sp"] = true;
+  r["batch"]["global_batch"] = 8;  // 4 replicas x micro-batch 2
+  r["strategy"]["framework"] = "megatron-core";
+  r["strategy"]["extras"] = {"flash_attention"};
+  const std::string rule = "backward's TP collectives beside their input- and weight-gradient GEMMs";
+  ValidationRow row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  REQUIRE(row.status == "ok");
+  CHECK(says(row, rule));
+  r["strategy"]["extras"] = {"flash_attention", "tp_comm_overlap"};  // userbuffers already include it
+  CHECK_FALSE(says(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)), rule));
+  r["strategy"]["extras"] = {"flash_attention"};
+  r["strategy"]["framework"] = "hf accelerate";  // not Megatron's linear layers
+  CHECK_FALSE(says(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)), rule));
+}
