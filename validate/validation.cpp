@@ -245,13 +245,13 @@ void check_representable(const MeasuredRun& r) {
 /// The record's extras that change nothing in its prediction, listed as one assumption so
 /// that none is taken silently: those outside what build() reads (flash_attention,
 /// fsdp_mp_default and its opposite fsdp_mp_pure, torch_compile, float8 and
-/// transformer_engine_fp8 under fp8 training, float8_allgather, tp_comm_overlap,
+/// transformer_engine_fp8 under fp8 training, float8_allgather, tp_comm_overlap, async_tp,
 /// overlap_param_gather, liger_kernel, deepspeed_transformer_kernels, bf16_optimizer,
 /// lora_r*, context_parallel_*, virtual_pipeline_* and pp_schedule_interleaved_1f1b;
 /// cpu_offload_activations is a skip).
 void unmodelled_extras(const MeasuredRun& r, std::vector<std::string>& assumed) {
   static const std::set<std::string, std::less<>> read{
-      "flash_attention", "fsdp_mp_default", "fsdp_mp_pure", "torch_compile", "float8_allgather", "tp_comm_overlap",
+      "flash_attention", "fsdp_mp_default", "fsdp_mp_pure", "torch_compile", "float8_allgather", "tp_comm_overlap", "async_tp",
       "overlap_param_gather", "overlap_grad_reduce", "liger_kernel", "deepspeed_transformer_kernels",
       "bf16_optimizer"};
   const bool fp8 = r.precision && *r.precision == "fp8_mixed";
@@ -429,9 +429,17 @@ void parallel_extras_for(const MeasuredRun& r, Scenario& s, std::vector<std::str
     if (std::any_of(r.extras.begin(), r.extras.end(), [](const std::string& e) { return e.rfind("lora_r", 0) == 0; }))
       throw Skip{"LoRA with context parallelism is not modelled"};
     s.strategy.cp = cp;
-    assumed.push_back(fmt::format("context parallelism {} (the record's context_parallel_{}), K and V passed around a "
-                                  "ring (Megatron-Core's and Transformer Engine's default exchange; not stated)",
-                                  cp, cp));
+    if (framework_is(r, "torchtitan")) {  // PyTorch's context_parallel
+      s.strategy.cp_comm = CpCommKind::all_gather;
+      assumed.push_back(fmt::format("context parallelism {} (the record's context_parallel_{}), K and V all-gathered "
+                                    "(PyTorch's context_parallel default, _ContextParallelOptions.rotate_method "
+                                    "ALL_GATHER in torch/distributed/tensor/experimental/_attention.py; not stated)",
+                                    cp, cp));
+    } else {
+      assumed.push_back(fmt::format("context parallelism {} (the record's context_parallel_{}), K and V passed around a "
+                                    "ring (Megatron-Core's and Transformer Engine's default exchange; not stated)",
+                                    cp, cp));
+    }
   }
   const int vpp = extra_degree(r, "virtual_pipeline_");
   if (vpp == 1) return;
@@ -574,6 +582,13 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed,
     s.strategy.overlap_grad_reduce = true;
     assumed.push_back("each pipeline stage reduces its gradients during its last backward (the record's "
                       "overlap_grad_reduce: Megatron-Core's --overlap-grad-reduce)");
+  }
+  if (has_extra(r, "async_tp") && !has_extra(r, "tp_comm_overlap")) {
+    if (!s.strategy.sp) throw Skip{"extra \"async_tp\" without sequence parallelism is not modelled"};
+    s.strategy.tp_comm_overlap = true;
+    assumed.push_back("async_tp as TP collectives beside their GEMMs: PyTorch's micro-pipelined TP cuts each all-gather "
+                      "before a GEMM and reduce-scatter after one into a ring of chunks beside the chunk GEMMs, as "
+                      "Transformer Engine's userbuffers do (modelled as tp_comm_overlap)");
   }
   if (has_extra(r, "tp_comm_overlap")) {
     if (!s.strategy.sp) throw Skip{"extra \"tp_comm_overlap\" without sequence parallelism is not modelled"};

@@ -369,10 +369,10 @@ TEST_CASE("TFLOP/s per GPU follows the record's definition: hardware FLOPs with 
 
 TEST_CASE("a record's extras that change nothing are listed, never taken silently; tp_comm_overlap needs SP") {
   nlohmann::json r = small_record();
-  r["strategy"]["extras"] = {"flash_attention", "async_tp", "fsdp_auto_wrap_min_params_2K"};
+  r["strategy"]["extras"] = {"flash_attention", "fsdp_rate_limiter", "fsdp_auto_wrap_min_params_2K"};
   const ValidationRow row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
   REQUIRE(row.status == "ok");
-  CHECK(says(row, "extras not modelled, predicted without them: async_tp, fsdp_auto_wrap_min_params_2K"));
+  CHECK(says(row, "extras not modelled, predicted without them: fsdp_rate_limiter, fsdp_auto_wrap_min_params_2K"));
   r["strategy"]["extras"] = {"flash_attention"};
   CHECK_FALSE(says(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)), "extras not modelled"));
   r["strategy"]["extras"] = {"flash_attention", "tp_comm_overlap"};  // small_record: no SP
@@ -506,4 +506,25 @@ TEST_CASE("a Megatron or NeMo record with SP and no tp_comm_overlap runs Megatro
   r["strategy"]["extras"] = {"flash_attention"};
   r["strategy"]["framework"] = "hf accelerate";  // not Megatron's linear layers
   CHECK_FALSE(says(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)), rule));
+}
+
+TEST_CASE("async_tp runs as tp_comm_overlap under SP, a skip without; torchtitan's CP all-gathers K and V") {
+  nlohmann::json r = small_record();
+  r["strategy"]["tp"] = 2;
+  r["strategy"]["sp"] = true;
+  r["batch"]["global_batch"] = 8;  // 4 replicas x micro-batch 2
+  r["strategy"]["extras"] = {"flash_attention", "async_tp"};
+  ValidationRow row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  REQUIRE(row.status == "ok");
+  CHECK(says(row, "async_tp as TP collectives beside their GEMMs"));
+  CHECK_FALSE(says(row, "extras not modelled"));
+  r["strategy"]["sp"] = false;
+  CHECK(outcome(r) == "skipped: extra \"async_tp\" without sequence parallelism is not modelled");
+
+  nlohmann::json c = small_record();
+  c["strategy"]["framework"] = "torchtitan";
+  c["strategy"]["extras"] = {"flash_attention", "context_parallel_2"};
+  row = validate_run(parse_measured_run(c.dump(), "runs.jsonl", 3));
+  REQUIRE(row.status == "ok");
+  CHECK(says(row, "K and V all-gathered (PyTorch's context_parallel default"));
 }
