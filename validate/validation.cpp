@@ -426,20 +426,15 @@ void parallel_extras_for(const MeasuredRun& r, Scenario& s, std::vector<std::str
     if (seq % (2LL * cp) != 0 || (s.strategy.sp && seq % (static_cast<std::int64_t>(s.strategy.tp) * cp) != 0))
       throw Skip{fmt::format("context parallelism {} does not split the {}-token sequence into 2 x cp chunks (and "
                              "tp x cp shards under sequence parallelism)", cp, seq)};
-    if (std::any_of(r.extras.begin(), r.extras.end(), [](const std::string& e) { return e.rfind("lora_r", 0) == 0; }))
-      throw Skip{"LoRA with context parallelism is not modelled"};
+    if (s.training.lora) throw Skip{"LoRA with context parallelism is not modelled"};
     s.strategy.cp = cp;
-    if (framework_is(r, "torchtitan")) {  // PyTorch's context_parallel
-      s.strategy.cp_comm = CpCommKind::all_gather;
-      assumed.push_back(fmt::format("context parallelism {} (the record's context_parallel_{}), K and V all-gathered "
-                                    "(PyTorch's context_parallel default, _ContextParallelOptions.rotate_method "
-                                    "ALL_GATHER in torch/distributed/tensor/experimental/_attention.py; not stated)",
-                                    cp, cp));
-    } else {
-      assumed.push_back(fmt::format("context parallelism {} (the record's context_parallel_{}), K and V passed around a "
-                                    "ring (Megatron-Core's and Transformer Engine's default exchange; not stated)",
-                                    cp, cp));
-    }
+    const bool pytorch = framework_is(r, "torchtitan");  // PyTorch's context_parallel
+    if (pytorch) s.strategy.cp_comm = CpCommKind::all_gather;
+    assumed.push_back(fmt::format(
+        "context parallelism {} (the record's context_parallel_{}), K and V {}; not stated)", cp, cp,
+        pytorch ? "all-gathered (PyTorch's context_parallel default, _ContextParallelOptions.rotate_method ALL_GATHER "
+                  "in torch/distributed/tensor/experimental/_attention.py"
+                : "passed around a ring (Megatron-Core's and Transformer Engine's default exchange"));
   }
   const int vpp = extra_degree(r, "virtual_pipeline_");
   if (vpp == 1) return;
@@ -558,7 +553,6 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed,
       assumed.push_back("pipeline schedule 1F1B (PipeDream-Flush, Megatron's and DeepSpeed's default; not stated)");
   }
   kernels_for(r, s, assumed);
-  parallel_extras_for(r, s, assumed);
   std::optional<LoraSpec> lora;  // the probe's LoRA runs (validate/categories.hpp)
   try {
     lora = lora_from_extras(r.extras);
@@ -569,6 +563,7 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed,
     s.training.lora = lora;
     assumed.push_back(fmt::format("LoRA rank {} (the record's extras)", lora->rank));
   }
+  parallel_extras_for(r, s, assumed);  // after LoRA, which context parallelism refuses
   s.hardware = hardware_for(r, gpu, assumed);
   offload_for(r, s, assume_host, assumed);
   if (has_extra(r, "float8_allgather")) {

@@ -454,6 +454,8 @@ TEST_CASE("context_parallel_<n> and virtual_pipeline_<n> extras set CP and the i
   CHECK(starts(outcome(r), "skipped: extra \"context_parallel_1\": expected a degree from 2"));
   r["strategy"]["extras"] = {"flash_attention", "context_parallel_x"};
   CHECK(starts(outcome(r), "skipped: extra \"context_parallel_x\""));
+  r["strategy"]["extras"] = {"flash_attention", "context_parallel_2", "lora_r8_q_v"};
+  CHECK(outcome(r) == "skipped: LoRA with context parallelism is not modelled");
 
   nlohmann::json p = small_record();
   p["strategy"]["pp"] = 2;
