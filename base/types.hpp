@@ -74,7 +74,7 @@ Strategy parse_strategy(std::string_view);
 Collective parse_collective(std::string_view);
 
 /// The dtype of the GEMMs a precision runs (fp32 -> tf32 is *not* implied: fp32 stays fp32;
-/// a scenario that allows TF32 says so with precision "fp32" and `allow_tf32`).
+/// no scenario key turns TF32 on).
 Dtype gemm_dtype(Precision);
 
 /// Bytes per element of the 16-bit (or 32-bit for fp32) working copy of weights, gradients

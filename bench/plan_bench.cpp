@@ -10,8 +10,8 @@
 /// --json prints the same figures for bench/readme_table.py --plan (README's plan table).
 /// Exit status 0 whatever the times (it is not a test).
 #include "base/json_input.hpp"
-#include "simulator/plan.hpp"
-#include "simulator/scenario.hpp"
+#include "planner/plan.hpp"
+#include "scenario/scenario.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -21,8 +21,8 @@
 #include "model/transformer.hpp"
 #include "base/types.hpp"
 #include "simulator/lowering.hpp"
-#include "simulator/predict.hpp"
-#include "simulator/scenario.hpp"
+#include "predict/predict.hpp"
+#include "scenario/scenario.hpp"
 #include "simulator/simulation.hpp"
 #include "topologies/topology.hpp"
 

@@ -12,10 +12,11 @@
 
 #include "cli/fit_generation.hpp"
 #include "cli/fit_in_step.hpp"
-#include "cli/need.hpp"
+#include "cli/need_command.hpp"
+#include "report/need_view.hpp"
 #include "cli/progress.hpp"
-#include "cli/report.hpp"
-#include "cli/report_html.hpp"
+#include "report/report.hpp"
+#include "report/report_html.hpp"
 #include "cli/user_catalog.hpp"
 
 #include "topologies/hardware_file.hpp"
@@ -23,11 +24,11 @@
 #include "calibrate/fit/fit.hpp"
 #include "base/json_input.hpp"
 #include "base/types.hpp"
-#include "simulator/plan.hpp"
-#include "simulator/predict.hpp"
-#include "simulator/scenario.hpp"
-#include "simulator/starter.hpp"
-#include "simulator/trace.hpp"
+#include "planner/plan.hpp"
+#include "predict/predict.hpp"
+#include "scenario/scenario.hpp"
+#include "scenario/starter.hpp"
+#include "report/trace.hpp"
 #include "validate/validation.hpp"
 
 #include <CLI/CLI.hpp>
@@ -973,7 +974,7 @@ CLI::App* add_init_command(CLI::App& app, InitArgs& ia) {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"stepcast: a performance model of data-parallel GPU training", "stepcast"};
+  CLI::App app{"stepcast: a performance model of distributed GPU training", "stepcast"};
   configure_app(app);
   PredictArgs pa;
   ScaleArgs sa;

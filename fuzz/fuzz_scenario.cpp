@@ -6,8 +6,8 @@
 
 #include "fuzz/fuzz_input.hpp"
 
-#include "simulator/predict.hpp"
-#include "simulator/scenario.hpp"
+#include "predict/predict.hpp"
+#include "scenario/scenario.hpp"
 
 #include <cstddef>
 #include <cstdint>

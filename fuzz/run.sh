@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile-input runs (issue 9), with clang and its sanitizers; paths relative to the repository.
+# Hostile-input runs, with clang and its sanitizers; paths relative to the repository.
 #
 #   fuzz/run.sh [SECONDS_PER_HARNESS] [HARNESS...]
 #       Builds the libFuzzer harnesses of fuzz/ into build-fuzz/ (-DSTEPCAST_FUZZ=ON, Release

@@ -1,5 +1,5 @@
 /// \file
-/// CPU offload (issue 11): ZeRO-Offload's optimizer on the host, ZeRO-3 / FSDP parameter
+/// CPU offload: ZeRO-Offload's optimizer on the host, ZeRO-3 / FSDP parameter
 /// offload, and what they cost: bytes over PCIe per parameter, the host's Adam step as a
 /// memory-bound pass over host memory, host memory, and the part of the host's work the GPU
 /// step does not hide. Pure functions over plain numbers; the host's figures come from the

@@ -1,4 +1,4 @@
-// Parallel layouts (issue 11): rules, Megatron rank placement, TP/SP/CP/PP costs and
+// Parallel layouts: rules, Megatron rank placement, TP/SP/CP/PP costs and
 // activation memory under TP. Every formula is stated with its source in parallel.hpp.
 #include "model/parallel.hpp"
 
@@ -14,7 +14,7 @@ namespace stepcast {
 
 namespace {
 
-constexpr std::array<std::string_view, 4> kSchedule{"gpipe", "1f1b", "interleaved", "zb_h1"};
+constexpr std::array<std::string_view, 4> kSchedule{"gpipe", "1f1b", "interleaved", "zb-h1"};
 constexpr std::array<std::string_view, 4> kGroupKind{"tp", "cp", "dp", "pp"};
 constexpr std::array<std::string_view, 2> kCpComm{"ring", "all_gather"};
 

@@ -1,5 +1,5 @@
 /// \file
-/// The model-level foundation of 3D/4D parallelism (issue 11): a parallel layout {dp, tp,
+/// The model-level foundation of 3D/4D parallelism: a parallel layout {dp, tp,
 /// pp, cp, sp, vpp, schedule, dp_sharding} and its rules; Megatron's rank placement and the
 /// shape of each group on the nodes; tensor (and sequence) parallel GEMM shapes and
 /// collectives; context-parallel K/V exchange; pipeline stages, point-to-point bytes,
@@ -28,7 +28,7 @@ enum class PipelineScheduleKind {
   interleaved,  ///< interleaved 1F1B over v model chunks per stage (same paper, Sec. 2.2.2)
   zb_h1,        ///< zero-bubble ZB-H1: backward split into B and W (Qi et al. 2023, arXiv 2401.10241)
 };
-/// "gpipe", "1f1b", "interleaved", "zb_h1".
+/// "gpipe", "1f1b", "interleaved", "zb-h1" (the scenario's spelling).
 std::string_view name(PipelineScheduleKind);
 PipelineScheduleKind parse_pipeline_schedule(std::string_view);  ///< throws std::invalid_argument
 std::vector<std::string> pipeline_schedule_names();
@@ -39,7 +39,7 @@ std::vector<std::string> pipeline_schedule_names();
 using DpSharding = Strategy;
 inline DpSharding parse_dp_sharding(std::string_view s) { return parse_strategy(s); }
 
-/// The four kinds of process group of a 4D layout (expert parallelism is not modelled).
+/// The four kinds of process group of a 4D layout (the expert layers' groups: expert_layout).
 enum class GroupKind { tp, cp, dp, pp };
 /// "tp", "cp", "dp", "pp".
 std::string_view name(GroupKind);

@@ -56,7 +56,7 @@ TEST_CASE("schedule, sharding and group names round-trip; unknown names list the
   for (const auto& n : group_kind_names()) CHECK(name(parse_group_kind(n)) == n);
   CHECK(name(PipelineScheduleKind::one_f_one_b) == "1f1b");
   CHECK(parse_dp_sharding("zero1") == Strategy::zero1);
-  CHECK_THROWS_WITH_AS(parse_pipeline_schedule("pipedream"), doctest::Contains("\"zb_h1\""), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_pipeline_schedule("pipedream"), doctest::Contains("\"zb-h1\""), std::invalid_argument);
   CHECK_THROWS_WITH_AS(parse_group_kind("ep"), doctest::Contains("\"tp\""), std::invalid_argument);
 }
 

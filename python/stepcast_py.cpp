@@ -7,12 +7,12 @@
 /// hardware cannot take or an impossible option raises ValueError; a missing file
 /// FileNotFoundError. The computations release the GIL.
 
-#include "cli/report.hpp"
+#include "report/report.hpp"
 
 #include "base/json_input.hpp"
-#include "simulator/plan.hpp"
-#include "simulator/predict.hpp"
-#include "simulator/scenario.hpp"
+#include "planner/plan.hpp"
+#include "predict/predict.hpp"
+#include "scenario/scenario.hpp"
 #include "topologies/hardware_file.hpp"
 #include "validate/validation.hpp"
 

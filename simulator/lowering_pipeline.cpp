@@ -1,5 +1,5 @@
 /// \file
-/// Pipeline parallelism (StepPlan::pp > 1; issue 11 item 3): each stage is one rank class
+/// Pipeline parallelism (StepPlan::pp > 1): each stage is one rank class
 /// (all its data-parallel and tensor-parallel ranks alike), and its compute stream plays the
 /// stage's program from schedules.hpp, so the bubble, the point-to-point sends and each
 /// stage's peak activation memory come out of the simulation.

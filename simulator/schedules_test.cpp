@@ -3,6 +3,8 @@
 // with free communication (tf = 1, tb = 2, or B = W = 1 for zb-h1, per chunk).
 #include "simulator/schedules.hpp"
 
+#include "model/parallel.hpp"
+
 #include <doctest/doctest.h>
 
 #include <limits>
@@ -35,6 +37,12 @@ std::string thrown(const std::string& name, int p, int m, int v) {
 }
 
 }  // namespace
+
+TEST_CASE("the simulator plays exactly the schedules the scenario vocabulary names") {
+  std::vector<std::string> played;
+  for (const auto& s : pipeline_schedules()) played.push_back(s.name);
+  CHECK(played == stepcast::pipeline_schedule_names());
+}
 
 TEST_CASE("the registry lists each schedule once with a description and a source") {
   const auto& infos = pipeline_schedules();

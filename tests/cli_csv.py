@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks a table command's --csv against its --json (issue 14: --csv on scale, plan,
+"""Checks a table command's --csv against its --json (--csv on scale, plan,
 compare and validate).
 
 usage: cli_csv.py --rows N -- STEPCAST COMMAND ARGS...

@@ -1,4 +1,4 @@
-# Command-line tests of hostile input (issue 9): every reader refuses, with exit 2 and a
+# Command-line tests of hostile input: every reader refuses, with exit 2 and a
 # `stepcast: error:` line naming the file (and the JSON path where there is one), what a
 # fuzzer or a slip of the hand can feed it -- a key given twice, nesting 100,000 deep, a
 # number beyond double range, counts that an int would wrap, a FIFO, a device, a directory, a

@@ -1,4 +1,4 @@
-# Command-line cases for hostile scenarios and measured-run records (issue 9): each input in
+# Command-line cases for hostile scenarios and measured-run records: each input in
 # tests/data/hostile_records/ is valid but for the one defect its file name names. Every
 # defect is bad input (exit 2, the file, the line for a record and the JSON path in the
 # message) or, where stepcast cannot represent a valid record, an explicit skip (exit 0);

@@ -258,7 +258,7 @@ stepcast_cli_case(predict_pattern_assumption
                   STDOUT "100000 micro-steps were too many to simulate one by one"
                   ARGS predict tests/data/good/hybrid_many_microsteps.json)
 
-# ---- scenarios people can write (issue 14): five keys predict, defaults under Assumptions,
+# ---- scenarios people can write: five keys predict, defaults under Assumptions,
 # every problem at once, allowed keys and "did you mean" ----
 set(STEPCAST_CLI_FIVE ${CMAKE_CURRENT_LIST_DIR}/data/good/five_keys.json)
 stepcast_cli_case(five_keys_predicts

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lists C++ functions longer than a limit (issue 9: no function over 120 lines).
+"""Lists C++ functions longer than a limit (no function over 120 lines).
 
   function_length.py [--max N] [--warn-only] FOLDER_OR_FILE...
   function_length.py --self-test      check the heuristic on made-up sources

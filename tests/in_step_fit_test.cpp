@@ -2,8 +2,8 @@
 // was fitted on (scenarios/reference/mleng-h200-llama31-8b-zero2-8k.json), the isolated
 // attention time over the measured one gives attention_fraction, and with both fractions the
 // simulated step lands on the measured step.
-#include "simulator/predict.hpp"
-#include "simulator/scenario.hpp"
+#include "predict/predict.hpp"
+#include "scenario/scenario.hpp"
 
 #include <doctest/doctest.h>
 

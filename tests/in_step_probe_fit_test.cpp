@@ -4,7 +4,7 @@
 // fractions, predicts those measured times.
 #include "calibrate/fit/in_step_fit.hpp"
 #include "model/compute.hpp"
-#include "simulator/predict.hpp"
+#include "predict/predict.hpp"
 #include "validate/in_step_probe.hpp"
 #include "validate/validation.hpp"
 

@@ -1,24 +1,36 @@
 #!/usr/bin/env python3
-"""Checks that includes between stepcast's modules point one way (issue 9).
+"""Checks that includes between stepcast's rooms point one way, and that the simulator
+room holds the engine alone.
 
 Each module may include project headers only from itself and the modules listed for it
-(below it in README's "How it works"). Usage: module_includes.py [REPO_ROOT]; exits 1 and
-lists every include that points the wrong way.
+(below it in README's module map). Every declaration under simulator/ is in the namespace
+stepcast::sim: a scenario, a prediction or a view there is in the wrong room.
+Usage: module_includes.py [REPO_ROOT]; exits 1 and lists every include that points the wrong
+way and every simulator file outside stepcast::sim.
 """
 import pathlib
 import re
 import sys
 
-# module -> the modules it may include (besides itself), bottom to top.
+# module -> the modules it may include (besides itself), bottom to top:
+# base <- topologies <- model <- {scenario, simulator} <- predict <- {planner, validate}
+#   <- report <- {cli, python}; calibrate/fit above model.
+BELOW_PREDICT = {"base", "topologies", "model", "scenario", "simulator", "predict"}
 ALLOWED = {
     "base": set(),
     "topologies": {"base"},
     "model": {"base", "topologies"},
+    "scenario": {"base", "topologies", "model"},
     "simulator": {"base", "topologies", "model"},
-    "validate": {"base", "topologies", "model", "simulator"},
+    "predict": {"base", "topologies", "model", "scenario", "simulator"},
+    "planner": BELOW_PREDICT,
+    "validate": BELOW_PREDICT,
     "calibrate/fit": {"base", "topologies", "model"},
+    "report": BELOW_PREDICT | {"planner", "validate", "calibrate/fit"},
+    "cli": BELOW_PREDICT | {"planner", "validate", "calibrate/fit", "report"},
+    "python": BELOW_PREDICT | {"planner", "validate", "calibrate/fit", "report"},
 }
-MODULES = {"base", "topologies", "model", "simulator", "validate", "calibrate", "cli", "bench", "fuzz", "tests"}
+MODULES = set(ALLOWED) | {"calibrate", "bench", "fuzz", "tests"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -46,12 +58,27 @@ def violations(root: pathlib.Path) -> list[str]:
     return out
 
 
+NAMESPACE = re.compile(r"^namespace\s+([\w:]+)\s*\{", re.M)
+
+
+def simulator_outside_sim(root: pathlib.Path) -> list[str]:
+    """Files under simulator/ that open a namespace other than stepcast::sim."""
+    out = []
+    for path in sorted((root / "simulator").glob("*.[ch]pp")):
+        if path.name.endswith("_test.cpp"):
+            continue
+        for ns in NAMESPACE.findall(path.read_text(encoding="utf-8")):
+            if ns.startswith("stepcast") and ns != "stepcast::sim" and not ns.startswith("stepcast::sim::"):
+                out.append(f"{path.relative_to(root)}: namespace {ns} (the simulator room is stepcast::sim alone)")
+    return out
+
+
 def main() -> int:
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
-    found = violations(root)
+    found = violations(root) + simulator_outside_sim(root)
     for line in found:
         print(line)
-    print(f"module includes: {len(found)} pointing the wrong way")
+    print(f"module includes: {len(found)} pointing the wrong way or in the wrong room")
     return 1 if found else 0
 
 

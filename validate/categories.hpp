@@ -9,7 +9,7 @@
 #pragma once
 
 #include "model/flops.hpp"
-#include "simulator/predict.hpp"
+#include "predict/predict.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 

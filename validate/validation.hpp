@@ -6,8 +6,8 @@
 /// skipped with its reason, never dropped.
 #pragma once
 
-#include "simulator/predict.hpp"
-#include "simulator/scenario.hpp"
+#include "predict/predict.hpp"
+#include "scenario/scenario.hpp"
 #include "validate/categories.hpp"
 
 #include <filesystem>

@@ -370,7 +370,7 @@ TEST_CASE("reports_name_the_fitted_values_with_units") {
   CHECK(j.at("output_file") == "out.json");
 }
 
-// ---- hostile measurements (issue 9) ----------------------------------------------------
+// ---- hostile measurements ------------------------------------------------------------
 
 TEST_CASE("absurd_measurements_are_bad_input_at_their_json_path") {
   nlohmann::json doc = synthetic_raw(SyntheticParams{});

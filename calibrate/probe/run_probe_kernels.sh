@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Single-GPU training probe runs for the kernel model (issue 15): the catalog's small and
+# Single-GPU training probe runs for the kernel model: the catalog's small and
 # medium models, eager and torch.compile'd, several micro-batches and sequence lengths, each
 # record with its kernel time by category (train_probe.py --profile-steps). Appends to
 # OUT/runs.jsonl; a run that does not fit prints "out of memory" and writes nothing.

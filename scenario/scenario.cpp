@@ -1,0 +1,965 @@
+#include "scenario/scenario.hpp"
+
+#include "base/json_input.hpp"
+#include "base/limits.hpp"
+#include "base/suggest.hpp"
+#include "model/collective.hpp"
+#include "model/compute.hpp"
+#include "model/hf_config.hpp"
+#include "topologies/hardware_file.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+namespace stepcast {
+
+namespace {
+
+/// `bucket_mb` is in MiB, as PyTorch DDP's bucket_cap_mb (torch/nn/parallel/distributed.py:
+/// bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024)).
+constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+
+/// Wraps a parser that throws std::invalid_argument into an InputError at `key`, with a
+/// "did you mean" among `names` when one is close.
+template <typename F>
+auto parse_name(JsonObject& obj, const std::string& key, F parse, const std::vector<std::string>& names = {}) {
+  std::string text = obj.string(key);
+  try {
+    return parse(text);
+  } catch (const std::invalid_argument& e) {
+    throw obj.error(key, e.what() + did_you_mean(text, names));
+  }
+}
+
+template <typename T>
+std::vector<std::string> names_of(const T& catalog) {
+  std::vector<std::string> out;
+  for (const auto& entry : catalog) out.push_back(entry.name);
+  return out;
+}
+
+/// Every name a model can be given by: catalog keys and their aliases.
+std::vector<std::string> model_names() {
+  std::vector<std::string> out;
+  for (const TransformerSpec& m : model_catalog()) {
+    out.push_back(m.name);
+    out.insert(out.end(), m.aliases.begin(), m.aliases.end());
+  }
+  return out;
+}
+
+TransformerSpec parse_model(JsonObject& top) {
+  const nlohmann::json& raw = top.raw("model");
+  if (raw.is_string()) {
+    const std::string name = raw.get<std::string>();
+    const TransformerSpec* spec = find_model(name);
+    if (!spec)
+      throw top.error("model", "unknown model \"" + name + "\"" + did_you_mean(name, model_names()) +
+                                   " (see `stepcast catalog models`)");
+    return *spec;
+  }
+  if (!raw.is_object()) throw top.error("model", "expected a catalog model name or an inline model object");
+  JsonObject obj(raw, top.file(), top.path_of("model"));
+  if (obj.has("hf_config")) {
+    // A Hugging Face config.json, relative to the scenario file like hardware.calibration.
+    std::filesystem::path path(obj.string("hf_config"));
+    obj.finish();
+    if (path.is_relative()) path = std::filesystem::path(top.file()).parent_path() / path;
+    if (!std::filesystem::exists(path))
+      throw obj.error("hf_config", "expected a Hugging Face config.json; " + path.string() + " does not exist");
+    return load_hf_config(path);
+  }
+  return parse_transformer(obj);
+}
+
+/// The training keys as written: absent ones stay empty until apply_training_defaults.
+struct TrainingInput {
+  std::optional<Precision> precision;
+  std::optional<OptimizerKind> optimizer;
+  std::optional<std::int64_t> micro_batch, grad_accum, seq_len;
+  std::optional<Recompute> recompute;
+  std::optional<bool> flash_attention;
+  TrainingSpec rest;  ///< attention_kernel, kernels, fused_loss, metric_loss_passes, launch_blocking, lora, kernel_rates,
+                      ///< grad_accumulation
+  bool kernel_rates_given = false;
+  bool grad_accumulation_given = false;
+};
+
+std::optional<LoraSpec> parse_lora(JsonObject& obj) {
+  auto lora = obj.optional_object("lora");
+  if (!lora) return std::nullopt;
+  LoraSpec l;
+  l.rank = lora->integer("rank", 1, limits::kMaxHidden);
+  JsonArray targets = lora->array("targets");
+  for (std::size_t i = 0; i < targets.size(); ++i) l.targets.push_back(targets.string(i));
+  lora->finish();
+  return l;
+}
+
+/// Each key read on its own, its problems collected in `errors`.
+TrainingInput parse_training(JsonObject& obj, InputErrors& errors) {
+  TrainingInput in;
+  TrainingSpec& t = in.rest;
+  errors.attempt([&] {
+    if (obj.has("precision")) in.precision = parse_name(obj, "precision", parse_precision, precision_names());
+  });
+  errors.attempt([&] { if (obj.has("optimizer")) in.optimizer = parse_name(obj, "optimizer", parse_optimizer); });
+  errors.attempt([&] { in.micro_batch = obj.integer("micro_batch", 1, limits::kMaxMicroBatch); });
+  errors.attempt([&] { in.grad_accum = obj.optional_integer("grad_accum", 1, limits::kMaxGradAccum); });
+  errors.attempt([&] { in.seq_len = obj.optional_integer("seq_len", 1, limits::kMaxSeqLen); });
+  errors.attempt([&] {
+    if (obj.has("recompute")) in.recompute = parse_name(obj, "recompute", parse_recompute, recompute_names());
+  });
+  errors.attempt([&] { in.flash_attention = obj.optional_boolean("flash_attention"); });
+  errors.attempt([&] {
+    if (obj.has("attention_kernel")) t.attention_kernel = parse_name(obj, "attention_kernel", parse_attention_kernel);
+  });
+  errors.attempt([&] { if (obj.has("kernels")) t.kernel_profile = parse_name(obj, "kernels", parse_kernel_profile); });
+  errors.attempt([&] { t.fused_loss = obj.optional_boolean("fused_loss"); });
+  errors.attempt([&] { t.launch_blocking = obj.optional_boolean("launch_blocking").value_or(false); });
+  errors.attempt([&] {
+    if (!obj.has("grad_accumulation")) return;
+    t.grad_accumulation =
+        parse_name(obj, "grad_accumulation", parse_grad_accumulation, grad_accumulation_names());
+    in.grad_accumulation_given = true;
+  });
+  errors.attempt([&] { if (obj.has("metric_loss_passes")) t.metric_loss_passes = obj.int32("metric_loss_passes", 0, 16); });
+  errors.attempt([&] { t.lora = parse_lora(obj); });
+  errors.attempt([&] {
+    if (!obj.has("kernel_rates")) return;
+    t.in_step_rates = obj.choice("kernel_rates", {"in_step", "isolated"}) == "in_step";
+    in.kernel_rates_given = true;
+  });
+  errors.attempt([&] {
+    if (t.attention_kernel && in.flash_attention &&
+        (*t.attention_kernel == AttentionKernel::unfused) == *in.flash_attention)
+      throw obj.error("attention_kernel", "contradicts flash_attention: " + std::string(name(*t.attention_kernel)) +
+                                              " is " + (*in.flash_attention ? "not a fused kernel" : "a fused kernel"));
+  });
+  errors.attempt([&] { obj.finish(); });
+  return in;
+}
+
+/// The training setup with a default for every key the file left out, each recorded in
+/// `s.defaults`: precision bf16_mixed where the GPU has bf16 arithmetic (fp16_mixed
+/// before), adam, grad_accum 1, the model's own seq_len, no recompute, and flash attention
+/// from Ampere on (FlashAttention needs sm80 or later: Dao 2023, FlashAttention-2 README,
+/// "Ampere, Ada, or Hopper GPUs"), or as the attention_kernel given implies.
+void apply_training_defaults(Scenario& s, const TrainingInput& in) {
+  TrainingSpec& t = s.training;
+  t = in.rest;
+  const BoxSpec& box = *find_box(s.hardware.cluster.box);
+  const GpuSpec& gpu = *find_gpu(box.gpu);
+  auto note = [&](const std::string& text) { s.defaults.push_back(text); };
+  t.micro_batch = *in.micro_batch;
+  if (in.precision) t.precision = *in.precision;
+  else {
+    t.precision = gpu.supports(Dtype::bf16) ? Precision::bf16_mixed : Precision::fp16_mixed;
+    note(fmt::format("training.precision: {} ({} bf16 arithmetic; set training.precision)", name(t.precision),
+                     gpu.supports(Dtype::bf16) ? "the " + gpu.name + " has" : "the " + gpu.name + " has no"));
+  }
+  t.optimizer = in.optimizer.value_or(OptimizerKind::adam_mixed_16);
+  if (!in.optimizer) note("training.optimizer: adam (16 bytes per parameter; set training.optimizer)");
+  t.grad_accum = in.grad_accum.value_or(1);
+  if (!in.grad_accum) note("training.grad_accum: 1 (one micro-step per optimizer step)");
+  if (t.grad_accum > 1 && !in.grad_accumulation_given)
+    note("training.grad_accumulation: autograd (from the second micro-step on each gradient is added in place to "
+         "the stored one: 3 passes over the local gradients; \"fused\" for Megatron-LM's gradient-accumulation "
+         "fusion, \"bf16_optimizer\" for DeepSpeed's)");
+  t.seq_len = in.seq_len.value_or(s.model.seq_len);
+  if (!in.seq_len) note(fmt::format("training.seq_len: {} (the model's own sequence length)", t.seq_len));
+  t.recompute = in.recompute.value_or(Recompute::none);
+  if (!in.recompute) note("training.recompute: none (every activation kept; set training.recompute)");
+  if (in.flash_attention) t.flash_attention = *in.flash_attention;
+  else if (t.attention_kernel) t.flash_attention = *t.attention_kernel != AttentionKernel::unfused;
+  else {
+    t.flash_attention = gpu.arch >= GpuArch::ampere;
+    note(fmt::format("training.flash_attention: {} (FlashAttention runs from Ampere on; the {} is {})",
+                     t.flash_attention, gpu.name, name(gpu.arch)));
+  }
+  if (!in.kernel_rates_given) {
+    const InStepFractions& f = in_step_fractions();
+    note(fmt::format("training.kernel_rates: in_step (inside a step GEMMs keep {:.1f}% and attention {:.1f}% of "
+                     "their isolated benchmarks: model/catalog/in_step.json; \"isolated\" for the benchmarks)",
+                     100 * gemm_fraction(f, gpu.arch), 100 * f.attention));
+  }
+}
+
+StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
+  StrategySpec s;
+  errors.attempt([&] { s.kind = parse_name(obj, "name", parse_strategy, strategy_names()); });
+  errors.attempt([&] {
+    if (auto mb = obj.optional_positive("bucket_mb")) s.bucket_bytes = *mb * kBytesPerMiB, s.bucket_given = true;
+  });
+  errors.attempt([&] {
+    if (obj.has("tp")) s.tp = obj.int32("tp", 1, limits::kMaxGpusPerNode);
+    if (obj.has("sp")) s.sp = obj.boolean("sp");
+    if (obj.has("tp_comm_overlap")) s.tp_comm_overlap = obj.boolean("tp_comm_overlap");
+    if (obj.has("tp_backward_overlap")) s.tp_backward_overlap = obj.boolean("tp_backward_overlap");
+    if (obj.has("overlap_param_gather")) s.overlap_param_gather = obj.boolean("overlap_param_gather");
+    if (obj.has("overlap_grad_reduce")) s.overlap_grad_reduce = obj.boolean("overlap_grad_reduce");
+  });
+  errors.attempt([&] {
+    if (obj.has("pp")) s.pp = obj.int32("pp", 1, static_cast<int>(limits::kMaxLayers));
+    if (obj.has("vpp")) s.vpp = obj.int32("vpp", 1, static_cast<int>(limits::kMaxLayers));
+    if (auto sched = obj.optional_string("schedule")) {
+      const std::vector<std::string> known = pipeline_schedule_names();
+      if (std::find(known.begin(), known.end(), *sched) == known.end())
+        throw obj.error("schedule", "unknown pipeline schedule \"" + *sched + "\"" + did_you_mean(*sched, known) +
+                                        " (known: gpipe, 1f1b, interleaved, zb-h1)");
+      s.schedule = *sched;
+    }
+    if (s.vpp > 1 && !obj.has("schedule")) s.schedule = "interleaved";
+  });
+  errors.attempt([&] {
+    if (obj.has("cp")) s.cp = obj.int32("cp", 1, static_cast<int>(limits::kMaxGpus));
+    if (obj.has("cp_comm")) s.cp_comm = parse_name(obj, "cp_comm", parse_cp_comm, cp_comm_names());
+  });
+  errors.attempt([&] {
+    if (obj.has("ep")) s.ep = obj.int32("ep", 1, static_cast<int>(limits::kMaxGpus));
+    if (auto v = obj.optional_number("moe_imbalance", 1.0, 64.0)) s.moe_imbalance = *v;
+    if (auto v = obj.optional_number("moe_capacity_factor", 1.0, 64.0)) s.moe_capacity_factor = *v;
+    if (auto v = obj.optional_boolean("moe_shared_expert_overlap")) s.moe_shared_expert_overlap = *v;
+  });
+  errors.attempt([&] {
+    if (obj.has("offload")) s.offload = parse_name(obj, "offload", parse_offload, offload_names());
+    if (obj.has("delayed_update")) s.delayed_update = obj.boolean("delayed_update");
+  });
+  errors.attempt([&] { if (obj.has("fp8_all_gather")) s.fp8_all_gather = obj.boolean("fp8_all_gather"); });
+  errors.attempt([&] {
+    if (obj.has("pp_split")) s.pp_split = parse_stage_split(obj.choice("pp_split", stage_split_names()));
+  });
+  errors.attempt([&] {
+    if (auto r = obj.optional_string("reduce_dtype")) {
+      if (*r != "fp32" && *r != "working")
+        throw obj.error("reduce_dtype", "expected \"fp32\" or \"working\" (the precision's 16-bit dtype), got \"" +
+                                            *r + "\"");
+      s.reduce_fp32 = *r == "fp32";
+    }
+  });
+  errors.attempt([&] { if (obj.has("prefetch_layers")) s.prefetch_layers = obj.int32("prefetch_layers", 0, limits::kMaxLayers); });
+  errors.attempt([&] {
+    if (auto a = obj.optional_string("algorithm")) {
+      std::vector<std::string> known{"auto"};
+      for (const auto& info : collective_algorithms()) known.push_back(info.name);
+      if (std::find(known.begin(), known.end(), *a) == known.end())
+        throw obj.error("algorithm", "unknown collective algorithm \"" + *a + "\"" + did_you_mean(*a, known) +
+                                         " (see `stepcast catalog algorithms`)");
+      s.algorithm = *a;
+    }
+  });
+  errors.attempt([&] { obj.finish(); });
+  return s;
+}
+
+StrategySpec parse_strategy_spec(JsonObject& top, InputErrors& errors) {
+  const nlohmann::json& raw = top.raw("strategy");
+  if (raw.is_string()) {
+    StrategySpec s;
+    const std::string text = raw.get<std::string>();
+    try {
+      s.kind = parse_strategy(text);
+    } catch (const std::invalid_argument& e) {
+      throw top.error("strategy", e.what() + did_you_mean(text, strategy_names()));
+    }
+    return s;
+  }
+  if (!raw.is_object()) throw top.error("strategy", "expected a strategy name or an object with \"name\"");
+  JsonObject obj(raw, top.file(), top.path_of("strategy"));
+  return parse_strategy_object(obj, errors);
+}
+
+/// Hardware given inline: where a catalog name is expected, an object in the catalog's own
+/// format (parse_gpu, parse_link: strict, the same keys) is read, added to the catalog under
+/// its name (base/catalog_store.hpp: a name already taken must name an equal entry) and
+/// replaced by that name in `json`, a copy of the object at `path` that the catalog reader
+/// then reads. Keys: a box's "gpu" (a GPU) and "nvlink", "pcie", "cpu_link", "nic" (link
+/// kinds); a network's "nic".
+void add_inline_parts(nlohmann::json& json, const std::string& file, const std::string& path,
+                      const std::vector<std::string>& link_keys, bool gpu_key) {
+  if (!json.is_object()) return;
+  const JsonObject where(json, file, path);
+  auto add = [&](const std::string& key, auto parse, auto add_inline) {
+    if (!json.contains(key) || !json[key].is_object()) return;
+    JsonObject entry(json[key], file, where.path_of(key));
+    const auto spec = parse(entry);
+    try {
+      json[key] = add_inline(spec).name;
+    } catch (const std::invalid_argument& e) {
+      throw where.error(key, e.what());
+    }
+  };
+  if (gpu_key) add("gpu", parse_gpu, add_inline_gpu);
+  for (const std::string& key : link_keys) add(key, parse_link, add_inline_link);
+}
+
+/// A box given inline (an object in boxes.json's format, its GPU and link kinds catalog
+/// names or inline objects), added to the catalog.
+const BoxSpec* inline_box(JsonObject& obj) {
+  nlohmann::json copy = obj.raw("box");
+  add_inline_parts(copy, obj.file(), obj.path_of("box"), {"nvlink", "pcie", "cpu_link", "nic"}, true);
+  JsonObject entry(copy, obj.file(), obj.path_of("box"));
+  const BoxSpec box = parse_box(entry);
+  try {
+    return &add_inline_box(box);
+  } catch (const std::invalid_argument& e) {
+    throw obj.error("box", e.what());
+  }
+}
+
+/// The network of a box-built cluster: as written, or, for several nodes, the box's own
+/// NICs on one non-blocking switch (recorded in `defaults`).
+void resolve_network(JsonObject& obj, const BoxSpec& box, HardwareChoice& h, std::vector<std::string>& defaults) {
+  const nlohmann::json* network = obj.has("network") ? &obj.raw("network") : nullptr;
+  nlohmann::json cluster = {{"name", box.name}, {"box", box.name}, {"nodes", h.cluster.nodes}, {"source", "scenario"}};
+  if (network) {
+    cluster["network"] = *network;
+    add_inline_parts(cluster["network"], obj.file(), obj.path_of("network"), {"nic"}, false);
+  } else if (h.cluster.nodes > 1) {
+    if (box.nics < 1)
+      throw obj.error("network", fmt::format("missing; {} nodes need a network, and {} has no NICs of its own to "
+                                             "assume", h.cluster.nodes, box.name));
+    cluster["network"] = {{"nic", box.nic}, {"nics_per_node", box.nics}, {"topology", "single_switch"}};
+    defaults.push_back(fmt::format("hardware.network: the {}'s own NICs, {} x {} per node, all on one switch "
+                                   "(single_switch, oversubscription 1; set hardware.network)",
+                                   box.name, box.nics, box.nic));
+  }
+  JsonObject cobj(cluster, obj.file(), obj.path());
+  h.cluster = parse_cluster(cobj);
+}
+
+/// The box or cluster and the cluster's size in nodes.
+const BoxSpec* parse_machine(JsonObject& obj, HardwareChoice& h, std::optional<std::int64_t> gpus,
+                             std::vector<std::string>& defaults) {
+  obj.allow({"cluster", "box", "nodes", "network", "gpus", "calibration", "stragglers"});
+  if (obj.has("cluster") && obj.has("box"))
+    throw obj.error("", "expected either \"cluster\" (a catalog cluster) or \"box\" (a catalog box), not both");
+  if (obj.has("cluster")) {
+    std::string name = obj.string("cluster");
+    const ClusterSpec* c = find_cluster(name);
+    if (!c)
+      throw obj.error("cluster", "unknown cluster \"" + name + "\"" + did_you_mean(name, names_of(cluster_catalog())) +
+                                     " (see `stepcast catalog clusters`)");
+    for (const char* key : {"nodes", "network"})
+      if (obj.has(key))
+        throw obj.error(key, std::string("a catalog cluster brings its own nodes and network; give \"box\" instead "
+                                         "of \"cluster\" to set ") + key);
+    h.cluster = *c;
+    return find_box(c->box);
+  }
+  if (!obj.has("box"))
+    throw obj.error("box", "missing; expected \"box\" (a catalog box or an inline box object) or \"cluster\" "
+                           "(a catalog cluster)");
+  const BoxSpec* box = obj.has("box") && obj.raw("box").is_object() ? inline_box(obj) : nullptr;
+  const std::string name = box ? box->name : obj.string("box");
+  if (!box) box = find_box(name);
+  if (!box)
+    throw obj.error("box", "unknown box \"" + name + "\"" + did_you_mean(name, names_of(box_catalog())) +
+                               " (see `stepcast catalog boxes`, or give the box inline as an object)");
+  h.cluster.name = h.cluster.box = name;
+  if (obj.has("nodes")) {
+    h.cluster.nodes = obj.int32("nodes", 1, limits::kMaxNodes);
+  } else if (gpus) {
+    h.cluster.nodes = *gpus > box->gpus ? static_cast<int>(std::min<std::int64_t>(
+                                              (*gpus + box->gpus - 1) / box->gpus, limits::kMaxNodes))
+                                        : 1;
+    defaults.push_back(fmt::format("hardware.nodes: {} (the {} GPUs in boxes of {})", h.cluster.nodes, *gpus,
+                                   box->gpus));
+  }
+  resolve_network(obj, *box, h, defaults);
+  return box;
+}
+
+/// GPUs in use: at most the cluster's, whole nodes above one box.
+void place_gpus(JsonObject& obj, const BoxSpec& box, std::int64_t gpus, HardwareChoice& h) {
+  const std::int64_t available = static_cast<std::int64_t>(box.gpus) * h.cluster.nodes;
+  if (gpus > available)
+    throw obj.error("gpus", "expected at most " + std::to_string(available) + " GPUs (" + std::to_string(h.cluster.nodes) +
+                                " x " + box.name + " with " + std::to_string(box.gpus) + " GPUs each), got " +
+                                std::to_string(gpus));
+  if (gpus > box.gpus && gpus % box.gpus != 0)
+    throw obj.error("gpus", "expected a multiple of " + std::to_string(box.gpus) + " (the GPUs per node of " + box.name +
+                                ") when using more than one node, got " + std::to_string(gpus));
+  h.nodes = gpus > box.gpus ? static_cast<int>(gpus / box.gpus) : 1;
+  h.gpus_per_node = gpus > box.gpus ? box.gpus : static_cast<int>(gpus);
+}
+
+void parse_calibration(JsonObject& obj, const BoxSpec& box, HardwareChoice& h) {
+  auto cal = obj.optional_string("calibration");
+  if (!cal) return;
+  std::filesystem::path path(*cal);
+  if (path.is_relative()) path = std::filesystem::path(obj.file()).parent_path() / path;
+  if (!std::filesystem::exists(path))
+    throw obj.error("calibration", "expected a hardware file written by `stepcast fit`; " + path.string() +
+                                       " does not exist");
+  h.calibration = std::make_shared<const HardwareFile>(load_hardware(path));
+  h.calibration_file = path.string();
+  if (h.calibration->gpu != box.gpu)
+    throw obj.error("calibration", "the hardware file was fitted for " + h.calibration->gpu + ", but " + box.name +
+                                       " holds " + box.gpu);
+}
+
+std::vector<StragglerSpec> parse_stragglers(JsonObject& obj) {
+  std::vector<StragglerSpec> out;
+  auto list = obj.optional_array("stragglers");
+  if (!list) return out;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    JsonObject o = list->object(i);
+    StragglerSpec st;
+    st.name = o.string("name");
+    st.nodes = o.int32("nodes", 1, limits::kMaxNodes);
+    st.compute_speed = o.positive("compute_speed");
+    st.link_speed = o.positive("link_speed");
+    o.finish();
+    out.push_back(st);
+  }
+  return out;
+}
+
+/// Returns whether the hardware is complete (a box or cluster and a GPU count), so that
+/// defaults depending on the GPU can be taken.
+bool parse_hardware(JsonObject& obj, HardwareChoice& h, std::vector<std::string>& defaults, InputErrors& errors) {
+  std::optional<std::int64_t> gpus;
+  errors.attempt([&] { gpus = obj.integer("gpus", 1, limits::kMaxGpus); });
+  const BoxSpec* box = nullptr;
+  errors.attempt([&] { box = parse_machine(obj, h, gpus, defaults); });
+  if (box && gpus) errors.attempt([&] { place_gpus(obj, *box, *gpus, h); });
+  if (box) errors.attempt([&] { parse_calibration(obj, *box, h); });
+  errors.attempt([&] { h.stragglers = parse_stragglers(obj); });
+  errors.attempt([&] { obj.finish(); });
+  return box && gpus;
+}
+
+DatasetSpec parse_dataset(JsonObject& top, std::vector<std::string>& defaults) {
+  DatasetSpec out;
+  auto d = top.optional_object("dataset");
+  if (!d) {
+    defaults.push_back("no dataset: no epoch figures (add \"dataset\": {\"tokens\": N} or {\"samples\": N})");
+    return out;
+  }
+  out.tokens = d->optional_positive("tokens");
+  out.samples = d->optional_positive("samples");
+  if (out.tokens.has_value() == out.samples.has_value())
+    throw d->error("", "expected exactly one of \"tokens\" or \"samples\"");
+  d->finish();
+  return out;
+}
+
+std::optional<MeasuredFigures> parse_measured(JsonObject& top) {
+  auto m = top.optional_object("measured");
+  if (!m) return std::nullopt;
+  MeasuredFigures f;
+  f.time_per_epoch_s = m->optional_positive("time_per_epoch_s");
+  f.step_time_s = m->optional_positive("step_time_s");
+  f.tokens_per_s_per_gpu = m->optional_positive("tokens_per_s_per_gpu");
+  f.source = m->string("source");
+  m->finish();
+  return f;
+}
+
+/// The keys a scenario file may hold at its top level.
+const std::vector<std::string>& top_level_keys() {
+  static const std::vector<std::string> keys{"name", "description", "model", "training", "strategy", "hardware",
+                                             "dataset", "price_per_gpu_hour_usd", "measured", "notes"};
+  return keys;
+}
+
+/// name (default: the file's stem), description, notes, price.
+void parse_labels(JsonObject& top, Scenario& s, InputErrors& errors) {
+  errors.attempt([&] {
+    if (auto n = top.optional_string("name")) s.name = *n;
+    else {
+      s.name = std::filesystem::path(s.file).stem().string();
+      s.defaults.push_back("name: \"" + s.name + "\" (the file's name)");
+    }
+  });
+  errors.attempt([&] { s.description = top.optional_string("description").value_or(""); });
+  errors.attempt([&] {
+    if (auto notes = top.optional_array("notes"))
+      for (std::size_t i = 0; i < notes->size(); ++i) s.notes.push_back(notes->string(i));
+  });
+  errors.attempt([&] { s.price_per_gpu_hour_usd = top.optional_positive("price_per_gpu_hour_usd"); });
+}
+
+/// Reads every part of the file, collecting the problems of all of them; defaults that
+/// depend on the model and the GPU are taken once both were read.
+Scenario parse_root(const JsonDoc& doc) {
+  JsonObject top(doc.root(), doc.file(), "");
+  top.allow(top_level_keys());
+  Scenario s;
+  s.file = doc.file();
+  InputErrors errors;
+  parse_labels(top, s, errors);
+  const bool model_ok = errors.attempt([&] { s.model = parse_model(top); });
+  bool hardware_ok = false;
+  errors.attempt([&] {
+    JsonObject h = top.object("hardware");
+    hardware_ok = parse_hardware(h, s.hardware, s.defaults, errors);
+  });
+  TrainingInput training;
+  errors.attempt([&] {
+    JsonObject t = top.object("training");
+    training = parse_training(t, errors);
+  });
+  errors.attempt([&] { s.strategy = parse_strategy_spec(top, errors); });
+  errors.attempt([&] { s.dataset = parse_dataset(top, s.defaults); });
+  errors.attempt([&] { s.measured = parse_measured(top); });
+  errors.attempt([&] { top.finish(); });
+  errors.raise();
+  if (!model_ok || !hardware_ok || !training.micro_batch)
+    throw std::logic_error("parse_root: a part failed without an InputError");
+  apply_training_defaults(s, training);
+  ScenarioSource where;
+  where.file = doc.file();
+  where.model_inline = doc.root().at("model").is_object();
+  check_scenario(s, where);
+  return s;
+}
+
+// ---- Checking: one set of rules for every scenario, however it was built. -------------
+
+/// Throws unless lo <= v <= hi, naming the bound and why it is there.
+void check_count(std::int64_t v, std::int64_t lo, std::int64_t hi, const std::string& file, const std::string& path,
+                 const std::string& why = "") {
+  if (v < lo || v > hi)
+    throw InputError(file, path,
+                     fmt::format("expected an integer in {}..{}{}, got {}", lo, hi, why.empty() ? "" : " (" + why + ")", v));
+}
+
+/// Throws unless v is finite and lo <= v <= hi.
+void check_number(double v, double lo, double hi, const std::string& file, const std::string& path,
+                  const std::string& why = "") {
+  if (!std::isfinite(v) || v < lo || v > hi)
+    throw InputError(file, path,
+                     fmt::format("expected a number in [{}, {}]{}, got {}", lo, hi, why.empty() ? "" : " (" + why + ")", v));
+}
+
+/// The model's shape: counts within base/limits.hpp, heads dividing hidden unless head_dim
+/// is given, kv_heads dividing heads (head_dim = hidden / heads; a division by zero or a
+/// truncated head otherwise).
+void check_model(const TransformerSpec& m, const ScenarioSource& w) {
+  const std::string& f = w.file;
+  check_count(m.layers, 1, limits::kMaxLayers, f, w.model_field("layers"), "layers");
+  check_count(m.hidden, 1, limits::kMaxHidden, f, w.model_field("hidden"), "hidden size");
+  check_count(m.heads, 1, m.hidden, f, w.model_field("heads"), "attention heads, at most hidden");
+  if (m.head_width == 0 && m.hidden % m.heads != 0)
+    throw InputError(f, w.model_field("heads"),
+                     fmt::format("expected a divisor of hidden ({}), got {}", m.hidden, m.heads));
+  check_count(m.kv_heads, 1, m.heads, f, w.model_field("kv_heads"), "key/value heads, at most heads");
+  if (m.heads % m.kv_heads != 0)
+    throw InputError(f, w.model_field("kv_heads"),
+                     fmt::format("expected a divisor of heads ({}), got {}", m.heads, m.kv_heads));
+  check_count(m.ffn_hidden, 1, limits::kMaxFfnHidden, f, w.model_field("ffn_hidden"), "MLP width");
+  check_count(m.vocab, 1, limits::kMaxVocab, f, w.model_field("vocab"), "vocabulary");
+  check_count(m.type_vocab, 0, limits::kMaxVocab, f, w.model_field("type_vocab"), "token types");
+  check_count(m.seq_len, 1, limits::kMaxSeqLen, f, w.model_field("seq_len"), "tokens per sequence");
+  if (m.positional == Positional::learned)
+    check_count(m.max_positions, 1, limits::kMaxSeqLen, f, w.model_field("max_positions"), "learned positions");
+}
+
+/// LoRA: a rank of 1..hidden and known target projections, each listed once ("gate" only
+/// on a gated MLP).
+void check_lora(const LoraSpec& l, const TransformerSpec& m, const ScenarioSource& w) {
+  check_count(l.rank, 1, m.hidden, w.file, w.lora + "/rank", "LoRA rank, at most the hidden size");
+  const std::string targets = w.lora + "/targets";
+  if (l.targets.empty()) throw InputError(w.file, targets, "expected at least one target projection");
+  static const std::vector<std::string> known{"q", "k", "v", "o", "gate", "up", "down"};
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < l.targets.size(); ++i) {
+    const std::string& target = l.targets[i];
+    const std::string path = targets + "/" + std::to_string(i);
+    if (std::find(known.begin(), known.end(), target) == known.end())
+      throw InputError(w.file, path, "unknown LoRA target \"" + target + "\"; expected one of q, k, v, o, gate, up, down");
+    if (target == "gate" && !m.gated_mlp)
+      throw InputError(w.file, path, "LoRA target \"gate\" needs a gated MLP; " + m.name + " has none");
+    if (!seen.insert(target).second)
+      throw InputError(w.file, path, "LoRA target \"" + target + "\" listed twice; expected each projection once");
+  }
+}
+
+/// Micro-batch, accumulation and sequence length within their bounds; the sequence within
+/// a learned position table; LoRA.
+void check_training(const Scenario& s, const ScenarioSource& w) {
+  const TrainingSpec& t = s.training;
+  check_count(t.micro_batch, 1, limits::kMaxMicroBatch, w.file, w.micro_batch, "sequences per GPU per micro-step");
+  check_count(t.grad_accum, 1, limits::kMaxGradAccum, w.file, w.grad_accum, "micro-steps per optimizer step");
+  check_count(t.seq_len, 1, limits::kMaxSeqLen, w.file, w.seq_len, "tokens per sequence");
+  if (s.model.positional == Positional::learned && t.seq_len > s.model.max_positions)
+    throw InputError(w.file, w.seq_len,
+                     fmt::format("expected at most {} (the learned position table of {}), got {}", s.model.max_positions,
+                                 s.model.name, t.seq_len));
+  if (t.lora) check_lora(*t.lora, s.model, w);
+}
+
+/// Prefetch depth within the model; a gradient bucket large enough that one step has at
+/// most kMaxBucketsPerStep buckets (each is a simulated collective). PyTorch accepts any
+/// bucket_cap_mb, so the count is bounded, not the size. Without bucket_mb the bound uses
+/// the smallest default (DDP's 25 MiB; ZeRO-1/2's 5e8 elements are larger), which refuses
+/// only models beyond ~1.25 T parameters in 16-bit gradients.
+/// Tensor parallelism: t divides the node's GPUs or is whole nodes (a multiple of them dividing
+/// the node count), and divides the heads, the KV heads and
+/// the MLP width; sequence parallelism needs t >= 2 and t dividing the sequence; no LoRA.
+void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
+  const StrategySpec& st = s.strategy;
+  const std::string at = w.strategy + "/tp";
+  const int t = st.tp;
+  if (st.sp && t < 2) throw InputError(w.file, w.strategy + "/sp", "sequence parallelism needs tp >= 2");
+  if (st.overlap_param_gather && st.kind != Strategy::zero1 && st.kind != Strategy::zero2)
+    throw InputError(w.file, w.strategy + "/overlap_param_gather",
+                     fmt::format("the parameter all-gather overlap needs zero1 or zero2 (Megatron-Core's distributed "
+                                 "optimizer), not {}", name(st.kind)));
+  if (st.overlap_grad_reduce && st.pp < 2)
+    throw InputError(w.file, w.strategy + "/overlap_grad_reduce",
+                     "the gradient-reduction overlap applies under pipeline parallelism (pp >= 2): without a "
+                     "pipeline DDP and ZeRO already reduce during the backward");
+  if (st.tp_backward_overlap && (t < 2 || st.tp_comm_overlap))
+    throw InputError(w.file, w.strategy + "/tp_backward_overlap",
+                     t < 2 ? "the backward's TP overlap needs tensor parallelism (tp >= 2)"
+                           : "tp_comm_overlap already runs the backward's TP collectives beside their GEMMs; set one");
+  if (st.tp_comm_overlap && !st.sp)
+    throw InputError(w.file, w.strategy + "/tp_comm_overlap",
+                     "TP communication overlap needs sequence parallelism (\"sp\": true, and tp >= 2), as "
+                     "Megatron-Core's --tp-comm-overlap does");
+  if (t == 1) return;
+  // Megatron order puts TP fastest: a group is a divisor of a node, or whole nodes.
+  const int gpn = s.hardware.gpus_per_node;
+  if (gpn % t != 0 && (t % gpn != 0 || s.hardware.nodes % (t / gpn) != 0))
+    throw InputError(w.file, at, fmt::format("expected a divisor of the {} GPUs per node, or whole nodes (a multiple of "
+                                             "{} dividing the {} GPUs): tensor-parallel groups fill nodes in Megatron "
+                                             "order", gpn, gpn, static_cast<std::int64_t>(gpn) * s.hardware.nodes));
+  const TransformerSpec& m = s.model;
+  if (m.heads % t != 0 || m.kv_heads % t != 0 || m.ffn_hidden % t != 0)
+    throw InputError(w.file, at, fmt::format("expected a divisor of the heads ({}), KV heads ({}) and MLP width ({})",
+                                             m.heads, m.kv_heads, m.ffn_hidden));
+  if (st.sp && s.training.seq_len % (static_cast<std::int64_t>(t) * st.cp) != 0)
+    throw InputError(w.file, w.strategy + "/sp", fmt::format("sequence parallelism splits the sequence: tp {} must "
+                                                             "divide seq_len {}", t, s.training.seq_len));
+  if (s.training.lora) throw InputError(w.file, at, "LoRA under tensor parallelism is not modelled yet");
+}
+
+/// Pipeline parallelism: pp·tp divides the GPUs; every stage (chunk) holds a layer; ddp or
+/// zero1 within a stage (Megatron's distributed optimizer is zero1; DeepSpeed's pipeline
+/// engine refuses ZeRO-2/3); the interleaved schedule needs vpp >= 2 and the micro-batches
+/// in groups of pp; no stragglers or LoRA with a pipeline yet.
+void check_pipeline(const Scenario& s, const ScenarioSource& w) {
+  const StrategySpec& st = s.strategy;
+  const std::string at = w.strategy + "/pp";
+  if (st.pp == 1) {
+    if (st.vpp > 1) throw InputError(w.file, w.strategy + "/vpp", "model chunks need a pipeline (pp >= 2)");
+    return;
+  }
+  const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
+  if (gpus % (static_cast<std::int64_t>(st.pp) * st.tp) != 0)
+    throw InputError(w.file, at, fmt::format("expected tp x pp ({} x {}) to divide the {} GPUs", st.tp, st.pp, gpus));
+  if (s.model.layers < static_cast<std::int64_t>(st.pp) * st.vpp)
+    throw InputError(w.file, at, fmt::format("expected at most {} stages x chunks: the model has {} layers",
+                                             s.model.layers, s.model.layers));
+  if (st.kind != Strategy::ddp && st.kind != Strategy::zero1)
+    throw InputError(w.file, w.strategy + "/name", "a pipeline runs ddp or zero1 within each stage (Megatron's "
+                                                   "distributed optimizer is zero1; ZeRO-2/3 and FSDP do not pipeline)");
+  const bool interleaved = st.schedule == "interleaved";
+  if (interleaved != (st.vpp > 1))
+    throw InputError(w.file, w.strategy + "/vpp", "the interleaved schedule and vpp >= 2 go together");
+  if (st.pp_split == StageSplit::balanced && st.vpp > 1)
+    throw InputError(w.file, w.strategy + "/pp_split", "the balanced split places one chunk per stage: vpp must be 1");
+  if (interleaved && s.training.grad_accum % st.pp != 0)
+    throw InputError(w.file, w.grad_accum, fmt::format("the interleaved schedule runs micro-batches in groups of "
+                                                       "pp = {}: grad_accum must be a multiple", st.pp));
+  if (!s.hardware.stragglers.empty())
+    throw InputError(w.file, "/hardware/stragglers", "stragglers with a pipeline are not modelled yet");
+  if (s.training.lora) throw InputError(w.file, at, "LoRA with a pipeline is not modelled yet");
+}
+
+/// Context parallelism: tp·cp·pp divides the GPUs; cp divides seq_len, 2·cp for causal
+/// attention (the load-balanced split); a flash-class attention kernel (ring attention runs
+/// on it); cp_comm only with cp > 1; no stragglers or LoRA yet.
+void check_context_parallel(const Scenario& s, const ScenarioSource& w) {
+  const StrategySpec& st = s.strategy;
+  const std::string at = w.strategy + "/cp";
+  if (st.cp == 1) {
+    if (st.cp_comm != CpCommKind::ring)
+      throw InputError(w.file, w.strategy + "/cp_comm", "a context-parallel exchange needs cp >= 2");
+    return;
+  }
+  const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
+  if (gpus % (static_cast<std::int64_t>(st.tp) * st.cp * st.pp) != 0)
+    throw InputError(w.file, at, fmt::format("expected tp x cp x pp ({} x {} x {}) to divide the {} GPUs", st.tp, st.cp,
+                                             st.pp, gpus));
+  const std::int64_t chunks = s.model.kind == ModelKind::decoder ? 2LL * st.cp : st.cp;
+  if (s.training.seq_len % chunks != 0)
+    throw InputError(w.file, at, fmt::format("expected {} to divide seq_len {}: {}", chunks == st.cp ? "cp" : "2 x cp",
+                                             s.training.seq_len,
+                                             chunks == st.cp ? "each rank holds s/cp tokens"
+                                                             : "causal attention is split into 2·cp chunks for load "
+                                                               "balance (Megatron-LM context parallelism)"));
+  if (!s.training.flash_attention)
+    throw InputError(w.file, at, "context parallelism runs on a flash-class attention kernel; set "
+                                 "training.flash_attention");
+  if (!s.hardware.stragglers.empty())
+    throw InputError(w.file, "/hardware/stragglers", "stragglers with context parallelism are not modelled yet");
+  if (s.training.lora) throw InputError(w.file, at, "LoRA with context parallelism is not modelled yet");
+}
+
+/// Expert parallelism and the MoE keys: only for a MoE model; ep divides its experts and the
+/// DP x CP ranks of a stage (Megatron-Core places EP inside them); MoE and MLA models run
+/// without tensor parallelism or LoRA here.
+void check_expert_parallel(const Scenario& s, const ScenarioSource& w) {
+  const StrategySpec& st = s.strategy;
+  const TransformerSpec& m = s.model;
+  if (!m.moe) {
+    const std::string no_experts = "model \"" + m.name + "\" has no experts (no \"moe\")";
+    if (st.ep > 1) throw InputError(w.file, w.strategy + "/ep", no_experts);
+    if (st.moe_imbalance != 1.0) throw InputError(w.file, w.strategy + "/moe_imbalance", no_experts);
+    if (st.moe_capacity_factor != 1.0) throw InputError(w.file, w.strategy + "/moe_capacity_factor", no_experts);
+    if (st.moe_shared_expert_overlap) throw InputError(w.file, w.strategy + "/moe_shared_expert_overlap", no_experts);
+  } else {
+    const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
+    const std::int64_t ranks = gpus / (static_cast<std::int64_t>(st.tp) * st.pp);  // DP x CP ranks of a stage
+    if (m.moe->experts % st.ep != 0)
+      throw InputError(w.file, w.strategy + "/ep", fmt::format("expected a divisor of the {} experts, got {}",
+                                                               m.moe->experts, st.ep));
+    if (ranks % st.ep != 0)
+      throw InputError(w.file, w.strategy + "/ep",
+                       fmt::format("expected a divisor of the {} data-parallel (x context-parallel) ranks of a stage "
+                                   "({} GPUs / (tp {} x pp {})), got {}: expert-parallel groups lie inside them "
+                                   "(Megatron-Core)", ranks, gpus, st.tp, st.pp, st.ep));
+    if (st.moe_shared_expert_overlap && (m.moe->shared_experts == 0 || st.ep == 1))
+      throw InputError(w.file, w.strategy + "/moe_shared_expert_overlap",
+                       "the overlap hides the all-to-alls behind the shared experts: it needs shared experts and ep >= 2");
+  }
+  if ((m.moe || m.mla) && st.tp > 1)
+    throw InputError(w.file, w.strategy + "/tp", "MoE and MLA models under tensor parallelism are not modelled yet");
+  if ((m.moe || m.mla) && s.training.lora)
+    throw InputError(w.file, "/training/lora", "LoRA on MoE and MLA models is not modelled yet");
+}
+
+/// CPU offload: a strategy that offloads it (model/offload.hpp offload_supported), a box
+/// whose host is in the catalog, no pipeline yet; delayed_update only with the optimizer's.
+void check_offload(const Scenario& s, const ScenarioSource& w) {
+  const StrategySpec& st = s.strategy;
+  const std::string at = w.strategy + "/offload";
+  if (st.offload == OffloadKind::none) {
+    if (st.delayed_update)
+      throw InputError(w.file, w.strategy + "/delayed_update", "the delayed parameter update needs offload: optimizer");
+    return;
+  }
+  if (!offload_supported(st.offload, st.kind))
+    throw InputError(w.file, at, fmt::format("{} offload with {}: the optimizer offloads with zero1/2/3 (DeepSpeed "
+                                             "offload_optimizer), parameters with zero3 and FSDP's sharded modes",
+                                             name(st.offload), name(st.kind)));
+  if (st.delayed_update && st.offload != OffloadKind::optimizer)
+    throw InputError(w.file, w.strategy + "/delayed_update", "the delayed parameter update is ZeRO-Offload's, with "
+                                                             "offload: optimizer");
+  const BoxSpec* box = find_box(s.hardware.cluster.box);
+  if (!box || !box->host)
+    throw InputError(w.file, at, fmt::format("the box {} has no host (CPU, memory bandwidth) in the catalog; offload "
+                                             "needs one", s.hardware.cluster.box));
+  if (st.pp > 1) throw InputError(w.file, at, "offload with a pipeline is not modelled yet");
+}
+
+void check_strategy(const Scenario& s, const ScenarioSource& w) {
+  check_tensor_parallel(s, w);
+  check_pipeline(s, w);
+  check_context_parallel(s, w);
+  check_expert_parallel(s, w);
+  check_offload(s, w);
+  if (s.strategy.fp8_all_gather && (s.training.precision != Precision::fp8_mixed || !shards_parameters(s.strategy.kind)))
+    throw InputError(w.file, w.strategy + "/fp8_all_gather", "the fp8 all-gather needs training.precision fp8_mixed and "
+                                                             "parameters sharded (zero3, fsdp_full_shard, "
+                                                             "fsdp_hybrid_shard)");
+  const StrategySpec& st = s.strategy;
+  check_count(st.prefetch_layers, 0, s.model.layers, w.file, w.strategy + "/prefetch_layers",
+              "layers gathered ahead, at most the model's layers");
+  const std::string bucket = w.strategy + "/bucket_mb";
+  const bool fsdp = st.kind == Strategy::fsdp_full_shard || st.kind == Strategy::fsdp_shard_grad_op ||
+                    st.kind == Strategy::fsdp_hybrid_shard || st.kind == Strategy::fsdp_no_shard;
+  if (fsdp && st.bucket_given)
+    throw InputError(w.file, bucket,
+                     "FSDP reduce-scatters each wrapped unit's gradients as one flat tensor and has no gradient "
+                     "bucket; remove bucket_mb (it is for ddp and zero1/2/3)");
+  if (!std::isfinite(st.bucket_bytes) || !(st.bucket_bytes > 0))
+    throw InputError(w.file, bucket, fmt::format("expected a finite bucket size > 0 MiB, got {} MiB", st.bucket_bytes / kBytesPerMiB));
+  const double trainable = static_cast<double>(s.training.lora ? lora_parameter_count(s.model, *s.training.lora)
+                                                               : parameter_count(s.model));
+  const double grad_bytes = trainable * working_bytes(s.training.precision);
+  const double buckets = std::ceil(grad_bytes / st.bucket_bytes);
+  if (buckets > static_cast<double>(limits::kMaxBucketsPerStep))
+    throw InputError(w.file, bucket,
+                     fmt::format("expected a bucket of at least {:.4g} MiB: {:.4g} MiB of gradients in buckets of {:.4g} MiB "
+                                 "make {:.0f} buckets per step, more than {}",
+                                 grad_bytes / static_cast<double>(limits::kMaxBucketsPerStep) / kBytesPerMiB,
+                                 grad_bytes / kBytesPerMiB, st.bucket_bytes / kBytesPerMiB, buckets, limits::kMaxBucketsPerStep));
+}
+
+/// GPUs per node, nodes and their product within bounds; straggler groups of 1..nodes-1
+/// nodes in all, speeds in [kMinSpeedRatio, kMaxSpeedRatio].
+void check_hardware(const HardwareChoice& h, const ScenarioSource& w) {
+  check_count(h.gpus_per_node, 1, limits::kMaxGpusPerNode, w.file, w.gpus_per_node, "GPUs per node");
+  check_count(h.nodes, 1, limits::kMaxNodes, w.file, w.nodes, "nodes");
+  const std::int64_t gpus = static_cast<std::int64_t>(h.nodes) * h.gpus_per_node;
+  check_count(gpus, 1, limits::kMaxGpus, w.file, w.gpus, "GPUs in all");
+  std::int64_t straggling = 0;
+  for (std::size_t i = 0; i < h.stragglers.size(); ++i) {
+    const StragglerSpec& st = h.stragglers[i];
+    const std::string path = w.stragglers + "/" + std::to_string(i);
+    check_count(st.nodes, 1, h.nodes - 1, w.file, path + "/nodes",
+                fmt::format("fewer than the {} nodes in use: the rest are the typical ranks", h.nodes));
+    straggling += st.nodes;
+    if (straggling >= h.nodes)
+      throw InputError(w.file, path + "/nodes",
+                       fmt::format("expected the straggler groups to cover fewer than the {} nodes in use (the rest are "
+                                   "the typical ranks), got {} in all",
+                                   h.nodes, straggling));
+    const std::string why = "speed relative to the catalog part";
+    check_number(st.compute_speed, limits::kMinSpeedRatio, limits::kMaxSpeedRatio, w.file, path + "/compute_speed", why);
+    check_number(st.link_speed, limits::kMinSpeedRatio, limits::kMaxSpeedRatio, w.file, path + "/link_speed", why);
+  }
+}
+
+/// Tokens per step far below 2^53 (so every token count held in a double is exact), and a
+/// finite, bounded data set and price.
+void check_sizes(const Scenario& s, const ScenarioSource& w) {
+  const double tokens_per_step = static_cast<double>(s.hardware.gpus()) * static_cast<double>(s.training.micro_batch) *
+                                 static_cast<double>(s.training.grad_accum) * static_cast<double>(s.training.seq_len);
+  if (tokens_per_step > static_cast<double>(limits::kMaxTokensPerStep))
+    throw InputError(w.file, w.micro_batch,
+                     fmt::format("expected at most {} tokens per optimizer step (GPUs x micro_batch x grad_accum x "
+                                 "seq_len), got {} x {} x {} x {} = {:.4g}",
+                                 limits::kMaxTokensPerStep, s.hardware.gpus(), s.training.micro_batch,
+                                 s.training.grad_accum, s.training.seq_len, tokens_per_step));
+  if (s.dataset.tokens)
+    check_number(*s.dataset.tokens, 1, limits::kMaxDatasetTokens, w.file, w.dataset + "/tokens", "tokens per epoch");
+  if (s.dataset.samples)
+    check_number(*s.dataset.samples, 1, limits::kMaxDatasetSamples, w.file, w.dataset + "/samples",
+                 "sequences per epoch");
+  if (s.price_per_gpu_hour_usd)
+    check_number(*s.price_per_gpu_hour_usd, 1e-6, limits::kMaxPricePerGpuHourUsd, w.file, w.price, "USD per GPU-hour");
+}
+
+/// A precision the GPU computes in, and a named collective algorithm that can run every
+/// collective the strategy issues on the hardware (NVLS only on third-generation NVSwitch).
+void check_runnable(const Scenario& s, const ScenarioSource& w) {
+  const BoxSpec* box = find_box(s.hardware.cluster.box);
+  if (!box) throw std::logic_error("scenario " + s.name + ": box \"" + s.hardware.cluster.box + "\" is not in the catalog");
+  const GpuSpec& gpu = *find_gpu(box->gpu);
+  const Dtype d = gemm_dtype(s.training.precision);
+  if (!gpu.supports(d))
+    throw InputError(w.file, w.precision,
+                     "precision " + std::string(name(s.training.precision)) + " needs " + std::string(name(d)) +
+                         " arithmetic, which the " + gpu.name + " does not support");
+  if (s.hardware.gpus_per_node > box->gpus)
+    throw InputError(w.file, w.gpus_per_node,
+                     fmt::format("expected at most the {} GPUs of one {}, got {}", box->gpus, box->name,
+                                 s.hardware.gpus_per_node));
+  if (s.strategy.algorithm == "auto") return;
+  // One node's graph and the network switches (Topology::build): its cost does not grow
+  // with the cluster's node count, so checking here costs no second full-cluster build.
+  const CommFabric fabric = Topology::build(s.hardware.cluster).fabric(s.hardware.nodes, s.hardware.gpus_per_node);
+  if (s.strategy.algorithm == "nvls" && !fabric.nvls)
+    throw InputError(w.file, w.algorithm, "NVLS needs third-generation NVSwitch (NVLink SHARP); " +
+                                              s.hardware.cluster.box + " has none");
+  for (const auto& [c, scope] : collectives_issued(s.strategy.kind)) {
+    if (scope == FabricScope::inter_node && !fabric.inter) continue;
+    const std::string why = algorithm_unavailable(c, restrict_fabric(fabric, scope), s.strategy.algorithm);
+    if (!why.empty())
+      throw InputError(w.file, w.algorithm,
+                       fmt::format("{} issues {} ({}), which \"{}\" cannot run here: {}; use \"auto\" or another "
+                                   "algorithm (`stepcast catalog algorithms`)",
+                                   name(s.strategy.kind), name(c), name(scope), s.strategy.algorithm, why));
+  }
+}
+
+}  // namespace
+
+std::vector<std::pair<Collective, FabricScope>> collectives_issued(Strategy s) {
+  switch (s) {
+    case Strategy::ddp:
+    case Strategy::fsdp_no_shard: return {{Collective::all_reduce, FabricScope::all}};
+    case Strategy::fsdp_hybrid_shard:
+      return {{Collective::all_gather, FabricScope::intra_node},
+              {Collective::reduce_scatter, FabricScope::intra_node},
+              {Collective::all_reduce, FabricScope::inter_node}};
+    case Strategy::zero1:
+    case Strategy::zero2:
+    case Strategy::zero3:
+    case Strategy::fsdp_full_shard:
+    case Strategy::fsdp_shard_grad_op:
+      return {{Collective::all_gather, FabricScope::all}, {Collective::reduce_scatter, FabricScope::all}};
+  }
+  throw std::logic_error("collectives_issued: unknown strategy");
+}
+
+std::string ScenarioSource::model_field(const std::string& key) const { return model_inline ? model + "/" + key : model; }
+
+void check_scenario(const Scenario& s, const ScenarioSource& where) {
+  check_model(s.model, where);
+  check_training(s, where);
+  check_hardware(s.hardware, where);
+  check_strategy(s, where);
+  check_sizes(s, where);
+  check_runnable(s, where);
+}
+
+Scenario load_scenario(const std::filesystem::path& path) { return parse_root(JsonDoc::load(path)); }
+
+Scenario parse_scenario(const std::string& json_text, const std::string& file_name) {
+  return parse_root(JsonDoc::parse(json_text, file_name));
+}
+
+namespace {
+
+Scenario resized(const Scenario& s, int gpus) {
+  const BoxSpec& box = *find_box(s.hardware.cluster.box);
+  Scenario out = s;
+  int straggling = 0;
+  for (const StragglerSpec& st : s.hardware.stragglers) straggling += st.nodes;
+  if (straggling > 0 && gpus <= straggling * box.gpus)
+    throw std::invalid_argument(std::to_string(gpus) + " GPUs fill at most " + std::to_string((gpus + box.gpus - 1) / box.gpus) +
+                                " node(s), but the scenario's straggler groups cover " + std::to_string(straggling) +
+                                "; more nodes are needed for the typical ranks");
+  if (gpus <= box.gpus) {
+    out.hardware.nodes = 1;
+    out.hardware.gpus_per_node = gpus;
+    return out;
+  }
+  if (gpus % box.gpus != 0)
+    throw std::invalid_argument(std::to_string(gpus) + " GPUs is not a multiple of the " + std::to_string(box.gpus) +
+                                " GPUs per node of " + box.name);
+  if (!s.hardware.cluster.network) {
+    if (box.nics < 1)
+      throw std::invalid_argument(std::to_string(gpus) + " GPUs need more than one " + box.name +
+                                  ", and neither the scenario nor the box has a network between nodes");
+    // The reader's default for several nodes: the box's own NICs on one switch.
+    out.hardware.cluster.network = NetworkSpec{box.nic, box.nics, NetworkTopology::single_switch, 1.0};
+    out.defaults.push_back(fmt::format("hardware.network: the {}'s own NICs, {} x {} per node, all on one switch "
+                                       "(single_switch, oversubscription 1; set hardware.network)",
+                                       box.name, box.nics, box.nic));
+  }
+  out.hardware.nodes = gpus / box.gpus;
+  out.hardware.gpus_per_node = box.gpus;
+  out.hardware.cluster.nodes = std::max(out.hardware.cluster.nodes, out.hardware.nodes);
+  return out;
+}
+
+}  // namespace
+
+Scenario with_gpus(const Scenario& s, int gpus) {
+  if (gpus < 1 || gpus > limits::kMaxGpus)
+    throw std::invalid_argument(fmt::format("GPU count must be in [1, {}], got {}", limits::kMaxGpus, gpus));
+  Scenario out = resized(s, gpus);
+  ScenarioSource where;
+  where.file = s.file;
+  try {
+    check_scenario(out, where);
+  } catch (const InputError& e) {
+    throw std::invalid_argument(e.what());
+  }
+  return out;
+}
+
+}  // namespace stepcast

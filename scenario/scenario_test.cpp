@@ -1,0 +1,392 @@
+// Rules of scenario checking: every bound of base/limits.hpp's workload section is an
+// InputError naming the file, the JSON path and the bound, probed at the bound and one past
+// it; the same checks run on a scenario however it was built (check_scenario, with_gpus).
+#include "scenario/scenario.hpp"
+
+#include "base/json_input.hpp"
+#include "base/limits.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+using namespace stepcast;
+using nlohmann::json;
+
+namespace {
+
+json good(const char* name = "minimal.json") {
+  std::ifstream in(data_dir() / "tests" / "data" / "good" / name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return json::parse(text.str());
+}
+
+Scenario parse(const json& j) { return parse_scenario(j.dump(), "s.json"); }
+
+/// The InputError message of parsing `j` ("" when it parses).
+std::string error_of(const json& j) {
+  try {
+    parse(j);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool mentions(const std::string& message, const std::string& fragment) {
+  return message.find(fragment) != std::string::npos;
+}
+
+/// An inline model with the shape of GPT-2 small.
+json inline_model() {
+  return json{{"name", "tiny"},        {"source", "test"},          {"layers", 12},     {"hidden", 768},
+              {"heads", 12},           {"kv_heads", 12},            {"ffn_hidden", 3072}, {"gated_mlp", false},
+              {"vocab", 50257},        {"seq_len", 1024},           {"max_positions", 1024}, {"positional", "learned"},
+              {"tied_embeddings", true}, {"norm", "layernorm"},     {"linear_bias", true}};
+}
+
+}  // namespace
+
+TEST_CASE("the minimal scenario passes every check") {
+  CHECK(error_of(good()).empty());
+  CHECK(error_of(good("straggler.json")).empty());
+}
+
+TEST_CASE("GPU count: at most kMaxGpus, and no int wrap (2^32+2 nodes is not 2)") {
+  json j = good();
+  j["hardware"]["gpus"] = limits::kMaxGpus + 1;
+  CHECK(mentions(error_of(j), "s.json: /hardware/gpus: expected an integer in 1..1048576"));
+  j = good("straggler.json");
+  j["hardware"]["nodes"] = (1LL << 32) + 2;
+  CHECK(mentions(error_of(j), "/hardware/nodes"));
+  j["hardware"]["nodes"] = limits::kMaxGpus / 8;  // at the bound: 1,048,576 GPUs of DGX A100s in the cluster
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("micro_batch, grad_accum and seq_len: positive and at most their bounds") {
+  json j = good();
+  j["training"]["micro_batch"] = limits::kMaxMicroBatch + 1;
+  CHECK(mentions(error_of(j), "/training/micro_batch"));
+  j = good();
+  j["training"]["grad_accum"] = limits::kMaxGradAccum + 1;
+  CHECK(mentions(error_of(j), "/training/grad_accum"));
+  j = good();
+  j["training"]["grad_accum"] = (1LL << 62);
+  CHECK(mentions(error_of(j), "/training/grad_accum"));
+  j = good();
+  j["training"]["seq_len"] = 1000000000;
+  CHECK(mentions(error_of(j), "/training/seq_len"));
+  j["training"]["seq_len"] = 0;
+  CHECK(mentions(error_of(j), "/training/seq_len"));
+}
+
+TEST_CASE("seq_len: within the model's learned position table") {
+  json j = good();  // gpt2: 1024 learned positions
+  j["training"]["seq_len"] = 1024;
+  CHECK(error_of(j).empty());
+  j["training"]["seq_len"] = 1025;
+  const std::string e = error_of(j);
+  CHECK(mentions(e, "/training/seq_len: expected at most 1024 (the learned position table of gpt2)"));
+}
+
+TEST_CASE("tokens per step (GPUs x micro_batch x grad_accum x seq_len) stay far below 2^53") {
+  json j = good();  // 8 GPUs x 1024 tokens
+  j["training"]["micro_batch"] = 1 << 20;
+  j["training"]["grad_accum"] = 1 << 16;
+  const std::string e = error_of(j);
+  CHECK(mentions(e, "tokens per optimizer step"));
+  CHECK(mentions(e, "/training/micro_batch"));
+}
+
+TEST_CASE("layers, hidden, heads and kv_heads of an inline model: bounded and dividing") {
+  json j = good();
+  j["model"] = inline_model();
+  CHECK(error_of(j).empty());
+  j["model"]["layers"] = limits::kMaxLayers + 1;
+  CHECK(mentions(error_of(j), "/model/layers: expected an integer in 1..10000"));
+  j["model"] = inline_model();
+  j["model"]["layers"] = 1000000;
+  CHECK(mentions(error_of(j), "/model/layers"));
+  j["model"] = inline_model();
+  j["model"]["hidden"] = limits::kMaxHidden * 2;
+  j["model"]["heads"] = 16;
+  j["model"]["kv_heads"] = 16;
+  CHECK(mentions(error_of(j), "/model/hidden"));
+  j["model"] = inline_model();
+  j["model"]["vocab"] = limits::kMaxVocab + 1;
+  CHECK(mentions(error_of(j), "/model/vocab"));
+}
+
+TEST_CASE("LoRA: a target listed twice is an InputError naming the second") {
+  json j = good();
+  j["training"]["lora"] = {{"rank", 8}, {"targets", {"q", "v", "q"}}};
+  const std::string e = error_of(j);
+  CHECK(mentions(e, "/training/lora/targets/2"));
+  CHECK(mentions(e, "listed twice"));
+  j["training"]["lora"] = {{"rank", 8}, {"targets", {"q", "v"}}};
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("prefetch_layers: 0 .. layers, never wrapped") {
+  json j = good();
+  j["strategy"]["prefetch_layers"] = 12;  // gpt2: 12 layers
+  CHECK(error_of(j).empty());
+  j["strategy"]["prefetch_layers"] = 13;
+  CHECK(mentions(error_of(j), "/strategy/prefetch_layers: expected an integer in 0..12"));
+  j["strategy"]["prefetch_layers"] = 1LL << 31;
+  CHECK(mentions(error_of(j), "/strategy/prefetch_layers"));
+}
+
+TEST_CASE("bucket_mb: small buckets are refused by the bucket count they make, naming bucket_mb") {
+  json j = good();
+  j["strategy"]["name"] = "ddp";  // FSDP has no bucket (refused: next test)
+  j["strategy"]["bucket_mb"] = 1e-6;
+  const std::string e = error_of(j);
+  CHECK(mentions(e, "/strategy/bucket_mb: expected a bucket of at least"));
+  CHECK(mentions(e, "buckets per step, more than 100000"));
+  j["strategy"]["bucket_mb"] = 0.01;  // ~25,000 buckets of a 124 M-parameter model: allowed (PyTorch allows it)
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("bucket_mb with an FSDP strategy is refused: FSDP has no gradient bucket") {
+  json j = good();
+  for (const char* fsdp : {"fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard", "fsdp_no_shard"}) {
+    j["strategy"]["name"] = fsdp;
+    j["strategy"]["bucket_mb"] = 25;
+    CHECK(mentions(error_of(j), "/strategy/bucket_mb: FSDP reduce-scatters each wrapped unit"));
+  }
+  j["strategy"]["name"] = "zero3";
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("stragglers: 1 .. nodes-1 nodes in all, speeds in [0.01, 10] (1e-300 refused)") {
+  json j = good("straggler.json");
+  j["hardware"]["stragglers"][0]["compute_speed"] = 1e-300;
+  CHECK(mentions(error_of(j), "/hardware/stragglers/0/compute_speed: expected a number in [0.01, 10]"));
+  j = good("straggler.json");
+  j["hardware"]["stragglers"][0]["link_speed"] = 10.5;
+  CHECK(mentions(error_of(j), "/hardware/stragglers/0/link_speed"));
+  j = good("straggler.json");
+  j["hardware"]["stragglers"][0]["compute_speed"] = 0.01;  // at the bound
+  CHECK(error_of(j).empty());
+  j = good("straggler.json");
+  j["hardware"]["stragglers"][0]["nodes"] = (1LL << 32) - 1;  // once wrapped to -1
+  CHECK(mentions(error_of(j), "/hardware/stragglers/0/nodes"));
+  j = good("straggler.json");
+  j["hardware"]["stragglers"][0]["nodes"] = 2;  // 2 nodes in use
+  CHECK(mentions(error_of(j), "/hardware/stragglers/0/nodes: expected an integer in 1..1"));
+}
+
+TEST_CASE("data set and price: finite and bounded") {
+  json j = good();
+  j["dataset"]["tokens"] = 1e300;
+  CHECK(mentions(error_of(j), "/dataset/tokens"));
+  j = good();
+  j["price_per_gpu_hour_usd"] = 1e9;
+  CHECK(mentions(error_of(j), "/price_per_gpu_hour_usd"));
+  j["price_per_gpu_hour_usd"] = 2.5;
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("check_scenario: the same checks on a scenario built in code, with the caller's paths") {
+  Scenario s = parse(good());
+  ScenarioSource where;
+  where.file = "runs.jsonl:7";
+  where.micro_batch = "/batch/micro_batch";
+  where.gpus_per_node = "/hardware/gpus_per_node";
+  CHECK_NOTHROW(check_scenario(s, where));
+  Scenario bad = s;
+  bad.training.micro_batch = 0;
+  CHECK_THROWS_WITH_AS(check_scenario(bad, where), doctest::Contains("runs.jsonl:7: /batch/micro_batch"), InputError);
+  bad = s;
+  bad.hardware.gpus_per_node = 0;
+  CHECK_THROWS_WITH_AS(check_scenario(bad, where), doctest::Contains("/hardware/gpus_per_node"), InputError);
+  bad = s;
+  bad.model.heads = 0;
+  CHECK_THROWS_AS(check_scenario(bad, where), InputError);
+  bad = s;
+  bad.model.kv_heads = 5;  // does not divide 12 heads
+  CHECK_THROWS_WITH_AS(check_scenario(bad, where), doctest::Contains("divisor of heads"), InputError);
+}
+
+TEST_CASE("with_gpus: the GPU bound and the same checks") {
+  const Scenario s = parse(good());
+  CHECK_THROWS_AS(with_gpus(s, static_cast<int>(limits::kMaxGpus) + 8), std::invalid_argument);
+  CHECK(with_gpus(s, 4).hardware.gpus() == 4);
+}
+
+namespace {
+json two_dgx_a100() {
+  return json{{"box", "dgx-a100"}, {"nodes", 2}, {"gpus", 16},
+              {"network", {{"nic", "eth-100g"}, {"nics_per_node", 1}, {"topology", "single_switch"}}}};
+}
+}  // namespace
+
+TEST_CASE("a named algorithm must run every collective the strategy issues: tree cannot all-gather") {
+  json j = good();  // FSDP FULL_SHARD on one DGX A100: all-gathers and reduce-scatters
+  j["strategy"]["algorithm"] = "tree";
+  CHECK(mentions(error_of(j), "/strategy/algorithm: fsdp_full_shard issues all_gather (all), which \"tree\" cannot run"));
+  j["strategy"]["name"] = "ddp";  // all-reduce only: tree runs it
+  CHECK(error_of(j).empty());
+  j["strategy"]["algorithm"] = "hierarchical";  // one node
+  CHECK(mentions(error_of(j), "hierarchical needs at least 2 nodes"));
+  j["hardware"] = two_dgx_a100();
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("tensor parallelism: tp divides the node's GPUs, the heads and the MLP; sp needs tp >= 2 and divides "
+          "the sequence; no LoRA") {
+  json j = good();  // gpt2: 12 heads, ffn 3072, one DGX A100 of 8 GPUs, seq 1024
+  j["strategy"]["tp"] = 4;
+  j["strategy"]["sp"] = true;
+  CHECK(error_of(j).empty());
+  j["strategy"]["tp"] = 3;  // divides 12 heads, not the 8 GPUs of the node
+  CHECK(mentions(error_of(j), "/strategy/tp: expected a divisor of the 8 GPUs per node"));
+  j["strategy"]["tp"] = 8;  // divides the node, not the 12 heads
+  CHECK(mentions(error_of(j), "/strategy/tp: expected a divisor of the heads (12)"));
+  j["strategy"]["tp"] = 1;
+  CHECK(mentions(error_of(j), "/strategy/sp: sequence parallelism needs tp >= 2"));
+  j["strategy"]["tp"] = 2;
+  j["training"]["seq_len"] = 1023;
+  CHECK(mentions(error_of(j), "/strategy/sp: sequence parallelism splits the sequence"));
+}
+
+TEST_CASE("tp_comm_overlap needs sequence parallelism, as Megatron-Core's --tp-comm-overlap") {
+  json j = good();  // gpt2 on one DGX A100
+  j["strategy"]["tp"] = 4;
+  j["strategy"]["tp_comm_overlap"] = true;
+  CHECK(mentions(error_of(j), "/strategy/tp_comm_overlap: TP communication overlap needs sequence parallelism"));
+  j["strategy"]["sp"] = true;
+  CHECK(error_of(j).empty());
+  j["strategy"]["tp_comm_overlap"] = "yes";
+  CHECK(mentions(error_of(j), "/strategy/tp_comm_overlap"));
+}
+
+TEST_CASE("overlap_grad_reduce needs a pipeline: without one DDP and ZeRO reduce during the backward already") {
+  json j = good();
+  j["strategy"] = json{{"name", "ddp"}, {"overlap_grad_reduce", true}};
+  CHECK(mentions(error_of(j), "/strategy/overlap_grad_reduce: the gradient-reduction overlap applies under pipeline "
+                              "parallelism (pp >= 2)"));
+  j["strategy"]["pp"] = 2;
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("overlap_param_gather needs zero1 or zero2 (the distributed optimizer's all-gather)") {
+  json j = good();  // gpt2 on one DGX A100: 8 DP ranks
+  j["strategy"] = json{{"name", "ddp"}, {"overlap_param_gather", true}};
+  CHECK(mentions(error_of(j), "/strategy/overlap_param_gather: the parameter all-gather overlap needs zero1 or zero2"));
+  j["strategy"]["name"] = "zero1";
+  CHECK(error_of(j).empty());
+}
+
+TEST_CASE("model {hf_config: path}: a Hugging Face config.json relative to the scenario file") {
+  json j = good();
+  j["model"] = json{{"hf_config", "../hf/gpt2.json"}};
+  // The scenario names a file in tests/data/good, so the path resolves to tests/data/hf.
+  const std::string file = (data_dir() / "tests" / "data" / "good" / "s.json").string();
+  const Scenario s = parse_scenario(j.dump(), file);
+  CHECK(s.model.name == "gpt2");
+  CHECK(s.model.hidden == 768);
+  CHECK(mentions(s.model.source, "gpt2.json"));
+  CHECK(parameter_count(s.model) == 124439808);  // as the catalog's gpt2
+
+  j["model"] = json{{"hf_config", "../hf/no-such.json"}};
+  std::string what;
+  try {
+    parse_scenario(j.dump(), file);
+  } catch (const InputError& e) {
+    what = e.what();
+  }
+  CHECK_MESSAGE(mentions(what, "/model/hf_config"), what);
+  CHECK_MESSAGE(mentions(what, "does not exist"), what);
+  j["model"] = json{{"hf_config", "../hf/gpt2.json"}, {"layers", 3}};
+  CHECK_MESSAGE(mentions(error_of(j), "/model/layers"), error_of(j));
+}
+
+TEST_CASE("pipeline parallelism: tp x pp divides the GPUs, ddp or zero1 within a stage, interleaved with vpp >= 2 "
+          "and micro-batches in groups of pp") {
+  json j = good();  // gpt2: 12 layers, 8 GPUs
+  j["strategy"] = json{{"name", "zero1"}, {"pp", 4}};
+  j["training"]["grad_accum"] = 8;
+  CHECK(error_of(j).empty());
+  j["strategy"]["pp"] = 3;  // 3 does not divide 8 GPUs
+  CHECK(mentions(error_of(j), "/strategy/pp: expected tp x pp (1 x 3) to divide the 8 GPUs"));
+  j["strategy"]["pp"] = 4;
+  j["strategy"]["name"] = "fsdp_full_shard";
+  CHECK(mentions(error_of(j), "/strategy/name: a pipeline runs ddp or zero1 within each stage"));
+  j["strategy"]["name"] = "ddp";
+  j["strategy"]["vpp"] = 2;  // implies the interleaved schedule
+  CHECK(error_of(j).empty());
+  j["training"]["grad_accum"] = 6;  // not a multiple of pp = 4
+  CHECK(mentions(error_of(j), "grad_accum must be a multiple"));
+  j["training"]["grad_accum"] = 8;
+  j["strategy"]["schedule"] = "1f1b";  // 1F1B with chunks
+  CHECK(mentions(error_of(j), "/strategy/vpp: the interleaved schedule and vpp >= 2 go together"));
+  j["strategy"]["schedule"] = "1f1c";
+  CHECK(mentions(error_of(j), "did you mean \"1f1b\""));
+}
+
+TEST_CASE("context parallelism: tp x cp x pp divides the GPUs, 2·cp divides a causal sequence, flash attention, "
+          "cp_comm needs cp >= 2") {
+  json j = good();  // gpt2, seq 1024, 8 GPUs
+  j["strategy"] = json{{"name", "zero1"}, {"cp", 4}};
+  CHECK(error_of(j).empty());
+  CHECK(parse(j).strategy.dp(8) == 2);  // 8 GPUs = cp 4 x dp 2
+  j["strategy"]["cp_comm"] = "all_gather";
+  CHECK(error_of(j).empty());
+  j["strategy"]["cp_comm"] = "allgather";
+  CHECK(mentions(error_of(j), "/strategy/cp_comm"));
+  j["strategy"]["cp_comm"] = "ring";
+  j["strategy"]["cp"] = 3;
+  CHECK(mentions(error_of(j), "/strategy/cp: expected tp x cp x pp (1 x 3 x 1) to divide the 8 GPUs"));
+  j["strategy"]["cp"] = 8;
+  j["training"]["seq_len"] = 1000;  // 8 divides it, 16 chunks do not
+  CHECK(mentions(error_of(j), "expected 2 x cp to divide seq_len 1000"));
+  j["training"]["seq_len"] = 1024;
+  j["training"]["flash_attention"] = false;
+  CHECK(mentions(error_of(j), "context parallelism runs on a flash-class attention kernel"));
+  j["training"]["flash_attention"] = true;
+  j["strategy"] = json{{"name", "zero1"}, {"cp_comm", "all_gather"}};
+  CHECK(mentions(error_of(j), "/strategy/cp_comm: a context-parallel exchange needs cp >= 2"));
+}
+
+TEST_CASE("CPU offload: a strategy that offloads it, a box with a catalogued host, delayed_update with the "
+          "optimizer's offload only") {
+  json j = good();  // FSDP FULL_SHARD on a DGX A100
+  j["strategy"] = json{{"name", "zero2"}, {"offload", "optimizer"}, {"delayed_update", true}};
+  CHECK(error_of(j).empty());
+  j["strategy"]["name"] = "ddp";
+  CHECK(mentions(error_of(j), "/strategy/offload: optimizer offload with ddp"));
+  j["strategy"] = json{{"name", "fsdp_full_shard"}, {"offload", "parameters"}};
+  CHECK(error_of(j).empty());
+  j["strategy"]["delayed_update"] = true;
+  CHECK(mentions(error_of(j), "/strategy/delayed_update: the delayed parameter update is ZeRO-Offload's"));
+  j["strategy"] = json{{"name", "zero2"}, {"delayed_update", true}};
+  CHECK(mentions(error_of(j), "/strategy/delayed_update: the delayed parameter update needs offload: optimizer"));
+  j["strategy"] = json{{"name", "zero2"}, {"offload", "gpu"}};
+  CHECK(mentions(error_of(j), "/strategy/offload"));
+  j["strategy"] = json{{"name", "zero2"}, {"offload", "optimizer"}};
+  j["hardware"] = json{{"box", "rtx4090-pcie-8x"}, {"gpus", 8}};  // no host in the catalog
+  CHECK(mentions(error_of(j), "has no host (CPU, memory bandwidth) in the catalog"));
+}
+
+TEST_CASE("fp8 training: refused on a GPU without fp8 arithmetic; the fp8 all-gather needs fp8 and sharded "
+          "parameters") {
+  json j = good();  // FSDP FULL_SHARD on a DGX A100: no fp8 tensor cores
+  j["training"]["precision"] = "fp8_mixed";
+  CHECK(mentions(error_of(j), "/training/precision: precision fp8_mixed needs fp8 arithmetic, which the "
+                              "a100-sxm4-80gb does not support"));
+  j["hardware"]["box"] = "dgx-h100";
+  CHECK(error_of(j).empty());
+  j["strategy"] = json{{"name", "fsdp_full_shard"}, {"fp8_all_gather", true}};
+  CHECK(error_of(j).empty());
+  j["strategy"]["name"] = "zero2";  // parameters are not gathered per layer
+  CHECK(mentions(error_of(j), "/strategy/fp8_all_gather: the fp8 all-gather needs"));
+  j["strategy"]["name"] = "fsdp_full_shard";
+  j["training"]["precision"] = "bf16_mixed";
+  CHECK(mentions(error_of(j), "/strategy/fp8_all_gather"));
+}
