@@ -7,7 +7,7 @@
 ///      included);
 ///  (b) the whole plan (screen + bounds + simulation by branch and bound), with how many
 ///      layouts it simulated and the winner.
-/// --json prints the same figures for bench/readme_table.py --plan (README's plan table).
+/// --json prints the same figures for bench/readme_table.py --plan (docs/benchmarks.md's plan table).
 /// Exit status 0 whatever the times (it is not a test).
 #include "base/json_input.hpp"
 #include "planner/plan.hpp"

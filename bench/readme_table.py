@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Renders README's benchmark tables from `stepcast_bench --json` (read on stdin), or with
---plan README's plan table from `stepcast_plan_bench --json`.
+"""Renders docs/benchmarks.md's tables from `stepcast_bench --json` (read on stdin), or with
+--plan its plan table from `stepcast_plan_bench --json`.
 
     taskset -c 0 build/bench/stepcast_bench --json | python3 bench/readme_table.py
     taskset -c 0 build/bench/stepcast_plan_bench --json | python3 bench/readme_table.py --plan

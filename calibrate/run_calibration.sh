@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs stepcast's calibration microbenchmarks and writes OUT_DIR/raw.json for `stepcast fit`.
-# See README.md, "Calibrate on your own machine", and --help.
+# See docs/calibration.md and --help.
 set -euo pipefail
 
 usage() {

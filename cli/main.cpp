@@ -27,6 +27,7 @@
 #include "planner/plan.hpp"
 #include "predict/predict.hpp"
 #include "scenario/scenario.hpp"
+#include "scenario/schema.hpp"
 #include "scenario/starter.hpp"
 #include "report/trace.hpp"
 #include "validate/validation.hpp"
@@ -133,68 +134,30 @@ std::string wrap(const std::string& text, std::size_t first_column, std::size_t 
   return out;
 }
 
-/// One "  key  description" line of the scenario help, the description wrapped.
-std::string field(std::string_view key, const std::string& description) {
-  constexpr std::size_t kKey = 24;
-  std::string line = "  " + std::string(key);
-  line += std::string(line.size() < kKey + 2 ? kKey + 2 - line.size() : 1, ' ');
-  return line + wrap(description, line.size(), kKey + 2) + "\n";
-}
-
-/// What a scenario file holds; shown by every command's --help.
+/// What a scenario file holds; shown by every command's --help. The required keys come from
+/// the schema (scenario/schema.hpp); `stepcast schema` prints every key.
 std::string scenario_help() {
-  std::string out =
-      "Scenario file (JSON; ready-made ones in scenarios/seeds/, `stepcast init` writes a starter,\n"
-      "the full schema in README.md). Required: model, hardware {box or cluster, gpus}, strategy,\n"
-      "training.micro_batch; every other key has a default, printed under Assumptions:\n";
-  out += field("name, description", "optional: the file's name; none");
-  out += field("model",
-               "catalog name, alias or Hugging Face id (see `stepcast catalog models`), an inline shape "
-               "{layers, hidden, heads, head_dim, ...}, or {\"hf_config\": PATH} (a config.json)");
-  out += field("training", "micro_batch (required), seq_len (default: the model's), precision (" +
-                               join(precision_names(), ", ") +
-                               "; default bf16_mixed where the GPU has bf16, else fp16_mixed), optimizer (adam), "
-                               "grad_accum (1), recompute (" + join(recompute_names(), ", ") +
-                               "; default none), flash_attention (default: true from Ampere on), optional "
-                               "attention_kernel (" + attention_kernel_names() + "), kernels (" +
-                               kernel_profile_names() +
-                               "; default eager), fused_loss, metric_loss_passes, launch_blocking (default false), "
-                               "grad_accumulation (autograd, fused, bf16_optimizer; default autograd), "
-                               "kernel_rates (in_step, isolated; default "
-                               "in_step), lora {rank, targets: [q, "
-                               "k, v, o, gate, up, down]}");
-  out += field("strategy", "a name (" + join(strategy_names(), ", ") +
-                               ") or {name, optional bucket_mb, prefetch_layers, algorithm "
-                               "(see `stepcast catalog algorithms`), reduce_dtype (working, fp32), overlap_param_gather "
-                               "(zero1/zero2: the parameter all-gather beside the next forward, Megatron-Core's), "
-                               "overlap_grad_reduce (pp >= 2: each stage's reduction during its last backward), tp "
-                               "and sp (tensor and "
-                               "sequence parallelism: a divisor of the node, or whole nodes), tp_comm_overlap (TP collectives "
-                               "beside their GEMMs, Megatron-Core's --tp-comm-overlap; needs sp), tp_backward_overlap (the "
-                               "QKV and MLP-up backward's TP collectives beside their GEMMs, as Megatron's linear layers "
-                               "run them), pp, vpp and schedule "
-                               "(gpipe, 1f1b, interleaved, zb-h1), pp_split (even, balanced), cp and cp_comm (ring, "
-                               "all_gather: context parallelism), offload (none, optimizer, parameters) and "
-                               "delayed_update (CPU offload), fp8_all_gather}");
-  out += field("hardware",
-               "{\"cluster\": NAME, \"gpus\": N} or {\"box\": NAME, \"gpus\": N, optional \"nodes\": N "
-               "(default: the GPUs over the box size), \"network\": {nic, nics_per_node, topology "
-               "(single_switch, rail_fat_tree), oversubscription and optional nodes_per_leaf "
-               "(rail_fat_tree; default 32)} (default for several nodes: "
-               "the box's own NICs on one switch)}; gpus is the total used, whole nodes above one box (see "
-               "`stepcast catalog clusters`, `boxes`, `links`); optional calibration, stragglers. The box, "
-               "its gpu and links (nvlink, pcie, cpu_link, nic) and the network's nic may be inline objects in "
-               "the catalog's format (a link's rates in GB/s or line_rate_Gbps/effective_Gbps); --catalog DIR "
-               "adds catalog files of one's own");
-  out += field("dataset", "optional {\"tokens\": N} or {\"samples\": N} per epoch; without it no epoch figures");
-  out += field("price_per_gpu_hour_usd", "optional; gives the cost per epoch");
-  out += field("measured", "optional measured figures, compared with the prediction");
-  out += field("notes", "optional list of the author's choices");
-  out +=
-      "Every value is checked, and every problem of a file is reported at once: unknown keys\n"
-      "(with the keys allowed there), wrong types, missing keys, out-of-range numbers and unknown\n"
-      "names (with a \"did you mean\" for a close one), each naming the file and the JSON path.\n";
-  return out;
+  const Schema& schema = scenario_schema();
+  std::vector<std::string> required;
+  for (const SchemaKey& k : schema.keys()) {
+    bool all = k.required;
+    for (std::size_t slash = k.path.find('/', 1); all && slash != std::string::npos; slash = k.path.find('/', slash + 1))
+      all = schema.key(k.path.substr(0, slash)).required;  // under required objects only
+    if (all) {
+      std::string dotted = k.path.substr(1);
+      std::replace(dotted.begin(), dotted.end(), '/', '.');
+      required.push_back(dotted);
+    }
+  }
+  return wrap("Scenario file (JSON; ready-made ones in scenarios/, `stepcast init` writes a starter). Required: " +
+                  join(required, ", ") + ", and hardware.box or hardware.cluster. Every other key has a default, "
+                  "printed under Assumptions; `stepcast schema` lists every key with its values and default "
+                  "(docs/scenario.md holds the same table).",
+              0, 0) +
+         "\n"
+         "Every value is checked, and every problem of a file is reported at once: unknown keys\n"
+         "(with the keys allowed there), wrong types, missing keys, out-of-range numbers and unknown\n"
+         "names (with a \"did you mean\" for a close one), each naming the file and the JSON path.\n";
 }
 
 std::string exit_code_help() {
@@ -265,10 +228,6 @@ std::string footer(const std::string& details, const std::string& example_block,
 // ---------------------------------------------------------------------------------------
 // commands
 
-/// The scenario at `path`. Bad input in it is an InputError from the reader; any other
-/// exception is a broken invariant and stays one (exit 1), never relabelled as bad input.
-Scenario load(const std::string& path) { return load_scenario(path); }
-
 /// The scenario on `gpus` GPUs. with_gpus documents std::invalid_argument for a count the
 /// hardware cannot take (not whole nodes, more than the cluster): the user's --gpus.
 Scenario on_gpus(const Scenario& s, int gpus) {
@@ -298,40 +257,12 @@ std::shared_ptr<const InStepFractions> load_in_step_option(const std::string& fi
   return std::make_shared<const InStepFractions>(load_in_step_fractions(file, file));
 }
 
-/// The scenario with its rates from `file` (a `stepcast fit` hardware file for its GPU).
-Scenario with_calibration(Scenario s, const std::string& file) {
-  if (!std::filesystem::exists(file)) throw UserError("no such hardware file: " + file);
-  auto cal = std::make_shared<const HardwareFile>(load_hardware(file));
-  const BoxSpec* box = find_box(s.hardware.cluster.box);
-  if (box && cal->gpu != box->gpu)
-    throw UserError("--calibration " + file + ": fitted for " + cal->gpu + ", but " + box->name + " holds " + box->gpu);
-  s.hardware.calibration = std::move(cal);
-  s.hardware.calibration_file = file;
-  return s;
-}
-
-/// The scenario with the in-step fractions of `file` (`--in-step`), its default saying so.
-Scenario with_in_step(Scenario s, const std::string& file) {
-  if (!s.training.in_step_rates)
-    throw UserError("--in-step " + file + ": " + s.file + " sets training.kernel_rates \"isolated\", which uses "
-                    "no in-step fractions");
-  s.training.in_step = load_in_step_option(file);
-  const BoxSpec* box = find_box(s.hardware.cluster.box);
-  const GpuSpec* gpu = box ? find_gpu(box->gpu) : nullptr;
-  const double gemm = gpu ? gemm_fraction(*s.training.in_step, gpu->arch) : s.training.in_step->gemm;
-  for (std::string& d : s.defaults)
-    if (d.rfind("training.kernel_rates: in_step", 0) == 0)
-      d = fmt::format("training.kernel_rates: in_step (inside a step GEMMs keep {:.1f}% and attention {:.1f}% of "
-                      "their isolated benchmarks: {}, from --in-step)",
-                      100 * gemm, 100 * s.training.in_step->attention, file);
-  return s;
-}
-
 int run_predict(const PredictArgs& args) {
-  Scenario s = load(args.scenario);
-  if (args.gpus > 0) s = on_gpus(s, args.gpus);
-  if (!args.calibration.empty()) s = with_calibration(std::move(s), args.calibration);
-  if (!args.in_step.empty()) s = with_in_step(std::move(s), args.in_step);
+  ReadOptions read;
+  read.calibration_file = args.calibration;
+  read.in_step_file = args.in_step;
+  read.gpus = args.gpus;
+  const Scenario s = load_scenario(args.scenario, read);
   PredictOptions options;
   options.keep_simulation = options.record_timelines = !args.trace.empty() || !args.html.empty();
   const Prediction p = predict(s, options);
@@ -357,7 +288,7 @@ struct ScaleArgs {
 };
 
 int run_scale(const ScaleArgs& args) {
-  const Scenario base = load(args.scenario);
+  const Scenario base = load_scenario(args.scenario);
   // Check every count before spending time on predictions.
   std::vector<Scenario> scenarios;
   scenarios.reserve(args.gpus.size());
@@ -411,9 +342,10 @@ int run_plan_range(const Scenario& s, const PlanArgs& args, PlanOptions options)
 }
 
 int run_plan(const PlanArgs& args) {
-  Scenario s = load(args.scenario);
   if (args.gpus > 0 && !args.gpus_range.empty()) throw UserError("give --gpus or --gpus-range, not both");
-  if (args.gpus > 0) s = on_gpus(s, args.gpus);
+  ReadOptions read;
+  read.gpus = args.gpus;
+  Scenario s = load_scenario(args.scenario, read);
   PlanOptions options;
   options.progress = cli::terminal_progress("plan");
   options.objective = parse_plan_objective(args.objective);  // CLI11 checked the choice
@@ -429,7 +361,15 @@ int run_plan(const PlanArgs& args) {
   if (!args.gpus_range.empty()) return run_plan_range(s, args, options);
   const PlanResult result = plan(s, options);
   cli::clear_progress();
-  if (!args.html.empty()) write_file(args.html, cli::plan_html(s, result), "HTML report");
+  if (!args.html.empty()) {
+    std::optional<Prediction> winner;  // the winner once more, its simulation kept for the timeline
+    if (!result.top.empty()) {
+      PredictOptions traced;
+      traced.keep_simulation = traced.record_timelines = true;
+      winner = predict(with_layout(s, result.top.front().layout), traced);
+    }
+    write_file(args.html, cli::plan_html(s, result, winner ? &*winner : nullptr), "HTML report");
+  }
   write(args.csv ? cli::plan_csv(result) : args.json ? cli::plan_json(s, result) : cli::plan_text(s, result));
   return kExitOk;
 }
@@ -446,7 +386,7 @@ int run_compare(const CompareArgs& args) {
   std::vector<Scenario> loaded;
   std::vector<Prediction> predictions;
   for (const std::string& file : args.scenarios) {
-    loaded.push_back(load(file));
+    loaded.push_back(load_scenario(file));
     predictions.push_back(predict(loaded.back()));
     rows.push_back(cli::compare_row(loaded.back(), predictions.back()));
   }
@@ -796,7 +736,7 @@ CLI::App* add_need_command(CLI::App& app, cli::NeedArgs& na) {
 }
 
 int run_need(const cli::NeedArgs& args) {
-  const Scenario s = load(args.scenario);
+  const Scenario s = load_scenario(args.scenario);
   NeedOptions options;
   try {
     options = cli::need_options(args);
@@ -858,7 +798,7 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
                 "(with --json: a \"pairs\" array)");
   add_html_option(cmd, va.html);
   cmd->footer(footer(
-      "Each record (one JSON object per line, the measured-run record format of README.md)\n"
+      "Each record (one JSON object per line, the measured-run record format of data/validation/SCHEMA.md)\n"
       "becomes a scenario where stepcast can represent it; the record's metric is predicted\n"
       "with the record's definition (tokens/s/GPU, step time, TFLOP/s per GPU, MFU,\n"
       "samples/s) and the signed error reported. Records stepcast cannot represent yet\n"
@@ -898,6 +838,27 @@ CLI::App* add_catalog_command(CLI::App& app, CatalogArgs& ca) {
       catalog_examples(), true));
 
   return cmd;
+}
+
+struct SchemaArgs {
+  bool markdown = false;
+};
+
+CLI::App* add_schema_command(CLI::App& app, SchemaArgs& sa) {
+  CLI::App* cmd = app.add_subcommand("schema", "Every key a scenario file may hold: values, default, meaning");
+  cmd->add_flag("--markdown", sa.markdown, "Print docs/scenario.md's key table (Markdown) instead");
+  cmd->footer(footer("The scenario schema, declared once (scenario/schema.cpp): the reader takes each object's\n"
+                     "keys and each number's range from it, and this list, `init`'s notes and\n"
+                     "docs/scenario.md are printed from it.\n",
+                     examples({{"stepcast schema", "every key, grouped by object"},
+                               {"stepcast schema --markdown", "the table of docs/scenario.md"}}),
+                     false));
+  return cmd;
+}
+
+int run_schema(const SchemaArgs& args) {
+  write(args.markdown ? schema_markdown(scenario_schema()) : schema_help(scenario_schema()));
+  return kExitOk;
 }
 
 CLI::App* add_fit_command(CLI::App& app, FitArgs& fa) {
@@ -985,6 +946,7 @@ int run(int argc, char** argv) {
   PlanArgs pla;
   CompareArgs cma;
   cli::NeedArgs na;
+  SchemaArgs sca;
   CLI::App* predict_cmd = add_predict_command(app, pa);
   CLI::App* scale_cmd = add_scale_command(app, sa);
   CLI::App* validate_cmd = add_validate_command(app, va);
@@ -998,6 +960,7 @@ int run(int argc, char** argv) {
   CLI::App* plan_cmd = add_plan_command(app, pla);
   CLI::App* compare_cmd = add_compare_command(app, cma);
   CLI::App* need_cmd = add_need_command(app, na);
+  CLI::App* schema_cmd = add_schema_command(app, sca);
   // User catalog folders, on every command that reads catalog names (repeatable).
   std::vector<std::string> catalog_dirs;
   for (CLI::App* cmd : {predict_cmd, scale_cmd, validate_cmd, catalog_cmd, fit_cmd, init_cmd, plan_cmd, compare_cmd,
@@ -1040,6 +1003,7 @@ int run(int argc, char** argv) {
   if (plan_cmd->parsed()) return run_plan(pla);
   if (compare_cmd->parsed()) return run_compare(cma);
   if (need_cmd->parsed()) return run_need(na);
+  if (schema_cmd->parsed()) return run_schema(sca);
   error("no command given");
   return kExitBadInput;
 }

@@ -295,6 +295,10 @@ std::string out_of_memory(const MemoryBreakdown& m) {
   return gpu && host ? "GPU and host" : gpu ? "GPU" : host ? "host" : "";
 }
 
+MemoryVerdict overall_verdict(const MemoryBreakdown& m) { return std::max(m.verdict, m.host_verdict); }
+
+bool fits(const MemoryBreakdown& m) { return overall_verdict(m) != MemoryVerdict::oom; }
+
 std::string_view name(OptimizerKind k) { return kOptimizerNames[static_cast<int>(k)]; }
 
 OptimizerKind parse_optimizer(std::string_view text) {

@@ -126,6 +126,13 @@ struct MemoryBreakdown {
 /// What runs out: "GPU", "host", "GPU and host", or "" when both fit.
 std::string out_of_memory(const MemoryBreakdown& m);
 
+/// The one verdict of a step's memory: the worse of the GPU's and the host's (fits < tight < oom).
+MemoryVerdict overall_verdict(const MemoryBreakdown& m);
+
+/// Whether the step fits: neither the GPU nor the host (under CPU offload) runs out. The one
+/// definition predict, scale, compare and plan use.
+bool fits(const MemoryBreakdown& m);
+
 /// Parameter counts that the model states are proportional to (elements).
 struct ParamCounts {
   double stored = 0;               ///< all parameters held (base + LoRA adapters)

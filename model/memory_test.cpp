@@ -326,6 +326,19 @@ TEST_CASE("recompute and flash attention never increase activations") {
   }
 }
 
+TEST_CASE("fits: a step fits when neither the GPU nor the host runs out; the verdict is the worse of the two") {
+  MemoryBreakdown m;
+  CHECK(fits(m));
+  m.host_verdict = MemoryVerdict::oom;  // CPU offload past the host's memory
+  CHECK_FALSE(fits(m));
+  CHECK(overall_verdict(m) == MemoryVerdict::oom);
+  m.host_verdict = MemoryVerdict::tight;
+  CHECK(fits(m));
+  CHECK(overall_verdict(m) == MemoryVerdict::tight);
+  m.verdict = MemoryVerdict::oom;
+  CHECK_FALSE(fits(m));
+}
+
 TEST_CASE("verdict: tight when total > 0.9·capacity, oom when total > capacity") {
   CHECK(memory_verdict(72e9, 80e9) == MemoryVerdict::fits);  // exactly 90%: fits
   CHECK(memory_verdict(72e9 + 1, 80e9) == MemoryVerdict::tight);

@@ -77,7 +77,7 @@ NeedPoint predict_at(const Job& base, double node_Gbps) {
   const Job job = with_inter_node_rate(base, node_Gbps);
   const Costs costs = cost(job);
   Lowered lowered = lower(job, costs, PredictOptions{});
-  sim::SimResult result = simulate(lowered.graph, PredictOptions{});
+  sim::SimResult result = simulate(lowered, PredictOptions{});
   const sim::StepBounds bounds = bound(lowered.graph);
   const Prediction p = assemble(job, costs, std::move(lowered), std::move(result), bounds, PredictOptions{});
   return NeedPoint{node_Gbps, p.step_time_s, p.comm_exposed_s, p.step_time_s > 0 ? p.comm_exposed_s / p.step_time_s : 0,

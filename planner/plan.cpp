@@ -220,6 +220,10 @@ void screen_family(PlanScreen& out, Job& job, int family, const std::vector<std:
         ++out.rejected[static_cast<int>(PlanRejectReason::memory)];
         continue;
       }
+      if (costs.memory.host_verdict == MemoryVerdict::oom) {
+        ++out.rejected[static_cast<int>(PlanRejectReason::host_memory)];
+        continue;
+      }
       PlanCandidate c;
       c.layout = Layout{st.kind, job.tp, st.sp, mb,     tr.grad_accum, tr.recompute,
                         job.dp,  job.pp, st.vpp, schedule, job.cp,      st.offload};
@@ -424,6 +428,7 @@ std::string_view describe(PlanRejectReason r) {
     case PlanRejectReason::pipeline_groups: return "interleaved schedule: grad_accum is not a multiple of pp";
     case PlanRejectReason::invalid: return "the scenario's checks refuse it";
     case PlanRejectReason::memory: return "memory per GPU above the limit";
+    case PlanRejectReason::host_memory: return "CPU offload: the host's memory runs out";
   }
   return "?";
 }
@@ -441,6 +446,7 @@ std::string_view key(PlanRejectReason r) {
     case PlanRejectReason::pipeline_groups: return "pipeline_groups";
     case PlanRejectReason::invalid: return "invalid";
     case PlanRejectReason::memory: return "memory";
+    case PlanRejectReason::host_memory: return "host_memory";
   }
   return "?";
 }
@@ -611,11 +617,8 @@ double objective_value(PlanObjective o, const Prediction& p, const Scenario& s) 
   switch (o) {
     case PlanObjective::time: return p.step_time_s;
     case PlanObjective::tokens_per_s: return p.tokens_per_s_per_gpu;
-    case PlanObjective::cost: {
-      // USD per million tokens = price x GPUs x step / 3600 / (tokens per step / 1e6)
-      const double price = s.price_per_gpu_hour_usd.value_or(std::numeric_limits<double>::quiet_NaN());
-      return price * p.gpus * p.step_time_s / 3600.0 / (p.tokens_per_step / 1e6);
-    }
+    case PlanObjective::cost:
+      return usd_per_million_tokens(s.price_per_gpu_hour_usd.value_or(std::numeric_limits<double>::quiet_NaN()), p);
   }
   return 0;
 }
@@ -630,7 +633,7 @@ Prediction simulate_candidate(const PlanScreen& screen, const PlanCandidate& c, 
   const Job job = layout_job(screen, c);
   const Costs costs = cost(job);
   if (!lowered) lowered = lower(job, costs, PredictOptions{});
-  sim::SimResult result = simulate(lowered->graph, PredictOptions{});
+  sim::SimResult result = simulate(*lowered, PredictOptions{});
   const sim::StepBounds bounds = bound(lowered->graph);
   return assemble(job, costs, std::move(*lowered), std::move(result), bounds, PredictOptions{});
 }

@@ -75,7 +75,7 @@ struct PlanOptions {
   /// Relative optimality gap of the branch and bound, >= 0: a layout is left unsimulated
   /// once its lower bound x (1 + gap) is above the K-th simulated step, so none left out
   /// can beat the K-th by more than the gap. 0: exact (every layout whose bound could enter
-  /// the top K is simulated). The default, 1%, is below the model's own error (README:
+  /// the top K is simulated). The default, 1%, is below the model's own error (docs/accuracy.md:
   /// accuracy) and stops the search from lowering the many pipelines whose bounds sit within
   /// a percent of the winner.
   double gap = 0.01;
@@ -122,8 +122,9 @@ enum class PlanRejectReason {
   pipeline_groups,    ///< interleaved schedule: grad_accum not a multiple of pp
   invalid,            ///< the scenario's own checks refuse it (check_scenario)
   memory,             ///< memory per GPU above the fraction of capacity
+  host_memory,        ///< CPU offload: the host's memory runs out (memory.hpp fits)
 };
-inline constexpr int kPlanRejectReasons = 11;
+inline constexpr int kPlanRejectReasons = 12;
 /// One sentence: "tp does not divide the heads, KV heads and MLP width".
 std::string_view describe(PlanRejectReason);
 /// Its name in JSON: "tp_model", "sp_sequence", ...

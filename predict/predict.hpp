@@ -137,6 +137,10 @@ struct Prediction {
   std::vector<std::string> assumptions;  ///< defaults and choices the prediction rests on
 };
 
+/// USD per million tokens trained: price x GPUs x step time / 3600 / (tokens per step / 1e6).
+/// The one definition of cost per token (scale, compare and plan's cost objective).
+double usd_per_million_tokens(double price_per_gpu_hour_usd, const Prediction& p);
+
 /// resolve -> cost -> lower -> simulate -> bound -> assemble (stages.hpp).
 Prediction predict(const Scenario& scenario, const PredictOptions& options = {});
 

@@ -6,10 +6,12 @@
 ///                                                  provenance, fabric, rank groups, defaults
 ///                                                  (each recorded as an assumption)
 ///   cost(Job)                          -> Costs    per-layer compute times and FLOPs, byte
-///                                                  counts, memory terms; pure
+///                                                  counts, memory terms, every collective's
+///                                                  size and exposed part; pure
 ///   lower(Job, Costs, PredictOptions)  -> Lowered  the StepPlan and its StepGraph
 ///                                                  (sim::lower_step)
-///   simulate(StepGraph, PredictOptions) -> SimResult
+///   simulate(Lowered, PredictOptions) -> SimResult  every micro-step lowered where the
+///                                                  closed form is not exact
 ///   bound(StepGraph)                   -> StepBounds  closed-form cross-check
 ///   assemble(Job, Costs, Lowered, SimResult, StepBounds) -> Prediction
 ///
@@ -21,6 +23,7 @@
 #include "model/compute.hpp"
 #include "model/flops.hpp"
 #include "model/memory.hpp"
+#include "model/parallel.hpp"
 #include "simulator/bounds.hpp"
 #include "simulator/lowering.hpp"
 #include "predict/predict.hpp"
@@ -185,6 +188,12 @@ struct Costs {
   /// Expert parallelism per layer and micro-batch: the dispatch and combine all-to-alls of
   /// the MoE layers, on the compute stream after the layer (their bytes the mean over layers).
   std::vector<sim::LayerCollective> ep_forward, ep_backward;
+  /// Tensor parallelism per layer and micro-batch: each layer's TP collectives (forward,
+  /// backward) and the vocab-parallel head's (model/parallel.hpp); empty when tp = 1.
+  TpLayerComm tp_layer, tp_head;
+  /// Pipeline parallelism: one send between adjacent stages, bytes and latency; 0 when pp = 1.
+  double pp_send_bytes = 0;
+  double pp_send_latency_s = 0;
   OffloadTimes offload;        ///< CPU offload per optimizer step (zero without)
   double grad_accumulation_s = 0;  ///< adding up gradients, per micro-step, on the report's rank (stage 0)
   std::vector<std::string> assumptions;
@@ -222,6 +231,11 @@ Lowered lower(const Job& job, const Costs& costs, const PredictOptions& options)
 
 /// Plays the step graph (sim::simulate with the options' limiting cases and timelines).
 sim::SimResult simulate(const sim::StepGraph& graph, const PredictOptions& options);
+
+/// Plays the lowered step; where its middle micro-steps, held in closed form, turn out not to
+/// repeat exactly, lowers every micro-step (sim::lower_step_explicit, into `lowered`) and
+/// plays that instead. One simulation when the closed form is exact, two otherwise.
+sim::SimResult simulate(Lowered& lowered, const PredictOptions& options);
 
 /// Closed-form bounds on the lowered step (sim::closed_form_bounds).
 sim::StepBounds bound(const sim::StepGraph& graph);

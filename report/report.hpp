@@ -43,12 +43,6 @@ struct ScaleRow {
   bool fits() const { return verdict != MemoryVerdict::oom; }
 };
 
-/// USD per million tokens trained: price x GPUs x step time / 3600 / (tokens per step / 1e6).
-inline double usd_per_million_tokens(double price_per_gpu_hour_usd, int gpus, double step_time_s,
-                                     double tokens_per_step) {
-  return price_per_gpu_hour_usd * gpus * step_time_s / 3600.0 / (tokens_per_step / 1e6);
-}
-
 /// The baseline of a scaling sweep: the index of the row with the fewest GPUs among those
 /// that fit in memory (the first such row on a tie); nullopt when none fits. A count that
 /// does not fit cannot run, so no speedup is measured against it.
@@ -80,9 +74,9 @@ inline std::vector<ScaleRow> scale_rows(const std::vector<Prediction>& predictio
     r.time_per_epoch_s = p.time_per_epoch_s;
     r.cost_per_epoch_usd = p.cost_per_epoch_usd;
     if (price_per_gpu_hour_usd && p.tokens_per_step > 0)
-      r.usd_per_million_tokens = usd_per_million_tokens(*price_per_gpu_hour_usd, p.gpus, p.step_time_s, p.tokens_per_step);
+      r.usd_per_million_tokens = usd_per_million_tokens(*price_per_gpu_hour_usd, p);
     r.memory_per_gpu_bytes = p.memory.total_bytes;
-    r.verdict = p.memory.verdict;
+    r.verdict = overall_verdict(p.memory);
     rows.push_back(r);
   }
   const auto base = scale_baseline(rows);
@@ -128,10 +122,9 @@ inline CompareRow compare_row(const Scenario& s, const Prediction& p) {
   r.tokens_per_s = p.tokens_per_s;
   r.tokens_per_step = p.tokens_per_step;
   r.cost_per_epoch_usd = p.cost_per_epoch_usd;
-  if (s.price_per_gpu_hour_usd)
-    r.usd_per_million_tokens = usd_per_million_tokens(*s.price_per_gpu_hour_usd, p.gpus, p.step_time_s, p.tokens_per_step);
+  if (s.price_per_gpu_hour_usd) r.usd_per_million_tokens = usd_per_million_tokens(*s.price_per_gpu_hour_usd, p);
   r.memory_per_gpu_bytes = p.memory.total_bytes;
-  r.verdict = p.memory.verdict;
+  r.verdict = overall_verdict(p.memory);
   return r;
 }
 

@@ -202,16 +202,11 @@ std::string compare_html(const std::vector<Scenario>& scenarios, const std::vect
   return page(title, std::move(data));
 }
 
-std::string plan_html(const Scenario& s, const PlanResult& result) {
+std::string plan_html(const Scenario& s, const PlanResult& result, const Prediction* winner_traced) {
   json preds = json::array();
   for (const PlanRow& row : result.top) preds.push_back(prediction_data(with_layout(s, row.layout), row.prediction));
   json trace = nullptr;
-  if (!result.top.empty()) {
-    const Scenario winner = with_layout(s, result.top.front().layout);
-    PredictOptions options;
-    options.keep_simulation = options.record_timelines = true;
-    trace = trace_data(winner, predict(winner, options));
-  }
+  if (!result.top.empty() && winner_traced) trace = trace_data(with_layout(s, result.top.front().layout), *winner_traced);
   const std::string title =
       fmt::format("Planned layouts: {} on {} x {}, global batch {} sequences, objective {}", s.model.name,
                   result.gpus, result.top.empty() ? std::string("GPU") : result.top.front().prediction.gpu,

@@ -40,9 +40,10 @@ std::string compare_html(const std::vector<Scenario>& scenarios, const std::vect
 
 /// The page of `stepcast plan`: the ranked layouts, the winner's timeline, the step-time
 /// breakdown and memory per GPU of each layout, the rejections, and the winner's
-/// assumptions. The winner is predicted once more with its simulation kept, for the timeline
-/// (the same deterministic prediction as its row).
-std::string plan_html(const Scenario& scenario, const PlanResult& result);
+/// assumptions; the winner's timeline from `winner_traced`, its prediction with the simulation
+/// kept (predict with keep_simulation: the same deterministic prediction as its row), when
+/// given. The page formats; it runs no model.
+std::string plan_html(const Scenario& scenario, const PlanResult& result, const Prediction* winner_traced);
 
 /// The page of `stepcast validate`: the leave-one-source-out and fit-free summaries, each
 /// record's prediction against its measurement (log-log, one series per metric, each in its

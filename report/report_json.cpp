@@ -246,7 +246,7 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
   j["dataset"] = {{"tokens", opt(sc.dataset.tokens)}, {"samples", opt(sc.dataset.samples)}};
 
   j["memory_per_gpu_bytes"] = num(p.memory.total_bytes);
-  j["fits"] = p.memory.verdict != MemoryVerdict::oom && p.memory.host_verdict != MemoryVerdict::oom;
+  j["fits"] = fits(p.memory);
   j["memory"] = memory_json(p.memory);
   j["collectives"] = collectives_json(p);
   j["fabric"] = fabric_json(p.fabric);

@@ -1,5 +1,7 @@
 #include "scenario/scenario.hpp"
 
+#include "scenario/schema.hpp"
+
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
 #include "base/suggest.hpp"
@@ -53,6 +55,45 @@ std::vector<std::string> model_names() {
   return out;
 }
 
+/// The schema's entry for `key` of the object `obj` reads.
+const SchemaKey& key_of(const Schema& schema, const JsonObject& obj, const std::string& key) {
+  return schema.key(schema_path(obj.path()) + "/" + key);
+}
+
+/// The keys the schema declares for `obj`, named in its unknown-key errors.
+void allow_declared(const Schema& schema, JsonObject& obj) { obj.allow(schema.children(schema_path(obj.path()))); }
+
+/// An integer key within the schema's range.
+std::int64_t read_integer(const Schema& schema, JsonObject& obj, const std::string& key) {
+  const SchemaKey& k = key_of(schema, obj, key);
+  return obj.integer(key, static_cast<std::int64_t>(k.min), static_cast<std::int64_t>(k.max));
+}
+std::optional<std::int64_t> read_optional_integer(const Schema& schema, JsonObject& obj, const std::string& key) {
+  const SchemaKey& k = key_of(schema, obj, key);
+  return obj.optional_integer(key, static_cast<std::int64_t>(k.min), static_cast<std::int64_t>(k.max));
+}
+int read_int32(const Schema& schema, JsonObject& obj, const std::string& key) {
+  const SchemaKey& k = key_of(schema, obj, key);
+  return obj.int32(key, static_cast<int>(k.min), static_cast<int>(k.max));
+}
+
+/// A number key within the schema's range ("> 0": positive, up to its max when it has one).
+std::optional<double> read_optional_number(const Schema& schema, JsonObject& obj, const std::string& key) {
+  const SchemaKey& k = key_of(schema, obj, key);
+  if (k.min_open && k.min == 0) return std::isinf(k.max) ? obj.optional_positive(key) : obj.optional_positive(key, k.max);
+  return obj.optional_number(key, k.min, k.max);
+}
+double read_number(const Schema& schema, JsonObject& obj, const std::string& key) {
+  const SchemaKey& k = key_of(schema, obj, key);
+  if (k.min_open && k.min == 0) return std::isinf(k.max) ? obj.positive(key) : obj.positive(key, k.max);
+  return obj.number(key, k.min, k.max);
+}
+
+/// A name of the schema's vocabulary for `key`.
+std::string read_choice(const Schema& schema, JsonObject& obj, const std::string& key) {
+  return obj.choice(key, key_of(schema, obj, key).vocabulary);
+}
+
 TransformerSpec parse_model(JsonObject& top) {
   const nlohmann::json& raw = top.raw("model");
   if (raw.is_string()) {
@@ -90,11 +131,12 @@ struct TrainingInput {
   bool grad_accumulation_given = false;
 };
 
-std::optional<LoraSpec> parse_lora(JsonObject& obj) {
+std::optional<LoraSpec> parse_lora(JsonObject& obj, const Schema& schema) {
   auto lora = obj.optional_object("lora");
   if (!lora) return std::nullopt;
+  allow_declared(schema, *lora);
   LoraSpec l;
-  l.rank = lora->integer("rank", 1, limits::kMaxHidden);
+  l.rank = read_integer(schema, *lora, "rank");
   JsonArray targets = lora->array("targets");
   for (std::size_t i = 0; i < targets.size(); ++i) l.targets.push_back(targets.string(i));
   lora->finish();
@@ -102,16 +144,17 @@ std::optional<LoraSpec> parse_lora(JsonObject& obj) {
 }
 
 /// Each key read on its own, its problems collected in `errors`.
-TrainingInput parse_training(JsonObject& obj, InputErrors& errors) {
+TrainingInput parse_training(JsonObject& obj, InputErrors& errors, const Schema& schema) {
+  allow_declared(schema, obj);
   TrainingInput in;
   TrainingSpec& t = in.rest;
   errors.attempt([&] {
     if (obj.has("precision")) in.precision = parse_name(obj, "precision", parse_precision, precision_names());
   });
   errors.attempt([&] { if (obj.has("optimizer")) in.optimizer = parse_name(obj, "optimizer", parse_optimizer); });
-  errors.attempt([&] { in.micro_batch = obj.integer("micro_batch", 1, limits::kMaxMicroBatch); });
-  errors.attempt([&] { in.grad_accum = obj.optional_integer("grad_accum", 1, limits::kMaxGradAccum); });
-  errors.attempt([&] { in.seq_len = obj.optional_integer("seq_len", 1, limits::kMaxSeqLen); });
+  errors.attempt([&] { in.micro_batch = read_integer(schema, obj, "micro_batch"); });
+  errors.attempt([&] { in.grad_accum = read_optional_integer(schema, obj, "grad_accum"); });
+  errors.attempt([&] { in.seq_len = read_optional_integer(schema, obj, "seq_len"); });
   errors.attempt([&] {
     if (obj.has("recompute")) in.recompute = parse_name(obj, "recompute", parse_recompute, recompute_names());
   });
@@ -128,11 +171,13 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors) {
         parse_name(obj, "grad_accumulation", parse_grad_accumulation, grad_accumulation_names());
     in.grad_accumulation_given = true;
   });
-  errors.attempt([&] { if (obj.has("metric_loss_passes")) t.metric_loss_passes = obj.int32("metric_loss_passes", 0, 16); });
-  errors.attempt([&] { t.lora = parse_lora(obj); });
+  errors.attempt([&] {
+    if (obj.has("metric_loss_passes")) t.metric_loss_passes = read_int32(schema, obj, "metric_loss_passes");
+  });
+  errors.attempt([&] { t.lora = parse_lora(obj, schema); });
   errors.attempt([&] {
     if (!obj.has("kernel_rates")) return;
-    t.in_step_rates = obj.choice("kernel_rates", {"in_step", "isolated"}) == "in_step";
+    t.in_step_rates = read_choice(schema, obj, "kernel_rates") == "in_step";
     in.kernel_rates_given = true;
   });
   errors.attempt([&] {
@@ -149,10 +194,13 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors) {
 /// `s.defaults`: precision bf16_mixed where the GPU has bf16 arithmetic (fp16_mixed
 /// before), adam, grad_accum 1, the model's own seq_len, no recompute, and flash attention
 /// from Ampere on (FlashAttention needs sm80 or later: Dao 2023, FlashAttention-2 README,
-/// "Ampere, Ada, or Hopper GPUs"), or as the attention_kernel given implies.
-void apply_training_defaults(Scenario& s, const TrainingInput& in) {
+/// "Ampere, Ada, or Hopper GPUs"), or as the attention_kernel given implies; kernel rates in
+/// step with `in_step` (from `in_step_file`, --in-step) or, when null, the catalog's fractions.
+void apply_training_defaults(Scenario& s, const TrainingInput& in,
+                             std::shared_ptr<const InStepFractions> in_step, const std::string& in_step_file) {
   TrainingSpec& t = s.training;
   t = in.rest;
+  t.in_step = std::move(in_step);
   const BoxSpec& box = *find_box(s.hardware.cluster.box);
   const GpuSpec& gpu = *find_gpu(box.gpu);
   auto note = [&](const std::string& text) { s.defaults.push_back(text); };
@@ -183,21 +231,24 @@ void apply_training_defaults(Scenario& s, const TrainingInput& in) {
                      t.flash_attention, gpu.name, name(gpu.arch)));
   }
   if (!in.kernel_rates_given) {
-    const InStepFractions& f = in_step_fractions();
+    const InStepFractions& f = t.in_step ? *t.in_step : in_step_fractions();
     note(fmt::format("training.kernel_rates: in_step (inside a step GEMMs keep {:.1f}% and attention {:.1f}% of "
-                     "their isolated benchmarks: model/catalog/in_step.json; \"isolated\" for the benchmarks)",
-                     100 * gemm_fraction(f, gpu.arch), 100 * f.attention));
+                     "their isolated benchmarks: {})",
+                     100 * gemm_fraction(f, gpu.arch), 100 * f.attention,
+                     t.in_step ? in_step_file + ", from --in-step"
+                               : std::string("model/catalog/in_step.json; \"isolated\" for the benchmarks")));
   }
 }
 
-StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
+StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors, const Schema& schema) {
+  allow_declared(schema, obj);
   StrategySpec s;
   errors.attempt([&] { s.kind = parse_name(obj, "name", parse_strategy, strategy_names()); });
   errors.attempt([&] {
-    if (auto mb = obj.optional_positive("bucket_mb")) s.bucket_bytes = *mb * kBytesPerMiB, s.bucket_given = true;
+    if (auto mb = read_optional_number(schema, obj, "bucket_mb")) s.bucket_bytes = *mb * kBytesPerMiB, s.bucket_given = true;
   });
   errors.attempt([&] {
-    if (obj.has("tp")) s.tp = obj.int32("tp", 1, limits::kMaxGpusPerNode);
+    if (obj.has("tp")) s.tp = read_int32(schema, obj, "tp");
     if (obj.has("sp")) s.sp = obj.boolean("sp");
     if (obj.has("tp_comm_overlap")) s.tp_comm_overlap = obj.boolean("tp_comm_overlap");
     if (obj.has("tp_backward_overlap")) s.tp_backward_overlap = obj.boolean("tp_backward_overlap");
@@ -205,10 +256,10 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
     if (obj.has("overlap_grad_reduce")) s.overlap_grad_reduce = obj.boolean("overlap_grad_reduce");
   });
   errors.attempt([&] {
-    if (obj.has("pp")) s.pp = obj.int32("pp", 1, static_cast<int>(limits::kMaxLayers));
-    if (obj.has("vpp")) s.vpp = obj.int32("vpp", 1, static_cast<int>(limits::kMaxLayers));
+    if (obj.has("pp")) s.pp = read_int32(schema, obj, "pp");
+    if (obj.has("vpp")) s.vpp = read_int32(schema, obj, "vpp");
     if (auto sched = obj.optional_string("schedule")) {
-      const std::vector<std::string> known = pipeline_schedule_names();
+      const std::vector<std::string>& known = key_of(schema, obj, "schedule").vocabulary;
       if (std::find(known.begin(), known.end(), *sched) == known.end())
         throw obj.error("schedule", "unknown pipeline schedule \"" + *sched + "\"" + did_you_mean(*sched, known) +
                                         " (known: gpipe, 1f1b, interleaved, zb-h1)");
@@ -217,13 +268,13 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
     if (s.vpp > 1 && !obj.has("schedule")) s.schedule = "interleaved";
   });
   errors.attempt([&] {
-    if (obj.has("cp")) s.cp = obj.int32("cp", 1, static_cast<int>(limits::kMaxGpus));
+    if (obj.has("cp")) s.cp = read_int32(schema, obj, "cp");
     if (obj.has("cp_comm")) s.cp_comm = parse_name(obj, "cp_comm", parse_cp_comm, cp_comm_names());
   });
   errors.attempt([&] {
-    if (obj.has("ep")) s.ep = obj.int32("ep", 1, static_cast<int>(limits::kMaxGpus));
-    if (auto v = obj.optional_number("moe_imbalance", 1.0, 64.0)) s.moe_imbalance = *v;
-    if (auto v = obj.optional_number("moe_capacity_factor", 1.0, 64.0)) s.moe_capacity_factor = *v;
+    if (obj.has("ep")) s.ep = read_int32(schema, obj, "ep");
+    if (auto v = read_optional_number(schema, obj, "moe_imbalance")) s.moe_imbalance = *v;
+    if (auto v = read_optional_number(schema, obj, "moe_capacity_factor")) s.moe_capacity_factor = *v;
     if (auto v = obj.optional_boolean("moe_shared_expert_overlap")) s.moe_shared_expert_overlap = *v;
   });
   errors.attempt([&] {
@@ -232,7 +283,7 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
   });
   errors.attempt([&] { if (obj.has("fp8_all_gather")) s.fp8_all_gather = obj.boolean("fp8_all_gather"); });
   errors.attempt([&] {
-    if (obj.has("pp_split")) s.pp_split = parse_stage_split(obj.choice("pp_split", stage_split_names()));
+    if (obj.has("pp_split")) s.pp_split = parse_stage_split(read_choice(schema, obj, "pp_split"));
   });
   errors.attempt([&] {
     if (auto r = obj.optional_string("reduce_dtype")) {
@@ -242,11 +293,10 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
       s.reduce_fp32 = *r == "fp32";
     }
   });
-  errors.attempt([&] { if (obj.has("prefetch_layers")) s.prefetch_layers = obj.int32("prefetch_layers", 0, limits::kMaxLayers); });
+  errors.attempt([&] { if (obj.has("prefetch_layers")) s.prefetch_layers = read_int32(schema, obj, "prefetch_layers"); });
   errors.attempt([&] {
     if (auto a = obj.optional_string("algorithm")) {
-      std::vector<std::string> known{"auto"};
-      for (const auto& info : collective_algorithms()) known.push_back(info.name);
+      const std::vector<std::string>& known = key_of(schema, obj, "algorithm").vocabulary;
       if (std::find(known.begin(), known.end(), *a) == known.end())
         throw obj.error("algorithm", "unknown collective algorithm \"" + *a + "\"" + did_you_mean(*a, known) +
                                          " (see `stepcast catalog algorithms`)");
@@ -257,7 +307,7 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors) {
   return s;
 }
 
-StrategySpec parse_strategy_spec(JsonObject& top, InputErrors& errors) {
+StrategySpec parse_strategy_spec(JsonObject& top, InputErrors& errors, const Schema& schema) {
   const nlohmann::json& raw = top.raw("strategy");
   if (raw.is_string()) {
     StrategySpec s;
@@ -271,7 +321,7 @@ StrategySpec parse_strategy_spec(JsonObject& top, InputErrors& errors) {
   }
   if (!raw.is_object()) throw top.error("strategy", "expected a strategy name or an object with \"name\"");
   JsonObject obj(raw, top.file(), top.path_of("strategy"));
-  return parse_strategy_object(obj, errors);
+  return parse_strategy_object(obj, errors, schema);
 }
 
 /// Hardware given inline: where a catalog name is expected, an object in the catalog's own
@@ -335,8 +385,8 @@ void resolve_network(JsonObject& obj, const BoxSpec& box, HardwareChoice& h, std
 
 /// The box or cluster and the cluster's size in nodes.
 const BoxSpec* parse_machine(JsonObject& obj, HardwareChoice& h, std::optional<std::int64_t> gpus,
-                             std::vector<std::string>& defaults) {
-  obj.allow({"cluster", "box", "nodes", "network", "gpus", "calibration", "stragglers"});
+                             std::vector<std::string>& defaults, const Schema& schema) {
+  allow_declared(schema, obj);
   if (obj.has("cluster") && obj.has("box"))
     throw obj.error("", "expected either \"cluster\" (a catalog cluster) or \"box\" (a catalog box), not both");
   if (obj.has("cluster")) {
@@ -363,7 +413,7 @@ const BoxSpec* parse_machine(JsonObject& obj, HardwareChoice& h, std::optional<s
                                " (see `stepcast catalog boxes`, or give the box inline as an object)");
   h.cluster.name = h.cluster.box = name;
   if (obj.has("nodes")) {
-    h.cluster.nodes = obj.int32("nodes", 1, limits::kMaxNodes);
+    h.cluster.nodes = read_int32(schema, obj, "nodes");
   } else if (gpus) {
     h.cluster.nodes = *gpus > box->gpus ? static_cast<int>(std::min<std::int64_t>(
                                               (*gpus + box->gpus - 1) / box->gpus, limits::kMaxNodes))
@@ -404,17 +454,18 @@ void parse_calibration(JsonObject& obj, const BoxSpec& box, HardwareChoice& h) {
                                        " holds " + box.gpu);
 }
 
-std::vector<StragglerSpec> parse_stragglers(JsonObject& obj) {
+std::vector<StragglerSpec> parse_stragglers(JsonObject& obj, const Schema& schema) {
   std::vector<StragglerSpec> out;
   auto list = obj.optional_array("stragglers");
   if (!list) return out;
   for (std::size_t i = 0; i < list->size(); ++i) {
     JsonObject o = list->object(i);
+    allow_declared(schema, o);
     StragglerSpec st;
     st.name = o.string("name");
-    st.nodes = o.int32("nodes", 1, limits::kMaxNodes);
-    st.compute_speed = o.positive("compute_speed");
-    st.link_speed = o.positive("link_speed");
+    st.nodes = read_int32(schema, o, "nodes");
+    st.compute_speed = read_number(schema, o, "compute_speed");
+    st.link_speed = read_number(schema, o, "link_speed");
     o.finish();
     out.push_back(st);
   }
@@ -423,54 +474,50 @@ std::vector<StragglerSpec> parse_stragglers(JsonObject& obj) {
 
 /// Returns whether the hardware is complete (a box or cluster and a GPU count), so that
 /// defaults depending on the GPU can be taken.
-bool parse_hardware(JsonObject& obj, HardwareChoice& h, std::vector<std::string>& defaults, InputErrors& errors) {
+bool parse_hardware(JsonObject& obj, HardwareChoice& h, std::vector<std::string>& defaults, InputErrors& errors,
+                    const Schema& schema) {
   std::optional<std::int64_t> gpus;
-  errors.attempt([&] { gpus = obj.integer("gpus", 1, limits::kMaxGpus); });
+  errors.attempt([&] { gpus = read_integer(schema, obj, "gpus"); });
   const BoxSpec* box = nullptr;
-  errors.attempt([&] { box = parse_machine(obj, h, gpus, defaults); });
+  errors.attempt([&] { box = parse_machine(obj, h, gpus, defaults, schema); });
   if (box && gpus) errors.attempt([&] { place_gpus(obj, *box, *gpus, h); });
   if (box) errors.attempt([&] { parse_calibration(obj, *box, h); });
-  errors.attempt([&] { h.stragglers = parse_stragglers(obj); });
+  errors.attempt([&] { h.stragglers = parse_stragglers(obj, schema); });
   errors.attempt([&] { obj.finish(); });
   return box && gpus;
 }
 
-DatasetSpec parse_dataset(JsonObject& top, std::vector<std::string>& defaults) {
+DatasetSpec parse_dataset(JsonObject& top, std::vector<std::string>& defaults, const Schema& schema) {
   DatasetSpec out;
   auto d = top.optional_object("dataset");
   if (!d) {
     defaults.push_back("no dataset: no epoch figures (add \"dataset\": {\"tokens\": N} or {\"samples\": N})");
     return out;
   }
-  out.tokens = d->optional_positive("tokens");
-  out.samples = d->optional_positive("samples");
+  allow_declared(schema, *d);
+  out.tokens = read_optional_number(schema, *d, "tokens");
+  out.samples = read_optional_number(schema, *d, "samples");
   if (out.tokens.has_value() == out.samples.has_value())
     throw d->error("", "expected exactly one of \"tokens\" or \"samples\"");
   d->finish();
   return out;
 }
 
-std::optional<MeasuredFigures> parse_measured(JsonObject& top) {
+std::optional<MeasuredFigures> parse_measured(JsonObject& top, const Schema& schema) {
   auto m = top.optional_object("measured");
   if (!m) return std::nullopt;
+  allow_declared(schema, *m);
   MeasuredFigures f;
-  f.time_per_epoch_s = m->optional_positive("time_per_epoch_s");
-  f.step_time_s = m->optional_positive("step_time_s");
-  f.tokens_per_s_per_gpu = m->optional_positive("tokens_per_s_per_gpu");
+  f.time_per_epoch_s = read_optional_number(schema, *m, "time_per_epoch_s");
+  f.step_time_s = read_optional_number(schema, *m, "step_time_s");
+  f.tokens_per_s_per_gpu = read_optional_number(schema, *m, "tokens_per_s_per_gpu");
   f.source = m->string("source");
   m->finish();
   return f;
 }
 
-/// The keys a scenario file may hold at its top level.
-const std::vector<std::string>& top_level_keys() {
-  static const std::vector<std::string> keys{"name", "description", "model", "training", "strategy", "hardware",
-                                             "dataset", "price_per_gpu_hour_usd", "measured", "notes"};
-  return keys;
-}
-
 /// name (default: the file's stem), description, notes, price.
-void parse_labels(JsonObject& top, Scenario& s, InputErrors& errors) {
+void parse_labels(JsonObject& top, Scenario& s, InputErrors& errors, const Schema& schema) {
   errors.attempt([&] {
     if (auto n = top.optional_string("name")) s.name = *n;
     else {
@@ -483,41 +530,77 @@ void parse_labels(JsonObject& top, Scenario& s, InputErrors& errors) {
     if (auto notes = top.optional_array("notes"))
       for (std::size_t i = 0; i < notes->size(); ++i) s.notes.push_back(notes->string(i));
   });
-  errors.attempt([&] { s.price_per_gpu_hour_usd = top.optional_positive("price_per_gpu_hour_usd"); });
+  errors.attempt([&] { s.price_per_gpu_hour_usd = read_optional_number(schema, top, "price_per_gpu_hour_usd"); });
+}
+
+/// `--calibration FILE`: the hardware file replacing the scenario's own, fitted for the box's GPU.
+void apply_calibration_option(HardwareChoice& h, const std::string& file, const std::string& scenario_file) {
+  if (!std::filesystem::exists(file))
+    throw InputError(scenario_file, "", "--calibration: no such hardware file: " + file);
+  auto cal = std::make_shared<const HardwareFile>(load_hardware(file));
+  const BoxSpec& box = *find_box(h.cluster.box);
+  if (cal->gpu != box.gpu)
+    throw InputError(scenario_file, "", "--calibration " + file + ": fitted for " + cal->gpu + ", but " + box.name +
+                                            " holds " + box.gpu);
+  h.calibration = std::move(cal);
+  h.calibration_file = file;
+}
+
+/// `--in-step FILE`: the in-step fractions of the file, for a scenario that uses them.
+std::shared_ptr<const InStepFractions> in_step_option(const std::string& file, const TrainingInput& in,
+                                                      const std::string& scenario_file) {
+  if (file.empty()) return nullptr;
+  if (!in.rest.in_step_rates)
+    throw InputError(scenario_file, "/training/kernel_rates",
+                     "--in-step " + file + ": the scenario sets kernel_rates \"isolated\", which uses no in-step "
+                     "fractions");
+  if (!std::filesystem::exists(file)) throw InputError(scenario_file, "", "--in-step: no such in-step file: " + file);
+  return std::make_shared<const InStepFractions>(load_in_step_fractions(file, file));
 }
 
 /// Reads every part of the file, collecting the problems of all of them; defaults that
-/// depend on the model and the GPU are taken once both were read.
-Scenario parse_root(const JsonDoc& doc) {
+/// depend on the model and the GPU are taken once both were read; the command line's
+/// options last, so the scenario is final here.
+Scenario parse_root(const JsonDoc& doc, const ReadOptions& options, const Schema& schema) {
   JsonObject top(doc.root(), doc.file(), "");
-  top.allow(top_level_keys());
+  allow_declared(schema, top);
   Scenario s;
   s.file = doc.file();
   InputErrors errors;
-  parse_labels(top, s, errors);
+  parse_labels(top, s, errors, schema);
   const bool model_ok = errors.attempt([&] { s.model = parse_model(top); });
   bool hardware_ok = false;
   errors.attempt([&] {
     JsonObject h = top.object("hardware");
-    hardware_ok = parse_hardware(h, s.hardware, s.defaults, errors);
+    hardware_ok = parse_hardware(h, s.hardware, s.defaults, errors, schema);
   });
   TrainingInput training;
   errors.attempt([&] {
     JsonObject t = top.object("training");
-    training = parse_training(t, errors);
+    training = parse_training(t, errors, schema);
   });
-  errors.attempt([&] { s.strategy = parse_strategy_spec(top, errors); });
-  errors.attempt([&] { s.dataset = parse_dataset(top, s.defaults); });
-  errors.attempt([&] { s.measured = parse_measured(top); });
+  errors.attempt([&] { s.strategy = parse_strategy_spec(top, errors, schema); });
+  errors.attempt([&] { s.dataset = parse_dataset(top, s.defaults, schema); });
+  errors.attempt([&] { s.measured = parse_measured(top, schema); });
   errors.attempt([&] { top.finish(); });
   errors.raise();
   if (!model_ok || !hardware_ok || !training.micro_batch)
     throw std::logic_error("parse_root: a part failed without an InputError");
-  apply_training_defaults(s, training);
+  if (!options.calibration_file.empty()) apply_calibration_option(s.hardware, options.calibration_file, s.file);
+  apply_training_defaults(s, training, in_step_option(options.in_step_file, training, s.file), options.in_step_file);
   ScenarioSource where;
   where.file = doc.file();
   where.model_inline = doc.root().at("model").is_object();
   check_scenario(s, where);
+  if (options.gpus > 0) {
+    try {
+      return with_gpus(s, options.gpus);
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::invalid_argument& e) {
+      throw InputError(s.file, "", fmt::format("--gpus {}: {}", options.gpus, e.what()));
+    }
+  }
   return s;
 }
 
@@ -905,10 +988,17 @@ void check_scenario(const Scenario& s, const ScenarioSource& where) {
   check_runnable(s, where);
 }
 
-Scenario load_scenario(const std::filesystem::path& path) { return parse_root(JsonDoc::load(path)); }
+Scenario load_scenario(const std::filesystem::path& path, const ReadOptions& options) {
+  return parse_root(JsonDoc::load(path), options, scenario_schema());
+}
 
-Scenario parse_scenario(const std::string& json_text, const std::string& file_name) {
-  return parse_root(JsonDoc::parse(json_text, file_name));
+Scenario parse_scenario(const std::string& json_text, const std::string& file_name, const ReadOptions& options) {
+  return parse_root(JsonDoc::parse(json_text, file_name), options, scenario_schema());
+}
+
+Scenario parse_scenario(const std::string& json_text, const std::string& file_name, const ReadOptions& options,
+                        const Schema& schema) {
+  return parse_root(JsonDoc::parse(json_text, file_name), options, schema);
 }
 
 namespace {

@@ -197,8 +197,23 @@ std::vector<std::pair<Collective, FabricScope>> collectives_issued(Strategy s);
 /// the JSON path (`/training/micro_batch`), including unknown keys, unknown model/GPU/box
 /// names, non-positive sizes, GPU counts that do not divide into nodes, and strategies the
 /// hardware cannot run.
-Scenario load_scenario(const std::filesystem::path& path);
-Scenario parse_scenario(const std::string& json_text, const std::string& file_name);
+///
+/// `options` are the command line's part of the scenario, read with the file so that the
+/// scenario is final when the reader returns: a hardware file replacing the file's own
+/// calibration, in-step fractions replacing model/catalog/in_step.json's (its default line
+/// names the file), and another GPU count (with_gpus). Their problems are InputErrors too.
+struct ReadOptions {
+  std::string calibration_file;  ///< `--calibration`: a `stepcast fit` hardware file; empty: none
+  std::string in_step_file;      ///< `--in-step`: `stepcast fit in-step` fractions; empty: the catalog's
+  int gpus = 0;                  ///< `--gpus`: 0 keeps the file's count
+};
+Scenario load_scenario(const std::filesystem::path& path, const ReadOptions& options = {});
+Scenario parse_scenario(const std::string& json_text, const std::string& file_name, const ReadOptions& options = {});
+/// parse_scenario against another schema than scenario_schema() (a test of the schema's
+/// one-source rule: an edited copy changes what the reader accepts).
+class Schema;
+Scenario parse_scenario(const std::string& json_text, const std::string& file_name, const ReadOptions& options,
+                        const Schema& schema);
 
 /// Where each value that check_scenario checks came from: the file (with ":line" for a
 /// measured-run record) and the JSON pointer of each field, so that an error names the

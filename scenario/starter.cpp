@@ -1,5 +1,7 @@
 #include "scenario/starter.hpp"
 
+#include "scenario/schema.hpp"
+
 #include "base/suggest.hpp"
 #include "base/types.hpp"
 #include "model/transformer.hpp"
@@ -35,27 +37,20 @@ const BoxSpec& box_or_throw(const std::string& name) {
                               " (see `stepcast catalog boxes`)");
 }
 
-/// What each key left out becomes, as the reader (simulator/scenario.cpp) takes it.
+/// What each key left out becomes: the schema's defaults (scenario/schema.hpp), the ones that
+/// depend on this box worked out.
 std::vector<std::string> default_notes(const BoxSpec& box, const GpuSpec& gpu, int gpus) {
-  const bool bf16 = gpu.supports(Dtype::bf16);
   std::vector<std::string> notes{
       "Written by `stepcast init`: only the required keys. Every other key takes the default below, "
-      "listed under Assumptions when you predict; add a key to change it (README.md, Scenario files).",
-      "name: the file's name; description: none",
-      "strategy: fsdp_full_shard is a starting point that fits large models; also ddp, zero1/2/3, "
-      "fsdp_shard_grad_op, fsdp_hybrid_shard, fsdp_no_shard, or {\"name\", \"bucket_mb\", \"prefetch_layers\", "
-      "\"algorithm\", \"reduce_dtype\"}",
-      "training.micro_batch: sequences per GPU per micro-step (1 here); training.seq_len: the model's own",
-      fmt::format("training.precision: {} ({} bf16 arithmetic)", bf16 ? "bf16_mixed" : "fp16_mixed",
-                  gpu.name + (bf16 ? " has" : " has no")),
-      "training.optimizer: adam; training.grad_accum: 1; training.recompute: none",
-      fmt::format("training.flash_attention: {} (true from Ampere on)", gpu.arch >= GpuArch::ampere),
-      "dataset: none, so no epoch figures; add {\"tokens\": N} or {\"samples\": N} per epoch",
-      "price_per_gpu_hour_usd: none, so no cost per epoch"};
+      "listed under Assumptions when you predict; add a key to change it (`stepcast schema`, docs/scenario.md).",
+      "strategy: fsdp_full_shard is a starting point that fits large models (others: `stepcast schema`)",
+      fmt::format("on the {}: training.precision {}, training.flash_attention {}", gpu.name,
+                  gpu.supports(Dtype::bf16) ? "bf16_mixed" : "fp16_mixed", gpu.arch >= GpuArch::ampere)};
   if (gpus > box.gpus)
     notes.push_back(fmt::format("hardware.nodes: {} ({} GPUs in boxes of {}); hardware.network: the box's own NICs, "
                                 "{} x {} per node on one switch",
                                 gpus / box.gpus, gpus, box.gpus, box.nics, box.nic));
+  for (std::string& note : schema_default_notes(scenario_schema())) notes.push_back(std::move(note));
   return notes;
 }
 

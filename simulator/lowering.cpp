@@ -2,7 +2,6 @@
 
 #include "simulator/internal_error.hpp"
 #include "simulator/lowering_common.hpp"
-#include "simulator/simulation.hpp"
 
 #include <fmt/format.h>
 
@@ -113,14 +112,14 @@ StepGraph lower_step(const StepPlan& plan) {
   if (least_tasks > kMaxTasks)
     throw InternalError(fmt::format("a step of {} layers, {} micro-steps held and {} rank classes: more than {} tasks",
                                     plan.layers, ks.size(), classes, kMaxTasks));
-  StepGraph g = lower_micro_steps(plan, ks);
-  if (g.repeat_count == 0 || !plan.explicit_when_inexact) return g;
-  SimOptions trial;
-  trial.check_invariants = false;
-  if (simulate(g, trial).repetition_exact) return g;
-  const MicroStepSpan& middle = g.micro_steps[1];
+  return lower_micro_steps(plan, ks);
+}
+
+std::optional<StepGraph> lower_step_explicit(const StepPlan& plan, const StepGraph& closed_form) {
+  if (plan.pp > 1 || closed_form.repeat_count == 0) return std::nullopt;
+  const MicroStepSpan& middle = closed_form.micro_steps[1];
   const double tasks = static_cast<double>(middle.end_task - middle.first_task) * static_cast<double>(plan.micro_steps);
-  if (tasks > kMaxExplicitTasks) return g;
+  if (tasks > kMaxExplicitTasks) return std::nullopt;
   return lower_micro_steps(plan, lowering::explicit_micro_steps(plan, plan.micro_steps));
 }
 

@@ -29,11 +29,11 @@
 /// micro-steps, the graph holds the first ones and the last; the middle micro-steps beyond
 /// are identical to the last explicit middle one (same tasks, durations, dependencies) and
 /// the graph says how many (StepGraph::repeat_count), so that lowering and simulating cost
-/// the same for any number of micro-steps. The lowering plays that graph once: where the
-/// middle micro-steps do not repeat exactly (a backlog of collectives whose contention
-/// drifts from one micro-step to the next) and the whole step has at most
-/// kMaxExplicitTasks tasks, it lowers every micro-step instead (exact); beyond, the closed
-/// form extrapolates (SimResult::repetition_exact false).
+/// the same for any number of micro-steps. Where the simulation finds that the middle
+/// micro-steps do not repeat exactly (a backlog of collectives whose contention drifts from
+/// one micro-step to the next), lower_step_explicit lowers every micro-step instead (exact)
+/// when the whole step has at most kMaxExplicitTasks tasks; beyond, the closed form
+/// extrapolates (SimResult::repetition_exact false). The lowering itself never simulates.
 #pragma once
 
 #include "model/collective.hpp"
@@ -43,6 +43,7 @@
 #include "simulator/step_graph.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,9 +96,6 @@ struct StepPlan {
   /// Micro-steps held explicitly when there are more (>= 4: the first, at least two middle
   /// ones to check that the middle ones repeat, the last); the others in closed form.
   int max_explicit_micro_steps = 6;
-  /// Lower every micro-step when the closed form is not exact and the step small enough
-  /// (kMaxExplicitTasks); false: always the closed form (tests of the extrapolation).
-  bool explicit_when_inexact = true;
   int layers = 1;
   MicroStepTimes micro;              ///< one micro-step on one GPU at full speed
   /// FLOPs of one micro-step, for reports: per layer and for the LM head.
@@ -189,7 +187,14 @@ struct StepPlan {
   std::vector<double> stage_static_memory_bytes;
 };
 
+/// The step graph of `plan`: a pipeline's stages as rank classes, or the micro-steps of one
+/// strategy family, the repeated middle ones in closed form (StepGraph::repeat_count).
 StepGraph lower_step(const StepPlan& plan);
+
+/// The same step with every micro-step explicit, for a `closed_form` (lower_step of `plan`)
+/// whose middle micro-steps the simulation found not to repeat exactly; nullopt when it
+/// holds none in closed form, is a pipeline, or would take more than kMaxExplicitTasks tasks.
+std::optional<StepGraph> lower_step_explicit(const StepPlan& plan, const StepGraph& closed_form);
 
 /// The name of the lowering family of strategy `s` ("replicated (DDP, FSDP NO_SHARD)",
 /// "ZeRO-1/2", "sharded (ZeRO-3, FSDP FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD)").

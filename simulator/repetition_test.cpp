@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 using namespace stepcast;
@@ -31,6 +32,20 @@ TEST_CASE("gradient accumulation in closed form: the graph holds the first micro
   p.micro_steps = 6;
   CHECK(lower_step(p).repeat_count == 0);
   CHECK(lower_step(p).micro_steps.size() == 6);
+}
+
+TEST_CASE("lower_step_explicit lowers every micro-step of a closed form, and nothing else") {
+  StepPlan p = plan(Strategy::zero2, 12);
+  const StepGraph closed = lower_step(p);
+  REQUIRE(closed.repeat_count == 12 - 6);
+  const std::optional<StepGraph> every = lower_step_explicit(p, closed);
+  REQUIRE(every.has_value());
+  CHECK(every->repeat_count == 0);
+  CHECK(every->micro_steps.size() == 12);
+  p.micro_steps = 6;  // nothing in closed form: nothing to lower again
+  CHECK_FALSE(lower_step_explicit(p, lower_step(p)).has_value());
+  p.micro_steps = 1'000'000;  // past kMaxExplicitTasks: the closed form stays
+  CHECK_FALSE(lower_step_explicit(p, lower_step(p)).has_value());
 }
 
 TEST_CASE("the cost of simulating does not grow with the number of micro-steps") {
@@ -60,7 +75,6 @@ TEST_CASE("micro-steps in closed form give the explicit simulation's step, to th
         const StepGraph eg = lower_step(p);
         const SimResult explicit_run = simulate(eg);
         p.max_explicit_micro_steps = e;
-        p.explicit_when_inexact = false;  // the closed form itself, even where not exact
         const StepGraph cg = lower_step(p);
         const SimResult closed = simulate(cg);
         CAPTURE(name(st));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates every accuracy figure in README from a checkout (no ../shared needed):
+# Regenerates every accuracy figure in docs/accuracy.md from a checkout (no ../shared needed):
 #   tests/accuracy.sh [BUILD_DIR]        (default: build; configured and built if needed)
 # 1. "Accuracy against measured runs": tests/validation.py on data/validation/runs.jsonl.
 # 2. "Collective model against measured NCCL runs": the table and worst errors printed by
@@ -20,7 +20,7 @@ echo
 echo "## Collective model against measured NCCL runs (tests/data/nccl_measured.json)"
 echo
 out="$("$build/tests/integration_test" -tc="collective model vs measured NCCL numbers" -s)"
-# The test prints README's markdown table (header and rule, then the rows: sorted here)
+# The test prints docs/model.md's markdown table (header and rule, then the rows: sorted here)
 # and a closing line with the worst errors.
 table="$(sed -n '/| system | shape |/,/rows compared/p' <<<"$out" | sed 's/^.*MESSAGE: //')"
 head -n 2 <<<"$table"
@@ -28,7 +28,7 @@ sed '1,2d;$d' <<<"$table" | LC_ALL=C sort
 echo
 tail -n 1 <<<"$table"
 echo
-echo "## Held-out files (README, \"Accuracy against measured runs\"; nothing is fitted on them)"
+echo "## Held-out files (docs/accuracy.md; nothing is fitted on them)"
 echo
 for f in megatron-core-h100 torchtitan-h100 nemo-h100; do
   echo "$f.jsonl: leave one source out, then fit-free"

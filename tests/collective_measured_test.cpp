@@ -5,7 +5,7 @@
 // and are printed as skipped. Rows whose "fed_constant" names a constant set from them (a
 // link's effective rate, the launch overhead) are no independent test of it: the worst
 // errors are reported over all rows and over the independent rows (fed_constant null).
-// The table is printed as README's markdown rows (run with -s, or tests/accuracy.sh).
+// The table is printed as docs/model.md's markdown rows (run with -s, or tests/accuracy.sh).
 #include "model/collective.hpp"
 #include "base/json_input.hpp"
 #include "topologies/topology.hpp"

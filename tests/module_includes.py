@@ -4,7 +4,8 @@ room holds the engine alone.
 
 Each module may include project headers only from itself and the modules listed for it
 (below it in README's module map). Every declaration under simulator/ is in the namespace
-stepcast::sim: a scenario, a prediction or a view there is in the wrong room.
+stepcast::sim: a scenario, a prediction or a view there is in the wrong room; and no view
+under report/ calls the model (predict, plan, simulate, ...).
 Usage: module_includes.py [REPO_ROOT]; exits 1 and lists every include that points the wrong
 way and every simulator file outside stepcast::sim.
 """
@@ -73,9 +74,25 @@ def simulator_outside_sim(root: pathlib.Path) -> list[str]:
     return out
 
 
+MODEL_CALL = re.compile(r"(?<![\w.:>])(predict|plan|plan_range|simulate|lower|validate_runs|need)\s*\(")
+
+
+def views_that_run_the_model(root: pathlib.Path) -> list[str]:
+    """report/ formats results; a call of predict(), plan(), simulate() ... there runs the model."""
+    out = []
+    for path in sorted((root / "report").glob("*.cpp")):
+        if path.name.endswith("_test.cpp"):
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("//")[0]
+            if (m := MODEL_CALL.search(code)) and not code.lstrip().startswith(("std::string", "///")):
+                out.append(f"{path.relative_to(root)}:{n}: calls {m.group(1)}() (views never run the model)")
+    return out
+
+
 def main() -> int:
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
-    found = violations(root) + simulator_outside_sim(root)
+    found = violations(root) + simulator_outside_sim(root) + views_that_run_the_model(root)
     for line in found:
         print(line)
     print(f"module includes: {len(found)} pointing the wrong way or in the wrong room")

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The validation gate and the README accuracy table, from `stepcast validate --json`.
+"""The validation gate and the accuracy table of docs/accuracy.md, from `stepcast validate --json`.
 
     tests/validation.py STEPCAST [RUNS] check    # fails when leave-one-source-out accuracy got worse
-    tests/validation.py STEPCAST [RUNS] readme   # prints README's accuracy table
+    tests/validation.py STEPCAST [RUNS] readme   # prints docs/accuracy.md's accuracy table
 
 RUNS defaults to data/validation/runs.jsonl, the measured runs shipped with the project
 (the `validation` ctest names it).

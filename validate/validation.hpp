@@ -1,6 +1,6 @@
 /// \file
 /// Validation against measured runs: reads measured-run records (the format of
-/// data/validation/runs.jsonl, "measured-run record v1", documented in README.md), turns
+/// data/validation/runs.jsonl, "measured-run record v1", documented in data/validation/SCHEMA.md), turns
 /// each into a scenario where stepcast can represent it, predicts the record's metric with
 /// the same definition, and summarises the errors. Anything stepcast cannot represent is
 /// skipped with its reason, never dropped.

@@ -1,6 +1,6 @@
 // stepcast-calibrate: microbenchmarks of one machine (or, as stepcast-calibrate-mpi, a
 // cluster) for stepcast's hardware model. Writes one raw JSON file; `stepcast fit` turns it
-// into a hardware description. See README.md, "Calibrate on your own machine".
+// into a hardware description. See docs/calibration.md.
 #include <cuda_runtime.h>
 
 #include <cstdio>

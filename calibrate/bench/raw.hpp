@@ -1,6 +1,6 @@
 // The raw calibration file, format "stepcast-calibrate-raw-v1": what the microbenchmarks
-// measured, before any fitting. `stepcast fit` reads it; the README's "Calibrate on your own
-// machine" section describes every field.
+// measured, before any fitting. `stepcast fit` reads it; docs/calibration.md describes every
+// field.
 #pragma once
 
 #include <cstdint>

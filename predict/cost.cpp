@@ -1,0 +1,496 @@
+/// \file
+/// Stage cost (stages.hpp): every cost of one step, from the resolved job: FLOPs, bytes,
+/// memory, micro-step and layer times, context- and expert-parallel exchanges, offload and
+/// gradient accumulation. The later stages receive these times; they compute none.
+#include "predict/stages.hpp"
+
+#include "model/moe.hpp"
+#include "model/parallel.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <utility>
+
+namespace stepcast {
+
+namespace {
+
+/// Per-process GPU memory outside the model: CUDA context, cuBLAS workspace and NCCL
+/// channel buffers. Default 1.0 GiB: an idle PyTorch CUDA context takes 0.3-0.6 GiB on
+/// CUDA 11/12 (nvidia-smi on `torch.cuda.init()`), NCCL adds NCCL_BUFFSIZE = 4 MiB per
+/// channel and peer (NCCL environment-variable docs), cuBLAS a workspace per stream.
+/// A default until calibrate/ measures it.
+constexpr double kCudaContextBytes = 1.0 * 1024 * 1024 * 1024;
+
+bool zero12(Strategy st) { return st == Strategy::zero1 || st == Strategy::zero2; }
+
+FlopsOptions flops_options(const TrainingSpec& tr) {
+  FlopsOptions opts;
+  opts.recompute = tr.recompute;
+  opts.causal_halving = tr.flash_attention;
+  opts.lora = tr.lora ? &*tr.lora : nullptr;
+  return opts;
+}
+
+// ---- cost -------------------------------------------------------------------------------
+
+/// Optimizer step of the local shard of the trainable parameters.
+double optimizer_step_s(const Job& job, double trainable) {
+  const TrainingSpec& tr = job.scenario.training;
+  const Strategy st = job.scenario.strategy.kind;
+  const double optimizer_shards =
+      job.tp * (!shards_optimizer(st)                 ? 1.0
+                : st == Strategy::fsdp_hybrid_shard ? std::max(1, job.gpus_per_node / job.tp)
+                                                    : static_cast<double>(job.dp) * job.cp);
+  if (job.scenario.strategy.offload != OffloadKind::none) return 0.0;  // the host runs it (cost_offload)
+  const bool fp32_grads = tr.optimizer == OptimizerKind::adam_deepspeed_18;
+  return optimizer_time_s(trainable / optimizer_shards,
+                          optimizer_bytes_per_param(tr.precision, fp32_grads, tr.optimizer == OptimizerKind::sgd_momentum),
+                          job.device);
+}
+
+/// FLOPs per layer and of the LM head for one micro-step, and per optimizer step on all GPUs.
+void cost_flops(const Job& job, Costs& c) {
+  const TransformerSpec& model = job.scenario.model;
+  const TrainingSpec& tr = job.scenario.training;
+  const double tokens = static_cast<double>(tr.micro_batch * tr.seq_len);
+  const StepFlops mf = training_flops(model, tr.seq_len, tokens, flops_options(tr));
+  const double head = 2.0 * tokens * static_cast<double>(model.hidden) * static_cast<double>(model.vocab);
+  // The LM head's backward: input and weight gradients (2x), or the input gradient only
+  // when LoRA freezes it (1x).
+  const double bwd_ratio = tr.lora ? 1.0 : 2.0;
+  const double L = static_cast<double>(model.layers);
+  c.head_flops_forward = head;
+  c.head_flops_backward = bwd_ratio * head;
+  c.layer_flops_forward = std::max(0.0, mf.forward - head) / L;
+  c.layer_flops_backward = std::max(0.0, mf.backward - bwd_ratio * head) / L;
+  c.layer_flops_recompute = mf.recompute / L;
+  const double m = static_cast<double>(tr.grad_accum);
+  // Each data-parallel replica (a TP group) trains on its own micro-batches.
+  c.model_flops_per_step = mf.model * m * job.dp;
+  c.hardware_flops_per_step = mf.hardware() * m * job.dp;
+  c.causal_model_flops_per_step = (mf.forward + mf.backward) * m * job.dp;
+  c.hfu_flops_per_step = mf.hfu_flops() * m * job.dp;  // MFU's convention plus recompute
+}
+
+/// A MoE layer's bytes (the mean over layers): a GPU holds 1/ep of the routed experts. Their
+/// gradients reduce over the expert-data-parallel group of n_e = dp·cp/ep ranks, dense ones
+/// over the n = dp·cp ranks; the lowering reduces a layer's gradients in one bucket stream
+/// over the DP fabric, so the experts' bytes there are scaled by the ratio of a ring's
+/// per-rank traffic in the two groups, ((n_e - 1)/n_e) / ((n - 1)/n): 0 when each expert
+/// lives on one rank per stage (n_e = 1). The expert-DP group's own fabric is not modelled.
+void moe_layer_bytes(const Job& job, double layer_params, Costs& c) {
+  const TransformerSpec& model = job.scenario.model;
+  const double wb = working_bytes(job.scenario.training.precision);
+  const double routed = routed_expert_parameters(model) / static_cast<double>(model.layers);
+  const double local = routed / job.ep;
+  const double n = static_cast<double>(job.dp) * job.cp;
+  const double n_e = n / job.ep;
+  const double ratio = n_e > 1 ? ((n_e - 1) / n_e) / ((n - 1) / n) : 0.0;
+  c.layer_param_bytes = (layer_params - routed + local) * wb;
+  c.layer_grad_bytes = (layer_params - routed + local * ratio) * wb;
+}
+
+/// Bytes of weights and trainable gradients per layer, root unit and untied LM head.
+void cost_bytes(const Job& job, Costs& c) {
+  const TransformerSpec& model = job.scenario.model;
+  const TrainingSpec& tr = job.scenario.training;
+  const double wb = working_bytes(tr.precision);
+  const ParameterBreakdown pb = parameter_breakdown(model);
+  const double layer_params = static_cast<double>(pb.per_layer);
+  const double root_params = c.parameters - layer_params * static_cast<double>(model.layers);
+  const double t = job.tp;  // a TP rank holds 1/t of every matrix and of the vocabulary
+  c.layer_param_bytes = layer_params * wb / t;
+  c.root_param_bytes = root_params * wb / t;
+  c.head_param_bytes = static_cast<double>(pb.lm_head) * wb / t;
+  if (tr.lora) {
+    c.layer_grad_bytes = c.trainable * wb / static_cast<double>(model.layers);  // adapters only
+  } else {
+    c.layer_grad_bytes = c.layer_param_bytes;
+    c.root_grad_bytes = c.root_param_bytes;
+    c.head_grad_bytes = c.head_param_bytes;
+  }
+  if (job.scenario.strategy.fp8_all_gather) {  // linear weights gathered in fp8, 1 byte each
+    const double linear = static_cast<double>(pb.attention + pb.mlp) / static_cast<double>(model.layers);
+    c.layer_gather_bytes = (linear * 1.0 + (layer_params - linear) * wb) / t;
+  }
+  if (model.moe) moe_layer_bytes(job, layer_params, c);
+  if (job.scenario.strategy.reduce_fp32) {  // gradients cast up and reduced in fp32
+    const double up = 4.0 / wb;
+    c.layer_grad_bytes *= up;
+    c.root_grad_bytes *= up;
+    c.head_grad_bytes *= up;
+  }
+}
+
+/// Memory per GPU, term by term, and the parts the simulation plays as events.
+void cost_memory(const Job& job, Costs& c) {
+  const Scenario& s = job.scenario;
+  const TrainingSpec& tr = s.training;
+  const double grad_bytes = c.trainable * working_bytes(tr.precision) / job.tp;
+  MemoryInputs mem;
+  mem.model = &s.model;
+  mem.micro_batch = tr.micro_batch;
+  mem.seq_len = tr.seq_len;
+  mem.precision = tr.precision;
+  mem.optimizer = tr.optimizer;
+  mem.recompute = tr.recompute;
+  mem.flash_attention = tr.flash_attention;
+  mem.lora = tr.lora ? &*tr.lora : nullptr;
+  mem.strategy = s.strategy.kind;
+  mem.gpus = static_cast<std::int64_t>(job.dp) * job.cp;  // the gradient group: DP x CP ranks
+  mem.gpus_per_node = std::max(1, job.gpus_per_node / job.tp);  // DP ranks per node (1 with TP across nodes)
+  mem.cp = job.cp;
+  mem.ep = job.ep;
+  mem.moe_capacity_factor = s.strategy.moe_capacity_factor;
+  mem.offload = s.strategy.offload;
+  mem.gpus_per_host = job.gpus_per_node;
+  mem.host_capacity_bytes = job.host_memory_bytes;
+  mem.tp = job.tp;
+  mem.sp = s.strategy.sp;
+  mem.bucket_bytes = zero12(s.strategy.kind) || s.strategy.kind == Strategy::zero3
+                         ? std::min(job.bucket_bytes, grad_bytes)
+                         : job.bucket_bytes;
+  mem.prefetch_layers = s.strategy.prefetch_layers;
+  mem.capacity_bytes = job.gpu.memory_bytes;
+  mem.cuda_context_bytes = kCudaContextBytes;
+  if (job.pp > 1) {
+    mem.pp = job.pp;
+    mem.in_flight = in_flight_microbatches(parse_pipeline_schedule(s.strategy.schedule), 0, job.pp,
+                                           static_cast<int>(tr.grad_accum), s.strategy.vpp);
+  }
+  c.memory = memory_per_gpu(mem);
+  c.assumptions.push_back("CUDA context, cuBLAS workspace and NCCL buffers: 1.0 GiB per GPU (default)");
+  auto term = [&](const char* name) {
+    for (const MemoryTerm& t : c.memory.terms)
+      if (t.name == name) return t.bytes;
+    return 0.0;
+  };
+  // Per layer and micro-batch (under a pipeline the term holds stage 0's layers for every
+  // micro-batch in flight).
+  c.activation_bytes_per_layer = term("activations") / (job.pp > 1 ? std::ceil(static_cast<double>(s.model.layers) / job.pp) * mem.in_flight
+                                                                   : static_cast<double>(s.model.layers));
+  c.logits_bytes = term("logits");
+  c.static_memory_bytes = c.memory.total_bytes - term("activations") - term("logits") - term("gathered_params") -
+                          term("fragmentation");
+}
+
+}  // namespace
+
+// cost
+
+double LayerTimes::micro_step_s() const {
+  return layers * (forward_s + backward_s + recompute_s) + head_forward_s + head_backward_s;
+}
+
+LayerTimes layer_times(const MicroStepTimes& micro, int layers) {
+  LayerTimes t;
+  const double L = layers;
+  t.layers = layers;
+  t.forward_s = std::max(0.0, micro.forward_s - micro.head_forward_s) / L;
+  t.backward_s = std::max(0.0, micro.backward_s - micro.head_backward_s) / L;
+  t.recompute_s = micro.recompute_s / L;
+  t.head_forward_s = micro.head_forward_s;
+  t.head_backward_s = micro.head_backward_s;
+  return t;
+}
+
+namespace {
+
+/// The layers of stage 0 (all its chunks), the report's representative rank under a pipeline.
+double stage_zero_layers(const Job& job) {
+  const StrategySpec& st = job.scenario.strategy;
+  const std::vector<int> chunks = split_layers_per_chunk(job.scenario.model, job.pp, st.vpp, st.pp_split);
+  double layers0 = 0;
+  for (std::size_t k = 0; k < chunks.size(); k += static_cast<std::size_t>(job.pp)) layers0 += chunks[k];
+  return layers0;
+}
+
+/// Under a pipeline the report's compute parts are those of stage 0's GPU (the report's
+/// representative rank): its layers (layers_per_stage), no LM head; the plan keeps c.micro
+/// whole. The optimizer and the kernel split scale by the same share of the compute.
+void stage_zero_share(const Job& job, Costs& c) {
+  const double m = static_cast<double>(job.scenario.training.grad_accum);
+  const double layers0 = stage_zero_layers(job);
+  const double whole = c.forward_s + c.backward_s + c.recompute_s;
+  c.forward_s = m * layers0 * c.per_layer.forward_s;
+  c.backward_s = m * layers0 * c.per_layer.backward_s;
+  c.recompute_s = m * layers0 * c.per_layer.recompute_s;
+  const double share = whole > 0 ? (c.forward_s + c.backward_s + c.recompute_s) / whole : 1.0 / job.pp;
+  for (double* v : {&c.optimizer_s, &c.kernels.gemm_s, &c.kernels.attention_s, &c.kernels.memory_s,
+                    &c.kernels.launch_s})
+    *v *= share;
+}
+
+/// The context-parallel K/V exchange of one layer per micro-batch (model/parallel.hpp):
+/// ring, one op per pass whose phase is the part the attention chunks do not hide
+/// (cp_ring_exposed_s, a ring step = the hop's latency + bytes / its rate); all_gather,
+/// the collectives on the CP group, exposed.
+void cost_context_parallel(const Job& job, Costs& c) {
+  if (job.cp == 1) return;
+  const TrainingSpec& tr = job.scenario.training;
+  const TransformerSpec& model = job.scenario.model;
+  const std::int64_t tokens = tr.micro_batch * tr.seq_len;
+  const double w = working_bytes(tr.precision);
+  const std::string algorithm = job.scenario.strategy.algorithm;
+  if (job.scenario.strategy.cp_comm == CpCommKind::all_gather) {
+    const TpLayerComm comm = cp_all_gather_comm(model, tokens, w, job.cp, job.tp);
+    auto ops = [&](const std::vector<TpCollective>& list, const char* pass) {
+      std::vector<sim::LayerCollective> out;
+      for (const TpCollective& t : list)
+        out.push_back({fmt::format("context-parallel K/V {} ({})", name(t.op), pass), t.op, t.bytes, job.cp,
+                       collective_phases(t.op, t.bytes, job.cp_fabric, algorithm)});
+      return out;
+    };
+    c.cp_forward = ops(comm.forward, "forward");
+    c.cp_backward = ops(comm.backward, "backward");
+    return;
+  }
+  const CpLayerComm ring = cp_layer_comm(model, tokens, w, job.cp, job.tp);
+  const FabricLevel& hop = job.cp_hop_fabric.inter ? *job.cp_hop_fabric.inter : job.cp_hop_fabric.intra;
+  const auto probe = collective_phases(Collective::all_gather, 1.0, job.cp_hop_fabric, "auto");
+  const double latency_s = probe.empty() ? 0.0 : probe.front().latency_s;
+  auto op = [&](double step_bytes, double attention_s, const char* pass) {
+    const double step_s = latency_s + step_bytes / (hop.bw_GBps * 1e9);
+    CollectivePhase ph;
+    ph.collective = Collective::all_gather;
+    ph.latency_s = cp_ring_exposed_s(ring.steps, step_s, attention_s, job.cp);  // no bytes left to move
+    ph.algbw_GBps = hop.bw_GBps;
+    ph.algorithm = "ring attention (exposed part)";
+    ph.protocol = "p2p";
+    return sim::LayerCollective{fmt::format("context-parallel K/V ring ({}, exposed part)", pass), Collective::all_gather,
+                                ring.steps * step_bytes, job.cp, {ph}};
+  };
+  c.cp_forward = {op(ring.forward_bytes_per_step, c.micro.layer_attention_forward_s, "forward")};
+  c.cp_backward = {op(ring.backward_bytes_per_step, c.micro.layer_attention_backward_s, "backward")};
+}
+
+/// Expert parallelism per layer and micro-batch: dispatch and combine, each an all-to-all
+/// of moe_all_to_all_bytes (tokens·k·h·w·(ep - 1)/ep per GPU) over the EP group's fabric
+/// (model/collective.hpp all_to_all_phase), forward, and their gradients the same backward
+/// (GShard; Megatron-Core's alltoall token dispatcher). The lowering plays the collectives
+/// of a layer after each layer, so each carries the mean over the layers (the MoE layers'
+/// share of them: DeepSeek-V3's first 3 dense layers have none). With
+/// moe_shared_expert_overlap each pass's all-to-alls cost only what the shared experts'
+/// GEMMs of that pass leave exposed (hide_behind).
+/// One MoE layer's shared-expert GEMMs on one GPU (model/moe.hpp moe_layer_gemms, shared_up
+/// and shared_down), forward and backward (input and weight gradients), seconds.
+std::pair<double, double> shared_expert_s(const Job& job, std::int64_t tokens) {
+  const TransformerSpec& model = job.scenario.model;
+  const Precision pr = job.scenario.training.precision;
+  const double elem = pr == Precision::fp8_mixed ? 1.0 : working_bytes(pr);
+  const DeviceRates& d = job.device;
+  auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return gemm_time_s(m, n, k, 1, elem, d.gemm_ceiling_tflops, d.sm_count, d.achieved_memory_GBps());
+  };
+  double fwd = 0, bwd = 0;
+  for (const GroupedGemm& gg : moe_layer_gemms(model, *model.moe, tokens, job.ep, job.kernels.moe_imbalance)) {
+    const GemmShape& g = gg.shape;
+    if (g.name != "shared_up" && g.name != "shared_down") continue;
+    fwd += g.count_per_layer * t(g.m, g.n, g.k);
+    bwd += g.count_per_layer * (t(g.m, g.k, g.n) + t(g.n, g.k, g.m));
+  }
+  return {fwd, bwd};
+}
+
+/// The all-to-alls of one pass with `budget_s` of shared-expert work beside them, in order:
+/// each costs what is left of it after the budget still unspent (an "exposed part" phase, as
+/// the context-parallel ring's), so a pass exposes max(0, all-to-alls - shared experts).
+void hide_behind(std::vector<sim::LayerCollective>& ops, double budget_s) {
+  for (sim::LayerCollective& op : ops) {
+    double t = 0;
+    for (const CollectivePhase& ph : op.phases) t += ph.time_s();
+    CollectivePhase ph = op.phases.front();
+    ph.latency_s = std::max(0.0, t - budget_s);  // no bytes left to move
+    ph.bytes = 0;
+    ph.algorithm = "p2p (exposed part beside the shared experts)";
+    budget_s = std::max(0.0, budget_s - t);
+    op.phases = {ph};
+    op.purpose += " (exposed part)";
+  }
+}
+
+void cost_expert_parallel(const Job& job, Costs& c) {
+  const TransformerSpec& model = job.scenario.model;
+  if (!model.moe || job.ep == 1) return;
+  const TrainingSpec& tr = job.scenario.training;
+  const double tokens = static_cast<double>(tr.micro_batch * (tr.seq_len / job.cp));
+  const double bytes = moe_layer_share(model) *
+                       moe_all_to_all_bytes(model, *model.moe, tokens, working_bytes(tr.precision), job.ep);
+  auto op = [&](const char* what) {
+    return sim::LayerCollective{fmt::format("expert-parallel {} all-to-all", what), Collective::all_to_all, bytes,
+                                job.ep, collective_phases(Collective::all_to_all, bytes, job.ep_fabric), "ep"};
+  };
+  c.ep_forward = {op("dispatch"), op("combine")};
+  c.ep_backward = {op("combine gradient"), op("dispatch gradient")};
+  if (job.scenario.strategy.moe_shared_expert_overlap) {  // the layers' mean, as the bytes
+    const auto [fwd, bwd] = shared_expert_s(job, static_cast<std::int64_t>(tokens));
+    hide_behind(c.ep_forward, moe_layer_share(model) * fwd);
+    hide_behind(c.ep_backward, moe_layer_share(model) * bwd);
+  }
+}
+
+/// CPU offload per optimizer step (model/offload.hpp offload_times): one GPU's partition of
+/// the trainable parameters, its micro-step's forward and backward to hide copies behind.
+void cost_offload(const Job& job, Costs& c) {
+  const StrategySpec& st = job.scenario.strategy;
+  if (st.offload == OffloadKind::none) return;
+  const TrainingSpec& tr = job.scenario.training;
+  OffloadInputs in;
+  in.kind = st.offload;
+  in.strategy = st.kind;
+  in.local_params = c.trainable / (static_cast<double>(job.tp) * job.pp * job.dp * job.cp);
+  in.micro_steps = tr.grad_accum;
+  in.w = working_bytes(tr.precision);
+  in.gpus_per_host = job.gpus_per_node;
+  in.pcie_GBps = job.pcie_GBps;
+  in.host_memory_GBps = job.host_memory_GBps;
+  in.host_cores = job.host_cores;
+  in.delayed_update = st.delayed_update;
+  in.forward_s = c.micro.forward_s;
+  in.backward_s = c.micro.backward_s;
+  in.step_compute_s = c.forward_s + c.backward_s + c.recompute_s;
+  c.offload = offload_times(in);
+  c.optimizer_s = c.offload.exposed_s;
+  c.assumptions.push_back(fmt::format(
+      "offload per step: {:.3g} s of gradients down and {:.3g} s of parameters up over PCIe ({:.0f} B per local "
+      "parameter), {:.3g} s of CPU Adam for the node's {} GPUs ({} B/param over host memory, {:.3g}M "
+      "params/s on each of {} cores, the slower bound; DeepSpeed PR #735); {:.3g} s exposed",
+      c.offload.down_s, c.offload.up_s, pcie_bytes_per_param(in.kind, in.strategy, in.micro_steps, in.w),
+      c.offload.cpu_s, in.gpus_per_host, kCpuAdamBytesPerParam, kCpuAdamParamsPerCoreSecond / 1e6, in.host_cores,
+      c.offload.exposed_s));
+}
+
+/// Adding up the micro-steps' gradients (training.grad_accumulation) as memory-bound work at
+/// the end of each micro-step's backward: grad_accumulation_bytes of each layer's and of the
+/// root unit's local gradients over achieved memory bandwidth. Where gradients are sharded
+/// (ZeRO-2/3, FSDP) the adds run on the shard, 1/(dp·cp) of them. The root unit's share is
+/// played with the LM head (the last stage under pipeline parallelism).
+void cost_grad_accumulation(const Job& job, Costs& c) {
+  const TrainingSpec& tr = job.scenario.training;
+  const double shard = shards_gradients(job.scenario.strategy.kind) ? static_cast<double>(job.dp) * job.cp : 1.0;
+  const double bw = job.device.achieved_memory_GBps() * 1e9;
+  const auto pass_s = [&](double grad_bytes) {
+    return grad_accumulation_bytes(tr.grad_accumulation, grad_bytes / shard, tr.grad_accum) / bw;
+  };
+  const double layer_s = pass_s(c.layer_grad_bytes);
+  const double root_s = pass_s(c.root_grad_bytes);
+  const double micro_s = layer_s * static_cast<double>(job.scenario.model.layers) + root_s;
+  if (micro_s <= 0) return;
+  c.micro.backward_s += micro_s;
+  c.micro.head_backward_s += root_s;
+  c.micro.kernels.memory_s += micro_s;
+  c.per_layer = layer_times(c.micro, static_cast<int>(job.scenario.model.layers));
+  const double m = static_cast<double>(tr.grad_accum);
+  c.backward_s += m * micro_s;
+  c.kernels.memory_s += m * micro_s;
+  // The report's rank: under a pipeline stage 0, its layers' adds (the root's go with the head).
+  c.grad_accumulation_s = job.pp > 1 ? layer_s * stage_zero_layers(job) : micro_s;
+}
+
+/// One layer's GEMMs on one GPU under tensor parallelism (model/parallel.hpp
+/// tp_layer_gemms), each alone through gemm_time_s at the job's device rates: forward
+/// (m x k)·(k x n), input gradient (m x n)·(n x k), weight gradient (n x m)·(m x k).
+TpLayerGemmTimes tp_gemm_times(const Job& job, std::int64_t tokens) {
+  const Precision pr = job.scenario.training.precision;
+  const double elem = pr == Precision::fp8_mixed ? 1.0 : working_bytes(pr);
+  const DeviceRates& d = job.device;
+  auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k, int count) {
+    return count * gemm_time_s(m, n, k, 1, elem, d.gemm_ceiling_tflops, d.sm_count, d.achieved_memory_GBps());
+  };
+  TpLayerGemmTimes out;
+  for (const GemmShape& g : tp_layer_gemms(job.scenario.model, tokens, job.tp)) {
+    const double fprop = t(g.m, g.n, g.k, g.count_per_layer), dgrad = t(g.m, g.k, g.n, g.count_per_layer),
+                 wgrad = t(g.n, g.k, g.m, g.count_per_layer);
+    if (g.name == "qkv") out.qkv_fprop = fprop, out.qkv_dgrad = dgrad, out.qkv_wgrad = wgrad;
+    else if (g.name == "attn_out") out.proj_fprop = fprop, out.proj_dgrad = dgrad;
+    else if (g.name == "mlp_up") out.fc1_fprop = fprop, out.fc1_dgrad = dgrad, out.fc1_wgrad = wgrad;
+    else if (g.name == "mlp_down") out.fc2_fprop = fprop, out.fc2_dgrad = dgrad;
+  }
+  return out;
+}
+
+/// Tensor parallelism per micro-batch: each layer's TP collectives (forward, backward; the
+/// full recompute repeats the forward's) and the vocab-parallel head's, on this GPU's
+/// tokens (model/parallel.hpp): blocking, beside the GEMMs they overlap with
+/// (tp_comm_overlap), or asynchronous in the backward (tp_backward_overlap).
+void cost_tensor_parallel(const Job& job, Costs& c) {
+  if (job.tp == 1) return;
+  const TrainingSpec& tr = job.scenario.training;
+  const StrategySpec& st = job.scenario.strategy;
+  const std::int64_t tokens = tr.micro_batch * (tr.seq_len / job.cp);  // this GPU's tokens
+  const double w = working_bytes(tr.precision);
+  const std::int64_t h = job.scenario.model.hidden;
+  c.tp_layer = st.tp_comm_overlap ? tp_layer_comm_overlapped(tokens, h, w, job.tp, tp_gemm_times(job, tokens),
+                                                             job.device.sm_count, Recompute::none)
+               : st.tp_backward_overlap ? tp_layer_comm_async(tokens, h, w, job.tp, st.sp, tp_gemm_times(job, tokens),
+                                                              job.comm_slowdown, Recompute::none)
+                                        : tp_layer_comm(tokens, h, w, job.tp, st.sp, Recompute::none);
+  c.tp_head = tp_embedding_head_comm(tokens, h, w, job.tp, st.sp);
+}
+
+/// Pipeline parallelism: one send between adjacent stages, b·s·h·w bytes (/ t under SP), and
+/// its latency, that of a two-rank collective on the stage link (NCCL's tuning model).
+void cost_pipeline_sends(const Job& job, Costs& c) {
+  if (job.pp == 1) return;
+  const TrainingSpec& tr = job.scenario.training;
+  c.pp_send_bytes = pipeline_p2p_bytes(tr.micro_batch * (tr.seq_len / job.cp), job.scenario.model.hidden,
+                                       working_bytes(tr.precision), job.tp, job.scenario.strategy.sp);
+  const auto phases = collective_phases(Collective::all_gather, 1.0, job.pp_fabric, "auto");
+  c.pp_send_latency_s = phases.empty() ? 0.0 : phases.front().latency_s;
+}
+
+}  // namespace
+
+MicroStepTimes micro_step_times(const Job& job) {
+  const TrainingSpec& tr = job.scenario.training;
+  return micro_step_times(job.scenario.model, tr.micro_batch, tr.seq_len, tr.precision, flops_options(tr),
+                          job.kernels, job.device);
+}
+
+Costs cost(const Job& job) { return cost(job, micro_step_times(job)); }
+
+Costs cost(const Job& job, const MicroStepTimes& micro) {
+  const TransformerSpec& model = job.scenario.model;
+  const TrainingSpec& tr = job.scenario.training;
+  Costs c;
+  c.micro = micro;
+  c.per_layer = layer_times(c.micro, static_cast<int>(model.layers));
+  const double m = static_cast<double>(tr.grad_accum);
+  c.forward_s = m * c.micro.forward_s;
+  c.backward_s = m * c.micro.backward_s;
+  c.recompute_s = m * c.micro.recompute_s;
+  c.kernels = c.micro.kernels;
+  c.kernels.gemm_s *= m;
+  c.kernels.attention_s *= m;
+  c.kernels.memory_s *= m;
+  c.kernels.launch_s *= m;
+  c.parameters = static_cast<double>(parameter_count(model));
+  c.trainable = tr.lora ? static_cast<double>(lora_parameter_count(model, *tr.lora)) : c.parameters;
+  // A MoE model's GPU steps 1/ep of the routed experts unless the optimizer is sharded (then
+  // 1/(dp·cp) of them, as of the dense part: E/ep experts over dp·cp/ep expert-DP ranks).
+  const double routed = routed_expert_parameters(model);
+  c.optimizer_s = optimizer_step_s(
+      job, shards_optimizer(job.scenario.strategy.kind) ? c.trainable : c.trainable - routed + routed / job.ep);
+  cost_bytes(job, c);
+  cost_grad_accumulation(job, c);  // before the stage share: it adds to every layer's backward
+  if (job.pp > 1) stage_zero_share(job, c);
+  cost_offload(job, c);
+  c.compute_s = c.forward_s + c.backward_s + c.recompute_s + c.optimizer_s;
+  cost_flops(job, c);
+  cost_memory(job, c);
+  cost_context_parallel(job, c);
+  cost_expert_parallel(job, c);
+  cost_tensor_parallel(job, c);
+  cost_pipeline_sends(job, c);
+  return c;
+}
+
+
+}  // namespace stepcast
