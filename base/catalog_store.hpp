@@ -49,8 +49,9 @@ void append(const JsonDoc& doc, const char* list_key, Parse parse, std::deque<T>
     JsonObject o = items.object(i);
     T item = parse(o);
     if (find(store, item.name) || find(added, item.name))
-      throw items.error(i, kind + " \"" + item.name + "\" is already in the catalog; a catalog adds entries and "
-                                  "never redefines one (give this one another name)");
+      throw items.error(i, kind + " \"" + item.name +
+                               "\" is already in the catalog; a catalog adds entries and "
+                               "never redefines one (give this one another name)");
     added.push_back(std::move(item));
   }
   for (T& item : added) store.push_back(std::move(item));

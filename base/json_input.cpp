@@ -23,9 +23,12 @@ namespace {
 std::string pointer_token(const std::string& key) {
   std::string out;
   for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
   }
   return out;
 }
@@ -41,8 +44,7 @@ std::string number_text(double d) { return fmt::format("{:g}", d); }
 
 /// The integer `v` holds if it is one in [min, max]; JSON integers above INT64_MAX are
 /// stored unsigned and compared as such, never wrapped.
-std::optional<std::int64_t> integer_in(const nlohmann::json& v, std::int64_t min,
-                                       std::int64_t max) {
+std::optional<std::int64_t> integer_in(const nlohmann::json& v, std::int64_t min, std::int64_t max) {
   std::int64_t i = 0;
   if (v.is_number_unsigned()) {
     const std::uint64_t u = v.get<std::uint64_t>();
@@ -68,8 +70,7 @@ std::optional<double> number_in(const nlohmann::json& v, double min, double max,
 std::string number_range_text(double min, double max, bool min_open) {
   if (min_open && min == 0 && max == std::numeric_limits<double>::max()) return "> 0";
   if (!min_open && min == 0 && max == std::numeric_limits<double>::max()) return ">= 0";
-  return std::string("in ") + (min_open ? "(" : "[") + number_text(min) + ", " +
-         number_text(max) + "]";
+  return std::string("in ") + (min_open ? "(" : "[") + number_text(min) + ", " + number_text(max) + "]";
 }
 
 /// Follows the parser's position (the JSON pointer of the value being read) and refuses,
@@ -116,8 +117,7 @@ class StrictParse {
   std::string pending_path() const {
     if (frames_.empty()) return "";
     const Frame& top = frames_.back();
-    return container_path() + "/" +
-           (top.array ? std::to_string(top.count) : pointer_token(top.key));
+    return container_path() + "/" + (top.array ? std::to_string(top.count) : pointer_token(top.key));
   }
 
  private:
@@ -136,8 +136,7 @@ class StrictParse {
   std::string container_path() const {
     std::string out;
     for (std::size_t i = 0; i + 1 < frames_.size(); ++i)
-      out += "/" + (frames_[i].array ? std::to_string(frames_[i].count - 1)
-                                     : pointer_token(frames_[i].key));
+      out += "/" + (frames_[i].array ? std::to_string(frames_[i].count - 1) : pointer_token(frames_[i].key));
     return out;
   }
 
@@ -157,8 +156,7 @@ std::string join_names(const std::vector<std::string>& names) {
 }  // namespace
 
 std::string summary(const nlohmann::json& v) {
-  if (v.is_array())
-    return fmt::format("an array of {} element{}", v.size(), v.size() == 1 ? "" : "s");
+  if (v.is_array()) return fmt::format("an array of {} element{}", v.size(), v.size() == 1 ? "" : "s");
   if (v.is_object()) return fmt::format("an object with {} key{}", v.size(), v.size() == 1 ? "" : "s");
   // Scalars only from here: no recursion. A string cut inside a UTF-8 sequence is dumped
   // with the broken bytes replaced, never an exception while reporting an error.
@@ -182,25 +180,26 @@ std::string read_input_file(const std::filesystem::path& path, std::int64_t max_
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (ec || !fs::exists(st))
-    throw InputError(name, "", "cannot open the file (" +
-                                   (ec ? ec.message() : std::string("no such file")) + ")");
+    throw InputError(name, "", "cannot open the file (" + (ec ? ec.message() : std::string("no such file")) + ")");
   if (fs::is_directory(st)) throw InputError(name, "", "is a directory; expected a JSON file");
   if (!fs::is_regular_file(st))
-    throw InputError(name, "", "is not a regular file (a FIFO, device or socket); expected a "
-                               "JSON file");
+    throw InputError(name, "",
+                     "is not a regular file (a FIFO, device or socket); expected a "
+                     "JSON file");
   const std::uintmax_t size = fs::file_size(path, ec);
   const auto too_big = [&](std::uintmax_t bytes, const char* qualifier) {
-    return InputError(name, "", fmt::format("is {}{} bytes, over the {} bytes a file of this kind may "
-                                            "have (base/limits.hpp)",
-                                            qualifier, bytes, max_bytes));
+    return InputError(name, "",
+                      fmt::format("is {}{} bytes, over the {} bytes a file of this kind may "
+                                  "have (base/limits.hpp)",
+                                  qualifier, bytes, max_bytes));
   };
   if (ec) throw InputError(name, "", "cannot read the file's size (" + ec.message() + ")");
   if (size > static_cast<std::uintmax_t>(max_bytes)) throw too_big(size, "");
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw InputError(name, "", std::string("cannot open the file") +
-                                   (errno ? std::string(" (") + std::strerror(errno) + ")" : ""));
+    throw InputError(
+        name, "", std::string("cannot open the file") + (errno ? std::string(" (") + std::strerror(errno) + ")" : ""));
   std::string text;
   text.reserve(static_cast<std::size_t>(size));
   char chunk[1 << 16];
@@ -253,15 +252,13 @@ JsonDoc::~JsonDoc() = default;
 JsonDoc::JsonDoc(JsonDoc&&) noexcept = default;
 JsonDoc& JsonDoc::operator=(JsonDoc&&) noexcept = default;
 
-JsonDoc JsonDoc::load(const std::filesystem::path& path) {
-  return parse(read_input_file(path), path.string());
-}
+JsonDoc JsonDoc::load(const std::filesystem::path& path) { return parse(read_input_file(path), path.string()); }
 
 JsonDoc JsonDoc::parse(const std::string& text, const std::string& name) {
   StrictParse strict(name);
   try {
-    auto root = std::make_unique<nlohmann::json>(nlohmann::json::parse(
-        text, [&strict](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    auto root = std::make_unique<nlohmann::json>(
+        nlohmann::json::parse(text, [&strict](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
           return strict(depth, event, parsed);
         }));
     return JsonDoc(std::move(root), name);
@@ -270,8 +267,7 @@ JsonDoc JsonDoc::parse(const std::string& text, const std::string& name) {
   } catch (const nlohmann::json::out_of_range& e) {
     // 406: a number beyond double range such as 1e309.
     throw InputError(name, strict.pending_path(),
-                     std::string("number out of range: beyond what a double holds (") + e.what() +
-                         ")");
+                     std::string("number out of range: beyond what a double holds (") + e.what() + ")");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(name, strict.pending_path(), std::string("unreadable JSON (") + e.what() + ")");
   }
@@ -279,13 +275,10 @@ JsonDoc JsonDoc::parse(const std::string& text, const std::string& name) {
 
 JsonObject::JsonObject(const nlohmann::json& value, std::string file, std::string path)
     : value_(&value), file_(std::move(file)), path_(std::move(path)) {
-  if (!value.is_object())
-    throw InputError(file_, path_, "expected an object, got " + describe(value));
+  if (!value.is_object()) throw InputError(file_, path_, "expected an object, got " + describe(value));
 }
 
-std::string JsonObject::path_of(const std::string& key) const {
-  return path_ + "/" + pointer_token(key);
-}
+std::string JsonObject::path_of(const std::string& key) const { return path_ + "/" + pointer_token(key); }
 
 InputError JsonObject::error(const std::string& key, const std::string& what_expected) const {
   return InputError(file_, key.empty() ? path_ : path_of(key), what_expected);
@@ -370,8 +363,7 @@ double JsonObject::ranged_number(const std::string& key, double min, double max,
   if (!d) {
     if (min == std::numeric_limits<double>::lowest() && max == std::numeric_limits<double>::max())
       throw error(key, "expected a finite number, got " + describe(v));
-    throw error(key, "expected a number " + number_range_text(min, max, min_open) + ", got " +
-                         describe(v));
+    throw error(key, "expected a number " + number_range_text(min, max, min_open) + ", got " + describe(v));
   }
   return *d;
 }
@@ -381,9 +373,7 @@ std::optional<double> JsonObject::optional_number(const std::string& key, double
   return number(key, min, max);
 }
 
-double JsonObject::positive(const std::string& key) {
-  return positive(key, std::numeric_limits<double>::max());
-}
+double JsonObject::positive(const std::string& key) { return positive(key, std::numeric_limits<double>::max()); }
 
 double JsonObject::positive(const std::string& key, double max) { return ranged_number(key, 0, max, true); }
 
@@ -401,9 +391,7 @@ double JsonObject::non_negative(const std::string& key) {
   return non_negative(key, std::numeric_limits<double>::max());
 }
 
-double JsonObject::non_negative(const std::string& key, double max) {
-  return ranged_number(key, 0, max, false);
-}
+double JsonObject::non_negative(const std::string& key, double max) { return ranged_number(key, 0, max, false); }
 
 std::optional<double> JsonObject::optional_non_negative(const std::string& key) {
   if (!has(key)) return std::nullopt;
@@ -423,15 +411,12 @@ std::int64_t JsonObject::integer(const std::string& key, std::int64_t min, std::
   return *i;
 }
 
-std::optional<std::int64_t> JsonObject::optional_integer(const std::string& key, std::int64_t min,
-                                                         std::int64_t max) {
+std::optional<std::int64_t> JsonObject::optional_integer(const std::string& key, std::int64_t min, std::int64_t max) {
   if (!has(key)) return std::nullopt;
   return integer(key, min, max);
 }
 
-int JsonObject::int32(const std::string& key, int min, int max) {
-  return static_cast<int>(integer(key, min, max));
-}
+int JsonObject::int32(const std::string& key, int min, int max) { return static_cast<int>(integer(key, min, max)); }
 
 std::optional<int> JsonObject::optional_int32(const std::string& key, int min, int max) {
   if (!has(key)) return std::nullopt;
@@ -447,14 +432,12 @@ std::optional<std::int64_t> JsonObject::optional_integer(const std::string& key,
   return integer(key, min);
 }
 
-std::optional<std::int64_t> JsonObject::nullable_integer(const std::string& key, std::int64_t min,
-                                                         std::int64_t max) {
+std::optional<std::int64_t> JsonObject::nullable_integer(const std::string& key, std::int64_t min, std::int64_t max) {
   read_.insert(key);
   const auto& v = at(key, "an integer or null");
   if (v.is_null()) return std::nullopt;
   const std::optional<std::int64_t> i = integer_in(v, min, max);
-  if (!i)
-    throw error(key, "expected null or an integer " + range_text(min, max) + ", got " + describe(v));
+  if (!i) throw error(key, "expected null or an integer " + range_text(min, max) + ", got " + describe(v));
   return i;
 }
 
@@ -463,9 +446,7 @@ std::optional<double> JsonObject::nullable_number(const std::string& key, double
   const auto& v = at(key, "a number or null");
   if (v.is_null()) return std::nullopt;
   const std::optional<double> d = number_in(v, min, max, false);
-  if (!d)
-    throw error(key, "expected null or a number " + number_range_text(min, max, false) + ", got " +
-                         describe(v));
+  if (!d) throw error(key, "expected null or a number " + number_range_text(min, max, false) + ", got " + describe(v));
   return d;
 }
 
@@ -504,9 +485,9 @@ void JsonObject::finish() const {
   std::vector<InputProblem> unknown;
   for (auto it = value_->begin(); it != value_->end(); ++it)
     if (!read_.count(it.key()))
-      unknown.push_back(InputProblem{file_, path_of(it.key()),
-                                     "unknown key" + did_you_mean(it.key(), known) + " (allowed keys here: " +
-                                         join_names(known) + ")"});
+      unknown.push_back(InputProblem{
+          file_, path_of(it.key()),
+          "unknown key" + did_you_mean(it.key(), known) + " (allowed keys here: " + join_names(known) + ")"});
   if (!unknown.empty()) throw InputError(std::move(unknown));
 }
 
@@ -531,24 +512,19 @@ std::string JsonArray::string(std::size_t i) const {
   return v.get<std::string>();
 }
 
-double JsonArray::positive(std::size_t i) const {
-  return positive(i, std::numeric_limits<double>::max());
-}
+double JsonArray::positive(std::size_t i) const { return positive(i, std::numeric_limits<double>::max()); }
 
 double JsonArray::positive(std::size_t i, double max) const {
   const auto& v = (*value_)[i];
   const std::optional<double> d = number_in(v, 0, max, true);
-  if (!d)
-    throw error(i, "expected a number " + number_range_text(0, max, true) + ", got " + describe(v));
+  if (!d) throw error(i, "expected a number " + number_range_text(0, max, true) + ", got " + describe(v));
   return *d;
 }
 
 double JsonArray::number(std::size_t i, double min, double max) const {
   const auto& v = (*value_)[i];
   const std::optional<double> d = number_in(v, min, max, false);
-  if (!d)
-    throw error(i, "expected a number " + number_range_text(min, max, false) + ", got " +
-                       describe(v));
+  if (!d) throw error(i, "expected a number " + number_range_text(min, max, false) + ", got " + describe(v));
   return *d;
 }
 
@@ -559,9 +535,7 @@ std::int64_t JsonArray::integer(std::size_t i, std::int64_t min, std::int64_t ma
   return *n;
 }
 
-int JsonArray::int32(std::size_t i, int min, int max) const {
-  return static_cast<int>(integer(i, min, max));
-}
+int JsonArray::int32(std::size_t i, int min, int max) const { return static_cast<int>(integer(i, min, max)); }
 
 std::int64_t JsonArray::integer(std::size_t i, std::int64_t min) const {
   return integer(i, min, std::numeric_limits<std::int64_t>::max());

@@ -32,8 +32,8 @@ namespace stepcast {
 /// One problem of an input: where (file, JSON pointer) and what was expected there.
 struct InputProblem {
   std::string file;
-  std::string json_path;   ///< "" for the file as a whole
-  std::string message;     ///< what was expected, and what was found
+  std::string json_path;  ///< "" for the file as a whole
+  std::string message;    ///< what was expected, and what was found
   /// `file: /path: message` (the path left out when empty).
   std::string line() const;
 };
@@ -85,8 +85,7 @@ class InputErrors {
 /// The whole text of an input file. Refuses (InputError naming the file) anything that is
 /// not a regular file (a directory, FIFO, device or socket), a file over `max_bytes`
 /// (checked before reading and while reading), and read errors.
-std::string read_input_file(const std::filesystem::path& path,
-                            std::int64_t max_bytes = limits::kMaxDocumentBytes);
+std::string read_input_file(const std::filesystem::path& path, std::int64_t max_bytes = limits::kMaxDocumentBytes);
 
 /// A bounded, non-recursive summary of a value for error messages: scalars as JSON (cut to
 /// 60 characters), arrays and objects by their type and size ("an array of 3 elements").
@@ -139,8 +138,7 @@ class JsonObject {
   std::optional<std::string> optional_string(const std::string& key);
   /// A string that must be one of `allowed`; the error lists them.
   std::string choice(const std::string& key, const std::vector<std::string>& allowed);
-  std::optional<std::string> optional_choice(const std::string& key,
-                                             const std::vector<std::string>& allowed);
+  std::optional<std::string> optional_choice(const std::string& key, const std::vector<std::string>& allowed);
   bool boolean(const std::string& key);
   std::optional<bool> optional_boolean(const std::string& key);
   /// Any finite number.
@@ -164,8 +162,7 @@ class JsonObject {
   /// An integer in [min, max]. Large JSON integers (stored unsigned) are compared, never
   /// wrapped: 2^64-1 is out of range, not -1.
   std::int64_t integer(const std::string& key, std::int64_t min, std::int64_t max);
-  std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t min,
-                                               std::int64_t max);
+  std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t min, std::int64_t max);
   /// An integer in [min, max] that lands in an `int` (so 2^32+2 can never become 2).
   int int32(const std::string& key, int min = 1, int max = INT_MAX);
   std::optional<int> optional_int32(const std::string& key, int min = 1, int max = INT_MAX);
@@ -175,8 +172,7 @@ class JsonObject {
 
   /// Present, and either null (-> nullopt) or a value in range (formats where every key is
   /// written and unknown values are null, e.g. measured-run records).
-  std::optional<std::int64_t> nullable_integer(const std::string& key, std::int64_t min,
-                                               std::int64_t max);
+  std::optional<std::int64_t> nullable_integer(const std::string& key, std::int64_t min, std::int64_t max);
   std::optional<double> nullable_number(const std::string& key, double min, double max);
   std::optional<std::string> nullable_string(const std::string& key);
 

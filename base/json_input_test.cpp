@@ -74,15 +74,13 @@ TEST_CASE("a key given twice in one object is an error naming the file and the k
 
 TEST_CASE("nesting up to kMaxJsonDepth is read; one level deeper is an error, not a crash") {
   CHECK_NOTHROW(JsonDoc::parse(nested(limits::kMaxJsonDepth), "deep.json"));
-  const std::string msg =
-      input_error([] { JsonDoc::parse(nested(limits::kMaxJsonDepth + 1), "deep.json"); });
+  const std::string msg = input_error([] { JsonDoc::parse(nested(limits::kMaxJsonDepth + 1), "deep.json"); });
   CHECK(msg.find("deep.json") != std::string::npos);
   CHECK(msg.find("nesting deeper than") != std::string::npos);
   // Far deeper than any stack could recurse over: refused while parsing.
-  CHECK(input_error([] { JsonDoc::parse(nested(1'000'000), "huge.json"); }).find("nesting") !=
+  CHECK(input_error([] { JsonDoc::parse(nested(1'000'000), "huge.json"); }).find("nesting") != std::string::npos);
+  CHECK(input_error([] { JsonDoc::parse(std::string(1'000'000, '['), "open.json"); }).find("nesting") !=
         std::string::npos);
-  CHECK(input_error([] { JsonDoc::parse(std::string(1'000'000, '['), "open.json"); })
-            .find("nesting") != std::string::npos);
 }
 
 TEST_CASE("a number beyond double range is an error naming the file and the path") {
@@ -146,9 +144,7 @@ TEST_CASE("array integers are checked like object integers") {
 }
 
 TEST_CASE("bounded numbers: inside the bound is read, outside is an error with the bound") {
-  const auto read = [](const std::string& v, auto&& f) {
-    return read_v("{\"v\": " + v + "}", f);
-  };
+  const auto read = [](const std::string& v, auto&& f) { return read_v("{\"v\": " + v + "}", f); };
   const auto eff = [](JsonObject& o) { return o.positive("v", 1.0); };
   CHECK(read("1", eff) == 1.0);
   CHECK(read("1e-3", eff) == 1e-3);
@@ -177,14 +173,11 @@ TEST_CASE("nullable values: null is nullopt, a value is range-checked, absence i
 
 TEST_CASE("error messages summarise a deep or long value instead of dumping it") {
   std::string deep = "{\"v\": " + nested(limits::kMaxJsonDepth - 2) + "}";
-  const std::string msg = input_error([&] {
-    read_v(deep, [](JsonObject& o) { return o.string("v"); });
-  });
+  const std::string msg = input_error([&] { read_v(deep, [](JsonObject& o) { return o.string("v"); }); });
   CHECK(msg.find("got an array of 1 element") != std::string::npos);
   const std::string long_string = "{\"v\": \"" + std::string(100'000, 'x') + "\"}";
-  const std::string msg2 = input_error([&] {
-    read_v(long_string, [](JsonObject& o) { return o.integer("v", 0, 1); });
-  });
+  const std::string msg2 =
+      input_error([&] { read_v(long_string, [](JsonObject& o) { return o.integer("v", 0, 1); }); });
   CHECK(msg2.size() < 300);
   // Cut inside a multi-byte UTF-8 character: still a message, not an exception.
   std::string accents;

@@ -6,8 +6,8 @@ using namespace stepcast;
 
 TEST_CASE("edit distance counts insertions, deletions and substitutions, ignoring case") {
   CHECK(edit_distance("", "") == 0);
-  CHECK(edit_distance("abc", "") == 3);               // three deletions
-  CHECK(edit_distance("kitten", "sitting") == 3);     // k->s, e->i, +g
+  CHECK(edit_distance("abc", "") == 3);                    // three deletions
+  CHECK(edit_distance("kitten", "sitting") == 3);          // k->s, e->i, +g
   CHECK(edit_distance("micro_bach", "micro_batch") == 1);  // +t
   CHECK(edit_distance("llama3-8b", "llama-3-8b") == 1);    // +-
   CHECK(edit_distance("DGX-A100", "dgx-a100") == 0);

@@ -26,10 +26,9 @@ constexpr std::array<std::string_view, 3> kLink{"nvlink", "pcie", "network"};
 constexpr std::array<std::string_view, 4> kPrecision{"fp32", "fp16_mixed", "bf16_mixed", "fp8_mixed"};
 constexpr std::array<std::string_view, 3> kRecompute{"none", "selective", "full"};
 constexpr std::array<std::string_view, 8> kStrategy{
-    "ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard",
-    "fsdp_no_shard"};
-constexpr std::array<std::string_view, 5> kCollective{"all_reduce", "all_gather", "reduce_scatter",
-                                                      "broadcast", "all_to_all"};
+    "ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard", "fsdp_no_shard"};
+constexpr std::array<std::string_view, 5> kCollective{"all_reduce", "all_gather", "reduce_scatter", "broadcast",
+                                                      "all_to_all"};
 
 }  // namespace
 
@@ -59,10 +58,14 @@ Collective parse_collective(std::string_view s) { return parse_enum<Collective>(
 
 Dtype gemm_dtype(Precision p) {
   switch (p) {
-    case Precision::fp32: return Dtype::fp32;
-    case Precision::fp16_mixed: return Dtype::fp16;
-    case Precision::bf16_mixed: return Dtype::bf16;
-    case Precision::fp8_mixed: return Dtype::fp8;
+    case Precision::fp32:
+      return Dtype::fp32;
+    case Precision::fp16_mixed:
+      return Dtype::fp16;
+    case Precision::bf16_mixed:
+      return Dtype::bf16;
+    case Precision::fp8_mixed:
+      return Dtype::fp8;
   }
   return Dtype::fp32;
 }

@@ -36,9 +36,9 @@ namespace fs = std::filesystem;
 
 struct Case {
   const char* label;
-  const char* file;      ///< under the repository
-  int gpus;              ///< 0: the scenario's
-  std::int64_t global;   ///< 0: the scenario's
+  const char* file;     ///< under the repository
+  int gpus;             ///< 0: the scenario's
+  std::int64_t global;  ///< 0: the scenario's
 };
 
 constexpr Case kCases[] = {
@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
   app.add_option("--only", only, "run only the cases whose label contains this text");
   bool json_out = false;
   app.add_flag("--json", json_out, "print the figures as one JSON object");
-  app.add_flag("--cpu-time", use_cpu_time, "time with the thread's CPU clock instead of the wall clock\n(for a machine shared with other work)");
+  app.add_flag("--cpu-time", use_cpu_time,
+               "time with the thread's CPU clock instead of the wall clock\n(for a machine shared with other work)");
   app.add_flag("--screen-only", screen_only, "time the screen alone, not the whole plan (for a profiler)");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -118,11 +119,17 @@ int main(int argc, char** argv) {
       const std::string winner = result.top.empty() ? "" : result.top[0].layout.describe();
       const double rate = static_cast<double>(costed) / ts.median_s;
       if (json_out) {
-        rows.push_back({{"case", c.label}, {"gpus", screen.gpus}, {"enumerated", screen.enumerated},
-                        {"screened", costed}, {"screen_median_ms", 1e3 * ts.median_s},
-                        {"screen_min_ms", 1e3 * ts.min_s}, {"screened_per_s", rate},
-                        {"simulated", result.simulated}, {"plan_median_ms", 1e3 * tp.median_s},
-                        {"plan_min_ms", 1e3 * tp.min_s}, {"winner", winner},
+        rows.push_back({{"case", c.label},
+                        {"gpus", screen.gpus},
+                        {"enumerated", screen.enumerated},
+                        {"screened", costed},
+                        {"screen_median_ms", 1e3 * ts.median_s},
+                        {"screen_min_ms", 1e3 * ts.min_s},
+                        {"screened_per_s", rate},
+                        {"simulated", result.simulated},
+                        {"plan_median_ms", 1e3 * tp.median_s},
+                        {"plan_min_ms", 1e3 * tp.min_s},
+                        {"winner", winner},
                         {"winner_step_s", result.top.empty() ? 0.0 : result.top[0].prediction.step_time_s}});
         continue;
       }
@@ -130,8 +137,9 @@ int main(int argc, char** argv) {
                  1e3 * ts.median_s, rate, result.simulated, 1e3 * tp.median_s, winner);
     }
     if (json_out)
-      fmt::print("{}\n", nlohmann::json{{"repeat", repeat}, {"clock", use_cpu_time ? "thread cpu" : "wall"},
-                                        {"cases", rows}}.dump(2));
+      fmt::print(
+          "{}\n",
+          nlohmann::json{{"repeat", repeat}, {"clock", use_cpu_time ? "thread cpu" : "wall"}, {"cases", rows}}.dump(2));
   } catch (const std::exception& e) {
     fmt::print(stderr, "stepcast_plan_bench: {}\n", e.what());
     return 1;

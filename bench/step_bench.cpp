@@ -51,8 +51,8 @@ using namespace stepcast;
 namespace fs = std::filesystem;
 
 struct CaseSpec {
-  const char* label;   ///< row label
-  const char* file;    ///< in the scenario folder
+  const char* label;  ///< row label
+  const char* file;   ///< in the scenario folder
 };
 
 /// The benchmark scenarios, smallest first (the peak RSS column is the process's peak so far).
@@ -296,8 +296,8 @@ void print_json(int repeat, const std::vector<CaseResult>& cases, const std::vec
 }
 
 void print_cases(int repeat, const std::vector<CaseResult>& cases) {
-  std::cout << fmt::format("stepcast_bench: one step, median and min of {} runs after one warm-up; CPU: {}\n\n",
-                           repeat, cpu_name());
+  std::cout << fmt::format("stepcast_bench: one step, median and min of {} runs after one warm-up; CPU: {}\n\n", repeat,
+                           cpu_name());
   std::cout << fmt::format("{:<31} {:>6} {:>7} {:>7} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>11} {:>9}\n", "", "",
                            "rank", "", "", "predict()", "", "lower+sim", "", "", "peak RSS");
   std::cout << fmt::format("{:<31} {:>6} {:>7} {:>7} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>11} {:>9}\n", "case",
@@ -322,7 +322,8 @@ void print_sweep(const std::string& label, const std::vector<SweepRow>& sweep) {
   for (const SweepRow& r : sweep)
     std::cout << fmt::format("{:>12} {:>7} {:>9} | {:>9.3f} {:>9.3f} | {:>14.3f} {:>14} | {:>11}\n", r.classes,
                              grouped(static_cast<std::uint64_t>(r.tasks)), grouped(r.events), r.sim.median_ms,
-                             r.sim.min_ms, r.ms_per_class, r.vs_previous > 0 ? fmt::format("{:.2f}", r.vs_previous) : "",
+                             r.sim.min_ms, r.ms_per_class,
+                             r.vs_previous > 0 ? fmt::format("{:.2f}", r.vs_previous) : "",
                              grouped(static_cast<std::uint64_t>(std::llround(r.events_per_s))));
 }
 

@@ -56,7 +56,8 @@ std::string synthetic_record(const nlohmann::json& base, std::size_t i, std::siz
   nlohmann::json& batch = r["batch"];
   if (batch["micro_batch"].is_number_integer()) {
     batch["micro_batch"] = batch["micro_batch"].get<std::int64_t>() * m;
-    if (batch["global_batch"].is_number_integer()) batch["global_batch"] = batch["global_batch"].get<std::int64_t>() * m;
+    if (batch["global_batch"].is_number_integer())
+      batch["global_batch"] = batch["global_batch"].get<std::int64_t>() * m;
   }
   r["measured"]["value"] = r["measured"]["value"].get<double>() * (1.0 + 0.01 * (m - 1));
   return r.dump();
@@ -92,7 +93,8 @@ int main(int argc, char** argv) {
       const auto t0 = Clock::now();
       std::vector<MeasuredRun> runs;
       runs.reserve(n);
-      for (std::size_t i = 0; i < n; ++i) runs.push_back(parse_measured_run(lines[i], "synthetic.jsonl", static_cast<int>(i + 1)));
+      for (std::size_t i = 0; i < n; ++i)
+        runs.push_back(parse_measured_run(lines[i], "synthetic.jsonl", static_cast<int>(i + 1)));
       const double read_s = seconds_since(t0);
       const auto t1 = Clock::now();
       const std::vector<ValidationRow> rows = validate_runs(runs, nullptr, "", threads);

@@ -80,8 +80,8 @@ void write(const std::string& text) {
   const bool written = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
   const bool flushed = std::fflush(stdout) == 0;
   if (!written || !flushed || std::ferror(stdout))
-    throw UserError(fmt::format("cannot write the report to standard output: {}",
-                                errno ? std::strerror(errno) : "write error"));
+    throw UserError(
+        fmt::format("cannot write the report to standard output: {}", errno ? std::strerror(errno) : "write error"));
 }
 
 /// Writes `text` to the file at `path` (created or replaced); a path that cannot be
@@ -90,16 +90,16 @@ void write_file(const std::string& path, const std::string& text, std::string_vi
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) throw UserError(fmt::format("cannot write the {} {}: {}", what, path, std::strerror(errno)));
   errno = 0;
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
-                       std::fflush(f) == 0 && !std::ferror(f);
+  const bool written =
+      std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && !std::ferror(f);
   const int write_errno = errno;
   errno = 0;
   const bool closed = std::fclose(f) == 0;
   const int close_errno = errno;
   if (!written || !closed) {
     const int cause = !written ? write_errno : close_errno;
-    throw UserError(fmt::format("cannot write the {} {}: {}", what, path,
-                                cause ? std::strerror(cause) : "write error"));
+    throw UserError(
+        fmt::format("cannot write the {} {}: {}", what, path, cause ? std::strerror(cause) : "write error"));
   }
 }
 
@@ -107,8 +107,7 @@ void write_file(const std::string& path, const std::string& text, std::string_vi
 // help text
 
 /// Words of `text` wrapped at `width` columns, continuation lines indented by `indent`.
-std::string wrap(const std::string& text, std::size_t first_column, std::size_t indent,
-                 std::size_t width = 90) {
+std::string wrap(const std::string& text, std::size_t first_column, std::size_t indent, std::size_t width = 90) {
   std::string out;
   std::size_t column = first_column;
   bool line_has_word = false;
@@ -141,7 +140,8 @@ std::string scenario_help() {
   std::vector<std::string> required;
   for (const SchemaKey& k : schema.keys()) {
     bool all = k.required;
-    for (std::size_t slash = k.path.find('/', 1); all && slash != std::string::npos; slash = k.path.find('/', slash + 1))
+    for (std::size_t slash = k.path.find('/', 1); all && slash != std::string::npos;
+         slash = k.path.find('/', slash + 1))
       all = schema.key(k.path.substr(0, slash)).required;  // under required objects only
     if (all) {
       std::string dotted = k.path.substr(1);
@@ -150,7 +150,8 @@ std::string scenario_help() {
     }
   }
   return wrap("Scenario file (JSON; ready-made ones in scenarios/, `stepcast init` writes a starter). Required: " +
-                  join(required, ", ") + ", and hardware.box or hardware.cluster. Every other key has a default, "
+                  join(required, ", ") +
+                  ", and hardware.box or hardware.cluster. Every other key has a default, "
                   "printed under Assumptions; `stepcast schema` lists every key with its values and default "
                   "(docs/scenario.md holds the same table).",
               0, 0) +
@@ -189,9 +190,8 @@ std::string predict_examples() {
 }
 
 std::string scale_examples() {
-  return examples(
-      {{fmt::format("stepcast scale {} --gpus 1,8,16,32", kMultiNodeSeed), "scaling table"},
-       {fmt::format("stepcast scale {} --gpus 1,2,4,8 --json", kSeed), "one box, as JSON"}});
+  return examples({{fmt::format("stepcast scale {} --gpus 1,8,16,32", kMultiNodeSeed), "scaling table"},
+                   {fmt::format("stepcast scale {} --gpus 1,2,4,8 --json", kSeed), "one box, as JSON"}});
 }
 
 std::string catalog_examples() {
@@ -215,8 +215,7 @@ std::string fit_footer(const std::string& details, const std::string& example_bl
 }
 
 /// The footer of a command's --help: details, examples, the scenario file, exit codes.
-std::string footer(const std::string& details, const std::string& example_block,
-                   bool with_scenario) {
+std::string footer(const std::string& details, const std::string& example_block, bool with_scenario) {
   std::string out;
   if (!details.empty()) out += details + "\n";
   out += example_block;
@@ -244,8 +243,8 @@ struct PredictArgs {
   std::string scenario;
   int gpus = 0;  ///< 0: as the scenario says
   bool json = false;
-  std::string trace;  ///< Chrome trace file to write; empty: none
-  std::string html;   ///< HTML report to write; empty: none
+  std::string trace;        ///< Chrome trace file to write; empty: none
+  std::string html;         ///< HTML report to write; empty: none
   std::string calibration;  ///< hardware file from `stepcast fit` replacing the scenario's; empty: none
   std::string in_step;      ///< in-step fractions from `stepcast fit in-step`; empty: the catalog's
 };
@@ -268,11 +267,9 @@ int run_predict(const PredictArgs& args) {
   const Prediction p = predict(s, options);
   if (!args.trace.empty()) {
     if (!p.simulation) throw std::logic_error("predict kept no simulation for the trace");
-    const std::string title = fmt::format("{} on {} GPUs ({})", p.scenario.empty() ? s.name : p.scenario,
-                                          p.gpus, name(p.strategy));
-    write_file(args.trace,
-               sim::chrome_trace_json(p.simulation->graph, p.simulation->result, title),
-               "trace file");
+    const std::string title =
+        fmt::format("{} on {} GPUs ({})", p.scenario.empty() ? s.name : p.scenario, p.gpus, name(p.strategy));
+    write_file(args.trace, sim::chrome_trace_json(p.simulation->graph, p.simulation->result, title), "trace file");
   }
   if (!args.html.empty()) write_file(args.html, cli::predict_html(s, p), "HTML report");
   write(args.json ? cli::predict_json(s, p, args.trace) : cli::predict_text(s, p, args.trace));
@@ -309,17 +306,17 @@ int run_scale(const ScaleArgs& args) {
 
 struct PlanArgs {
   std::string scenario;
-  int gpus = 0;  ///< 0: as the scenario says
+  int gpus = 0;                   ///< 0: as the scenario says
   std::int64_t global_batch = 0;  ///< 0: the scenario's micro_batch x grad_accum x data-parallel ranks
   std::string objective = "time";
   double max_memory_fraction = 0.9;
   int top = 5;
   bool json = false;
   bool csv = false;
-  std::string gpus_range;  ///< "A:B" or "A,B,C"; empty: one count
-  std::string html;  ///< HTML report to write; empty: none
-  bool no_cp = false;       ///< --no-cp: no context parallelism in the search
-  bool no_offload = false;  ///< --no-offload: no CPU offload in the search
+  std::string gpus_range;             ///< "A:B" or "A,B,C"; empty: one count
+  std::string html;                   ///< HTML report to write; empty: none
+  bool no_cp = false;                 ///< --no-cp: no context parallelism in the search
+  bool no_offload = false;            ///< --no-offload: no CPU offload in the search
   std::int64_t min_cp_tokens = 1024;  ///< --min-cp-tokens
   double gap = 0.01;                  ///< --gap
 };
@@ -336,8 +333,9 @@ int run_plan_range(const Scenario& s, const PlanArgs& args, PlanOptions options)
   for (int n : counts) (void)on_gpus(s, n);  // every count checked before any plan runs
   const std::vector<PlanResult> results = plan_range(s, counts, options);
   cli::clear_progress();
-  write(args.csv ? cli::plan_range_csv(results)
-                 : args.json ? cli::plan_range_json(s, results) : cli::plan_range_text(s, results));
+  write(args.csv    ? cli::plan_range_csv(results)
+        : args.json ? cli::plan_range_json(s, results)
+                    : cli::plan_range_text(s, results));
   return kExitOk;
 }
 
@@ -420,9 +418,12 @@ int run_validate(const ValidateArgs& args) {
   }
   const auto in_step = load_in_step_option(args.in_step);
   const bool progress = isatty(fileno(stderr)) != 0;
-  const auto rows = validate_runs(runs, calibration, args.calibration, 0, [&](std::size_t done, std::size_t total) {
-    if (progress && (done % 20 == 0 || done == total)) fmt::print(stderr, "\r[{}/{}]", done, total);
-  }, args.assume_host, in_step);
+  const auto rows = validate_runs(
+      runs, calibration, args.calibration, 0,
+      [&](std::size_t done, std::size_t total) {
+        if (progress && (done % 20 == 0 || done == total)) fmt::print(stderr, "\r[{}/{}]", done, total);
+      },
+      args.assume_host, in_step);
   if (progress) fmt::print(stderr, "\n");
   if (!args.html.empty()) write_file(args.html, cli::validate_html(rows, args.inputs), "HTML report");
   write(args.csv    ? cli::validate_csv(rows)
@@ -432,15 +433,16 @@ int run_validate(const ValidateArgs& args) {
 }
 
 struct FitArgs {
-  std::string raw;      ///< raw calibration file
-  std::string output;   ///< hardware file to write
-  std::string gpu;      ///< catalog GPU; empty: from the raw file's device name
-  std::string box;      ///< catalog box for the model figures; empty: the first with the GPU
+  std::string raw;     ///< raw calibration file
+  std::string output;  ///< hardware file to write
+  std::string gpu;     ///< catalog GPU; empty: from the raw file's device name
+  std::string box;     ///< catalog box for the model figures; empty: the first with the GPU
   bool json = false;
 };
 
 int run_fit(const FitArgs& args) {
-  if (args.raw.empty()) throw UserError("fit: RAW (a raw calibration file) is required, or `stepcast fit in-step RUNS`");
+  if (args.raw.empty())
+    throw UserError("fit: RAW (a raw calibration file) is required, or `stepcast fit in-step RUNS`");
   if (args.output.empty()) throw UserError("fit: -o,--output (the hardware file to write) is required");
   const RawCalibration raw = load_raw_calibration(args.raw);
   FitResult result;
@@ -495,8 +497,8 @@ int run_fit_in_step(const cli::FitInStepArgs& args) {
 struct InitArgs {
   std::string model;
   std::string box;
-  int gpus = 0;         ///< 0: one whole box
-  std::string output;   ///< scenario file to write; empty: standard output
+  int gpus = 0;        ///< 0: one whole box
+  std::string output;  ///< scenario file to write; empty: standard output
 };
 
 int run_init(const InitArgs& args) {
@@ -523,8 +525,7 @@ struct CatalogArgs {
 int run_catalog(const CatalogArgs& args) {
   std::vector<cli::CatalogSection> sections;
   if (args.section.empty()) {
-    for (const std::string& n : cli::catalog_section_names())
-      sections.push_back(cli::parse_catalog_section(n));
+    for (const std::string& n : cli::catalog_section_names()) sections.push_back(cli::parse_catalog_section(n));
   } else {
     try {
       sections.push_back(cli::parse_catalog_section(args.section));
@@ -557,32 +558,30 @@ CLI::Validator gpu_count() {
 
 /// The top-level options, help footer and formatting of the `stepcast` command.
 void configure_app(CLI::App& app) {
-  app.set_version_flag("--version", std::string("stepcast ") + STEPCAST_VERSION,
-                       "Print the version and exit");
+  app.set_version_flag("--version", std::string("stepcast ") + STEPCAST_VERSION, "Print the version and exit");
   app.require_subcommand(1);
-  app.footer(footer(
-      "stepcast predicts the step time, throughput, MFU, time and cost per epoch, and memory\n"
-      "per GPU of transformer training (DDP, ZeRO, FSDP; tensor, sequence, pipeline and context\n"
-      "parallelism; expert parallelism of mixture-of-experts models; CPU offload) on a given\n"
-      "cluster, from a model of its kernels and of NCCL collectives over the hardware graph,\n"
-      "played as a simulated step.\n"
-      "Run `stepcast <command> --help` for each command.\n",
-      examples({{fmt::format("stepcast predict {}", kSeed), "text report of one scenario"},
-                {fmt::format("stepcast predict {} --gpus 4 --json", kSeed),
-                 "on 4 of its 8 GPUs, as JSON"},
-                {fmt::format("stepcast scale {} --gpus 1,8,16,32", kMultiNodeSeed),
-                 "scaling table"},
-                {fmt::format("stepcast plan {}", kSeed), "the best data- and tensor-parallel layouts"},
-                {"stepcast catalog gpus", "GPUs with peaks and sources"},
-                {"stepcast catalog --json", "every catalog as JSON"}}),
-      true));
+  app.footer(
+      footer("stepcast predicts the step time, throughput, MFU, time and cost per epoch, and memory\n"
+             "per GPU of transformer training (DDP, ZeRO, FSDP; tensor, sequence, pipeline and context\n"
+             "parallelism; expert parallelism of mixture-of-experts models; CPU offload) on a given\n"
+             "cluster, from a model of its kernels and of NCCL collectives over the hardware graph,\n"
+             "played as a simulated step.\n"
+             "Run `stepcast <command> --help` for each command.\n",
+             examples({{fmt::format("stepcast predict {}", kSeed), "text report of one scenario"},
+                       {fmt::format("stepcast predict {} --gpus 4 --json", kSeed), "on 4 of its 8 GPUs, as JSON"},
+                       {fmt::format("stepcast scale {} --gpus 1,8,16,32", kMultiNodeSeed), "scaling table"},
+                       {fmt::format("stepcast plan {}", kSeed), "the best data- and tensor-parallel layouts"},
+                       {"stepcast catalog gpus", "GPUs with peaks and sources"},
+                       {"stepcast catalog --json", "every catalog as JSON"}}),
+             true));
   app.get_formatter()->column_width(30);
 }
 
 /// `--html FILE`: the self-contained HTML report (report_html.hpp); refused on the command line
 /// (exit 2) when this build does not embed the charting library.
 void add_html_option(CLI::App* cmd, std::string& file) {
-  cmd->add_option("--html", file, "Also write the report as one self-contained HTML page\n(charts; works offline) to FILE")
+  cmd->add_option("--html", file,
+                  "Also write the report as one self-contained HTML page\n(charts; works offline) to FILE")
       ->option_text("FILE")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
@@ -593,8 +592,7 @@ void add_html_option(CLI::App* cmd, std::string& file) {
 }
 
 CLI::App* add_predict_command(CLI::App& app, PredictArgs& pa) {
-  CLI::App* cmd =
-      app.add_subcommand("predict", "Predict step time, throughput, epoch time and memory");
+  CLI::App* cmd = app.add_subcommand("predict", "Predict step time, throughput, epoch time and memory");
   cmd->add_option("SCENARIO", pa.scenario, "Scenario file (JSON)")->required();
   cmd->add_option("--gpus", pa.gpus,
                   "Total GPUs to predict on instead of the scenario's\n"
@@ -646,35 +644,37 @@ CLI::App* add_scale_command(CLI::App& app, ScaleArgs& sa) {
       ->required()
       ->delimiter(',')
       ->check(gpu_count());
-  CLI::Option* json = cmd->add_flag("--json", sa.json,
-                "Print {\"scenario\": ..., \"rows\": [...]} instead of the table");
+  CLI::Option* json =
+      cmd->add_flag("--json", sa.json, "Print {\"scenario\": ..., \"rows\": [...]} instead of the table");
   cmd->add_flag("--csv", sa.csv, "Print the table as CSV (units in the column names)")->excludes(json);
   add_html_option(cmd, sa.html);
-  cmd->footer(footer(
-      "One row per GPU count (the micro-batch per GPU stays fixed, so the global batch grows):\n"
-      "GPUs, nodes, step time, tokens/s, MFU, time per epoch, USD per million tokens (with a\n"
-      "price), speedup and scaling efficiency against the baseline -- the fewest GPUs that fit\n"
-      "in memory (marked *; rows that do not fit get none) -- memory per GPU and whether it\n"
-      "fits. --json rows add tokens/s/GPU and the cost per epoch. Counts above one box must\n"
-      "fill whole nodes. Progress goes to stderr when it is a terminal.\n",
-      scale_examples(), true));
+  cmd->footer(
+      footer("One row per GPU count (the micro-batch per GPU stays fixed, so the global batch grows):\n"
+             "GPUs, nodes, step time, tokens/s, MFU, time per epoch, USD per million tokens (with a\n"
+             "price), speedup and scaling efficiency against the baseline -- the fewest GPUs that fit\n"
+             "in memory (marked *; rows that do not fit get none) -- memory per GPU and whether it\n"
+             "fits. --json rows add tokens/s/GPU and the cost per epoch. Counts above one box must\n"
+             "fill whole nodes. Progress goes to stderr when it is a terminal.\n",
+             scale_examples(), true));
 
   return cmd;
 }
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
-  CLI::App* cmd = app.add_subcommand("plan", "Find the best parallel layout for a job (data, tensor, context, pipeline, offload)");
+  CLI::App* cmd =
+      app.add_subcommand("plan", "Find the best parallel layout for a job (data, tensor, context, pipeline, offload)");
   cmd->add_option("SCENARIO", pa.scenario, "Scenario file (JSON): the model, hardware and training")->required();
   cmd->add_option("--gpus", pa.gpus, "Total GPUs to plan for instead of the scenario's\n(whole nodes above one box)")
       ->check(gpu_count());
-  cmd->add_option("--global-batch", pa.global_batch,
-                  "Sequences per optimizer step (default: the scenario's\nmicro_batch x grad_accum x data-parallel ranks)")
+  cmd->add_option(
+         "--global-batch", pa.global_batch,
+         "Sequences per optimizer step (default: the scenario's\nmicro_batch x grad_accum x data-parallel ranks)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
-  cmd->add_option("--objective", pa.objective, "time (step time), tokens_per_s (per GPU) or cost\n(USD per million tokens; needs a price)")
+  cmd->add_option("--objective", pa.objective,
+                  "time (step time), tokens_per_s (per GPU) or cost\n(USD per million tokens; needs a price)")
       ->check(CLI::IsMember({"time", "tokens_per_s", "cost"}))
       ->capture_default_str();
-  cmd->add_option("--max-memory-fraction", pa.max_memory_fraction,
-                  "Reject layouts above this fraction of GPU memory")
+  cmd->add_option("--max-memory-fraction", pa.max_memory_fraction, "Reject layouts above this fraction of GPU memory")
       ->check(CLI::Range(1e-6, 1.0))
       ->capture_default_str();
   cmd->add_option("--top", pa.top, "Rows to rank")->check(CLI::Range(1, 1000))->capture_default_str();
@@ -684,54 +684,57 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
                   "Plan on several GPU counts at one global batch: A:B\n(A, 2A, 4A, ... up to B) or a list A,B,C");
   cmd->add_flag("--no-cp", pa.no_cp, "Leave context parallelism out of the search (cp 1)");
   cmd->add_flag("--no-offload", pa.no_offload, "Leave CPU offload out of the search");
-  cmd->add_option("--min-cp-tokens", pa.min_cp_tokens, "Fewest tokens of a sequence per context-parallel rank\n(seq_len / cp) the search tries")
+  cmd->add_option("--min-cp-tokens", pa.min_cp_tokens,
+                  "Fewest tokens of a sequence per context-parallel rank\n(seq_len / cp) the search tries")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
       ->capture_default_str();
   cmd->add_option("--gap", pa.gap,
-                  "Optimality gap of the search: stop once no layout left can beat\nthe K-th by more than this fraction (0: exact)")
+                  "Optimality gap of the search: stop once no layout left can beat\nthe K-th by more than this "
+                  "fraction (0: exact)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   add_html_option(cmd, pa.html);
-  cmd->footer(footer(
-      "Enumerates every layout of the job on the GPUs at a fixed global batch: data-parallel\n"
-      "strategy (ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op) x tensor-parallel\n"
-      "degree tp (divisors of the GPUs per node) x sequence parallelism x context parallelism\n"
-      "(cp >= 2 dividing the GPUs over tp with seq_len / cp >= --min-cp-tokens, default 1024;\n"
-      "ranks in Megatron order, CP beside TP inside the node first; the ring K/V exchange) x\n"
-      "pipeline (pp stages dividing the GPUs over tp x cp; schedules gpipe, 1f1b, zb-h1, and\n"
-      "interleaved with vpp 2..8 chunks) x CPU offload (the optimizer under zero1/2/3,\n"
-      "parameters under zero3 and FSDP) x micro-batch x recompute (none, selective, full);\n"
-      "gradient accumulation = global batch / (micro-batch x dp). It rejects what does not\n"
-      "divide (tp and the heads, KV heads, MLP width; tp x cp and seq_len under sp; 2 x cp and\n"
-      "seq_len; a pipeline under other than ddp or zero1; micro-batch x dp and the global batch;\n"
-      "the interleaved schedule's groups of pp), what cannot run (cp without flash attention;\n"
-      "offload on a box with no host, or with a pipeline) or does not fit the memory limit,\n"
-      "bounds the rest from below (compute time; a pipeline's schedule replayed with free\n"
-      "communication; the lowered step's critical path), and simulates in order of that bound\n"
-      "until no layout left can enter the top K by more than --gap (default 1%). The table: layout, step time (s), tokens/s/GPU, MFU (%),\n"
-      "memory/GPU (GiB), exposed communication (s), bubble (%) and the objective; then why the\n"
-      "winner beats the runner-up and how many layouts were rejected for each reason. At a fixed\n"
-      "GPU count and global batch the three objectives rank alike (each is monotone in the step\n"
-      "time). A progress bar goes to stderr when it is a terminal.\n",
-      examples({{fmt::format("stepcast plan {}", kSeed), "best layouts on the scenario's 8 GPUs"},
-                {fmt::format("stepcast plan {} --gpus 32 --global-batch 512 --top 3", kMultiNodeSeed),
-                 "32 GPUs, 512 sequences per step, the best 3"},
-                {fmt::format("stepcast plan {} --gpus-range 8:32 --global-batch 512", kMultiNodeSeed),
-                 "8, 16 and 32 GPUs at 512 sequences per step"},
-                {fmt::format("stepcast plan {} --json", kSeed), "as one JSON object"}}),
-      true));
+  cmd->footer(
+      footer("Enumerates every layout of the job on the GPUs at a fixed global batch: data-parallel\n"
+             "strategy (ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op) x tensor-parallel\n"
+             "degree tp (divisors of the GPUs per node) x sequence parallelism x context parallelism\n"
+             "(cp >= 2 dividing the GPUs over tp with seq_len / cp >= --min-cp-tokens, default 1024;\n"
+             "ranks in Megatron order, CP beside TP inside the node first; the ring K/V exchange) x\n"
+             "pipeline (pp stages dividing the GPUs over tp x cp; schedules gpipe, 1f1b, zb-h1, and\n"
+             "interleaved with vpp 2..8 chunks) x CPU offload (the optimizer under zero1/2/3,\n"
+             "parameters under zero3 and FSDP) x micro-batch x recompute (none, selective, full);\n"
+             "gradient accumulation = global batch / (micro-batch x dp). It rejects what does not\n"
+             "divide (tp and the heads, KV heads, MLP width; tp x cp and seq_len under sp; 2 x cp and\n"
+             "seq_len; a pipeline under other than ddp or zero1; micro-batch x dp and the global batch;\n"
+             "the interleaved schedule's groups of pp), what cannot run (cp without flash attention;\n"
+             "offload on a box with no host, or with a pipeline) or does not fit the memory limit,\n"
+             "bounds the rest from below (compute time; a pipeline's schedule replayed with free\n"
+             "communication; the lowered step's critical path), and simulates in order of that bound\n"
+             "until no layout left can enter the top K by more than --gap (default 1%). The table: layout, step time "
+             "(s), tokens/s/GPU, MFU (%),\n"
+             "memory/GPU (GiB), exposed communication (s), bubble (%) and the objective; then why the\n"
+             "winner beats the runner-up and how many layouts were rejected for each reason. At a fixed\n"
+             "GPU count and global batch the three objectives rank alike (each is monotone in the step\n"
+             "time). A progress bar goes to stderr when it is a terminal.\n",
+             examples({{fmt::format("stepcast plan {}", kSeed), "best layouts on the scenario's 8 GPUs"},
+                       {fmt::format("stepcast plan {} --gpus 32 --global-batch 512 --top 3", kMultiNodeSeed),
+                        "32 GPUs, 512 sequences per step, the best 3"},
+                       {fmt::format("stepcast plan {} --gpus-range 8:32 --global-batch 512", kMultiNodeSeed),
+                        "8, 16 and 32 GPUs at 512 sequences per step"},
+                       {fmt::format("stepcast plan {} --json", kSeed), "as one JSON object"}}),
+             true));
   return cmd;
 }
 
 CLI::App* add_need_command(CLI::App& app, cli::NeedArgs& na) {
   CLI::App* cmd = app.add_subcommand("need", "Find the inter-node bandwidth at which communication hides");
   cli::add_need_options(*cmd, na);
-  cmd->footer(footer(cli::need_help(),
-                     examples({{"stepcast need scenarios/seeds/rule-of-thumb-10b-4x8a100-100g.json --exposed-comm 5%",
-                                "seed 4: the link per node for at most 5% exposed communication"},
-                               {"stepcast need scenarios/seeds/rule-of-thumb-10b-4x8a100-100g.json --json",
-                                "as one JSON object"}}),
-                     true));
+  cmd->footer(footer(
+      cli::need_help(),
+      examples({{"stepcast need scenarios/seeds/rule-of-thumb-10b-4x8a100-100g.json --exposed-comm 5%",
+                 "seed 4: the link per node for at most 5% exposed communication"},
+                {"stepcast need scenarios/seeds/rule-of-thumb-10b-4x8a100-100g.json --json", "as one JSON object"}}),
+      true));
   return cmd;
 }
 
@@ -776,19 +779,17 @@ CLI::App* add_compare_command(CLI::App& app, CompareArgs& ca) {
 }
 
 CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
-  CLI::App* cmd =
-      app.add_subcommand("validate", "Compare predictions with measured runs (runs.jsonl records)");
+  CLI::App* cmd = app.add_subcommand("validate", "Compare predictions with measured runs (runs.jsonl records)");
   cmd->add_option("RUNS", va.inputs, "Measured-run files (.jsonl) or folders of them")->required();
-  cmd->add_option("--calibration", va.calibration,
-                  "Hardware file from `stepcast fit`, used for records on its GPU")
+  cmd->add_option("--calibration", va.calibration, "Hardware file from `stepcast fit`, used for records on its GPU")
       ->option_text("FILE");
   cmd->add_option("--in-step", va.in_step,
                   "In-step fractions from `stepcast fit in-step` instead of\n"
                   "model/catalog/in_step.json (records of the sources it was\n"
                   "fitted on are predicted with isolated rates)")
       ->option_text("FILE");
-  CLI::Option* json = cmd->add_flag("--json", va.json,
-                "Print {\"runs\": [...], \"summary_loso\": {...}, \"sources\": [...]} instead of the tables");
+  CLI::Option* json = cmd->add_flag(
+      "--json", va.json, "Print {\"runs\": [...], \"summary_loso\": {...}, \"sources\": [...]} instead of the tables");
   cmd->add_flag("--assume-host,!--no-assume-host", va.assume_host,
                 "CPU-offload records state no host: predict them on the host of their GPU's catalog box "
                 "(default, printed as an assumption), or skip them (--no-assume-host)");
@@ -797,45 +798,42 @@ CLI::App* add_validate_command(CLI::App& app, ValidateArgs& va) {
                 "Also list every ordering pair (two records one knob apart), the wrong ones first "
                 "(with --json: a \"pairs\" array)");
   add_html_option(cmd, va.html);
-  cmd->footer(footer(
-      "Each record (one JSON object per line, the measured-run record format of data/validation/SCHEMA.md)\n"
-      "becomes a scenario where stepcast can represent it; the record's metric is predicted\n"
-      "with the record's definition (tokens/s/GPU, step time, TFLOP/s per GPU, MFU,\n"
-      "samples/s) and the signed error reported. Records stepcast cannot represent yet\n"
-      "(unstated parallel degrees, precision, checkpointing or batch, a host for offload, wall-\n"
-      "clock metrics that need the data set) are listed as `skipped: <reason>`, never dropped;\n"
-      "any other failure is an error. Device rates come from kernel tables and datasheets,\n"
-      "scaled by the in-step fractions of model/catalog/in_step.json (fitted on one published\n"
-      "in-step decomposition, whose source's records use isolated rates; Ampere's GEMM\n"
-      "fraction fitted on A100 runs, each source's records predicted with the fraction\n"
-      "fitted without that source; the fit-free summary uses isolated rates everywhere),\n"
-      "so every figure is leave-one-source-out. The summaries (overall and per\n"
-      "source, strategy and GPU) give count, median, p90 and max |error| and ordering accuracy\n"
-      "over pairs of records from one source that differ in one knob. Low-trust records are\n"
-      "shown but kept out of the summaries.\n",
-      examples({{"stepcast validate data/validation/runs.jsonl", "the published runs"},
-                {"stepcast validate runs/ --json", "every .jsonl in a folder, as JSON"},
-                {"stepcast validate data/validation/runs.jsonl --html validation.html",
-                 "the same as a page: predicted against measured, errors by source, pairs"}}),
-      true));
+  cmd->footer(
+      footer("Each record (one JSON object per line, the measured-run record format of data/validation/SCHEMA.md)\n"
+             "becomes a scenario where stepcast can represent it; the record's metric is predicted\n"
+             "with the record's definition (tokens/s/GPU, step time, TFLOP/s per GPU, MFU,\n"
+             "samples/s) and the signed error reported. Records stepcast cannot represent yet\n"
+             "(unstated parallel degrees, precision, checkpointing or batch, a host for offload, wall-\n"
+             "clock metrics that need the data set) are listed as `skipped: <reason>`, never dropped;\n"
+             "any other failure is an error. Device rates come from kernel tables and datasheets,\n"
+             "scaled by the in-step fractions of model/catalog/in_step.json (fitted on one published\n"
+             "in-step decomposition, whose source's records use isolated rates; Ampere's GEMM\n"
+             "fraction fitted on A100 runs, each source's records predicted with the fraction\n"
+             "fitted without that source; the fit-free summary uses isolated rates everywhere),\n"
+             "so every figure is leave-one-source-out. The summaries (overall and per\n"
+             "source, strategy and GPU) give count, median, p90 and max |error| and ordering accuracy\n"
+             "over pairs of records from one source that differ in one knob. Low-trust records are\n"
+             "shown but kept out of the summaries.\n",
+             examples({{"stepcast validate data/validation/runs.jsonl", "the published runs"},
+                       {"stepcast validate runs/ --json", "every .jsonl in a folder, as JSON"},
+                       {"stepcast validate data/validation/runs.jsonl --html validation.html",
+                        "the same as a page: predicted against measured, errors by source, pairs"}}),
+             true));
 
   return cmd;
 }
 
 CLI::App* add_catalog_command(CLI::App& app, CatalogArgs& ca) {
-  CLI::App* cmd =
-      app.add_subcommand("catalog", "List models, GPUs, boxes, clusters, links, algorithms");
-  cmd
-      ->add_option("SECTION", ca.section,
-                   "One of: " + join(cli::catalog_section_names(), ", ") + "\n(default: all)")
+  CLI::App* cmd = app.add_subcommand("catalog", "List models, GPUs, boxes, clusters, links, algorithms");
+  cmd->add_option("SECTION", ca.section, "One of: " + join(cli::catalog_section_names(), ", ") + "\n(default: all)")
       ->check(CLI::IsMember(cli::catalog_section_names()));
   cmd->add_flag("--json", ca.json, "Print one JSON object keyed by section");
-  cmd->footer(footer(
-      "The names a scenario can use, with their key figures and sources: models (parameters\n"
-      "counted from the shape, layers, hidden, heads/kv), GPUs (bf16 peak, memory, bandwidth,\n"
-      "NVLink), boxes, clusters, links (line rate, effective rate, latency) and collective\n"
-      "algorithms.\n",
-      catalog_examples(), true));
+  cmd->footer(
+      footer("The names a scenario can use, with their key figures and sources: models (parameters\n"
+             "counted from the shape, layers, hidden, heads/kv), GPUs (bf16 peak, memory, bandwidth,\n"
+             "NVLink), boxes, clusters, links (line rate, effective rate, latency) and collective\n"
+             "algorithms.\n",
+             catalog_examples(), true));
 
   return cmd;
 }
@@ -847,12 +845,13 @@ struct SchemaArgs {
 CLI::App* add_schema_command(CLI::App& app, SchemaArgs& sa) {
   CLI::App* cmd = app.add_subcommand("schema", "Every key a scenario file may hold: values, default, meaning");
   cmd->add_flag("--markdown", sa.markdown, "Print docs/scenario.md's key table (Markdown) instead");
-  cmd->footer(footer("The scenario schema, declared once (scenario/schema.cpp): the reader takes each object's\n"
-                     "keys and each number's range from it, and this list, `init`'s notes and\n"
-                     "docs/scenario.md are printed from it.\n",
-                     examples({{"stepcast schema", "every key, grouped by object"},
-                               {"stepcast schema --markdown", "the table of docs/scenario.md"}}),
-                     false));
+  cmd->footer(
+      footer("The scenario schema, declared once (scenario/schema.cpp): the reader takes each object's\n"
+             "keys and each number's range from it, and this list, `init`'s notes and\n"
+             "docs/scenario.md are printed from it.\n",
+             examples({{"stepcast schema", "every key, grouped by object"},
+                       {"stepcast schema --markdown", "the table of docs/scenario.md"}}),
+             false));
   return cmd;
 }
 
@@ -862,9 +861,9 @@ int run_schema(const SchemaArgs& args) {
 }
 
 CLI::App* add_fit_command(CLI::App& app, FitArgs& fa) {
-  CLI::App* cmd = app.add_subcommand(
-      "fit", "Fit GEMM efficiency, memory and collective parameters to a calibration run "
-             "(subcommands: in-step, generation)");
+  CLI::App* cmd = app.add_subcommand("fit",
+                                     "Fit GEMM efficiency, memory and collective parameters to a calibration run "
+                                     "(subcommands: in-step, generation)");
   // RAW and -o are checked by run_fit: `stepcast fit in-step` and `fit generation` need neither.
   cmd->add_option("RAW", fa.raw, "Raw calibration file (JSON, stepcast-calibrate-raw-v1); required");
   cmd->add_option("-o,--output", fa.output, "Hardware file to write (stepcast-hardware-v1); required")
@@ -880,57 +879,59 @@ CLI::App* add_fit_command(CLI::App& app, FitArgs& fa) {
   cmd->add_flag("--json", fa.json,
                 "Print {\"output_file\", \"hardware\": {...}, \"excluded\",\n"
                 "\"not_fitted\", \"warnings\"} instead of the text report");
-  cmd->footer(fit_footer(
-      "A calibration run (cuBLAS GEMMs, memory copies and NCCL collectives timed on one\n"
-      "machine, written as \"stepcast-calibrate-raw-v1\") becomes a hardware file\n"
-      "(\"stepcast-hardware-v1\") with the model's parameters fitted to it:\n"
-      "\n"
-      "  GEMM efficiency, per dtype: eff(F) = max_fraction x F / (F + half_flops), F = 2mnk\n"
-      "    FLOP per call, eff = (F / median time) / the catalog GPU's dense peak. Least\n"
-      "    squares on relative residuals (Levenberg-Marquardt from the linear fit of 1/eff\n"
-      "    against 1/F). max_fraction is what the largest GEMMs reach; half_flops the size\n"
-      "    reaching half of it.\n"
-      "  Memory: bytes / median time of the largest copy of each kind; a device-to-device\n"
-      "    row's bytes count read + write (2 x the buffer, as CUDA's bandwidthTest), so\n"
-      "    memory_efficiency = that / the datasheet memory bandwidth.\n"
-      "  Collectives, per (collective, ranks, nodes): t = latency + bytes / algbw by least\n"
-      "    squares weighted 1/t^2, so 8 B and 1 GiB messages count alike; busbw = algbw x\n"
-      "    the nccl-tests bus factor (2(n-1)/n all-reduce, (n-1)/n all-gather and\n"
-      "    reduce-scatter). Beside it the catalog's model on one node of the box (--box):\n"
-      "    its time at the smallest size measured and its busbw at the largest.\n"
-      "  Kernel model (\"kernel_model\"; calibrate/METHOD.md): the GEMM ceiling per dtype\n"
-      "    through tile and wave quantization, attention curves, memory-bound kernels'\n"
-      "    bandwidth, launch and eager per-op cost, and a GEMM's slowdown beside an\n"
-      "    all-reduce, from the sections launch, attention, memory_kernels and overlap.\n"
-      "  In-step fractions: `stepcast fit in-step RUNS -o FILE` fits GEMM and attention\n"
-      "    fractions to a training probe's per-category kernel times (its own --help).\n"
-      "\n"
-      "Rows whose \"check\" is not \"ok\" are left out of every fit and listed. Parts with too\n"
-      "little data (one size only) are listed as not fitted. The report prints the RMS\n"
-      "relative residual of every fit: a few percent is measurement noise; much more means\n"
-      "the curve does not describe the data.\n",
-      examples({{"stepcast fit calibrate/fit/testdata/synthetic_raw.json -o hw.json",
-                 "fit a (synthetic) run and print the report"},
-                {"stepcast fit raw.json -o hw.json --gpu h100-sxm5-80gb --json",
-                 "name the catalog GPU yourself; print JSON"}})));
+  cmd->footer(
+      fit_footer("A calibration run (cuBLAS GEMMs, memory copies and NCCL collectives timed on one\n"
+                 "machine, written as \"stepcast-calibrate-raw-v1\") becomes a hardware file\n"
+                 "(\"stepcast-hardware-v1\") with the model's parameters fitted to it:\n"
+                 "\n"
+                 "  GEMM efficiency, per dtype: eff(F) = max_fraction x F / (F + half_flops), F = 2mnk\n"
+                 "    FLOP per call, eff = (F / median time) / the catalog GPU's dense peak. Least\n"
+                 "    squares on relative residuals (Levenberg-Marquardt from the linear fit of 1/eff\n"
+                 "    against 1/F). max_fraction is what the largest GEMMs reach; half_flops the size\n"
+                 "    reaching half of it.\n"
+                 "  Memory: bytes / median time of the largest copy of each kind; a device-to-device\n"
+                 "    row's bytes count read + write (2 x the buffer, as CUDA's bandwidthTest), so\n"
+                 "    memory_efficiency = that / the datasheet memory bandwidth.\n"
+                 "  Collectives, per (collective, ranks, nodes): t = latency + bytes / algbw by least\n"
+                 "    squares weighted 1/t^2, so 8 B and 1 GiB messages count alike; busbw = algbw x\n"
+                 "    the nccl-tests bus factor (2(n-1)/n all-reduce, (n-1)/n all-gather and\n"
+                 "    reduce-scatter). Beside it the catalog's model on one node of the box (--box):\n"
+                 "    its time at the smallest size measured and its busbw at the largest.\n"
+                 "  Kernel model (\"kernel_model\"; calibrate/METHOD.md): the GEMM ceiling per dtype\n"
+                 "    through tile and wave quantization, attention curves, memory-bound kernels'\n"
+                 "    bandwidth, launch and eager per-op cost, and a GEMM's slowdown beside an\n"
+                 "    all-reduce, from the sections launch, attention, memory_kernels and overlap.\n"
+                 "  In-step fractions: `stepcast fit in-step RUNS -o FILE` fits GEMM and attention\n"
+                 "    fractions to a training probe's per-category kernel times (its own --help).\n"
+                 "\n"
+                 "Rows whose \"check\" is not \"ok\" are left out of every fit and listed. Parts with too\n"
+                 "little data (one size only) are listed as not fitted. The report prints the RMS\n"
+                 "relative residual of every fit: a few percent is measurement noise; much more means\n"
+                 "the curve does not describe the data.\n",
+                 examples({{"stepcast fit calibrate/fit/testdata/synthetic_raw.json -o hw.json",
+                            "fit a (synthetic) run and print the report"},
+                           {"stepcast fit raw.json -o hw.json --gpu h100-sxm5-80gb --json",
+                            "name the catalog GPU yourself; print JSON"}})));
   return cmd;
 }
 
 CLI::App* add_init_command(CLI::App& app, InitArgs& ia) {
   CLI::App* cmd = app.add_subcommand("init", "Write a starter scenario for a catalog model on a catalog box");
-  cmd->add_option("--model", ia.model, "Catalog model (see `stepcast catalog models`)")->option_text("NAME")->required();
+  cmd->add_option("--model", ia.model, "Catalog model (see `stepcast catalog models`)")
+      ->option_text("NAME")
+      ->required();
   cmd->add_option("--box", ia.box, "Catalog box (see `stepcast catalog boxes`)")->option_text("NAME")->required();
   cmd->add_option("--gpus", ia.gpus, "GPUs in all (default: one box; whole boxes above one)")->check(gpu_count());
   cmd->add_option("-o,--output", ia.output, "Scenario file to write (default: standard output)")->option_text("FILE");
-  cmd->footer(footer(
-      "The starter holds only what a scenario requires -- model, hardware {box, gpus}, strategy\n"
-      "(fsdp_full_shard) and training {micro_batch: 1, seq_len: the model's} -- and a \"notes\" list\n"
-      "saying what every other key defaults to. It predicts as written; the defaults taken are\n"
-      "printed under Assumptions.\n",
-      examples({{"stepcast init --model llama-3-8b --box dgx-h100 --gpus 16 -o llama.json",
-                 "two DGX H100 joined by their own NICs"},
-                {"stepcast init --model gpt2 --box dgx-a100", "one box, printed"}}),
-      true));
+  cmd->footer(
+      footer("The starter holds only what a scenario requires -- model, hardware {box, gpus}, strategy\n"
+             "(fsdp_full_shard) and training {micro_batch: 1, seq_len: the model's} -- and a \"notes\" list\n"
+             "saying what every other key defaults to. It predicts as written; the defaults taken are\n"
+             "printed under Assumptions.\n",
+             examples({{"stepcast init --model llama-3-8b --box dgx-h100 --gpus 16 -o llama.json",
+                        "two DGX H100 joined by their own NICs"},
+                       {"stepcast init --model gpt2 --box dgx-a100", "one box, printed"}}),
+             true));
   return cmd;
 }
 
@@ -1016,16 +1017,14 @@ int main(int argc, char** argv) {
   } catch (const stepcast::InputError& e) {
     // One `stepcast: error:` line per problem, then how many when there are several.
     for (const stepcast::InputProblem& problem : e.problems()) error(problem.line());
-    if (e.problems().size() > 1)
-      error(fmt::format("{} problems in {}", e.problems().size(), e.file()));
+    if (e.problems().size() > 1) error(fmt::format("{} problems in {}", e.problems().size(), e.file()));
     return kExitBadInput;
   } catch (const UserError& e) {
     error(e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {
     // Anything else is a broken invariant: a bug, whatever its exception type.
-    error(fmt::format("internal error: {}; please report this with the input that caused it",
-                      e.what()));
+    error(fmt::format("internal error: {}; please report this with the input that caused it", e.what()));
     return kExitInternal;
   } catch (...) {
     error("internal error: unknown exception; please report this with the input that caused it");

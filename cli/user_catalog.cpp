@@ -22,7 +22,7 @@ constexpr const char* kCatalogPathVariable = "STEPCAST_CATALOG_PATH";
 
 const std::vector<std::pair<std::string, std::function<void(const JsonDoc&)>>>& adders() {
   static const std::vector<std::pair<std::string, std::function<void(const JsonDoc&)>>> list{
-      {"links.json", add_links},   {"gpus.json", add_gpus},     {"boxes.json", add_boxes},
+      {"links.json", add_links},       {"gpus.json", add_gpus},     {"boxes.json", add_boxes},
       {"clusters.json", add_clusters}, {"models.json", add_models},
   };
   return list;
@@ -60,19 +60,21 @@ void load_user_catalogs(const std::vector<std::string>& folders) {
     std::error_code ec;
     if (!fs::is_directory(folder, ec))
       throw std::runtime_error("catalog folder " + folder + ": " +
-                               (fs::exists(folder, ec) ? "not a folder" : "no such folder") +
-                               " (from --catalog or " + kCatalogPathVariable + ")");
+                               (fs::exists(folder, ec) ? "not a folder" : "no such folder") + " (from --catalog or " +
+                               kCatalogPathVariable + ")");
     bool any = false;
     for (const auto& entry : fs::directory_iterator(folder, ec)) {
       const std::string file = entry.path().filename().string();
       if (entry.path().extension() != ".json") continue;
       if (std::find(known.begin(), known.end(), file) == known.end())
         throw std::runtime_error("catalog folder " + folder + ": unknown catalog file " + file +
-                                 did_you_mean(file, known) + " (known: " + [&] {
+                                 did_you_mean(file, known) + " (known: " +
+                                 [&] {
                                    std::string all;
                                    for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
                                    return all;
-                                 }() + ")");
+                                 }() +
+                                 ")");
     }
     for (const auto& [file, add] : adders()) {
       const fs::path path = fs::path(folder) / file;
@@ -81,7 +83,8 @@ void load_user_catalogs(const std::vector<std::string>& folders) {
       any = true;
     }
     if (!any)
-      throw std::runtime_error("catalog folder " + folder + " holds none of links.json, gpus.json, boxes.json, "
+      throw std::runtime_error("catalog folder " + folder +
+                               " holds none of links.json, gpus.json, boxes.json, "
                                "clusters.json, models.json");
   }
 }

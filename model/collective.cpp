@@ -46,12 +46,17 @@ int idx(Proto p) { return static_cast<int>(p); }
 int cap_row(GpuArch a) {
   switch (a) {
     case GpuArch::volta:
-    case GpuArch::turing: return 0;
+    case GpuArch::turing:
+      return 0;
     case GpuArch::ampere:
-    case GpuArch::ada: return 1;
-    case GpuArch::hopper: return 2;
-    case GpuArch::blackwell: return 3;
-    case GpuArch::cdna3: return 2;  // RCCL keeps NCCL's tuning tables; MI300 takes Hopper's row (guess)
+    case GpuArch::ada:
+      return 1;
+    case GpuArch::hopper:
+      return 2;
+    case GpuArch::blackwell:
+      return 3;
+    case GpuArch::cdna3:
+      return 2;  // RCCL keeps NCCL's tuning tables; MI300 takes Hopper's row (guess)
   }
   return 1;
 }
@@ -66,9 +71,12 @@ double base_latency_us(Algo a, Proto p) {
   static constexpr double tree[3] = {6.8, 14.0, 8.4};
   static constexpr double ring[3] = {6.6, 14.0, 8.4};
   switch (a) {
-    case Algo::tree: return tree[idx(p)];
-    case Algo::ring: return ring[idx(p)];
-    default: return 0.0;
+    case Algo::tree:
+      return tree[idx(p)];
+    case Algo::ring:
+      return ring[idx(p)];
+    default:
+      return 0.0;
   }
 }
 
@@ -84,10 +92,14 @@ double hw_latency_us(Algo a, LinkClass link, Proto p, bool nvls_tree = false) {
   static constexpr double nvls_tree_row[3] = {25.0, 0.0, 20.9};
   const int l = static_cast<int>(link);
   switch (a) {
-    case Algo::tree: return tree[l][idx(p)];
-    case Algo::ring: return ring[l][idx(p)];
-    case Algo::nvls: return nvls_tree ? nvls_tree_row[l] : nvls[l];
-    default: return 0.0;
+    case Algo::tree:
+      return tree[l][idx(p)];
+    case Algo::ring:
+      return ring[l][idx(p)];
+    case Algo::nvls:
+      return nvls_tree ? nvls_tree_row[l] : nvls[l];
+    default:
+      return 0.0;
   }
 }
 
@@ -133,8 +145,7 @@ double per_ch_tree_ll128_GBps(GpuArch arch, int nodes) {
 /// Per-channel NVLSTree cap, GB/s (0 = none): Hopper 0/57.7/45.5, Blackwell 0/96/80.
 /// Source: tuning.cc L177-211.
 double per_ch_nvls_tree_GBps(GpuArch arch, int nodes) {
-  static constexpr double table[4][3] = {
-      {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
+  static constexpr double table[4][3] = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
   return table[cap_row(arch)][node_col(nodes)];
 }
 
@@ -157,16 +168,14 @@ int nvls_heads(const CommFabric& f) {
 /// "2x DGX A100 Ring 8 B 93 µs" (both pre-Hopper software stacks, NCCL 2.16-2.18);
 /// Hopper/Blackwell 6.5 µs, fitted on "H200 1x8 1 KB ~30 µs", "H100 2x8 8 B 24.7 µs" and
 /// "H100 4x8 8 B 34.5 µs" (the centre of the interval that keeps all three within 30%).
-double launch_overhead_us(GpuArch arch) {
-  return (arch == GpuArch::hopper || arch == GpuArch::blackwell) ? 6.5 : 30.0;
-}
+double launch_overhead_us(GpuArch arch) { return (arch == GpuArch::hopper || arch == GpuArch::blackwell) ? 6.5 : 30.0; }
 
 /// Whether NCCL enables LL128 by default: only when the GPUs inside the node are joined by
 /// NVLink and are sm70/sm80/sm90/sm100 (Volta, Ampere, Hopper, Blackwell; not Turing/Ada).
 /// Source: tuning.cc, protocol-enable block after the bandwidth loop (LL128 default).
 bool ll128_enabled(const CommFabric& f) {
-  const bool arch_ok = f.arch == GpuArch::volta || f.arch == GpuArch::ampere ||
-                       f.arch == GpuArch::hopper || f.arch == GpuArch::blackwell;
+  const bool arch_ok = f.arch == GpuArch::volta || f.arch == GpuArch::ampere || f.arch == GpuArch::hopper ||
+                       f.arch == GpuArch::blackwell;
   return arch_ok && (f.intra.ranks == 1 || f.intra.link == LinkClass::nvlink);
 }
 
@@ -178,11 +187,15 @@ bool ll128_enabled(const CommFabric& f) {
 /// Source: tuning.cc L289.
 int ring_steps(Collective c, int n) {
   switch (c) {
-    case Collective::all_reduce: return 2 * (n - 1);
+    case Collective::all_reduce:
+      return 2 * (n - 1);
     case Collective::all_gather:
-    case Collective::reduce_scatter: return n - 1;
-    case Collective::broadcast: return n;
-    case Collective::all_to_all: return n - 1;
+    case Collective::reduce_scatter:
+      return n - 1;
+    case Collective::broadcast:
+      return n;
+    case Collective::all_to_all:
+      return n - 1;
   }
   return n;
 }
@@ -217,9 +230,12 @@ double tree_inter_load(int nodes) {
 /// factors NCCL applies to LL/LL128 bandwidth. Source: tuning.cc L306-382 (0.5, 120/128).
 double payload_fraction(Proto p) {
   switch (p) {
-    case Proto::ll: return 0.5;
-    case Proto::ll128: return 120.0 / 128.0;
-    case Proto::simple: return 1.0;
+    case Proto::ll:
+      return 0.5;
+    case Proto::ll128:
+      return 120.0 / 128.0;
+    case Proto::simple:
+      return 1.0;
   }
   return 1.0;
 }
@@ -231,9 +247,12 @@ double payload_fraction(Proto p) {
 /// Source: tuning.cc L306-382.
 double ring_bus_bw_GBps(Proto p, double b0_GBps, int channels, GpuArch arch, int nodes) {
   switch (p) {
-    case Proto::ll: return std::min(ll_max_bw_GBps(arch, nodes), 0.5 * b0_GBps);
-    case Proto::ll128: return std::min(0.92 * b0_GBps, channels * per_ch_ring_ll128_GBps(arch));
-    case Proto::simple: return b0_GBps;
+    case Proto::ll:
+      return std::min(ll_max_bw_GBps(arch, nodes), 0.5 * b0_GBps);
+    case Proto::ll128:
+      return std::min(0.92 * b0_GBps, channels * per_ch_ring_ll128_GBps(arch));
+    case Proto::simple:
+      return b0_GBps;
   }
   return b0_GBps;
 }
@@ -247,17 +266,18 @@ double ring_bus_bw_GBps(Proto p, double b0_GBps, int channels, GpuArch arch, int
 /// payload fraction, which NCCL's per-channel search enforces implicitly and which binds on
 /// two nodes with slow NICs (no 0.85/0.92 there: E is already a measured effective rate).
 /// Source: tuning.cc L306-382 (Tree), byte counting for the NIC bound.
-double tree_alg_bw_GBps(Proto p, double intra_GBps, double inter_GBps, int nodes, int channels,
-                        GpuArch arch) {
+double tree_alg_bw_GBps(Proto p, double intra_GBps, double inter_GBps, int nodes, int channels, GpuArch arch) {
   const double b0 = nodes <= 2 ? intra_GBps : std::min(intra_GBps, inter_GBps);
   double b = std::min(0.92 * b0, channels * per_ch_tree_GBps(arch, nodes));
   switch (p) {
-    case Proto::ll: b = std::min(b / 3.8, ll_max_bw_GBps(arch, nodes)); break;
-    case Proto::ll128:
-      b = std::min(b * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
-                   channels * per_ch_tree_ll128_GBps(arch, nodes));
+    case Proto::ll:
+      b = std::min(b / 3.8, ll_max_bw_GBps(arch, nodes));
       break;
-    case Proto::simple: break;
+    case Proto::ll128:
+      b = std::min(b * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * per_ch_tree_ll128_GBps(arch, nodes));
+      break;
+    case Proto::simple:
+      break;
   }
   double alg = 0.5 * 0.85 * b;
   if (nodes > 1) alg = std::min(alg, payload_fraction(p) * inter_GBps / tree_inter_load(nodes));
@@ -295,8 +315,7 @@ double nvls_alg_bw_GBps(Collective c, const CommFabric& f) {
 double inter_latency_us(Algo a, Proto p, const CommFabric& f, bool nvls_tree = false) {
   const Algo row = (f.intra.ranks == 1 && a == Algo::ring) ? Algo::tree : a;
   const double extra = f.inter ? f.inter->latency_us : 0.0;
-  return hw_latency_us(row, LinkClass::network, p, nvls_tree) +
-         extra * (p == Proto::simple ? 2.0 : 1.0);
+  return hw_latency_us(row, LinkClass::network, p, nvls_tree) + extra * (p == Proto::simple ? 2.0 : 1.0);
 }
 
 /// Intra-node latency of one hop, µs: NCCL's row for the link class plus the level's extra.
@@ -318,8 +337,7 @@ double ring_latency_us(Collective c, Proto p, const CommFabric& f, double bytes,
   const double hw_intra = intra_latency_us(Algo::ring, p, f);
   if (nodes == 1) return base + nsteps * hw_intra;
   const int s = c == Collective::all_reduce ? 2 * (nodes - 1) : nodes - 1;
-  double lat = base + (nsteps - s) * std::max(hw_intra, net_overhead_us(p)) +
-               s * inter_latency_us(Algo::ring, p, f);
+  double lat = base + (nsteps - s) * std::max(hw_intra, net_overhead_us(p)) + s * inter_latency_us(Algo::ring, p, f);
   if (c == Collective::all_reduce && p == Proto::simple && bytes / (channels * n) >= 64.0)
     lat *= cap_row(f.arch) == 0 ? 1.9 : 1.4;
   return lat;
@@ -331,8 +349,7 @@ double tree_latency_us(Proto p, const CommFabric& f) {
   const int ppn = f.intra.ranks;
   const double hops = f.nodes() > 1 ? std::log2(static_cast<double>(f.nodes())) : 0.0;
   const double inter = f.nodes() > 1 ? inter_latency_us(Algo::tree, p, f) : 0.0;
-  return base_latency_us(Algo::tree, p) +
-         2.0 * ((ppn - 1) * intra_latency_us(Algo::tree, p, f) + hops * inter);
+  return base_latency_us(Algo::tree, p) + 2.0 * ((ppn - 1) * intra_latency_us(Algo::tree, p, f) + hops * inter);
 }
 
 /// NVLS latency, µs: one node: hwI (25 µs on NVLink); NVLSTree across nodes:
@@ -341,8 +358,7 @@ double tree_latency_us(Proto p, const CommFabric& f) {
 double nvls_latency_us(const CommFabric& f) {
   if (f.nodes() == 1) return intra_latency_us(Algo::nvls, Proto::simple, f);
   const double hops = std::log2(static_cast<double>(f.nodes()));
-  return base_latency_us(Algo::nvls, Proto::simple) +
-         intra_latency_us(Algo::nvls, Proto::simple, f, true) +
+  return base_latency_us(Algo::nvls, Proto::simple) + intra_latency_us(Algo::nvls, Proto::simple, f, true) +
          2.0 * hops * inter_latency_us(Algo::nvls, Proto::simple, f, true);
 }
 
@@ -359,15 +375,14 @@ struct Candidate {
 /// Why `a` cannot run collective `c` on `f`; empty if it can.
 std::string ineligible_reason(Algo a, Collective c, const CommFabric& f) {
   switch (a) {
-    case Algo::ring: return {};
+    case Algo::ring:
+      return {};
     case Algo::tree:
-      if (c != Collective::all_reduce)
-        return "NCCL's tree runs all_reduce only, not " + std::string(name(c));
+      if (c != Collective::all_reduce) return "NCCL's tree runs all_reduce only, not " + std::string(name(c));
       return {};
     case Algo::nvls:
       if (!f.nvls) return "the fabric has no NVLink SHARP (NVLS) switches";
-      if (f.arch != GpuArch::hopper && f.arch != GpuArch::blackwell)
-        return "NVLS needs Hopper or Blackwell GPUs";
+      if (f.arch != GpuArch::hopper && f.arch != GpuArch::blackwell) return "NVLS needs Hopper or Blackwell GPUs";
       if (f.intra.link != LinkClass::nvlink || f.intra.ranks < 2)
         return "NVLS needs at least 2 NVLink-connected GPUs per node";
       if (c == Collective::broadcast) return "NVLS does not run broadcast";
@@ -446,7 +461,8 @@ PhaseParts phase_parts(Algo a, Proto p, Collective c, double bytes, const CommFa
       out.intra_load = c == Collective::all_reduce ? (ppn + 1.0) / ppn : 1.0;
       out.inter_load = nodes > 1 ? tree_inter_load(nodes) : 0.0;
       break;
-    case Algo::hierarchical: break;
+    case Algo::hierarchical:
+      break;
   }
   out.latency_us = launch_overhead_us(f.arch) + lat;
   out.inter_load *= f.nic_sharing;
@@ -462,8 +478,7 @@ double phase_time_s(Algo a, Proto p, Collective c, double bytes, const CommFabri
 }
 
 /// Fastest protocol of a single-phase algorithm, or of every eligible one for "auto".
-Candidate best_single(Collective c, double bytes, const CommFabric& f,
-                      const std::vector<Algo>& algos) {
+Candidate best_single(Collective c, double bytes, const CommFabric& f, const std::vector<Algo>& algos) {
   Candidate best;
   for (Algo a : algos) {
     for (Proto p : kProtos) {
@@ -523,7 +538,8 @@ Candidate hierarchical(Collective c, double bytes, const CommFabric& f) {
       t = phase(Collective::reduce_scatter, bytes, in).time_s + inter.time_s;
       break;
     case Collective::broadcast:
-    case Collective::all_to_all: break;
+    case Collective::all_to_all:
+      break;
   }
   return {t, Algo::hierarchical, inter.proto};
 }
@@ -531,11 +547,10 @@ Candidate hierarchical(Collective c, double bytes, const CommFabric& f) {
 void validate(const CommFabric& f) {
   if (f.intra.ranks < 1) throw std::invalid_argument("collective fabric: intra.ranks must be >= 1");
   if (f.intra.ranks > 1 && !(f.intra.bw_GBps > 0))
-    throw std::invalid_argument("collective fabric: intra.bw_GBps must be > 0 with " +
-                                std::to_string(f.intra.ranks) + " GPUs per node");
+    throw std::invalid_argument("collective fabric: intra.bw_GBps must be > 0 with " + std::to_string(f.intra.ranks) +
+                                " GPUs per node");
   if (f.inter) {
-    if (f.inter->ranks < 1)
-      throw std::invalid_argument("collective fabric: inter.ranks must be >= 1");
+    if (f.inter->ranks < 1) throw std::invalid_argument("collective fabric: inter.ranks must be >= 1");
     if (f.inter->ranks > 1 && !(f.inter->bw_GBps > 0))
       throw std::invalid_argument("collective fabric: inter.bw_GBps must be > 0 across " +
                                   std::to_string(f.inter->ranks) + " nodes");
@@ -544,9 +559,7 @@ void validate(const CommFabric& f) {
 
 }  // namespace
 
-int nccl_channels(const CommFabric& f) {
-  return channels_for(f.intra.ranks > 1 || !f.inter ? f.intra : *f.inter);
-}
+int nccl_channels(const CommFabric& f) { return channels_for(f.intra.ranks > 1 || !f.inter ? f.intra : *f.inter); }
 
 /// busbw / algbw: all-reduce 2(n-1)/n (each rank sends and receives 2(n-1)/n of S on a
 /// ring), all-gather and reduce-scatter (n-1)/n, broadcast 1.
@@ -555,11 +568,15 @@ double bus_bandwidth_factor(Collective c, int ranks) {
   if (ranks <= 1) return c == Collective::broadcast ? 1.0 : 0.0;
   const double n = ranks;
   switch (c) {
-    case Collective::all_reduce: return 2.0 * (n - 1.0) / n;
+    case Collective::all_reduce:
+      return 2.0 * (n - 1.0) / n;
     case Collective::all_gather:
-    case Collective::reduce_scatter: return (n - 1.0) / n;
-    case Collective::broadcast: return 1.0;
-    case Collective::all_to_all: return (n - 1.0) / n;
+    case Collective::reduce_scatter:
+      return (n - 1.0) / n;
+    case Collective::broadcast:
+      return 1.0;
+    case Collective::all_to_all:
+      return (n - 1.0) / n;
   }
   return 1.0;
 }
@@ -596,10 +613,9 @@ Candidate choose(Collective c, double bytes, const CommFabric& fabric, const std
   const auto it = std::find(kAlgoNames.begin(), kAlgoNames.end(), algorithm);
   const Algo algo = static_cast<Algo>(it - kAlgoNames.begin());
   if (const std::string why = ineligible_reason(algo, c, fabric); !why.empty())
-    throw std::invalid_argument("collective algorithm \"" + algorithm + "\" cannot run " +
-                                std::string(name(c)) + ": " + why);
-  return algo == Algo::hierarchical ? hierarchical(c, bytes, fabric)
-                                    : best_single(c, bytes, fabric, {algo});
+    throw std::invalid_argument("collective algorithm \"" + algorithm + "\" cannot run " + std::string(name(c)) + ": " +
+                                why);
+  return algo == Algo::hierarchical ? hierarchical(c, bytes, fabric) : best_single(c, bytes, fabric, {algo});
 }
 
 Algo parse_algo(const std::string& algorithm) {
@@ -619,8 +635,7 @@ void check_inputs(double bytes, const CommFabric& fabric, const std::string& alg
   if (algorithm != "auto") parse_algo(algorithm);
 }
 
-CollectivePhase make_phase(Collective c, double bytes, const CommFabric& f, Algo a, Proto p,
-                           FabricScope level) {
+CollectivePhase make_phase(Collective c, double bytes, const CommFabric& f, Algo a, Proto p, FabricScope level) {
   const PhaseParts parts = phase_parts(a, p, c, bytes, f);
   CollectivePhase ph;
   ph.collective = c;
@@ -647,8 +662,8 @@ CollectivePhase all_to_all_phase(double bytes_out, const CommFabric& f) {
   double t = 0;  // seconds per byte of S
   if (ppn > 1) t = (ppn - 1) / peers / (f.intra.bw_GBps * 1e9);
   if (f.inter) t = std::max(t, (e - ppn) / peers / (f.inter->bw_GBps / ppn * 1e9));
-  const double hop_us = f.inter ? inter_latency_us(Algo::ring, Proto::simple, f)
-                                : intra_latency_us(Algo::ring, Proto::simple, f);
+  const double hop_us =
+      f.inter ? inter_latency_us(Algo::ring, Proto::simple, f) : intra_latency_us(Algo::ring, Proto::simple, f);
   CollectivePhase ph;
   ph.collective = Collective::all_to_all;
   ph.level = FabricScope::all;
@@ -668,8 +683,7 @@ std::string algorithm_unavailable(Collective c, const CommFabric& fabric, const 
   return ineligible_reason(parse_algo(algorithm), c, fabric);
 }
 
-CollectiveCost collective_cost(Collective c, double bytes, const CommFabric& fabric,
-                               const std::string& algorithm) {
+CollectiveCost collective_cost(Collective c, double bytes, const CommFabric& fabric, const std::string& algorithm) {
   check_inputs(bytes, fabric, algorithm);
   CollectiveCost out;
   out.algorithm = algorithm == "auto" ? "ring" : algorithm;
@@ -728,7 +742,8 @@ std::vector<CollectivePhase> collective_phases(Collective c, double bytes, const
       phase(Collective::reduce_scatter, shard, across, FabricScope::inter_node);
       break;
     case Collective::broadcast:
-    case Collective::all_to_all: break;
+    case Collective::all_to_all:
+      break;
   }
   return out;
 }

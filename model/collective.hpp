@@ -63,16 +63,16 @@ std::string algorithm_unavailable(Collective c, const CommFabric& fabric, const 
 struct CollectivePhase {
   Collective collective = Collective::all_reduce;
   FabricScope level = FabricScope::all;  ///< which GPUs the phase spans
-  double bytes = 0;         ///< S of this phase (nccl-tests convention)
-  double latency_s = 0;     ///< launch overhead + NCCL latency
-  double algbw_GBps = 0;    ///< rate alone, S per second / 1e9
-  double intra_load = 0;    ///< bytes one GPU sends on its intra-node ring link per byte of S
-  double inter_load = 0;    ///< bytes through one node's NICs (all rails) per byte of S
+  double bytes = 0;                      ///< S of this phase (nccl-tests convention)
+  double latency_s = 0;                  ///< launch overhead + NCCL latency
+  double algbw_GBps = 0;                 ///< rate alone, S per second / 1e9
+  double intra_load = 0;                 ///< bytes one GPU sends on its intra-node ring link per byte of S
+  double inter_load = 0;                 ///< bytes through one node's NICs (all rails) per byte of S
   /// bytes through the node's share of a rail fat tree's spine uplinks per byte of S
   /// (inter_load x CommFabric::spine crossing; 0 without a spine level)
   double spine_load = 0;
-  std::string algorithm;    ///< "ring", "tree", "nvls"
-  std::string protocol;     ///< "LL", "LL128", "Simple"
+  std::string algorithm;  ///< "ring", "tree", "nvls"
+  std::string protocol;   ///< "LL", "LL128", "Simple"
   double time_s() const { return latency_s + (bytes > 0 ? bytes / (algbw_GBps * 1e9) : 0.0); }
 };
 

@@ -15,8 +15,7 @@ using namespace stepcast;
 
 namespace {
 
-CommFabric node(GpuArch arch, int gpus, double bw_GBps, LinkClass link = LinkClass::nvlink,
-                bool nvls = false) {
+CommFabric node(GpuArch arch, int gpus, double bw_GBps, LinkClass link = LinkClass::nvlink, bool nvls = false) {
   CommFabric f;
   f.arch = arch;
   f.intra.ranks = gpus;
@@ -43,12 +42,12 @@ CommFabric p4d_efa(int nodes) { return cluster(dgx_a100(), nodes, 29.6, 5.0); }
 CommFabric pcie4(int gpus) { return node(GpuArch::ada, gpus, 24.0, LinkClass::pcie); }
 
 std::vector<CommFabric> fabrics() {
-  return {dgx_a100(), dgx_h100(), h100_ndr(2), h100_ndr(4), p4d_efa(2), p4d_efa(3), pcie4(6),
-          cluster(node(GpuArch::volta, 8, 120.0), 4, 5.0, 25.0)};
+  return {dgx_a100(), dgx_h100(), h100_ndr(2), h100_ndr(4),
+          p4d_efa(2), p4d_efa(3), pcie4(6),    cluster(node(GpuArch::volta, 8, 120.0), 4, 5.0, 25.0)};
 }
 
-const std::vector<Collective> kAll = {Collective::all_reduce, Collective::all_gather,
-                                      Collective::reduce_scatter, Collective::broadcast};
+const std::vector<Collective> kAll = {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter,
+                                      Collective::broadcast};
 
 /// Algorithms that can run `c` on `f` (probing with a call).
 std::vector<std::string> runnable(Collective c, const CommFabric& f) {
@@ -115,16 +114,12 @@ TEST_CASE("ineligible or unknown algorithms throw std::invalid_argument") {
                   std::invalid_argument);  // no NVLS switch on A100
   CHECK_THROWS_AS(collective_cost(Collective::all_gather, 1e6, dgx_h100(), "tree"),
                   std::invalid_argument);  // tree is all-reduce only
-  CHECK_THROWS_AS(collective_cost(Collective::broadcast, 1e6, dgx_h100(), "nvls"),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(collective_cost(Collective::broadcast, 1e6, dgx_h100(), "nvls"), std::invalid_argument);
   CHECK_THROWS_AS(collective_cost(Collective::all_reduce, 1e6, dgx_h100(), "hierarchical"),
                   std::invalid_argument);  // needs two levels
-  CHECK_THROWS_AS(collective_cost(Collective::all_reduce, 1e6, pcie4(4), "nvls"),
-                  std::invalid_argument);
-  CHECK_THROWS_AS(collective_cost(Collective::all_reduce, 1e6, dgx_a100(), "butterfly"),
-                  std::invalid_argument);
-  CHECK_THROWS_AS(collective_cost(Collective::all_reduce, -1.0, dgx_a100()),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(collective_cost(Collective::all_reduce, 1e6, pcie4(4), "nvls"), std::invalid_argument);
+  CHECK_THROWS_AS(collective_cost(Collective::all_reduce, 1e6, dgx_a100(), "butterfly"), std::invalid_argument);
+  CHECK_THROWS_AS(collective_cost(Collective::all_reduce, -1.0, dgx_a100()), std::invalid_argument);
   CommFabric broken = dgx_a100();
   broken.intra.bw_GBps = 0;
   CHECK_THROWS_AS(collective_cost(Collective::all_reduce, 1e6, broken), std::invalid_argument);
@@ -222,19 +217,15 @@ TEST_CASE("single-node figures match NCCL's structure") {
         doctest::Approx(370.8).epsilon(0.01));
   // Tiny all-reduce on 8 GPUs: ring LL 6.6 + 14 x 0.6 = 15 us of NCCL latency plus the
   // launch overhead (30 us before Hopper, 6.5 us on Hopper).
-  CHECK(collective_cost(Collective::all_reduce, 8, dgx_a100()).time_s * 1e6 ==
-        doctest::Approx(45.0).epsilon(0.01));
-  CHECK(collective_cost(Collective::all_reduce, 8, dgx_h100()).time_s * 1e6 ==
-        doctest::Approx(21.5).epsilon(0.01));
+  CHECK(collective_cost(Collective::all_reduce, 8, dgx_a100()).time_s * 1e6 == doctest::Approx(45.0).epsilon(0.01));
+  CHECK(collective_cost(Collective::all_reduce, 8, dgx_h100()).time_s * 1e6 == doctest::Approx(21.5).epsilon(0.01));
   // PCIe: no LL128 (not NVLink), Simple at the PCIe rate.
   const CollectiveCost pcie = collective_cost(Collective::all_reduce, 1e9, pcie4(6));
   CHECK(pcie.protocol == "Simple");
   CHECK(pcie.busbw_GBps == doctest::Approx(24.0).epsilon(0.02));
   // All-gather busbw on the same ring is the same link rate.
-  CHECK(collective_cost(Collective::all_gather, 8e9, dgx_a100()).busbw_GBps ==
-        doctest::Approx(240.0).epsilon(0.01));
-  CHECK(collective_cost(Collective::broadcast, 8e9, dgx_a100()).busbw_GBps ==
-        doctest::Approx(240.0).epsilon(0.01));
+  CHECK(collective_cost(Collective::all_gather, 8e9, dgx_a100()).busbw_GBps == doctest::Approx(240.0).epsilon(0.01));
+  CHECK(collective_cost(Collective::broadcast, 8e9, dgx_a100()).busbw_GBps == doctest::Approx(240.0).epsilon(0.01));
 }
 
 TEST_CASE("multi-node: ring at the slower level, two-node tree above the NIC rate") {
@@ -277,8 +268,8 @@ TEST_CASE("hierarchical: intra reduce-scatter, rail all-reduce on S/ppn, intra a
 }
 
 TEST_CASE("the phases of a collective add up to its cost, and alone each runs at its algbw") {
-  const std::vector<CommFabric> fabrics = {dgx_a100(), dgx_h100(), h100_ndr(2), h100_ndr(16), p4d_efa(4), pcie4(4),
-                                           cluster(dgx_a100(), 2, 0.117)};
+  const std::vector<CommFabric> fabrics = {
+      dgx_a100(), dgx_h100(), h100_ndr(2), h100_ndr(16), p4d_efa(4), pcie4(4), cluster(dgx_a100(), 2, 0.117)};
   for (const CommFabric& f : fabrics) {
     for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter}) {
       for (const std::string algo : {"auto", "ring", "tree", "nvls", "hierarchical"}) {
@@ -302,7 +293,8 @@ TEST_CASE("the phases of a collective add up to its cost, and alone each runs at
           CAPTURE(algo);
           CAPTURE(bytes);
           CHECK(sum == doctest::Approx(cost.time_s).epsilon(1e-12));
-          CHECK(phases.size() == (algo == "hierarchical" || cost.algorithm == "hierarchical" ? 2u + (c == Collective::all_reduce) : 1u));
+          CHECK(phases.size() ==
+                (algo == "hierarchical" || cost.algorithm == "hierarchical" ? 2u + (c == Collective::all_reduce) : 1u));
         }
       }
     }
@@ -339,8 +331,7 @@ TEST_CASE("the spine: spine_load = inter_load x crossing, algbw <= the node's sp
   CHECK(capped[0].algbw_GBps < open[0].algbw_GBps);
   // A crossing too small to bind (1/32 at 8:1: 47 / (15.75 / 32) = 95 GB/s > the rail's rate).
   f.spine->crossing = 1.0 / 32;
-  CHECK(collective_phases(Collective::all_reduce, 1e9, f, "ring")[0].algbw_GBps ==
-        doctest::Approx(open[0].algbw_GBps));
+  CHECK(collective_phases(Collective::all_reduce, 1e9, f, "ring")[0].algbw_GBps == doctest::Approx(open[0].algbw_GBps));
   // collective_cost sees the same cap as the phases it is the sum of.
   f.spine->crossing = 0.5;
   CHECK(collective_cost(Collective::all_reduce, 1e9, f, "ring").time_s == doctest::Approx(capped[0].time_s()));

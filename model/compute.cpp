@@ -100,13 +100,20 @@ std::vector<AttentionTableRow> load_attention_table() {
 
 int generation(GpuArch a) {
   switch (a) {
-    case GpuArch::volta: return 0;
-    case GpuArch::turing: return 1;
-    case GpuArch::ampere: return 2;
-    case GpuArch::ada: return 3;
-    case GpuArch::hopper: return 4;
-    case GpuArch::blackwell: return 5;
-    case GpuArch::cdna3: return 4;  // no AMD row in the table: Hopper's generation (guess)
+    case GpuArch::volta:
+      return 0;
+    case GpuArch::turing:
+      return 1;
+    case GpuArch::ampere:
+      return 2;
+    case GpuArch::ada:
+      return 3;
+    case GpuArch::hopper:
+      return 4;
+    case GpuArch::blackwell:
+      return 5;
+    case GpuArch::cdna3:
+      return 4;  // no AMD row in the table: Hopper's generation (guess)
   }
   return 0;
 }
@@ -155,16 +162,18 @@ AttentionRates attention_rates(const GpuSpec& gpu, AttentionKernel kernel) {
     fa2.kernel = kernel;
     fa2.scale /= 1.4;
     fa2.backward_scale = 1.4 / 2.0;
-    fa2.source = "FlashAttention-2's rates / 1.4 forward and / 2 backward (FlashAttention-2 paper, Sec. 4.1, on "
-                 "FlashAttention in Triton): " + fa2.source;
+    fa2.source =
+        "FlashAttention-2's rates / 1.4 forward and / 2 backward (FlashAttention-2 paper, Sec. 4.1, on "
+        "FlashAttention in Triton): " +
+        fa2.source;
     return fa2;
   }
   if (!tabled && kernel != AttentionKernel::flash2) {
     // No published table for this kernel: FlashAttention-2's rates, said so.
     AttentionRates fa2 = attention_rates(gpu, AttentionKernel::flash2);
     fa2.kernel = kernel;
-    fa2.source = fmt::format("no published table for {}; taken at FlashAttention-2's rates: {}", name(kernel),
-                             fa2.source);
+    fa2.source =
+        fmt::format("no published table for {}; taken at FlashAttention-2's rates: {}", name(kernel), fa2.source);
     return fa2;
   }
   if (!tabled)
@@ -208,8 +217,8 @@ GenerationGemmFit generation_fit(JsonObject o, const std::string& shown_as) {
   o.ignore("grid");
   o.ignore("records");
   o.finish();
-  g.source = fmt::format("{}, {} GEMM fraction fitted on the end-to-end runs of {} sources", shown_as, arch,
-                         g.without.size());
+  g.source =
+      fmt::format("{}, {} GEMM fraction fitted on the end-to-end runs of {} sources", shown_as, arch, g.without.size());
   return g;
 }
 
@@ -222,9 +231,9 @@ InStepFractions load_in_step_fractions(const std::filesystem::path& file, const 
   root.ignore("method");
   root.ignore("runs");  // per-run ratios of a `stepcast fit in-step` file, for the reader
   InStepFractions f;
-  f.gemm = root.positive("gemm_fraction", 1.0);           // (0, 1]
+  f.gemm = root.positive("gemm_fraction", 1.0);  // (0, 1]
   if (root.has("arch")) f.arch = parse_gpu_arch(root.choice("arch", gpu_arch_names()));
-  f.attention = root.positive("attention_fraction", 1.0); // (0, 1]
+  f.attention = root.positive("attention_fraction", 1.0);  // (0, 1]
   JsonArray from = root.array("fitted_on");
   for (std::size_t i = 0; i < from.size(); ++i) {
     JsonObject o = from.object(i);
@@ -232,7 +241,7 @@ InStepFractions load_in_step_fractions(const std::filesystem::path& file, const 
     const std::string path = o.string("path");
     o.ignore("commit");
     o.ignore("locator");
-    o.ignore("machine");     // provenance of a probe fit (`stepcast fit in-step`)
+    o.ignore("machine");  // provenance of a probe fit (`stepcast fit in-step`)
     o.ignore("probe_file");
     o.finish();
     f.fitted_on.push_back(repo + " · " + path);
@@ -242,8 +251,8 @@ InStepFractions load_in_step_fractions(const std::filesystem::path& file, const 
       GenerationGemmFit g = generation_fit(gens->object(i), shown_as);
       for (const GenerationGemmFit& other : f.generations)
         if (other.arch == g.arch)
-          throw gens->object(i).error("arch", "one entry per GPU generation (" + std::string(name(g.arch)) +
-                                                  " is given twice)");
+          throw gens->object(i).error(
+              "arch", "one entry per GPU generation (" + std::string(name(g.arch)) + " is given twice)");
       f.generations.push_back(std::move(g));
     }
   root.finish();
@@ -401,8 +410,8 @@ struct AttentionTimes {
   double kernels_forward = 1, kernels_backward = 3;
 };
 
-AttentionTimes attention_times(const TransformerSpec& spec, double b, std::int64_t s, double w,
-                               const KernelChoice& k, const DeviceRates& d) {
+AttentionTimes attention_times(const TransformerSpec& spec, double b, std::int64_t s, double w, const KernelChoice& k,
+                               const DeviceRates& d) {
   AttentionTimes out;
   const double seq = static_cast<double>(s);
   if (k.attention != AttentionKernel::unfused) {
@@ -433,9 +442,9 @@ AttentionTimes attention_times(const TransformerSpec& spec, double b, std::int64
 
 }  // namespace
 
-MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch,
-                                std::int64_t seq_len, Precision precision, const FlopsOptions& opts,
-                                const KernelChoice& kernels, const DeviceRates& device) {
+MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch, std::int64_t seq_len,
+                                Precision precision, const FlopsOptions& opts, const KernelChoice& kernels,
+                                const DeviceRates& device) {
   if (!(device.gemm_ceiling_tflops > 0) || !(device.memory_bw_GBps > 0) || device.sm_count < 1)
     throw std::invalid_argument("micro-step times need a GEMM ceiling, a memory bandwidth and SMs > 0");
   if (micro_batch < 1 || seq_len < 1)
@@ -458,7 +467,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   if (kernels.tp > 1 && opts.lora != nullptr)
     throw std::invalid_argument("micro-step times: LoRA under tensor parallelism is not modelled");
   if ((spec.moe || spec.mla) && (kernels.tp > 1 || opts.lora != nullptr))
-    throw std::invalid_argument("micro-step times: MoE and MLA models under tensor parallelism or LoRA are not modelled");
+    throw std::invalid_argument(
+        "micro-step times: MoE and MLA models under tensor parallelism or LoRA are not modelled");
   if (kernels.ep > 1 && !spec.moe) throw std::invalid_argument("micro-step times: ep > 1 needs a MoE model");
   const GemmTimes g = gemm_times(spec, rows, opts, fp8 ? 1.0 : w, kernels, device);
   const AttentionTimes a = attention_times(spec, static_cast<double>(micro_batch), seq_len, w, kernels, device);
@@ -471,8 +481,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
     mem.kernels_forward += 2 * share;
     mem.kernels_backward += 2 * share;
   }
-  MemoryWork loss = loss_memory_work(spec, tokens, w, kernels.fused_loss ? KernelProfile::compiled : kernels.profile,
-                                     kernels.tp);
+  MemoryWork loss =
+      loss_memory_work(spec, tokens, w, kernels.fused_loss ? KernelProfile::compiled : kernels.profile, kernels.tp);
   if (kernels.metric_loss_passes > 0) {
     const MemoryWork metric = loss_memory_work(spec, tokens, w, KernelProfile::eager, kernels.tp);
     loss.bytes_forward += kernels.metric_loss_passes * metric.bytes_forward;
@@ -512,10 +522,10 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   KernelTimes& k = t.kernels;
   k.gemm_s = L * (fwd_passes * g.forward_s + g.backward_s) + g.head_forward_s + g.head_backward_s;
   k.attention_s = L * (a.forward_s + a.backward_s) + (opts.recompute == Recompute::none ? 0.0 : L * a.forward_s);
-  k.memory_s = L * (fwd_passes * mem.bytes_forward + mem.bytes_backward) / bw +
-               (loss.bytes_forward + loss.bytes_backward) / bw;
-  k.launch_s = L * (fwd_passes * (layer_fwd - gpu_fwd) + (layer_bwd - gpu_bwd)) +
-               (t.head_forward_s - head_gpu_fwd) + (t.head_backward_s - head_gpu_bwd);
+  k.memory_s =
+      L * (fwd_passes * mem.bytes_forward + mem.bytes_backward) / bw + (loss.bytes_forward + loss.bytes_backward) / bw;
+  k.launch_s = L * (fwd_passes * (layer_fwd - gpu_fwd) + (layer_bwd - gpu_bwd)) + (t.head_forward_s - head_gpu_fwd) +
+               (t.head_backward_s - head_gpu_bwd);
   return t;
 }
 
@@ -528,9 +538,12 @@ double optimizer_bytes_per_param(Precision precision, bool fp32_gradients, bool 
 
 std::string_view name(GradAccumulation g) {
   switch (g) {
-    case GradAccumulation::autograd: return "autograd";
-    case GradAccumulation::fused: return "fused";
-    case GradAccumulation::bf16_optimizer: return "bf16_optimizer";
+    case GradAccumulation::autograd:
+      return "autograd";
+    case GradAccumulation::fused:
+      return "fused";
+    case GradAccumulation::bf16_optimizer:
+      return "bf16_optimizer";
   }
   return "?";
 }
@@ -552,8 +565,10 @@ double grad_accumulation_bytes(GradAccumulation mode, double grad_bytes, std::in
       const double m = static_cast<double>(micro_steps);
       return 3.0 * grad_bytes * (m - 1.0) / m;
     }
-    case GradAccumulation::fused: return 0.0;
-    case GradAccumulation::bf16_optimizer: return 9.0 * grad_bytes;
+    case GradAccumulation::fused:
+      return 0.0;
+    case GradAccumulation::bf16_optimizer:
+      return 9.0 * grad_bytes;
   }
   return 0.0;
 }

@@ -93,7 +93,7 @@ struct InStepFractions {
   /// "owner/repo · path" of each source the fractions were fitted on (validate's
   /// leave-one-source-out predicts those sources' records with isolated rates).
   std::vector<std::string> fitted_on;
-  std::string source;    ///< one line: the file and what it was fitted on
+  std::string source;                          ///< one line: the file and what it was fitted on
   std::vector<GenerationGemmFit> generations;  ///< at most one per arch; its GEMM fraction replaces `gemm`
 };
 
@@ -147,7 +147,7 @@ struct KernelChoice {
   AttentionKernel attention = AttentionKernel::flash2;
   KernelProfile profile = KernelProfile::eager;
   bool causal = true;
-  bool fused_loss = false;     ///< the loss as one fused kernel each way (else the profile's)
+  bool fused_loss = false;  ///< the loss as one fused kernel each way (else the profile's)
   /// CUDA_LAUNCH_BLOCKING=1: every launch returns when its kernel has finished, so the CPU's
   /// cost per op adds to the GPU's time instead of running ahead of it.
   bool launch_blocking = false;
@@ -220,9 +220,9 @@ struct MicroStepTimes {
 /// to the grouped expert, router and shared-expert GEMMs of moe_layer_gemms (E/ep local
 /// experts, rows scaled by kernels.moe_imbalance), and the token permutation adds
 /// moe_permutation_bytes each way (two kernels). Not modelled with tp > 1 or LoRA (throws).
-MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch,
-                                std::int64_t seq_len, Precision precision, const FlopsOptions& opts,
-                                const KernelChoice& kernels, const DeviceRates& device);
+MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch, std::int64_t seq_len,
+                                Precision precision, const FlopsOptions& opts, const KernelChoice& kernels,
+                                const DeviceRates& device);
 
 /// Bytes an Adam step moves per parameter of the local shard. PyTorch's AdamW
 /// (torch/optim/adamw.py, the foreach and fused paths alike) reads param, grad, exp_avg and

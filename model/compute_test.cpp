@@ -20,8 +20,9 @@
 namespace stepcast {
 namespace {
 
-TEST_CASE("an Adam step moves 28 bytes per parameter: fp32 master, m, v read and written, "
-          "16-bit gradient read, 16-bit weight written") {
+TEST_CASE(
+    "an Adam step moves 28 bytes per parameter: fp32 master, m, v read and written, "
+    "16-bit gradient read, 16-bit weight written") {
   // read 4+4+4+2, write 4+4+4+2 (compute.hpp, PyTorch AdamW's reads and in-place updates).
   CHECK(optimizer_bytes_per_param(Precision::bf16_mixed, false, false) == 28);
   CHECK(optimizer_bytes_per_param(Precision::fp16_mixed, false, false) == 28);
@@ -33,8 +34,9 @@ TEST_CASE("an Adam step moves 28 bytes per parameter: fp32 master, m, v read and
   CHECK(optimizer_bytes_per_param(Precision::bf16_mixed, false, true) == 20);
 }
 
-TEST_CASE("gradient accumulation: autograd adds 3 passes from the second micro-step on, fused none, "
-          "DeepSpeed's bf16 optimizer 18 bytes per 2-byte gradient every micro-step") {
+TEST_CASE(
+    "gradient accumulation: autograd adds 3 passes from the second micro-step on, fused none, "
+    "DeepSpeed's bf16 optimizer 18 bytes per 2-byte gradient every micro-step") {
   const double g = 1000;  // bytes of local gradients
   // One micro-step: autograd's first gradient is stored as it comes, nothing is added.
   CHECK(grad_accumulation_bytes(GradAccumulation::autograd, g, 1) == 0);
@@ -84,8 +86,9 @@ DeviceRates unit_device() {
 
 double gemm_s(std::int64_t m, std::int64_t n, std::int64_t k) { return gemm_time_s(m, n, k, 1, 2, 1, 1, 1e15); }
 
-TEST_CASE("LoRA backward = one input-gradient GEMM per frozen weight + the adapters' input and weight "
-          "gradients; attention backward unchanged") {
+TEST_CASE(
+    "LoRA backward = one input-gradient GEMM per frozen weight + the adapters' input and weight "
+    "gradients; attention backward unchanged") {
   const TransformerSpec spec = small_gpt();
   const LoraSpec lora{2, {"q", "v"}};
   FlopsOptions full, frozen;
@@ -106,8 +109,9 @@ TEST_CASE("LoRA backward = one input-gradient GEMM per frozen weight + the adapt
   CHECK(b.head_backward_s == doctest::Approx(gemm_s(4, 8, 32)).epsilon(1e-9));  // input gradient only
 }
 
-TEST_CASE("flash attention takes its published rate: forward 4·b·s²·heads·d/2 FLOPs at the curve, "
-          "backward 2.5x the FLOPs at the backward curve") {
+TEST_CASE(
+    "flash attention takes its published rate: forward 4·b·s²·heads·d/2 FLOPs at the curve, "
+    "backward 2.5x the FLOPs at the backward curve") {
   const TransformerSpec spec = small_gpt();
   const FlopsOptions o;
   const KernelChoice flash{AttentionKernel::flash2, KernelProfile::compiled, true};
@@ -165,8 +169,7 @@ TEST_CASE("blocking launches add each op's CPU cost to the GPU time instead of o
   k.launch_blocking = true;
   const MicroStepTimes blocking = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, d);
   CHECK(gpu.forward_s - gpu.head_forward_s > 0);
-  CHECK(blocking.forward_s - blocking.head_forward_s ==
-        doctest::Approx(9e-3 + (gpu.forward_s - gpu.head_forward_s)));
+  CHECK(blocking.forward_s - blocking.head_forward_s == doctest::Approx(9e-3 + (gpu.forward_s - gpu.head_forward_s)));
   CHECK(blocking.backward_s - blocking.head_backward_s ==
         doctest::Approx(21e-3 + (gpu.backward_s - gpu.head_backward_s)));
   CHECK(blocking.kernels.launch_s > async.kernels.launch_s);
@@ -182,8 +185,9 @@ TEST_CASE("the catalog's GEMM ceiling: measured where published, else the mean m
   CHECK(gemm_ceiling(*v100, Dtype::fp16).first == doctest::Approx(0.814 * 125));
 }
 
-TEST_CASE("attention curves: a GPU without its own rows borrows the nearest generation's, scaled by the "
-          "GEMM ceiling ratio; Triton FlashAttention is FlashAttention-2 / 1.4 forward, / 2 backward") {
+TEST_CASE(
+    "attention curves: a GPU without its own rows borrows the nearest generation's, scaled by the "
+    "GEMM ceiling ratio; Triton FlashAttention is FlashAttention-2 / 1.4 forward, / 2 backward") {
   const GpuSpec& a40 = *find_gpu("a100-sxm4-40gb");
   const GpuSpec& a80 = *find_gpu("a100-sxm4-80gb");
   const AttentionRates own = attention_rates(a80, AttentionKernel::flash2);
@@ -209,30 +213,32 @@ double llama_step_s(const GpuSpec& gpu, bool in_step = false) {
   return t.forward_s + t.backward_s;
 }
 
-TEST_CASE("a job's speed-up between two GPUs stays within the ratios of their GEMM ceilings, memory "
-          "bandwidths and attention rates") {
-  const char* pairs[][2] = {{"a100-sxm4-80gb", "h100-sxm5-80gb"}, {"h100-sxm5-80gb", "b200-sxm-180gb"},
-                            {"v100-sxm2-32gb", "a100-sxm4-40gb"}, {"a100-sxm4-40gb", "h200-sxm-141gb"}};
+TEST_CASE(
+    "a job's speed-up between two GPUs stays within the ratios of their GEMM ceilings, memory "
+    "bandwidths and attention rates") {
+  const char* pairs[][2] = {{"a100-sxm4-80gb", "h100-sxm5-80gb"},
+                            {"h100-sxm5-80gb", "b200-sxm-180gb"},
+                            {"v100-sxm2-32gb", "a100-sxm4-40gb"},
+                            {"a100-sxm4-40gb", "h200-sxm-141gb"}};
   for (const auto& pair : pairs) {
     const GpuSpec& slow = *find_gpu(pair[0]);
     const GpuSpec& fast = *find_gpu(pair[1]);
     const DeviceRates ds = catalog_device_rates(slow, dtype16(slow), AttentionKernel::flash2);
     const DeviceRates df = catalog_device_rates(fast, dtype16(fast), AttentionKernel::flash2);
-    const double ratios[] = {
-        df.gemm_ceiling_tflops / ds.gemm_ceiling_tflops,
-        df.achieved_memory_GBps() / ds.achieved_memory_GBps(),
-        attention_tflops(df.attention, 128, true, AttentionPass::forward, 4096) /
-            attention_tflops(ds.attention, 128, true, AttentionPass::forward, 4096),
-        attention_tflops(df.attention, 128, true, AttentionPass::backward, 4096) /
-            attention_tflops(ds.attention, 128, true, AttentionPass::backward, 4096)};
+    const double ratios[] = {df.gemm_ceiling_tflops / ds.gemm_ceiling_tflops,
+                             df.achieved_memory_GBps() / ds.achieved_memory_GBps(),
+                             attention_tflops(df.attention, 128, true, AttentionPass::forward, 4096) /
+                                 attention_tflops(ds.attention, 128, true, AttentionPass::forward, 4096),
+                             attention_tflops(df.attention, 128, true, AttentionPass::backward, 4096) /
+                                 attention_tflops(ds.attention, 128, true, AttentionPass::backward, 4096)};
     const double lo = *std::min_element(std::begin(ratios), std::end(ratios));
     const double hi = *std::max_element(std::begin(ratios), std::end(ratios));
     // At isolated rates and at the in-step rates scenarios use (each generation's own GEMM
     // fraction where it has one): the benchmarks' ratios bound both.
     for (const bool in_step : {false, true}) {
       const double speedup = llama_step_s(slow, in_step) / llama_step_s(fast, in_step);
-      INFO(pair[0] << " -> " << pair[1] << (in_step ? " in-step" : " isolated") << ": speed-up " << speedup
-                   << " in [" << lo << ", " << hi << "]");
+      INFO(pair[0] << " -> " << pair[1] << (in_step ? " in-step" : " isolated") << ": speed-up " << speedup << " in ["
+                   << lo << ", " << hi << "]");
       CHECK(speedup >= lo * (1 - 1e-9));
       CHECK(speedup <= hi * (1 + 1e-9));
     }
@@ -330,8 +336,9 @@ TEST_CASE("tensor parallelism: each rank runs 1/t of the attention FLOPs at the 
 namespace stepcast {
 namespace {
 
-TEST_CASE("context parallelism: a rank runs 1/cp of the whole sequence's attention in kernels of s/cp, and "
-          "GEMMs of b·s/cp rows") {
+TEST_CASE(
+    "context parallelism: a rank runs 1/cp of the whole sequence's attention in kernels of s/cp, and "
+    "GEMMs of b·s/cp rows") {
   const TransformerSpec& spec = *find_model("llama-2-7b");
   const DeviceRates d = unit_device();  // flat attention rate: the FLOPs decide
   KernelChoice k{AttentionKernel::flash2, KernelProfile::compiled, true};
@@ -357,8 +364,9 @@ TEST_CASE("context parallelism: a rank runs 1/cp of the whole sequence's attenti
 namespace stepcast {
 namespace {
 
-TEST_CASE("one expert, top-1, no shared expert: the MoE layer's GEMMs are the dense MLP's plus the 1-wide router; "
-          "a busier rank's experts take longer") {
+TEST_CASE(
+    "one expert, top-1, no shared expert: the MoE layer's GEMMs are the dense MLP's plus the 1-wide router; "
+    "a busier rank's experts take longer") {
   const TransformerSpec dense = small_gpt();
   TransformerSpec moe = dense;
   moe.moe = MoeSpec{1, 1, 0, dense.ffn_hidden, 0, 0, 1};
@@ -400,8 +408,9 @@ std::filesystem::path written(const std::string& name, const std::string& text) 
 
 const char* kKernelFit = R"("gemm_fraction": 0.7, "attention_fraction": 0.9, "arch": "hopper", "fitted_on": [])";
 
-TEST_CASE("in-step fractions: a generation's end-to-end fit replaces the GEMM fraction of its GPUs only, and a "
-          "record sees the fit without its own source") {
+TEST_CASE(
+    "in-step fractions: a generation's end-to-end fit replaces the GEMM fraction of its GPUs only, and a "
+    "record sees the fit without its own source") {
   const auto file = written("gen", std::string("{") + kKernelFit + R"(, "generations": [{"arch": "ampere",
       "gemm_fraction": 0.82, "records": 4, "without": [{"source": "a/b · c.md", "gemm_fraction": 0.9, "records": 3},
       {"source": "OPT paper", "gemm_fraction": 0.8, "records": 1}], "grid": {}, "method": "m"}]})");
@@ -419,7 +428,8 @@ TEST_CASE("in-step fractions: a generation's end-to-end fit replaces the GEMM fr
   CHECK(gemm_fraction_from(f, GpuArch::ada) == GpuArch::ampere);
   // A file stating no generation at all (a probe fit): its fraction everywhere.
   const InStepFractions plain = load_in_step_fractions(written("plain", R"({"gemm_fraction": 0.6,
-      "attention_fraction": 0.9, "fitted_on": []})"), "t.json");
+      "attention_fraction": 0.9, "fitted_on": []})"),
+                                                       "t.json");
   CHECK(gemm_fraction(plain, GpuArch::volta) == 0.6);
   CHECK(gemm_fraction(plain, GpuArch::blackwell) == 0.6);
   CHECK(gemm_fraction(without_source(f, "a/b · c.md"), GpuArch::ampere) == 0.9);
@@ -442,20 +452,19 @@ TEST_CASE("in-step fractions: a generation entry out of range, unknown, or given
   };
   const std::string ok = R"({"arch": "ampere", "gemm_fraction": 0.8, "without": []})";
   CHECK_NOTHROW(load_in_step_fractions(bad("ok", ok), "t.json"));
-  CHECK_THROWS_WITH_AS(load_in_step_fractions(bad("range", R"({"arch": "ampere", "gemm_fraction": 1.2, "without": []})"),
-                                              "t.json"),
-                       doctest::Contains("/generations/0/gemm_fraction"), InputError);
-  CHECK_THROWS_WITH_AS(load_in_step_fractions(bad("arch", R"({"arch": "amper", "gemm_fraction": 0.8, "without": []})"),
-                                              "t.json"),
-                       doctest::Contains("ampere"), InputError);
+  CHECK_THROWS_WITH_AS(
+      load_in_step_fractions(bad("range", R"({"arch": "ampere", "gemm_fraction": 1.2, "without": []})"), "t.json"),
+      doctest::Contains("/generations/0/gemm_fraction"), InputError);
+  CHECK_THROWS_WITH_AS(
+      load_in_step_fractions(bad("arch", R"({"arch": "amper", "gemm_fraction": 0.8, "without": []})"), "t.json"),
+      doctest::Contains("ampere"), InputError);
   CHECK_THROWS_WITH_AS(load_in_step_fractions(bad("key", R"({"arch": "ampere", "gemm_fraction": 0.8, "without": [],
                                                             "gemm_fractoin": 1})"),
                                               "t.json"),
                        doctest::Contains("did you mean"), InputError);
-  CHECK_THROWS_WITH_AS(load_in_step_fractions(bad("twice", ok + ", " + ok), "t.json"),
-                       doctest::Contains("given twice"), InputError);
+  CHECK_THROWS_WITH_AS(load_in_step_fractions(bad("twice", ok + ", " + ok), "t.json"), doctest::Contains("given twice"),
+                       InputError);
 }
 
 }  // namespace
 }  // namespace stepcast
-

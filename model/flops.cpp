@@ -35,8 +35,8 @@ double moe_mla_layer_gemm_weights(const TransformerSpec& spec) {
   const double h = static_cast<double>(spec.hidden);
   double attention = 0;
   if (spec.mla) {
-    attention = static_cast<double>(attention_parameters_per_layer(spec) - spec.mla->q_lora_rank -
-                                    spec.mla->kv_lora_rank);
+    attention =
+        static_cast<double>(attention_parameters_per_layer(spec) - spec.mla->q_lora_rank - spec.mla->kv_lora_rank);
   } else {
     const double q = static_cast<double>(q_dim(spec)), kv = static_cast<double>(spec.kv_dim());
     attention = h * q + 2 * h * kv + q * h;
@@ -69,8 +69,7 @@ double lm_head_weights(const TransformerSpec& spec) {
 /// Forward attention-core FLOPs per token per layer: Q·K^T (2·s·q) and softmax·V (2·s·q),
 /// i.e. 4·s·q, halved when a causal kernel skips the masked half (Megatron-LM training.py
 /// num_floating_point_operations, causal correction). Encoders attend to everything.
-double attention_core_forward_per_token(const TransformerSpec& spec, std::int64_t seq_len,
-                                        bool causal_halving) {
+double attention_core_forward_per_token(const TransformerSpec& spec, std::int64_t seq_len, bool causal_halving) {
   const bool halve = causal_halving && spec.kind == ModelKind::decoder;
   const double full = spec.mla ? kFlopsPerMac * static_cast<double>(seq_len) * static_cast<double>(spec.heads) *
                                      core_width_per_head(spec)
@@ -80,8 +79,7 @@ double attention_core_forward_per_token(const TransformerSpec& spec, std::int64_
 
 /// (d_in, d_out) of a LoRA target projection; throws std::invalid_argument for a name that
 /// is not a projection of this model.
-std::pair<std::int64_t, std::int64_t> projection_shape(const TransformerSpec& spec,
-                                                       const std::string& target) {
+std::pair<std::int64_t, std::int64_t> projection_shape(const TransformerSpec& spec, const std::string& target) {
   const std::int64_t h = spec.hidden, q = q_dim(spec), kv = spec.kv_dim(), f = spec.ffn_hidden;
   if (target == "q") return {h, q};
   if (target == "k" || target == "v") return {h, kv};
@@ -90,8 +88,7 @@ std::pair<std::int64_t, std::int64_t> projection_shape(const TransformerSpec& sp
   if (target == "down") return {f, h};
   if (target == "gate") {
     if (!spec.gated_mlp)
-      throw std::invalid_argument("LoRA target \"gate\": model \"" + spec.name +
-                                  "\" has no gated MLP");
+      throw std::invalid_argument("LoRA target \"gate\": model \"" + spec.name + "\" has no gated MLP");
     return {h, f};
   }
   throw std::invalid_argument("unknown LoRA target \"" + target +
@@ -114,13 +111,11 @@ std::int64_t checked_product(std::int64_t a, std::int64_t b, const char* what) {
 /// multi-head model this is L·2·r·(h + h). Throws std::invalid_argument on a rank < 1, an
 /// unknown or repeated target, or "gate" on a model without a gated MLP.
 std::int64_t lora_parameter_count(const TransformerSpec& spec, const LoraSpec& lora) {
-  if (lora.rank < 1)
-    throw std::invalid_argument("LoRA rank must be >= 1, got " + std::to_string(lora.rank));
+  if (lora.rank < 1) throw std::invalid_argument("LoRA rank must be >= 1, got " + std::to_string(lora.rank));
   std::set<std::string> seen;
   std::int64_t per_layer = 0;
   for (const auto& target : lora.targets) {
-    if (!seen.insert(target).second)
-      throw std::invalid_argument("LoRA target \"" + target + "\" listed twice");
+    if (!seen.insert(target).second) throw std::invalid_argument("LoRA target \"" + target + "\" listed twice");
     auto [d_in, d_out] = projection_shape(spec, target);
     per_layer += checked_product(lora.rank, d_in + d_out, "LoRA parameters per target");
     if (per_layer < 0) throw std::invalid_argument("LoRA parameters per layer overflow a 64-bit integer");
@@ -154,7 +149,8 @@ double headline_training_flops(double params, double tokens) {
 ///     2·W (activation gradients through the frozen weights, no weight gradients) + 2·A +
 ///     4·P_a (adapters: activation and weight gradients). The first layer's input gradient,
 ///     not needed when nothing before it trains, is still counted (an upper bound).
-///   - model (MFU) = (6·N + 12·L·q·s) per token, q = heads·head_dim (h unless head_dim is given), N = parameter_count(spec): llm-foundry's
+///   - model (MFU) = (6·N + 12·L·q·s) per token, q = heads·head_dim (h unless head_dim is given), N =
+///   parameter_count(spec): llm-foundry's
 ///     collect_results.py, where n_params is the model's total parameter count. The measured
 ///     runs confirm it: MPT-70b at seq 2048 ran 1007 tokens/s/GPU at MFU 0.4125 of 989
 ///     TFLOP/s, i.e. 0.4125·989e12/1007 = 405.1e9 FLOPs/token; 6·64862437376 + 12·80·8192·2048
@@ -169,8 +165,7 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
   const double layers = static_cast<double>(spec.layers);
   const double layer_w = layers * layer_gemm_weights(spec);
   const double head_w = lm_head_weights(spec);
-  const double attn =
-      layers * attention_core_forward_per_token(spec, seq_len, options.causal_halving);
+  const double attn = layers * attention_core_forward_per_token(spec, seq_len, options.causal_halving);
 
   const double gemm_forward = kFlopsPerMac * (layer_w + head_w);  // per token
   StepFlops out;
@@ -185,8 +180,12 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
     out.backward = (gemm_forward + 2 * attn + 2 * adapter_forward) * tokens;
   }
   switch (options.recompute) {
-    case Recompute::none: out.recompute = 0; break;
-    case Recompute::selective: out.recompute = attn * tokens; break;
+    case Recompute::none:
+      out.recompute = 0;
+      break;
+    case Recompute::selective:
+      out.recompute = attn * tokens;
+      break;
     case Recompute::full:
       out.recompute = (kFlopsPerMac * layer_w + attn + adapter_forward) * tokens;
       break;
@@ -195,10 +194,10 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
   const double n = static_cast<double>(active_parameter_count(spec));
   // 12·L·h·s with the attention width q = heads·head_dim in place of h (the two are equal
   // unless head_dim is given, as for Gemma 2 and Qwen3); MLA 6·L·s·heads·(qk + v_head).
-  const double mfu_attention = spec.mla ? 6.0 * layers * static_cast<double>(spec.heads) * core_width_per_head(spec) *
-                                              static_cast<double>(seq_len)
-                                        : 12.0 * layers * static_cast<double>(q_dim(spec)) *
-                                              static_cast<double>(seq_len);
+  const double mfu_attention =
+      spec.mla
+          ? 6.0 * layers * static_cast<double>(spec.heads) * core_width_per_head(spec) * static_cast<double>(seq_len)
+          : 12.0 * layers * static_cast<double>(q_dim(spec)) * static_cast<double>(seq_len);
   if (options.lora == nullptr) {
     out.model = (6.0 * n + mfu_attention) * tokens;
   } else {
@@ -212,8 +211,12 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
   // 12·L·h·s term (forward 4·L·h·s, backward 8·L·h·s).
   const double model_attention_forward = mfu_attention / 3.0;
   switch (options.recompute) {
-    case Recompute::none: out.model_recompute = 0; break;
-    case Recompute::selective: out.model_recompute = model_attention_forward * tokens; break;
+    case Recompute::none:
+      out.model_recompute = 0;
+      break;
+    case Recompute::selective:
+      out.model_recompute = model_attention_forward * tokens;
+      break;
     case Recompute::full:
       out.model_recompute = (kFlopsPerMac * layer_w + model_attention_forward + adapter_forward) * tokens;
       break;
@@ -254,8 +257,7 @@ std::vector<GemmShape> layer_gemms(const TransformerSpec& spec, std::int64_t tok
   };
 }
 
-std::vector<GemmShape> lora_adapter_gemms(const TransformerSpec& spec, const LoraSpec& lora,
-                                          std::int64_t tokens) {
+std::vector<GemmShape> lora_adapter_gemms(const TransformerSpec& spec, const LoraSpec& lora, std::int64_t tokens) {
   if (tokens < 1) throw std::invalid_argument("GEMM shapes need >= 1 token, got " + std::to_string(tokens));
   lora_parameter_count(spec, lora);  // validates rank and targets
   std::vector<GemmShape> out;

@@ -40,9 +40,10 @@ struct StepFlops {
   double recompute = 0;  ///< extra forward work re-done by activation recompute
   /// Model FLOPs for MFU, the llm-foundry definition (scripts/train/benchmarking/
   /// collect_results.py; PaLM, Chowdhery et al. 2022, App. B, for the attention term):
-  /// (6·N + 12·L·q·s) per token (q = heads·head_dim, = h unless head_dim is given) with N = active_parameter_count(spec), i.e. ALL parameters of a dense model (a MoE model's active ones; MLA's attention term 6·L·s·heads·(qk + v_head)),
-  /// embeddings and a learned position table included; no recompute, no causal halving,
-  /// Under LoRA the frozen weights get no weight gradients: (4·N + 6·P_a + 12·L·h·s).
+  /// (6·N + 12·L·q·s) per token (q = heads·head_dim, = h unless head_dim is given) with N =
+  /// active_parameter_count(spec), i.e. ALL parameters of a dense model (a MoE model's active ones; MLA's attention
+  /// term 6·L·s·heads·(qk + v_head)), embeddings and a learned position table included; no recompute, no causal
+  /// halving, Under LoRA the frozen weights get no weight gradients: (4·N + 6·P_a + 12·L·h·s).
   /// See training_flops().
   double model = 0;
   /// Recompute FLOPs under the attention convention of `model` (one convention for MFU and
@@ -68,8 +69,7 @@ struct FlopsOptions {
   const LoraSpec* lora = nullptr;  ///< non-null: frozen base, adapters trained
 };
 
-StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, double tokens,
-                         const FlopsOptions& options);
+StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, double tokens, const FlopsOptions& options);
 
 /// One GEMM of a transformer layer, for efficiency lookups: (m x k) · (k x n).
 struct GemmShape {
@@ -88,7 +88,6 @@ std::vector<GemmShape> layer_gemms(const TransformerSpec& spec, std::int64_t tok
 /// tokens x d_out, k = r); Hu et al. 2021, arXiv 2106.09685, Sec. 4.1. Their backward is,
 /// per GEMM, an input-gradient and a weight-gradient GEMM of the same FLOPs. Throws
 /// std::invalid_argument as lora_parameter_count does.
-std::vector<GemmShape> lora_adapter_gemms(const TransformerSpec& spec, const LoraSpec& lora,
-                                          std::int64_t tokens);
+std::vector<GemmShape> lora_adapter_gemms(const TransformerSpec& spec, const LoraSpec& lora, std::int64_t tokens);
 
 }  // namespace stepcast

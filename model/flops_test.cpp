@@ -67,8 +67,7 @@ TEST_CASE("refined count equals Megatron's general GQA/SwiGLU form (no causal ha
   //   h = 4096, a = 32, g = 8, q = h, f = 14336, V = 128256, L = 32.
   const TransformerSpec& spec = catalog_model("llama-3-8b");
   const double T = 8192, s = 8192, L = 32, h = 4096, a = 32, g = 8, f = 14336, V = 128256;
-  const double megatron =
-      12 * T * L * h * h * ((1 + g / a + s / h) * 1.0 + (f / h) * 1.5 + V / (2 * L * h));
+  const double megatron = 12 * T * L * h * h * ((1 + g / a + s / h) * 1.0 + (f / h) * 1.5 + V / (2 * L * h));
   const StepFlops out = training_flops(spec, 8192, T, opts(Recompute::none, false));
   CHECK(out.hardware() == doctest::Approx(megatron).epsilon(1e-12));
 }
@@ -107,8 +106,7 @@ TEST_CASE("LoRA parameters for rank r on q and v are L·2·r·(h + h) for MHA") 
   // GQA: k and v are h -> kv_dim = 1024 on Llama-3-8B: 32·8·((4096+1024)·2) = 2621440.
   CHECK(lora_parameter_count(catalog_model("llama-3-8b"), LoraSpec{8, {"k", "v"}}) == 2621440);
   // MLP targets: gate, up (h -> f) and down (f -> h), 32·8·3·(4096 + 11008) = 11599872.
-  CHECK(lora_parameter_count(catalog_model("llama-2-7b"), LoraSpec{8, {"gate", "up", "down"}}) ==
-        11599872);
+  CHECK(lora_parameter_count(catalog_model("llama-2-7b"), LoraSpec{8, {"gate", "up", "down"}}) == 11599872);
 }
 
 TEST_CASE("LoRA rejects unknown, repeated or absent targets and rank 0") {
@@ -116,8 +114,7 @@ TEST_CASE("LoRA rejects unknown, repeated or absent targets and rank 0") {
   CHECK_THROWS_AS(lora_parameter_count(llama, LoraSpec{8, {"qkv"}}), std::invalid_argument);
   CHECK_THROWS_AS(lora_parameter_count(llama, LoraSpec{8, {"q", "q"}}), std::invalid_argument);
   CHECK_THROWS_AS(lora_parameter_count(llama, LoraSpec{0, {"q"}}), std::invalid_argument);
-  CHECK_THROWS_AS(lora_parameter_count(tiny_gpt(), LoraSpec{8, {"gate"}}),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(lora_parameter_count(tiny_gpt(), LoraSpec{8, {"gate"}}), std::invalid_argument);
 }
 
 TEST_CASE("LoRA backward skips frozen weight gradients but adapters add their own work") {
@@ -155,8 +152,8 @@ TEST_CASE("layer GEMMs reproduce the forward GEMM FLOPs") {
   const std::int64_t tokens = 2048;
   double gemm = 0;
   for (const GemmShape& g : layer_gemms(spec, tokens)) {
-    const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) *
-                         static_cast<double>(g.k) * g.count_per_layer;
+    const double flops =
+        2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) * g.count_per_layer;
     gemm += g.name == "lm_head" ? flops : flops * static_cast<double>(spec.layers);
     CHECK(g.m == tokens);
   }
@@ -186,8 +183,7 @@ TEST_CASE("recompute never lowers hardware FLOPs and never changes model FLOPs")
   for (const auto& spec : model_catalog()) {
     for (bool causal : {false, true}) {
       const auto none = training_flops(spec, spec.seq_len, 8192, opts(Recompute::none, causal));
-      const auto sel =
-          training_flops(spec, spec.seq_len, 8192, opts(Recompute::selective, causal));
+      const auto sel = training_flops(spec, spec.seq_len, 8192, opts(Recompute::selective, causal));
       const auto full = training_flops(spec, spec.seq_len, 8192, opts(Recompute::full, causal));
       CHECK_MESSAGE(sel.hardware() >= none.hardware(), spec.name);
       CHECK_MESSAGE(full.hardware() >= sel.hardware(), spec.name);
@@ -220,8 +216,9 @@ TEST_CASE("GEMM shapes and training FLOPs refuse empty batches with an error") {
 namespace stepcast {
 namespace {
 
-TEST_CASE("HFU's FLOPs are MFU's plus recompute in the same attention convention: >= model FLOPs, equal "
-          "without recompute, whatever the kernel's causal halving") {
+TEST_CASE(
+    "HFU's FLOPs are MFU's plus recompute in the same attention convention: >= model FLOPs, equal "
+    "without recompute, whatever the kernel's causal halving") {
   const LoraSpec lora{8, {"q", "v"}};
   for (const auto& spec : model_catalog()) {
     for (bool causal : {false, true}) {
@@ -237,12 +234,13 @@ TEST_CASE("HFU's FLOPs are MFU's plus recompute in the same attention convention
         // third of MFU's 12·L·q·s attention term (q = heads·head_dim, h unless head_dim is
         // given), with or without causal halving.
         // MLA: Q·K^T over qk_nope + qk_rope and P·V over v_head, their mean in place of head_dim.
-        const double q = spec.mla ? static_cast<double>(spec.heads) *
-                                        static_cast<double>(spec.mla->qk_nope_dim + spec.mla->qk_rope_dim +
-                                                            spec.mla->v_head_dim) / 2.0
-                                  : static_cast<double>(spec.heads * spec.head_dim());
-        const double attention_forward = 4.0 * static_cast<double>(spec.layers) * q *
-                                         static_cast<double>(spec.seq_len) * tokens;
+        const double q =
+            spec.mla
+                ? static_cast<double>(spec.heads) *
+                      static_cast<double>(spec.mla->qk_nope_dim + spec.mla->qk_rope_dim + spec.mla->v_head_dim) / 2.0
+                : static_cast<double>(spec.heads * spec.head_dim());
+        const double attention_forward =
+            4.0 * static_cast<double>(spec.layers) * q * static_cast<double>(spec.seq_len) * tokens;
         CHECK_MESSAGE(sel.hfu_flops() - sel.model == doctest::Approx(attention_forward).epsilon(1e-12), spec.name);
       }
     }

@@ -30,26 +30,39 @@ enum class Family { llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3, g
 
 /// model_type values (and the architectures[0] class names of configs without one).
 const std::map<std::string, Family> kFamilies = {
-    {"llama", Family::llama},         {"LlamaForCausalLM", Family::llama},
-    {"mistral", Family::mistral},     {"MistralForCausalLM", Family::mistral},
-    {"qwen2", Family::qwen2},         {"Qwen2ForCausalLM", Family::qwen2},
-    {"gemma", Family::gemma},         {"GemmaForCausalLM", Family::gemma},
-    {"gemma2", Family::gemma2},       {"Gemma2ForCausalLM", Family::gemma2},
-    {"qwen3", Family::qwen3},         {"Qwen3ForCausalLM", Family::qwen3},
-    {"gemma3_text", Family::gemma3},  {"Gemma3ForCausalLM", Family::gemma3},
-    {"phi3", Family::phi3},           {"Phi3ForCausalLM", Family::phi3},
-    {"gpt2", Family::gpt2},           {"GPT2LMHeadModel", Family::gpt2},
-    {"gpt_neox", Family::gpt_neox},   {"GPTNeoXForCausalLM", Family::gpt_neox},
-    {"falcon", Family::falcon},       {"FalconForCausalLM", Family::falcon},
-    {"RefinedWeb", Family::falcon},   {"RefinedWebModel", Family::falcon},
-    {"mpt", Family::mpt},             {"MPTForCausalLM", Family::mpt},
-    {"MptForCausalLM", Family::mpt},  {"phi", Family::phi},
+    {"llama", Family::llama},
+    {"LlamaForCausalLM", Family::llama},
+    {"mistral", Family::mistral},
+    {"MistralForCausalLM", Family::mistral},
+    {"qwen2", Family::qwen2},
+    {"Qwen2ForCausalLM", Family::qwen2},
+    {"gemma", Family::gemma},
+    {"GemmaForCausalLM", Family::gemma},
+    {"gemma2", Family::gemma2},
+    {"Gemma2ForCausalLM", Family::gemma2},
+    {"qwen3", Family::qwen3},
+    {"Qwen3ForCausalLM", Family::qwen3},
+    {"gemma3_text", Family::gemma3},
+    {"Gemma3ForCausalLM", Family::gemma3},
+    {"phi3", Family::phi3},
+    {"Phi3ForCausalLM", Family::phi3},
+    {"gpt2", Family::gpt2},
+    {"GPT2LMHeadModel", Family::gpt2},
+    {"gpt_neox", Family::gpt_neox},
+    {"GPTNeoXForCausalLM", Family::gpt_neox},
+    {"falcon", Family::falcon},
+    {"FalconForCausalLM", Family::falcon},
+    {"RefinedWeb", Family::falcon},
+    {"RefinedWebModel", Family::falcon},
+    {"mpt", Family::mpt},
+    {"MPTForCausalLM", Family::mpt},
+    {"MptForCausalLM", Family::mpt},
+    {"phi", Family::phi},
     {"PhiForCausalLM", Family::phi},
 };
 
 /// Keys that make a config a mixture of experts (Mixtral, Qwen2-MoE/Qwen3-MoE, DeepSeek, DBRX).
-const std::vector<std::string> kMoeKeys = {"num_local_experts", "num_experts", "n_routed_experts",
-                                           "moe_num_experts"};
+const std::vector<std::string> kMoeKeys = {"num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"};
 
 /// Typed reads of a config.json object where a key may be absent or null (both mean "the
 /// architecture's default"). Unknown keys are fine: config.json carries many that do not
@@ -58,12 +71,8 @@ class Config {
  public:
   Config(const nlohmann::json& root, const std::string& file) : root_(root), obj_(root, file, "") {}
 
-  bool present(const std::string& key) const {
-    return root_.contains(key) && !root_.at(key).is_null();
-  }
-  std::int64_t integer(const std::string& key, std::int64_t max) {
-    return obj_.integer(key, 1, max);
-  }
+  bool present(const std::string& key) const { return root_.contains(key) && !root_.at(key).is_null(); }
+  std::int64_t integer(const std::string& key, std::int64_t max) { return obj_.integer(key, 1, max); }
   std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t max) {
     if (!present(key)) return std::nullopt;
     return obj_.integer(key, 1, max);
@@ -74,9 +83,7 @@ class Config {
       if (present(key)) return obj_.integer(key, 1, max);
     throw obj_.error(keys.front(), "missing (a positive integer)");
   }
-  bool flag(const std::string& key, bool fallback) {
-    return present(key) ? obj_.boolean(key) : fallback;
-  }
+  bool flag(const std::string& key, bool fallback) { return present(key) ? obj_.boolean(key) : fallback; }
   double number(const std::string& key, double fallback, double max) {
     return present(key) ? obj_.number(key, 0.0, max) : fallback;
   }
@@ -92,9 +99,7 @@ class Config {
     if (!present(key)) return std::nullopt;
     return obj_.string(key);
   }
-  InputError error(const std::string& key, const std::string& what) const {
-    return obj_.error(key, what);
-  }
+  InputError error(const std::string& key, const std::string& what) const { return obj_.error(key, what); }
 
  private:
   const nlohmann::json& root_;
@@ -136,11 +141,9 @@ void refuse_moe(Config& c) {
 /// The pre-training context: the original length a RoPE scaling extends, else
 /// max_position_embeddings (e.g. Llama 3.1: 8192, not 131072).
 std::int64_t rope_context(Config& c, std::int64_t fallback) {
-  if (auto original = c.optional_integer("original_max_position_embeddings", kMaxSeqLen))
-    return *original;
+  if (auto original = c.optional_integer("original_max_position_embeddings", kMaxSeqLen)) return *original;
   if (auto scaling = c.object("rope_scaling"))
-    if (scaling->has("original_max_position_embeddings") &&
-        !scaling->raw("original_max_position_embeddings").is_null())
+    if (scaling->has("original_max_position_embeddings") && !scaling->raw("original_max_position_embeddings").is_null())
       return scaling->integer("original_max_position_embeddings", 1, kMaxSeqLen);
   return c.optional_integer("max_position_embeddings", kMaxSeqLen).value_or(fallback);
 }
@@ -157,11 +160,11 @@ void check_heads(Config& c, TransformerSpec& s, const std::string& heads_key, co
     s.head_width = *head_dim;
   }
   if (s.head_width == 0 && s.hidden % s.heads != 0)
-    throw c.error(heads_key, "expected a divisor of the hidden size " + std::to_string(s.hidden) +
-                                 ", got " + std::to_string(s.heads) + " (and no head_dim)");
+    throw c.error(heads_key, "expected a divisor of the hidden size " + std::to_string(s.hidden) + ", got " +
+                                 std::to_string(s.heads) + " (and no head_dim)");
   if (s.kv_heads > s.heads || s.heads % s.kv_heads != 0)
-    throw c.error(kv_key, "expected a divisor of the " + std::to_string(s.heads) +
-                              " attention heads, got " + std::to_string(s.kv_heads));
+    throw c.error(kv_key, "expected a divisor of the " + std::to_string(s.heads) + " attention heads, got " +
+                              std::to_string(s.kv_heads));
 }
 
 /// Llama and its descendants (Mistral, Qwen2, Qwen3, Gemma, Gemma 2, Gemma 3, Phi-3): RoPE,
@@ -247,8 +250,7 @@ void read_falcon(Config& c, TransformerSpec& s) {
   s.positional = c.flag("alibi", false) ? Positional::alibi : Positional::rope;
   s.norm = Norm::layernorm;
   s.linear_bias = c.flag("bias", false);
-  const std::int64_t parallel_norms =
-      c.optional_integer("num_ln_in_parallel_attn", 2).value_or(new_arch ? 2 : 1);
+  const std::int64_t parallel_norms = c.optional_integer("num_ln_in_parallel_attn", 2).value_or(new_arch ? 2 : 1);
   s.parallel_attn_mlp = c.flag("parallel_attn", true) && parallel_norms == 1;
   s.tied_embeddings = c.flag("tie_word_embeddings", true);
   check_heads(c, s, "num_attention_heads", kv_key);
@@ -281,9 +283,12 @@ void read_mpt(Config& c, TransformerSpec& s) {
     throw c.error("expansion_ratio", "expected a ratio giving a whole MLP width");
   s.vocab = c.integer("vocab_size", kMaxVocab);
   s.seq_len = c.optional_integer("max_seq_len", kMaxSeqLen).value_or(2048);
-  if (alibi) s.positional = Positional::alibi;
-  else if (c.flag("learned_pos_emb", true) && !rope) s.positional = Positional::learned;
-  else s.positional = Positional::rope;
+  if (alibi)
+    s.positional = Positional::alibi;
+  else if (c.flag("learned_pos_emb", true) && !rope)
+    s.positional = Positional::learned;
+  else
+    s.positional = Positional::rope;
   if (s.positional == Positional::learned) s.max_positions = s.seq_len;
   const std::string norm_type = c.string("norm_type").value_or("low_precision_layernorm");
   s.norm = norm_type.find("rms") != std::string::npos ? Norm::rmsnorm : Norm::layernorm;
@@ -328,18 +333,29 @@ TransformerSpec spec_from_hf_config(const nlohmann::json& config, const std::str
   const Family f = family_of(c);
   TransformerSpec s;
   s.name = name_from_file(file);
-  if (auto name_or_path = c.string("_name_or_path"); name_or_path && !name_or_path->empty() &&
-                                                     *name_or_path != s.name)
+  if (auto name_or_path = c.string("_name_or_path"); name_or_path && !name_or_path->empty() && *name_or_path != s.name)
     s.aliases.push_back(*name_or_path);
   s.source = file;
   s.kind = ModelKind::decoder;
   switch (f) {
-    case Family::gpt2: read_gpt2(c, s); break;
-    case Family::gpt_neox: read_gpt_neox(c, s); break;
-    case Family::falcon: read_falcon(c, s); break;
-    case Family::mpt: read_mpt(c, s); break;
-    case Family::phi: read_phi(c, s); break;
-    default: read_llama_like(c, f, s); break;
+    case Family::gpt2:
+      read_gpt2(c, s);
+      break;
+    case Family::gpt_neox:
+      read_gpt_neox(c, s);
+      break;
+    case Family::falcon:
+      read_falcon(c, s);
+      break;
+    case Family::mpt:
+      read_mpt(c, s);
+      break;
+    case Family::phi:
+      read_phi(c, s);
+      break;
+    default:
+      read_llama_like(c, f, s);
+      break;
   }
   return s;
 }

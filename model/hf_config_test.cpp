@@ -32,7 +32,8 @@ std::string what_of(const std::string& text) {
 std::string llama(const std::string& extra) {
   return R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
     "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
-    "vocab_size": 1000, "max_position_embeddings": 256)" + extra + "}";
+    "vocab_size": 1000, "max_position_embeddings": 256)" +
+         extra + "}";
 }
 
 }  // namespace
@@ -49,13 +50,15 @@ TEST_CASE("config.json of public models: parameter counts within 1% of the publi
       {"llama-3-8b", 8.03e9, 0.01, "HF meta-llama/Meta-Llama-3-8B 'Model size 8.03B params'"},
       {"mistral-7b", 7.24e9, 0.01, "HF mistralai/Mistral-7B-v0.1 'Model size 7.24B params'"},
       {"qwen2-7b-instruct", 7.61e9, 0.01, "Qwen2.5-7B model card 'Number of Parameters: 7.61B' (same shape)"},
-      {"falcon-7b", 7e9, 0.02, "model card '7B parameters' (nominal; the shape gives 6.92B, as the catalog's falcon-7b)"},
+      {"falcon-7b", 7e9, 0.02,
+       "model card '7B parameters' (nominal; the shape gives 6.92B, as the catalog's falcon-7b)"},
       {"mpt-7b", 6.7e9, 0.01, "HF mosaicml/mpt-7b model card table 'n_parameters 6.7B'"},
       {"phi-2", 2.78e9, 0.01, "HF microsoft/phi-2 'Model size 2.78B params'"},
       {"phi-3-mini-4k", 3.8e9, 0.01, "Phi-3-mini-4k-instruct model card '3.8B parameters'"},
       {"pythia-1b", 1011781632, 0.01, "EleutherAI/pythia README table '1,011,781,632' total params"},
       {"gemma-2-2b", 2.61e9, 0.01, "HF google/gemma-2-2b 'Model size 2.61B params'"},
-      {"gemma-3-1b", 1.0e9, 0.01, "Gemma 3 technical report (arXiv 2503.19786) Table 1: 302M embedding + 698M non-embedding"},
+      {"gemma-3-1b", 1.0e9, 0.01,
+       "Gemma 3 technical report (arXiv 2503.19786) Table 1: 302M embedding + 698M non-embedding"},
       {"mistral-nemo-12b", 12.2e9, 0.01, "HF mistralai/Mistral-Nemo-Base-2407 'Model size 12.2B params'"},
       {"qwen3-8b", 8.2e9, 0.01, "HF Qwen/Qwen3-8B model card 'Number of Parameters: 8.2B'"},
       {"phi-4", 14.7e9, 0.01, "HF microsoft/phi-4 'Model size 14.7B params'"},
@@ -64,8 +67,8 @@ TEST_CASE("config.json of public models: parameter counts within 1% of the publi
     const TransformerSpec spec = fixture(row.file);
     const double count = static_cast<double>(parameter_count(spec));
     const double error = std::abs(count / row.published - 1);
-    CHECK_MESSAGE(error <= row.tolerance, row.file << ": " << count << " vs " << row.published
-                                                   << " (" << row.source << ")");
+    CHECK_MESSAGE(error <= row.tolerance,
+                  row.file << ": " << count << " vs " << row.published << " (" << row.source << ")");
   }
 }
 
@@ -115,11 +118,11 @@ TEST_CASE("architecture facts read from the configs") {
   CHECK(gemma3.head_dim() == 256);
   CHECK(gemma3.kv_heads == 1);
   const TransformerSpec nemo = fixture("mistral-nemo-12b");
-  CHECK(nemo.head_dim() == 128);    // not 5120 / 32 = 160
+  CHECK(nemo.head_dim() == 128);  // not 5120 / 32 = 160
   CHECK_FALSE(nemo.tied_embeddings);
   const TransformerSpec qwen3 = fixture("qwen3-8b");
-  CHECK_FALSE(qwen3.qkv_bias);      // Qwen2 has Q/K/V biases, Qwen3 does not
-  CHECK(qwen3.head_width == 0);     // 4096 / 32 = 128 = head_dim
+  CHECK_FALSE(qwen3.qkv_bias);   // Qwen2 has Q/K/V biases, Qwen3 does not
+  CHECK(qwen3.head_width == 0);  // 4096 / 32 = 128 = head_dim
   const TransformerSpec phi4 = fixture("phi-4");
   CHECK(phi4.kv_heads == 10);
   CHECK(phi4.seq_len == 16384);
@@ -128,10 +131,10 @@ TEST_CASE("architecture facts read from the configs") {
 }
 
 TEST_CASE("the pre-training context comes from rope_scaling's original length when given") {
-  const auto spec = spec_from_hf_config(
-      nlohmann::json::parse(llama(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+  const auto spec =
+      spec_from_hf_config(nlohmann::json::parse(llama(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
         "original_max_position_embeddings": 128})")),
-      "x.json");
+                          "x.json");
   CHECK(spec.seq_len == 128);
   CHECK(spec_from_hf_config(nlohmann::json::parse(llama("")), "x.json").seq_len == 256);
 }
@@ -143,7 +146,8 @@ TEST_CASE("head_dim equal to hidden / heads changes nothing; any other becomes t
   // Gemma 7B: hidden 3072, 16 heads, head_dim 256 (not 3072 / 16 = 192): Q is 16 x 256 = 4096 wide.
   const TransformerSpec gemma = spec_from_hf_config(nlohmann::json::parse(R"({"model_type": "gemma",
     "hidden_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 16,
-    "head_dim": 256, "intermediate_size": 24576, "vocab_size": 256000})"), "x.json");
+    "head_dim": 256, "intermediate_size": 24576, "vocab_size": 256000})"),
+                                                    "x.json");
   CHECK(gemma.head_dim() == 256);
   // Per layer: Q and O 2 x 3072 x 4096, K and V 2 x 3072 x 4096, MLP 3 x 3072 x 24576, 2 norms.
   CHECK(parameter_breakdown(gemma).per_layer == 4 * 3072LL * 4096 + 3 * 3072LL * 24576 + 2 * 3072);
@@ -164,8 +168,7 @@ TEST_CASE("mixture-of-experts configs are refused naming the key; one expert is 
   const std::string what = what_of(llama(R"(, "num_local_experts": 8, "num_experts_per_tok": 2)"));
   CHECK_MESSAGE(what.find("/num_local_experts") != std::string::npos, what);
   CHECK_MESSAGE(what.find("config.json is not imported yet") != std::string::npos, what);
-  CHECK(what_of(llama(R"(, "model_type": "qwen2_moe", "num_experts": 60)")).find("/num_experts") !=
-        std::string::npos);
+  CHECK(what_of(llama(R"(, "model_type": "qwen2_moe", "num_experts": 60)")).find("/num_experts") != std::string::npos);
   CHECK(what_of(llama(R"(, "num_experts": null)")) == "(no InputError)");
 }
 

@@ -14,9 +14,12 @@ namespace stepcast {
 
 std::string_view name(KernelProfile p) {
   switch (p) {
-    case KernelProfile::eager: return "eager";
-    case KernelProfile::compiled: return "compiled";
-    case KernelProfile::fused: return "fused";
+    case KernelProfile::eager:
+      return "eager";
+    case KernelProfile::compiled:
+      return "compiled";
+    case KernelProfile::fused:
+      return "fused";
   }
   return "?";
 }
@@ -32,12 +35,18 @@ std::string kernel_profile_names() { return "eager, compiled, fused"; }
 
 std::string_view name(AttentionKernel k) {
   switch (k) {
-    case AttentionKernel::flash2: return "flash2";
-    case AttentionKernel::flash3: return "flash3";
-    case AttentionKernel::cudnn: return "cudnn";
-    case AttentionKernel::mem_efficient: return "mem_efficient";
-    case AttentionKernel::triton: return "triton";
-    case AttentionKernel::unfused: return "unfused";
+    case AttentionKernel::flash2:
+      return "flash2";
+    case AttentionKernel::flash3:
+      return "flash3";
+    case AttentionKernel::cudnn:
+      return "cudnn";
+    case AttentionKernel::mem_efficient:
+      return "mem_efficient";
+    case AttentionKernel::triton:
+      return "triton";
+    case AttentionKernel::unfused:
+      return "unfused";
   }
   return "?";
 }
@@ -53,8 +62,7 @@ AttentionKernel parse_attention_kernel(std::string_view s) {
 std::string attention_kernel_names() { return "flash2, flash3, cudnn, mem_efficient, triton, unfused"; }
 
 AttentionKernel default_flash_kernel(GpuArch arch) {
-  return arch == GpuArch::volta || arch == GpuArch::turing ? AttentionKernel::mem_efficient
-                                                           : AttentionKernel::flash2;
+  return arch == GpuArch::volta || arch == GpuArch::turing ? AttentionKernel::mem_efficient : AttentionKernel::flash2;
 }
 
 namespace {
@@ -138,9 +146,9 @@ double gemm_time_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
 
 double attention_flops(const TransformerSpec& spec, double b, double s, bool causal, AttentionPass pass) {
   // MLA: Q·K^T over qk_nope + qk_rope and P·V over v_head, 2·b·s²·heads·(qk + v).
-  const double width = spec.mla ? static_cast<double>(spec.mla->qk_nope_dim + spec.mla->qk_rope_dim +
-                                                      spec.mla->v_head_dim) / 2.0
-                                : static_cast<double>(spec.head_dim());
+  const double width =
+      spec.mla ? static_cast<double>(spec.mla->qk_nope_dim + spec.mla->qk_rope_dim + spec.mla->v_head_dim) / 2.0
+               : static_cast<double>(spec.head_dim());
   const double fwd = 4.0 * b * s * s * static_cast<double>(spec.heads) * width * (causal ? 0.5 : 1.0);
   return pass == AttentionPass::forward ? fwd : 2.5 * fwd;
 }
@@ -160,8 +168,8 @@ double norm_kernels(const TransformerSpec& spec, KernelProfile profile) {
 
 }  // namespace
 
-MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile,
-                             bool fp8, int tp, bool sp) {
+MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile, bool fp8,
+                             int tp, bool sp) {
   if (tp < 1) throw std::invalid_argument("layer_memory_work: tp must be >= 1");
   const bool eager = profile == KernelProfile::eager;
   const double t = tp;

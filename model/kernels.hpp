@@ -76,8 +76,8 @@ struct AttentionRates {
 /// TFLOP/s of the attention kernel at (head_dim, causal, pass, seq): the curve of the same
 /// pass and causality (else the other causality) nearest in head size, interpolated
 /// linearly in log(seq) between its points and held flat beyond its ends; head sizes between
-/// two curves are interpolated linearly; times `scale` (and `backward_scale` backward). Throws std::invalid_argument when no curve has the
-/// pass.
+/// two curves are interpolated linearly; times `scale` (and `backward_scale` backward). Throws std::invalid_argument
+/// when no curve has the pass.
 double attention_tflops(const AttentionRates& rates, std::int64_t head_dim, bool causal, AttentionPass pass,
                         double seq_len);
 
@@ -89,17 +89,17 @@ struct DeviceRates {
   double peak_tflops = 0;          ///< dense datasheet peak of the GEMM dtype, TFLOP/s (for MFU)
   double gemm_ceiling_tflops = 0;  ///< best achievable matmul of the GEMM dtype, TFLOP/s
   std::string gemm_source;
-  double memory_bw_GBps = 0;       ///< datasheet memory bandwidth, GB/s
-  double memory_efficiency = 0.85; ///< achieved fraction of it on streaming kernels
+  double memory_bw_GBps = 0;        ///< datasheet memory bandwidth, GB/s
+  double memory_efficiency = 0.85;  ///< achieved fraction of it on streaming kernels
   std::string memory_source;
-  double launch_s = 5e-6;          ///< CPU cost of launching one kernel, s
+  double launch_s = 5e-6;  ///< CPU cost of launching one kernel, s
   /// CPU cost of one op dispatched by eager PyTorch (Python, dispatcher, autograd, launch),
   /// forward and backward, s: catalog_device_rates sets kEagerForwardOp_s and
   /// kEagerBackwardOp_s (model/compute.hpp); a calibration file measures them.
   double eager_forward_op_s = 14.8e-6;
   double eager_backward_op_s = 35.7e-6;
-  std::string launch_source;       ///< where launch_s and the eager op costs come from
-  AttentionRates attention;        ///< the flash-class kernel's curves (unused when unfused)
+  std::string launch_source;  ///< where launch_s and the eager op costs come from
+  AttentionRates attention;   ///< the flash-class kernel's curves (unused when unfused)
   /// Attention's achievable matmul rate for unfused attention's batched GEMMs, TFLOP/s: the
   /// 16-bit ceiling (under fp8 training attention stays in bf16, Transformer Engine).
   double attention_gemm_ceiling_tflops = 0;
@@ -153,8 +153,8 @@ struct MemoryWork {
 /// across the t ranks; the h-wide work (norms, residuals, the out- and down-projection
 /// biases) runs on every rank over all tokens, or over tokens/t under sequence parallelism
 /// (`sp`, Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4.2.2).
-MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile,
-                             bool fp8, int tp = 1, bool sp = false);
+MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile, bool fp8,
+                             int tp = 1, bool sp = false);
 
 /// The loss over V logits per token: eager: the fp32 upcast (read w, write 4), log-softmax
 /// (read 4, write 4) and the loss (read 4), backward softmax gradient (read 8, write 4),
@@ -162,7 +162,6 @@ MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double 
 /// forward and one fused backward kernel, 4w bytes per logit; fused linear cross-entropy
 /// (Liger): the logits are consumed in chunks, 2w per logit.
 /// Under tensor parallelism the vocab-parallel loss holds V/t logits per token on each rank.
-MemoryWork loss_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile,
-                            int tp = 1);
+MemoryWork loss_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile, int tp = 1);
 
 }  // namespace stepcast

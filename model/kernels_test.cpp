@@ -125,8 +125,8 @@ TEST_CASE("attention FLOPs: 4·b·s²·heads·d forward, half when causal, backw
 
 TEST_CASE("memory-bound work of an eager GPT layer: 2 norms, 2 residual adds, GELU") {
   // per token at w = 2: norms 2·(2·2·64) = 512, residual 2·(3·2·64) = 768, GELU 2·2·256 = 1024.
-  const MemoryWork m = layer_memory_work(gpt(Norm::layernorm, false, Positional::learned), 10, 2,
-                                         KernelProfile::eager, false);
+  const MemoryWork m =
+      layer_memory_work(gpt(Norm::layernorm, false, Positional::learned), 10, 2, KernelProfile::eager, false);
   CHECK(m.bytes_forward == doctest::Approx(10 * (512 + 768 + 1024)));
   // Backward: twice that, plus each norm's weight gradient re-reading input and gradient
   // (2 norms x 2·2·64 = 512 per token); no biases here.
@@ -138,8 +138,8 @@ TEST_CASE("memory-bound work of an eager GPT layer: 2 norms, 2 residual adds, GE
 TEST_CASE("biased projections add their bias gradients to the backward: one read of each output gradient") {
   TransformerSpec biased = gpt(Norm::layernorm, false, Positional::learned);
   biased.linear_bias = true;
-  const MemoryWork plain = layer_memory_work(gpt(Norm::layernorm, false, Positional::learned), 1, 2,
-                                             KernelProfile::eager, false);
+  const MemoryWork plain =
+      layer_memory_work(gpt(Norm::layernorm, false, Positional::learned), 1, 2, KernelProfile::eager, false);
   const MemoryWork with = layer_memory_work(biased, 1, 2, KernelProfile::eager, false);
   // qkv 3·64 + out 64 + up 256 + down 64 = 576 elements of 2 bytes.
   CHECK(with.bytes_backward - plain.bytes_backward == doctest::Approx(2 * 576));

@@ -20,8 +20,8 @@ constexpr std::array<std::string_view, 3> kOptimizerNames{"adam", "adam_deepspee
 constexpr std::array<std::string_view, 3> kVerdictNames{"fits", "tight", "oom"};
 
 bool is_fsdp(Strategy s) {
-  return s == Strategy::fsdp_full_shard || s == Strategy::fsdp_shard_grad_op ||
-         s == Strategy::fsdp_hybrid_shard || s == Strategy::fsdp_no_shard;
+  return s == Strategy::fsdp_full_shard || s == Strategy::fsdp_shard_grad_op || s == Strategy::fsdp_hybrid_shard ||
+         s == Strategy::fsdp_no_shard;
 }
 
 bool is_mixed(Precision p) { return p != Precision::fp32; }
@@ -68,12 +68,11 @@ double weights_bytes(const ParamCounts& c, Strategy s, Precision p, std::int64_t
 ///    of the unit in flight is in gathered_params / comm_buffers). With 2 B weights and 12 B
 ///    optimizer this reproduces DeepSpeed estimate_zero2_model_states_mem_needs:
 ///    4P + 16P/N, and estimate_zero3_model_states_mem_needs: 18P/N + 4·largest_layer.
-double gradients_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& in,
-                       std::int64_t n) {
+double gradients_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& in, std::int64_t n) {
   const double dn = static_cast<double>(n);
   if (deepspeed_accounting(in)) {
-    const bool full16 = s == Strategy::ddp || s == Strategy::fsdp_no_shard ||
-                        s == Strategy::zero1 || s == Strategy::zero2;
+    const bool full16 =
+        s == Strategy::ddp || s == Strategy::fsdp_no_shard || s == Strategy::zero1 || s == Strategy::zero2;
     return (full16 ? 2.0 * c.trainable : 0.0) + 4.0 * c.trainable / dn;
   }
   const double w = working_bytes(in.precision);
@@ -87,16 +86,17 @@ double optimizer_bytes_per_param(OptimizerKind k, Precision p) {
   const bool mixed = is_mixed(p);
   switch (k) {
     case OptimizerKind::adam_mixed_16:
-    case OptimizerKind::adam_deepspeed_18: return mixed ? 12.0 : 8.0;
-    case OptimizerKind::sgd_momentum: return mixed ? 8.0 : 4.0;
+    case OptimizerKind::adam_deepspeed_18:
+      return mixed ? 12.0 : 8.0;
+    case OptimizerKind::sgd_momentum:
+      return mixed ? 8.0 : 4.0;
   }
   return 12.0;
 }
 
 /// Optimizer states: K·T, divided by n where optimizer states are sharded (ZeRO-1+, FSDP but
 /// NO_SHARD). Source: ZeRO paper Sec. 5 (P_os: KΨ/N).
-double optimizer_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& in,
-                       std::int64_t n) {
+double optimizer_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& in, std::int64_t n) {
   const double k = optimizer_bytes_per_param(in.optimizer, in.precision);
   return k * c.trainable / (shards_optimizer(s) ? static_cast<double>(n) : 1.0);
 }
@@ -117,8 +117,7 @@ double optimizer_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& in,
 ///    both directions: DeepSpeed's is larger when V·h > (prefetch+1)·block/2.
 /// Source: DeepSpeed estimate_zero3_model_states_mem_needs; PyTorch FSDP docs
 /// (forward_prefetch, backward_prefetch).
-double gathered_params_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& in,
-                             std::int64_t n) {
+double gathered_params_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& in, std::int64_t n) {
   if (!shards_parameters(s)) return 0.0;
   if (deepspeed_accounting(in) && s == Strategy::zero3) return 4.0 * c.largest_module;
   if (n == 1) return 0.0;
@@ -158,9 +157,9 @@ double moe_mlp_bytes_per_token(const TransformerSpec& spec, double w, double cap
   const MoeSpec& m = *spec.moe;
   const double h = static_cast<double>(spec.hidden);
   const double k = static_cast<double>(m.top_k);
-  const double f = capacity * k * static_cast<double>(m.expert_ffn) +
-                   static_cast<double>(m.shared_experts) *
-                       static_cast<double>(m.shared_ffn > 0 ? m.shared_ffn : m.expert_ffn);
+  const double f =
+      capacity * k * static_cast<double>(m.expert_ffn) +
+      static_cast<double>(m.shared_experts) * static_cast<double>(m.shared_ffn > 0 ? m.shared_ffn : m.expert_ffn);
   const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
   const double moe = (mlp_input + (spec.gated_mlp ? 4.0 : 2.0) * f) * w + h + 4.0 * static_cast<double>(m.experts) +
                      2.0 * capacity * k * h * w;
@@ -186,8 +185,7 @@ double layer_bytes_per_token(const TransformerSpec& spec, double w, double capac
 /// Flash attention (Dao et al. 2022; FlashAttention-2, Dao 2023, Alg. 1) keeps only the
 /// fp32 logsumexp per row and head: 4·a·s·b. Selective recompute (Korthikanti Sec. 5)
 /// recomputes the core attention and stores neither.
-double score_bytes(const TransformerSpec& spec, double b, double s, Recompute r, bool flash,
-                   double w) {
+double score_bytes(const TransformerSpec& spec, double b, double s, Recompute r, bool flash, double w) {
   if (r == Recompute::selective) return 0.0;
   const double a = static_cast<double>(spec.heads);
   if (flash) return 4.0 * a * s * b;
@@ -196,8 +194,8 @@ double score_bytes(const TransformerSpec& spec, double b, double s, Recompute r,
 
 /// One layer's activation bytes at element width w (see activation_bytes_per_layer).
 /// Full recompute (Korthikanti Sec. 4.2 / 5): only the layer input, s·b·h·w.
-double layer_activation_bytes(const TransformerSpec& spec, double b, double s, Recompute r,
-                              bool flash, double w, int tp = 1, bool sp = false, double capacity = 1.0) {
+double layer_activation_bytes(const TransformerSpec& spec, double b, double s, Recompute r, bool flash, double w,
+                              int tp = 1, bool sp = false, double capacity = 1.0) {
   const double t = tp;
   const double h = static_cast<double>(spec.hidden);
   if (r == Recompute::full) return s * b * h * w / (sp ? t : 1.0);
@@ -253,14 +251,19 @@ double logits_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
 double comm_buffer_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& in) {
   const double w = working_bytes(in.precision);
   switch (s) {
-    case Strategy::ddp: return in.gradient_as_bucket_view ? 0.0 : w * c.trainable;
-    case Strategy::fsdp_no_shard: return 0.0;
+    case Strategy::ddp:
+      return in.gradient_as_bucket_view ? 0.0 : w * c.trainable;
+    case Strategy::fsdp_no_shard:
+      return 0.0;
     case Strategy::zero1:
-    case Strategy::zero2: return 2.0 * in.bucket_bytes;
-    case Strategy::zero3: return in.bucket_bytes;
+    case Strategy::zero2:
+      return 2.0 * in.bucket_bytes;
+    case Strategy::zero3:
+      return in.bucket_bytes;
     case Strategy::fsdp_shard_grad_op:
     case Strategy::fsdp_full_shard:
-    case Strategy::fsdp_hybrid_shard: return w * c.per_layer_trainable;
+    case Strategy::fsdp_hybrid_shard:
+      return w * c.per_layer_trainable;
   }
   return 0.0;
 }
@@ -278,7 +281,8 @@ std::string shard_note(bool sharded, std::int64_t n) {
 /// offload its 16-bit shard (w B) (model/offload.hpp host_bytes_per_param).
 void host_memory(const ParamCounts& c, std::int64_t n, const MemoryInputs& in, MemoryBreakdown& out) {
   const double gpus = in.gpus_per_host, dn = static_cast<double>(n), w = working_bytes(in.precision);
-  out.host_terms.push_back({"optimizer", gpus * optimizer_bytes_per_param(in.optimizer, in.precision) * c.trainable / dn,
+  out.host_terms.push_back({"optimizer",
+                            gpus * optimizer_bytes_per_param(in.optimizer, in.precision) * c.trainable / dn,
                             fmt::format("fp32 master and moments of {} GPUs' partitions", in.gpus_per_host)});
   out.host_terms.push_back({"gradients", gpus * 4.0 * c.trainable / dn, "fp32 gradient partitions"});
   if (in.offload == OffloadKind::parameters)
@@ -310,9 +314,7 @@ OptimizerKind parse_optimizer(std::string_view text) {
   throw std::invalid_argument(msg);
 }
 
-std::vector<std::string> optimizer_names() {
-  return {kOptimizerNames.begin(), kOptimizerNames.end()};
-}
+std::vector<std::string> optimizer_names() { return {kOptimizerNames.begin(), kOptimizerNames.end()}; }
 
 std::string_view name(MemoryVerdict v) { return kVerdictNames[static_cast<int>(v)]; }
 
@@ -329,15 +331,15 @@ std::int64_t largest_module_params(const TransformerSpec& spec) {
     return out;
   };
   const std::array<std::int64_t, 10> modules{
-      mul(v, h),                                             // token embedding
+      mul(v, h),  // token embedding
       spec.positional == Positional::learned ? mul(spec.max_positions, h) : 0,
-      mul(spec.type_vocab, h),                               // BERT token types
-      spec.tied_embeddings ? 0 : mul(v, h),                  // untied LM head
-      add(mul(q, h), bias * q),                              // q (and o)
-      add(mul(d, h), bias * d),                              // k, v
-      add(mul(f, h), bias * f),                              // up (gate)
-      add(mul(h, f), bias * h),                              // down
-      spec.pooler ? add(mul(h, h), h) : 0,                   // pooler
+      mul(spec.type_vocab, h),               // BERT token types
+      spec.tied_embeddings ? 0 : mul(v, h),  // untied LM head
+      add(mul(q, h), bias * q),              // q (and o)
+      add(mul(d, h), bias * d),              // k, v
+      add(mul(f, h), bias * f),              // up (gate)
+      add(mul(h, f), bias * h),              // down
+      spec.pooler ? add(mul(h, h), h) : 0,   // pooler
       0,
   };
   return *std::max_element(modules.begin(), modules.end());
@@ -365,16 +367,17 @@ ParamCounts param_counts(const TransformerSpec& spec, const LoraSpec* lora) {
 }
 
 std::int64_t shard_degree(Strategy strategy, std::int64_t gpus, std::int64_t gpus_per_node) {
-  if (gpus < 1 || gpus_per_node < 1)
-    throw std::invalid_argument("shard degree needs gpus >= 1 and gpus_per_node >= 1");
+  if (gpus < 1 || gpus_per_node < 1) throw std::invalid_argument("shard degree needs gpus >= 1 and gpus_per_node >= 1");
   switch (strategy) {
     case Strategy::ddp:
-    case Strategy::fsdp_no_shard: return 1;
-    case Strategy::fsdp_hybrid_shard: return std::min(gpus, gpus_per_node);
-    default: return gpus;
+    case Strategy::fsdp_no_shard:
+      return 1;
+    case Strategy::fsdp_hybrid_shard:
+      return std::min(gpus, gpus_per_node);
+    default:
+      return gpus;
   }
 }
-
 
 ModelStateBytes model_state_bytes(const ParamCounts& c, const MemoryInputs& in) {
   const std::int64_t n = shard_degree(in.strategy, in.gpus, in.gpus_per_node);
@@ -394,11 +397,10 @@ MemoryVerdict memory_verdict(double total_bytes, double capacity_bytes) {
   return MemoryVerdict::fits;
 }
 
-double activation_bytes_per_layer(const TransformerSpec& spec, std::int64_t micro_batch,
-                                  std::int64_t seq_len, Recompute recompute,
-                                  bool flash_attention) {
-  return layer_activation_bytes(spec, static_cast<double>(micro_batch),
-                                static_cast<double>(seq_len), recompute, flash_attention, 2.0);
+double activation_bytes_per_layer(const TransformerSpec& spec, std::int64_t micro_batch, std::int64_t seq_len,
+                                  Recompute recompute, bool flash_attention) {
+  return layer_activation_bytes(spec, static_cast<double>(micro_batch), static_cast<double>(seq_len), recompute,
+                                flash_attention, 2.0);
 }
 
 namespace {
@@ -450,8 +452,7 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
   ParamCounts c = param_counts(spec, in.lora);
   require(in.pp >= 1 && in.in_flight >= 1, "pp and in_flight must be >= 1");
   if (in.tp > 1) {  // Megatron splits every weight matrix and the vocabulary t ways
-    for (double* v : {&c.stored, &c.per_layer, &c.largest_module, &c.trainable, &c.per_layer_trainable})
-      *v /= in.tp;
+    for (double* v : {&c.stored, &c.per_layer, &c.largest_module, &c.trainable, &c.per_layer_trainable}) *v /= in.tp;
   }
   if (in.pp > 1) {  // a stage holds 1/pp of the model (its layers; the split is near even)
     c.stored /= in.pp;
@@ -492,20 +493,19 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
                   s == Strategy::fsdp_shard_grad_op ? " (SHARD_GRAD_OP keeps them gathered)" : ""));
   add("gradients", m.gradients,
       fmt::format("{} for {:.4g} trainable params, {}",
-                  ds ? "16-bit + fp32 partition (DeepSpeed)" : fmt::format("{}-bit", 8 * w),
-                  c.trainable, shard_note(shards_gradients(s), n)));
+                  ds ? "16-bit + fp32 partition (DeepSpeed)" : fmt::format("{}-bit", 8 * w), c.trainable,
+                  shard_note(shards_gradients(s), n)));
   add("optimizer", m.optimizer,
       offload ? std::string("on the host (CPU offload)")
               : fmt::format("{} B/param ({}), {}", optimizer_bytes_per_param(in.optimizer, in.precision),
                             name(in.optimizer), shard_note(shards_optimizer(s), n)));
   add("gathered_params", m.gathered_params,
-      m.gathered_params == 0 ? std::string("none")
-      : ds && s == Strategy::zero3
-          ? std::string("4 x largest module (DeepSpeed estimator)")
-          : fmt::format("{} gathered block(s)", in.prefetch_layers + 1));
+      m.gathered_params == 0       ? std::string("none")
+      : ds && s == Strategy::zero3 ? std::string("4 x largest module (DeepSpeed estimator)")
+                                   : fmt::format("{} gathered block(s)", in.prefetch_layers + 1));
   add("activations", activations_bytes(spec, in),
-      fmt::format("Korthikanti per layer x {} layers, recompute {}, flash {}{}", spec.layers,
-                  name(in.recompute), in.flash_attention ? "on" : "off",
+      fmt::format("Korthikanti per layer x {} layers, recompute {}, flash {}{}", spec.layers, name(in.recompute),
+                  in.flash_attention ? "on" : "off",
                   spec.moe ? fmt::format(", MoE capacity factor {:g}", in.moe_capacity_factor) : ""));
   add("logits", logits_bytes(spec, in), fmt::format("b*s*V*({} + 4 fp32 loss)", w));
   ParamCounts local = c;  // what this GPU's gradient buffers hold: 1/ep of a MoE model's experts

@@ -46,15 +46,15 @@ inline constexpr double kTightFraction = 0.9;
 
 struct MemoryInputs {
   const TransformerSpec* model = nullptr;
-  std::int64_t micro_batch = 1;   ///< sequences per GPU per micro-step
-  std::int64_t seq_len = 0;       ///< tokens per sequence
+  std::int64_t micro_batch = 1;  ///< sequences per GPU per micro-step
+  std::int64_t seq_len = 0;      ///< tokens per sequence
   Precision precision = Precision::bf16_mixed;
   OptimizerKind optimizer = OptimizerKind::adam_mixed_16;
   Recompute recompute = Recompute::none;
-  bool flash_attention = true;    ///< no s x s score matrix kept (Dao et al. 2022)
-  const LoraSpec* lora = nullptr; ///< frozen base: no grads/optimizer for base weights
+  bool flash_attention = true;     ///< no s x s score matrix kept (Dao et al. 2022)
+  const LoraSpec* lora = nullptr;  ///< frozen base: no grads/optimizer for base weights
   Strategy strategy = Strategy::ddp;
-  std::int64_t gpus = 1;          ///< data-parallel world size (GPUs / tp)
+  std::int64_t gpus = 1;  ///< data-parallel world size (GPUs / tp)
   /// Tensor-parallel degree (Megatron): weights, gradients, optimizer state, the layers'
   /// t-split activations and the vocab-parallel logits are 1/t per GPU; the h-wide
   /// activations (norm and block inputs, dropout masks: 4hw + 2h bytes per token,
@@ -87,11 +87,11 @@ struct MemoryInputs {
   OffloadKind offload = OffloadKind::none;
   int gpus_per_host = 1;
   double host_capacity_bytes = 0;
-  std::int64_t gpus_per_node = 1; ///< HYBRID_SHARD shards within a node
-  double bucket_bytes = 25e6;     ///< DDP/ZeRO gradient bucket (PyTorch DDP default 25 MB)
-  int prefetch_layers = 1;        ///< ZeRO-3/FSDP layers gathered ahead of use
-  double capacity_bytes = 0;      ///< GPU memory (bytes); must be > 0
-  double cuda_context_bytes = 0;  ///< per-process CUDA context + workspace (bytes)
+  std::int64_t gpus_per_node = 1;  ///< HYBRID_SHARD shards within a node
+  double bucket_bytes = 25e6;      ///< DDP/ZeRO gradient bucket (PyTorch DDP default 25 MB)
+  int prefetch_layers = 1;         ///< ZeRO-3/FSDP layers gathered ahead of use
+  double capacity_bytes = 0;       ///< GPU memory (bytes); must be > 0
+  double cuda_context_bytes = 0;   ///< per-process CUDA context + workspace (bytes)
   /// PyTorch DDP's `gradient_as_bucket_view` (default False): when false, DDP's flat
   /// all-reduce buckets are a second copy of every gradient (PyTorch DDP docs: setting it
   /// True saves "the total gradients size"). Only used for Strategy::ddp.
@@ -115,7 +115,7 @@ struct MemoryBreakdown {
   double total_bytes = 0;
   double capacity_bytes = 0;
   MemoryVerdict verdict = MemoryVerdict::fits;  ///< tight when total > 90% of capacity
-  std::vector<std::string> largest;  ///< names of the largest terms, largest first (up to 3)
+  std::vector<std::string> largest;             ///< names of the largest terms, largest first (up to 3)
   /// Host memory under CPU offload, per host (all its GPUs' partitions); empty without.
   std::vector<MemoryTerm> host_terms;
   double host_total_bytes = 0;
@@ -179,8 +179,8 @@ MemoryVerdict memory_verdict(double total_bytes, double capacity_bytes);
 /// ffn_hidden, kv_heads, gated MLP and parallel block. The 5·a·s/h score term vanishes with
 /// flash attention (which keeps a 4·a·s·b fp32 logsumexp instead) and with selective
 /// recompute; full recompute keeps only the 2·s·b·h layer input.
-double activation_bytes_per_layer(const TransformerSpec& spec, std::int64_t micro_batch,
-                                  std::int64_t seq_len, Recompute recompute, bool flash_attention);
+double activation_bytes_per_layer(const TransformerSpec& spec, std::int64_t micro_batch, std::int64_t seq_len,
+                                  Recompute recompute, bool flash_attention);
 
 /// The whole per-GPU breakdown. Terms, in this order: weights, gradients, optimizer,
 /// gathered_params, activations, logits, comm_buffers, cuda_context, fragmentation.

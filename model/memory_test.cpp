@@ -80,9 +80,7 @@ MemoryInputs base_inputs(const TransformerSpec& spec, Strategy strategy, std::in
   return in;
 }
 
-double model_states(const MemoryInputs& in) {
-  return model_state_bytes(param_counts(*in.model, in.lora), in).total();
-}
+double model_states(const MemoryInputs& in) { return model_state_bytes(param_counts(*in.model, in.lora), in).total(); }
 
 double total(const MemoryInputs& in) { return memory_per_gpu(in).total_bytes; }
 
@@ -181,11 +179,9 @@ TEST_CASE("Korthikanti: activations per layer = s·b·h·(34 + 5·a·s/h) for ff
         CHECK(activation_bytes_per_layer(spec, b, s, Recompute::none, true) ==
               doctest::Approx(34 * sbh + 4 * a * s * b));
         // Selective recompute (Korthikanti Sec. 5): 34·s·b·h.
-        CHECK(activation_bytes_per_layer(spec, b, s, Recompute::selective, false) ==
-              doctest::Approx(34 * sbh));
+        CHECK(activation_bytes_per_layer(spec, b, s, Recompute::selective, false) == doctest::Approx(34 * sbh));
         // Full recompute: the 2·s·b·h layer input only.
-        CHECK(activation_bytes_per_layer(spec, b, s, Recompute::full, false) ==
-              doctest::Approx(2 * sbh));
+        CHECK(activation_bytes_per_layer(spec, b, s, Recompute::full, false) == doctest::Approx(2 * sbh));
       }
     }
   }
@@ -211,8 +207,8 @@ TEST_CASE("generalised activations: GQA width d and SwiGLU width f replace h and
 TEST_CASE("ZeRO stage k+1 never needs more memory than stage k") {
   // ZeRO paper Sec. 5: each stage shards one more state, never adds one.
   for (const TransformerSpec& spec : {gpt2_xl(), llama2_7b()}) {
-    for (OptimizerKind opt : {OptimizerKind::adam_mixed_16, OptimizerKind::adam_deepspeed_18,
-                              OptimizerKind::sgd_momentum}) {
+    for (OptimizerKind opt :
+         {OptimizerKind::adam_mixed_16, OptimizerKind::adam_deepspeed_18, OptimizerKind::sgd_momentum}) {
       for (std::int64_t n : kGpuCounts) {
         CAPTURE(spec.name);
         CAPTURE(name(opt));
@@ -270,14 +266,13 @@ TEST_CASE("on one GPU the sharded strategies hold the unsharded model states") {
   // ZeRO paper: the 1/N terms at N = 1 are the DDP terms (16Ψ); FSDP falls back to NO_SHARD.
   // adam_deepspeed ZeRO-3 is excluded: the estimator adds 4·largest_layer even at N = 1.
   const TransformerSpec spec = gpt2_xl();
-  for (OptimizerKind opt : {OptimizerKind::adam_mixed_16, OptimizerKind::sgd_momentum,
-                            OptimizerKind::adam_deepspeed_18}) {
+  for (OptimizerKind opt :
+       {OptimizerKind::adam_mixed_16, OptimizerKind::sgd_momentum, OptimizerKind::adam_deepspeed_18}) {
     MemoryInputs ddp = base_inputs(spec, Strategy::ddp, 1);
     ddp.optimizer = opt;
     const double unsharded = model_states(ddp);
-    for (Strategy s : {Strategy::zero1, Strategy::zero2, Strategy::zero3,
-                       Strategy::fsdp_full_shard, Strategy::fsdp_shard_grad_op,
-                       Strategy::fsdp_hybrid_shard, Strategy::fsdp_no_shard}) {
+    for (Strategy s : {Strategy::zero1, Strategy::zero2, Strategy::zero3, Strategy::fsdp_full_shard,
+                       Strategy::fsdp_shard_grad_op, Strategy::fsdp_hybrid_shard, Strategy::fsdp_no_shard}) {
       if (opt == OptimizerKind::adam_deepspeed_18 && s == Strategy::zero3) continue;
       MemoryInputs in = base_inputs(spec, s, 1);
       in.optimizer = opt;
@@ -287,8 +282,7 @@ TEST_CASE("on one GPU the sharded strategies hold the unsharded model states") {
     }
   }
   // And the DDP figure itself is 16 B/param for Adam mixed (ZeRO paper, K = 12).
-  CHECK(model_states(base_inputs(spec, Strategy::ddp, 1)) ==
-        doctest::Approx(16.0 * 1557611200.0));
+  CHECK(model_states(base_inputs(spec, Strategy::ddp, 1)) == doctest::Approx(16.0 * 1557611200.0));
 }
 
 TEST_CASE("SHARD_GRAD_OP holds full weights at the peak, FULL_SHARD a 1/N shard plus gathered blocks") {
@@ -382,9 +376,8 @@ TEST_CASE("memory_per_gpu: fixed term order, total is the sum, largest terms nam
   const TransformerSpec spec = llama2_7b();
   MemoryInputs in = base_inputs(spec, Strategy::ddp, 8);
   const MemoryBreakdown b = memory_per_gpu(in);
-  const char* order[] = {"weights",      "gradients",    "optimizer",   "gathered_params",
-                         "activations", "logits",       "comm_buffers", "cuda_context",
-                         "fragmentation"};
+  const char* order[] = {"weights", "gradients",    "optimizer",    "gathered_params", "activations",
+                         "logits",  "comm_buffers", "cuda_context", "fragmentation"};
   REQUIRE(b.terms.size() == 9);
   double sum = 0;
   for (std::size_t i = 0; i < b.terms.size(); ++i) {
@@ -431,8 +424,7 @@ TEST_CASE("micro-step times: micro_batch x seq_len is checked, huge but valid on
   const DeviceRates d = catalog_device_rates(*find_gpu("a100-sxm4-80gb"), Dtype::bf16, AttentionKernel::flash2);
   const KernelChoice k;
   FlopsOptions o;
-  CHECK_THROWS_AS(micro_step_times(spec, std::int64_t{1} << 40, std::int64_t{1} << 30, Precision::bf16_mixed, o,
-                                   k, d),
+  CHECK_THROWS_AS(micro_step_times(spec, std::int64_t{1} << 40, std::int64_t{1} << 30, Precision::bf16_mixed, o, k, d),
                   std::invalid_argument);
   // Fuzz finding F4: micro_batch 0 from a record is an error, never an assert.
   CHECK_THROWS_AS(micro_step_times(spec, 0, 1024, Precision::bf16_mixed, o, k, d), std::invalid_argument);
@@ -443,7 +435,6 @@ TEST_CASE("micro-step times: micro_batch x seq_len is checked, huge but valid on
   CHECK(t.forward_s > 0);
   CHECK(t.backward_s > t.forward_s);
 }
-
 
 TEST_CASE("context parallelism: activations and logits are those of s/cp tokens; model states shard over DP x CP") {
   const TransformerSpec spec = *find_model("llama-2-7b");
@@ -461,8 +452,9 @@ TEST_CASE("context parallelism: activations and logits are those of s/cp tokens;
   CHECK_THROWS_AS(memory_per_gpu(cp), std::invalid_argument);
 }
 
-TEST_CASE("CPU offload: the optimizer leaves the GPU for the host, which holds 16 B per parameter of every "
-          "GPU's partition; the verdict names what runs out") {
+TEST_CASE(
+    "CPU offload: the optimizer leaves the GPU for the host, which holds 16 B per parameter of every "
+    "GPU's partition; the verdict names what runs out") {
   const TransformerSpec spec = *find_model("llama-2-7b");
   MemoryInputs in = base_inputs(spec, Strategy::zero2, 8);
   const MemoryBreakdown gpu_only = memory_per_gpu(in);
@@ -519,7 +511,9 @@ TEST_CASE("MoE memory: a GPU holds 1/ep of the routed experts; ZeRO shards them 
   CHECK_THROWS_AS(memory_per_gpu(ep2), std::invalid_argument);
 }
 
-TEST_CASE("MoE activations grow with the capacity factor: c·k expert-widths of inner activations and dispatch copies") {
+TEST_CASE(
+    "MoE activations grow with the capacity factor: c·k expert-widths of inner activations and dispatch "
+    "copies") {
   const TransformerSpec* mix = find_model("mixtral-8x7b");
   REQUIRE(mix != nullptr);
   MemoryInputs in = base_inputs(*mix, Strategy::zero1, 8);
@@ -530,6 +524,5 @@ TEST_CASE("MoE activations grow with the capacity factor: c·k expert-widths of 
   // Per token and layer the factor scales (4·k·f_e + 2·k·h)·w: 0.5 x (4·2·14336 + 2·2·4096)·2.
   CHECK(a15 - a1 == doctest::Approx(32.0 * 1024 * 0.5 * (4.0 * 2 * 14336 + 2.0 * 2 * 4096) * 2));
 }
-
 
 }  // namespace stepcast

@@ -14,8 +14,9 @@ namespace {
 void check(const MoeSpec& m) {
   if (m.experts < 1 || m.top_k < 1 || m.top_k > m.experts || m.shared_experts < 0 || m.expert_ffn < 1 ||
       m.shared_ffn < 0 || m.first_dense_layers < 0 || m.moe_every < 1)
-    throw std::invalid_argument("MoE spec: expected experts >= 1, 1 <= top_k <= experts, shared_experts >= 0, "
-                                "expert_ffn >= 1, shared_ffn >= 0, first_dense_layers >= 0, moe_every >= 1");
+    throw std::invalid_argument(
+        "MoE spec: expected experts >= 1, 1 <= top_k <= experts, shared_experts >= 0, "
+        "expert_ffn >= 1, shared_ffn >= 0, first_dense_layers >= 0, moe_every >= 1");
 }
 
 std::int64_t shared_width(const MoeSpec& m) { return m.shared_ffn > 0 ? m.shared_ffn : m.expert_ffn; }
@@ -84,8 +85,8 @@ double moe_layer_share(const TransformerSpec& spec) {
   return static_cast<double>(moe_layer_count(spec.layers, *spec.moe)) / static_cast<double>(spec.layers);
 }
 
-std::vector<GroupedGemm> moe_layer_gemms(const TransformerSpec& spec, const MoeSpec& moe, std::int64_t tokens,
-                                         int ep, double imbalance) {
+std::vector<GroupedGemm> moe_layer_gemms(const TransformerSpec& spec, const MoeSpec& moe, std::int64_t tokens, int ep,
+                                         double imbalance) {
   if (tokens < 1) throw std::invalid_argument("MoE GEMMs need >= 1 token");
   const ExpertWork w = expert_work(spec, moe, static_cast<double>(tokens), ep, imbalance);
   const std::int64_t rows = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(w.rows_per_expert)));

@@ -17,7 +17,6 @@ struct CommFabric;
 
 /// (MoeSpec itself is in model/transformer.hpp: a model carries it.)
 
-
 /// Layers with a MoE MLP: i >= first_dense_layers with (i - first_dense_layers) % moe_every == 0,
 /// for i in [0, layers). Throws std::invalid_argument on counts below their minimum.
 std::int64_t moe_layer_count(std::int64_t layers, const MoeSpec& moe);
@@ -45,12 +44,11 @@ MoeParameters moe_parameters(const TransformerSpec& spec, const MoeSpec& moe);
 /// rank's load over the mean) scales them. Each local expert runs its GEMMs on that many
 /// rows (a grouped GEMM: one launch, each expert's tiles).
 struct ExpertWork {
-  std::int64_t local_experts = 0;   ///< E / ep
-  double rows_per_expert = 0;       ///< tokens·k·ep/E · imbalance
-  double flops_forward = 0;         ///< 2 · rows · (expert parameters) per local expert, summed
+  std::int64_t local_experts = 0;  ///< E / ep
+  double rows_per_expert = 0;      ///< tokens·k·ep/E · imbalance
+  double flops_forward = 0;        ///< 2 · rows · (expert parameters) per local expert, summed
 };
-ExpertWork expert_work(const TransformerSpec& spec, const MoeSpec& moe, double tokens, int ep,
-                       double imbalance = 1.0);
+ExpertWork expert_work(const TransformerSpec& spec, const MoeSpec& moe, double tokens, int ep, double imbalance = 1.0);
 
 /// Routed-expert parameters of the whole model: MoE layers x E x expert_parameters (0 for a
 /// dense model): the part expert parallelism spreads over its ranks.
@@ -63,7 +61,7 @@ double moe_layer_share(const TransformerSpec& spec);
 /// One GEMM of a MoE MLP run as `groups` equal GEMMs in one launch (a grouped GEMM: each
 /// local expert's tiles; cuBLAS/CUTLASS grouped GEMM as Megatron-Core's GroupedMLP runs it).
 struct GroupedGemm {
-  GemmShape shape;          ///< one group's (m x k)·(k x n); count_per_layer as in GemmShape
+  GemmShape shape;  ///< one group's (m x k)·(k x n); count_per_layer as in GemmShape
   std::int64_t groups = 1;
 };
 
@@ -71,8 +69,8 @@ struct GroupedGemm {
 /// (tokens x h)·(h x E); the local experts' up (gate and up when gated) and down GEMMs, E/ep
 /// groups of ceil(tokens·k·ep/E · imbalance) rows (expert_work); the shared experts' up and
 /// down GEMMs over all tokens, S·shared_ffn wide (the S experts side by side).
-std::vector<GroupedGemm> moe_layer_gemms(const TransformerSpec& spec, const MoeSpec& moe, std::int64_t tokens,
-                                         int ep, double imbalance = 1.0);
+std::vector<GroupedGemm> moe_layer_gemms(const TransformerSpec& spec, const MoeSpec& moe, std::int64_t tokens, int ep,
+                                         double imbalance = 1.0);
 
 /// Bytes the token permutation of one MoE layer moves, forward, at `w` bytes per element:
 /// dispatch gathers each token's k copies into expert order (reads and writes tokens·k·h

@@ -149,8 +149,9 @@ TEST_CASE("every MoE catalog entry's total and active counts match the published
   CHECK(moe_layer_count(v3->layers, *v3->moe) == 58);
 }
 
-TEST_CASE("one expert, top-1, no shared expert: the MoE model's counts and FLOPs are the dense model's, "
-          "but for the 1-wide router") {
+TEST_CASE(
+    "one expert, top-1, no shared expert: the MoE model's counts and FLOPs are the dense model's, "
+    "but for the 1-wide router") {
   TransformerSpec dense = mixtral_dense_shape();
   TransformerSpec moe = dense;
   moe.moe = MoeSpec{1, 1, 0, dense.ffn_hidden, 0, 0, 1};
@@ -187,7 +188,7 @@ TEST_CASE("MoE layer GEMMs: E/ep groups of tokens·k·ep/E rows, the router and 
   REQUIRE(g.size() == 5);
   CHECK(g[0].shape.name == "router");
   CHECK(g[0].shape.n == 256);
-  CHECK(g[1].groups == 4);               // 256 experts over 64 ranks
+  CHECK(g[1].groups == 4);                     // 256 experts over 64 ranks
   CHECK(g[1].shape.m == 4096 * 8 * 64 / 256);  // 8192 rows per local expert
   CHECK(g[1].shape.count_per_layer == 2);      // gate and up
   CHECK(g[3].shape.n == 2048);                 // one shared expert

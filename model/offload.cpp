@@ -28,8 +28,10 @@ std::vector<std::string> offload_names() { return {kOffload.begin(), kOffload.en
 
 bool offload_supported(OffloadKind kind, Strategy s) {
   switch (kind) {
-    case OffloadKind::none: return true;
-    case OffloadKind::optimizer: return s == Strategy::zero1 || s == Strategy::zero2 || s == Strategy::zero3;
+    case OffloadKind::none:
+      return true;
+    case OffloadKind::optimizer:
+      return s == Strategy::zero1 || s == Strategy::zero2 || s == Strategy::zero3;
     case OffloadKind::parameters:
       return s == Strategy::zero3 || s == Strategy::fsdp_full_shard || s == Strategy::fsdp_shard_grad_op ||
              s == Strategy::fsdp_hybrid_shard;
@@ -48,18 +50,24 @@ double pcie_bytes_per_param(OffloadKind kind, Strategy s, std::int64_t micro_ste
   if (w <= 0) throw std::invalid_argument("PCIe bytes need w > 0");
   const double m = static_cast<double>(micro_steps);
   switch (kind) {
-    case OffloadKind::none: return 0;
-    case OffloadKind::optimizer: return w * static_cast<double>(gradient_copies(s, micro_steps)) + w;
-    case OffloadKind::parameters: return w * m + w * gathers_per_micro_step(s) * m;
+    case OffloadKind::none:
+      return 0;
+    case OffloadKind::optimizer:
+      return w * static_cast<double>(gradient_copies(s, micro_steps)) + w;
+    case OffloadKind::parameters:
+      return w * m + w * gathers_per_micro_step(s) * m;
   }
   return 0;
 }
 
 double host_bytes_per_param(OffloadKind kind, double w) {
   switch (kind) {
-    case OffloadKind::none: return 0;
-    case OffloadKind::optimizer: return 16;
-    case OffloadKind::parameters: return 16 + w;
+    case OffloadKind::none:
+      return 0;
+    case OffloadKind::optimizer:
+      return 16;
+    case OffloadKind::parameters:
+      return 16 + w;
   }
   return 0;
 }
@@ -78,7 +86,8 @@ OffloadTimes offload_times(const OffloadInputs& in) {
   t.down_s = copies * one_copy_s;
   const double arrivals = in.kind == OffloadKind::parameters ? m : copies;
   if (in.kind == OffloadKind::parameters) t.down_s = m * one_copy_s;
-  const double dram_s = in.gpus_per_host * P * (kCpuAdamBytesPerParam + arrivals * gradient_arrival_bytes_per_param(w)) /
+  const double dram_s = in.gpus_per_host * P *
+                        (kCpuAdamBytesPerParam + arrivals * gradient_arrival_bytes_per_param(w)) /
                         (in.host_memory_GBps * kHostMemoryEfficiency * 1e9);
   const double cores_s = in.host_cores > 0 ? in.gpus_per_host * P / (in.host_cores * kCpuAdamParamsPerCoreSecond) : 0;
   t.cpu_s = std::max(dram_s, cores_s);

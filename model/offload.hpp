@@ -85,24 +85,24 @@ double host_bytes_per_param(OffloadKind kind, double w);
 struct OffloadInputs {
   OffloadKind kind = OffloadKind::none;
   Strategy strategy = Strategy::zero2;
-  double local_params = 0;          ///< P: trainable parameters of this GPU's partition
+  double local_params = 0;  ///< P: trainable parameters of this GPU's partition
   std::int64_t micro_steps = 1;
-  double w = 2;                     ///< bytes per 16-bit element
-  int gpus_per_host = 1;            ///< GPUs whose partitions the host's CPUs update
-  int host_cores = 0;               ///< the host's physical cores (0: not known, DRAM bound only)
-  double pcie_GBps = 0;             ///< per GPU, all GPUs copying at once
-  double host_memory_GBps = 0;      ///< DRAM wire rate of the host
-  bool delayed_update = false;      ///< ZeRO-Offload's one-step delayed parameter update
+  double w = 2;                 ///< bytes per 16-bit element
+  int gpus_per_host = 1;        ///< GPUs whose partitions the host's CPUs update
+  int host_cores = 0;           ///< the host's physical cores (0: not known, DRAM bound only)
+  double pcie_GBps = 0;         ///< per GPU, all GPUs copying at once
+  double host_memory_GBps = 0;  ///< DRAM wire rate of the host
+  bool delayed_update = false;  ///< ZeRO-Offload's one-step delayed parameter update
   /// One micro-step's GPU work the copies hide behind, and the whole step's.
   double forward_s = 0, backward_s = 0, step_compute_s = 0;
 };
 
 /// Times of one GPU's offload per optimizer step, seconds.
 struct OffloadTimes {
-  double down_s = 0;       ///< all gradient copies to the host
-  double up_s = 0;         ///< all parameter copies to the GPU
-  double cpu_s = 0;        ///< the host's Adam step plus the gradient arrivals (all GPUs)
-  double exposed_s = 0;    ///< what the GPU step waits for
+  double down_s = 0;     ///< all gradient copies to the host
+  double up_s = 0;       ///< all parameter copies to the GPU
+  double cpu_s = 0;      ///< the host's Adam step plus the gradient arrivals (all GPUs)
+  double exposed_s = 0;  ///< what the GPU step waits for
 };
 
 /// The offload's times (Ren et al. 2021, Sec. 4.1-4.3, Fig. 5's schedule):

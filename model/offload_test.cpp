@@ -61,8 +61,9 @@ OffloadInputs inputs(OffloadKind kind, Strategy s) {
 }
 }  // namespace
 
-TEST_CASE("offload times: CPU Adam over host memory, copies hidden behind backward, the step waits for Adam and "
-          "the copy up") {
+TEST_CASE(
+    "offload times: CPU Adam over host memory, copies hidden behind backward, the step waits for Adam and "
+    "the copy up") {
   const OffloadTimes t = offload_times(inputs(OffloadKind::optimizer, Strategy::zero2));
   CHECK(t.down_s == doctest::Approx(2 * 0.1));  // 2 micro-steps of 2 GB at 20 GB/s
   CHECK(t.up_s == doctest::Approx(0.1));
@@ -79,7 +80,7 @@ TEST_CASE("offload times: CPU Adam over host memory, copies hidden behind backwa
 TEST_CASE("offload times: CPU Adam takes the slower of host DRAM and the host's cores at 29.5M params/s each") {
   OffloadInputs in = inputs(OffloadKind::optimizer, Strategy::zero2);
   const double dram = 2 * 1e9 * (30 + 2 * 10) / (100e9 * kHostMemoryEfficiency);  // 1.33 s
-  in.host_cores = 0;  // cores unknown: DRAM alone
+  in.host_cores = 0;                                                              // cores unknown: DRAM alone
   CHECK(offload_times(in).cpu_s == doctest::Approx(dram));
   in.host_cores = 48;  // 2e9 params / (48 x 29.5e6) = 1.41 s > 1.33 s: the cores bound it
   CHECK(offload_times(in).cpu_s == doctest::Approx(2e9 / (48 * 29.5e6)));

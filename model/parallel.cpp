@@ -27,9 +27,7 @@ E parse_named(std::string_view text, const std::array<std::string_view, N>& name
   throw std::invalid_argument(msg);
 }
 
-[[noreturn]] void broken(const std::string& rule) {
-  throw std::invalid_argument("parallel layout: " + rule);
-}
+[[noreturn]] void broken(const std::string& rule) { throw std::invalid_argument("parallel layout: " + rule); }
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
@@ -38,32 +36,6 @@ void check_degrees(const ParallelLayout& l) {
       {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"vpp", l.vpp}}};
   for (const auto& [what, v] : degrees)
     if (v < 1) broken(std::string(what) + " must be >= 1, got " + str(v));
-}
-
-void check_tensor_parallel(const ParallelLayout& l, const TransformerSpec& spec, std::int64_t seq_len) {
-  const std::array<std::pair<const char*, std::int64_t>, 3> dims{
-      {{"heads", spec.heads}, {"kv_heads", spec.kv_heads}, {"ffn_hidden", spec.ffn_hidden}}};
-  for (const auto& [what, v] : dims)
-    if (v % l.tp != 0)
-      broken("tp " + str(l.tp) + " must divide " + what + " " + str(v) + " (model " + spec.name + ")");
-  if (l.sp && l.tp < 2) broken("sp (sequence parallelism) needs tp > 1, got tp 1");
-  if (l.sp && (seq_len / l.cp) % l.tp != 0)
-    broken("with sp, tp " + str(l.tp) + " must divide the sequence per CP rank " + str(seq_len / l.cp));
-}
-
-void check_pipeline(const ParallelLayout& l, const TransformerSpec& spec) {
-  const bool interleaved = l.schedule == PipelineScheduleKind::interleaved;
-  if (l.vpp > 1 && !interleaved)
-    broken("vpp " + str(l.vpp) + " > 1 needs the interleaved schedule, got " + std::string(name(l.schedule)));
-  if (interleaved && (l.vpp < 2 || l.pp < 2))
-    broken("the interleaved schedule needs vpp > 1 and pp > 1, got vpp " + str(l.vpp) + ", pp " + str(l.pp));
-  if (interleaved && spec.layers % (static_cast<std::int64_t>(l.pp) * l.vpp) != 0)
-    broken("interleaved: layers " + str(spec.layers) + " must be divisible by pp*vpp " +
-           str(static_cast<std::int64_t>(l.pp) * l.vpp));
-  if (spec.layers < l.pp) broken("pp " + str(l.pp) + " exceeds the layers " + str(spec.layers));
-  if (l.pp > 1 && (l.dp_sharding == Strategy::zero2 || l.dp_sharding == Strategy::zero3))
-    broken(std::string(name(l.dp_sharding)) + " with pp > 1: ZeRO-2 and ZeRO-3 are incompatible with pipeline "
-           "parallelism (DeepSpeed PipelineEngine)");
 }
 
 }  // namespace
@@ -79,19 +51,23 @@ GroupKind parse_group_kind(std::string_view s) { return parse_named<GroupKind>(s
 std::vector<std::string> group_kind_names() { return {kGroupKind.begin(), kGroupKind.end()}; }
 
 std::string_view name(CpCommKind v) { return kCpComm[static_cast<int>(v)]; }
-CpCommKind parse_cp_comm(std::string_view s) { return parse_named<CpCommKind>(s, kCpComm, "context-parallel exchange"); }
+CpCommKind parse_cp_comm(std::string_view s) {
+  return parse_named<CpCommKind>(s, kCpComm, "context-parallel exchange");
+}
 std::vector<std::string> cp_comm_names() { return {kCpComm.begin(), kCpComm.end()}; }
 
-std::int64_t ParallelLayout::gpus() const {
-  return static_cast<std::int64_t>(dp) * tp * pp * cp;
-}
+std::int64_t ParallelLayout::gpus() const { return static_cast<std::int64_t>(dp) * tp * pp * cp; }
 
 int ParallelLayout::degree(GroupKind kind) const {
   switch (kind) {
-    case GroupKind::tp: return tp;
-    case GroupKind::cp: return cp;
-    case GroupKind::dp: return dp;
-    case GroupKind::pp: return pp;
+    case GroupKind::tp:
+      return tp;
+    case GroupKind::cp:
+      return cp;
+    case GroupKind::dp:
+      return dp;
+    case GroupKind::pp:
+      return pp;
   }
   return 1;
 }
@@ -104,31 +80,37 @@ ParallelLayout data_parallel_layout(DpSharding sharding, int gpus) {
   return l;
 }
 
-void validate_layout(const ParallelLayout& layout, std::int64_t gpus, const TransformerSpec& spec,
-                     std::int64_t seq_len) {
-  check_degrees(layout);
-  if (layout.gpus() != gpus)
-    broken("dp*tp*pp*cp = " + str(layout.dp) + "*" + str(layout.tp) + "*" + str(layout.pp) + "*" +
-           str(layout.cp) + " = " + str(layout.gpus()) + " must equal the GPUs " + str(gpus));
-  const std::int64_t s = seq_len > 0 ? seq_len : spec.seq_len;
-  if (s < 1) broken("the sequence length must be >= 1, got " + str(s));
-  if (s % layout.cp != 0) broken("cp " + str(layout.cp) + " must divide seq_len " + str(s));
-  if (layout.cp > 1 && spec.kind == ModelKind::decoder && s % (2 * layout.cp) != 0)
-    broken("causal attention splits the sequence into 2*cp = " + str(2 * layout.cp) +
-           " chunks for load balance; it must divide seq_len " + str(s));
-  check_tensor_parallel(layout, spec, s);
-  check_pipeline(layout, spec);
+bool layout_divides_gpus(std::int64_t gpus, int tp, int cp, int pp) {
+  return gpus % (static_cast<std::int64_t>(tp) * cp * pp) == 0;
 }
+
+bool tp_splits_model(const TransformerSpec& spec, int tp) {
+  return spec.heads % tp == 0 && spec.kv_heads % tp == 0 && spec.ffn_hidden % tp == 0;
+}
+
+bool sp_splits_sequence(std::int64_t seq_len, int tp, int cp) {
+  return seq_len % (static_cast<std::int64_t>(tp) * cp) == 0;
+}
+
+std::int64_t cp_sequence_chunks(const TransformerSpec& spec, int cp) {
+  return spec.kind == ModelKind::decoder ? 2LL * cp : cp;
+}
+
+bool pipeline_runs_strategy(Strategy strategy) { return strategy == Strategy::ddp || strategy == Strategy::zero1; }
 
 // ---------------------------------------------------------------------------------------
 
 std::int64_t group_stride(const ParallelLayout& l, GroupKind kind) {
   check_degrees(l);
   switch (kind) {
-    case GroupKind::tp: return 1;
-    case GroupKind::cp: return l.tp;
-    case GroupKind::dp: return static_cast<std::int64_t>(l.tp) * l.cp;
-    case GroupKind::pp: return static_cast<std::int64_t>(l.tp) * l.cp * l.dp;
+    case GroupKind::tp:
+      return 1;
+    case GroupKind::cp:
+      return l.tp;
+    case GroupKind::dp:
+      return static_cast<std::int64_t>(l.tp) * l.cp;
+    case GroupKind::pp:
+      return static_cast<std::int64_t>(l.tp) * l.cp * l.dp;
   }
   return 1;
 }
@@ -140,8 +122,8 @@ std::int64_t rank_of(const ParallelLayout& l, const RankCoords& c) {
   std::int64_t rank = 0;
   for (std::size_t i = 0; i < kinds.size(); ++i) {
     if (coord[i] < 0 || coord[i] >= l.degree(kinds[i]))
-      broken(std::string(name(kinds[i])) + " coordinate " + str(coord[i]) + " outside [0, " +
-             str(l.degree(kinds[i])) + ")");
+      broken(std::string(name(kinds[i])) + " coordinate " + str(coord[i]) + " outside [0, " + str(l.degree(kinds[i])) +
+             ")");
     rank += coord[i] * group_stride(l, kinds[i]);
   }
   return rank;
@@ -253,17 +235,20 @@ std::vector<GemmShape> tp_layer_gemms(const TransformerSpec& spec, std::int64_t 
                                 str(spec.kv_heads) + " and ffn_hidden " + str(spec.ffn_hidden));
   std::vector<GemmShape> gemms = layer_gemms(spec, tokens);
   for (auto& g : gemms) {
-    if (g.name == "qkv" || g.name == "mlp_up") g.n /= tp;          // column-parallel
-    else if (g.name == "attn_out" || g.name == "mlp_down") g.k /= tp;  // row-parallel
-    else if (g.name == "lm_head") g.n = vocab_rows_per_rank(spec.vocab, tp);
+    if (g.name == "qkv" || g.name == "mlp_up")
+      g.n /= tp;  // column-parallel
+    else if (g.name == "attn_out" || g.name == "mlp_down")
+      g.k /= tp;  // row-parallel
+    else if (g.name == "lm_head")
+      g.n = vocab_rows_per_rank(spec.vocab, tp);
   }
   return gemms;
 }
 
 std::int64_t vocab_rows_per_rank(std::int64_t vocab, int tp, int divisible_by) {
   if (vocab < 1 || tp < 1 || divisible_by < 1)
-    throw std::invalid_argument("vocab rows need vocab, tp and divisible_by >= 1, got " + str(vocab) + ", " +
-                                str(tp) + ", " + str(divisible_by));
+    throw std::invalid_argument("vocab rows need vocab, tp and divisible_by >= 1, got " + str(vocab) + ", " + str(tp) +
+                                ", " + str(divisible_by));
   const std::int64_t multiple = static_cast<std::int64_t>(divisible_by) * tp;
   const std::int64_t padded = (vocab + multiple - 1) / multiple * multiple;
   return (padded + tp - 1) / tp;
@@ -281,8 +266,7 @@ double TpLayerComm::backward_bytes() const {
   return sum;
 }
 
-TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp,
-                          Recompute recompute) {
+TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp, Recompute recompute) {
   if (tokens < 1 || hidden < 1 || w <= 0 || tp < 1)
     throw std::invalid_argument("TP communication needs tokens, hidden, w and tp > 0");
   TpLayerComm out;
@@ -295,8 +279,7 @@ TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, in
     out.forward = {{Collective::all_reduce, 2, bytes}};
     out.backward = {{Collective::all_reduce, 2, bytes}};
   }
-  if (recompute == Recompute::full)
-    out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
+  if (recompute == Recompute::full) out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
   return out;
 }
 
@@ -308,12 +291,17 @@ double tp_overlap_exposed_s(const TpCollective& c, double comm_s) {
   };
   double total = x;
   switch (c.overlap) {
-    case TpOverlap::none: return x;
+    case TpOverlap::none:
+      return x;
     case TpOverlap::ring_exchange:
       total = c.chunks == 1 ? g + x : g / n + (n - 1) * std::max(g / n, x / (n - 1));
       break;
-    case TpOverlap::bulk: total = bulk(g, x); break;
-    case TpOverlap::pipeline: total = g / n + bulk((n - 1) * g / n, (n - 1) * x / n) + x / n; break;
+    case TpOverlap::bulk:
+      total = bulk(g, x);
+      break;
+    case TpOverlap::pipeline:
+      total = g / n + bulk((n - 1) * g / n, (n - 1) * x / n) + x / n;
+      break;
   }
   return std::max(0.0, total - g);
 }
@@ -334,34 +322,40 @@ TpLayerComm tp_layer_comm_overlapped(std::int64_t tokens, std::int64_t hidden, d
   const auto pipe = [&](double gemm_s) {
     return TpCollective{Collective::reduce_scatter, 1, bytes, TpOverlap::pipeline, gemm_s, kSplits, share};
   };
-  const auto bulk = [&](Collective op, double gemm_s) { return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share}; };
+  const auto bulk = [&](Collective op, double gemm_s) {
+    return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share};
+  };
   TpLayerComm out;
-  out.forward = {ring(Collective::all_gather, t.qkv_fprop), pipe(t.proj_fprop), ring(Collective::all_gather, t.fc1_fprop),
-                 pipe(t.fc2_fprop)};
-  out.backward = {ring(Collective::all_gather, t.fc2_dgrad),      bulk(Collective::all_gather, t.fc1_dgrad),
-                  bulk(Collective::reduce_scatter, t.fc1_wgrad),  ring(Collective::all_gather, t.proj_dgrad),
-                  bulk(Collective::all_gather, t.qkv_dgrad),      bulk(Collective::reduce_scatter, t.qkv_wgrad)};
-  if (recompute == Recompute::full)
-    out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
+  out.forward = {ring(Collective::all_gather, t.qkv_fprop), pipe(t.proj_fprop),
+                 ring(Collective::all_gather, t.fc1_fprop), pipe(t.fc2_fprop)};
+  out.backward = {ring(Collective::all_gather, t.fc2_dgrad),     bulk(Collective::all_gather, t.fc1_dgrad),
+                  bulk(Collective::reduce_scatter, t.fc1_wgrad), ring(Collective::all_gather, t.proj_dgrad),
+                  bulk(Collective::all_gather, t.qkv_dgrad),     bulk(Collective::reduce_scatter, t.qkv_wgrad)};
+  if (recompute == Recompute::full) out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
   return out;
 }
 
 TpLayerComm tp_layer_comm_async(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp,
                                 const TpLayerGemmTimes& t, double share, Recompute recompute) {
   if (tokens < 1 || hidden < 1 || w <= 0 || tp < 2 || !(share >= 0 && share < 1))
-    throw std::invalid_argument("asynchronous TP communication needs tokens, hidden, w > 0, tp >= 2 and an SM share "
-                                "in [0, 1)");
+    throw std::invalid_argument(
+        "asynchronous TP communication needs tokens, hidden, w > 0, tp >= 2 and an SM share "
+        "in [0, 1)");
   const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * w;
-  const auto beside = [&](Collective op, double gemm_s) { return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share}; };
+  const auto beside = [&](Collective op, double gemm_s) {
+    return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share};
+  };
   TpLayerComm out = tp_layer_comm(tokens, hidden, w, tp, sp, Recompute::none);
   if (sp)
-    out.backward = {{Collective::all_gather, 2, bytes},  // the output gradient's, before attention-out and MLP-down dgrad
-                    beside(Collective::all_gather, t.qkv_dgrad), beside(Collective::reduce_scatter, t.qkv_wgrad),
-                    beside(Collective::all_gather, t.fc1_dgrad), beside(Collective::reduce_scatter, t.fc1_wgrad)};
+    out.backward = {
+        {Collective::all_gather, 2, bytes},  // the output gradient's, before attention-out and MLP-down dgrad
+        beside(Collective::all_gather, t.qkv_dgrad),
+        beside(Collective::reduce_scatter, t.qkv_wgrad),
+        beside(Collective::all_gather, t.fc1_dgrad),
+        beside(Collective::reduce_scatter, t.fc1_wgrad)};
   else
     out.backward = {beside(Collective::all_reduce, t.qkv_wgrad), beside(Collective::all_reduce, t.fc1_wgrad)};
-  if (recompute == Recompute::full)
-    out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
+  if (recompute == Recompute::full) out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
   return out;
 }
 
@@ -392,7 +386,7 @@ StageParameters stage_parameters_per_gpu(const TransformerSpec& spec, int stage,
   const double attn = static_cast<double>(b.attention / spec.layers), mlp = static_cast<double>(b.mlp / spec.layers);
   const double layer_norms = static_cast<double>(b.per_layer) - attn - mlp;
   const double norm = spec.parallel_attn_mlp ? layer_norms : layer_norms / 2;  // one norm's parameters
-  const double row_biases = spec.linear_bias ? 2 * h : 0;  // attention out and MLP down
+  const double row_biases = spec.linear_bias ? 2 * h : 0;                      // attention out and MLP down
   StageParameters out;
   out.layers = layers[static_cast<std::size_t>(stage)] * ((attn + mlp - row_biases) / t + row_biases + layer_norms);
   const double word = static_cast<double>(vocab_rows_per_rank(spec.vocab, tp)) * h;
@@ -447,7 +441,8 @@ TpLayerComm cp_all_gather_comm(const TransformerSpec& spec, std::int64_t tokens,
 
 ParallelLayout expert_parallel_layout(const ParallelLayout& layout, int ep) {
   const int ranks = layout.dp * layout.cp;
-  if (layout.tp != 1) throw std::invalid_argument("expert parallelism with tp > 1 (expert tensor parallelism) is not modelled");
+  if (layout.tp != 1)
+    throw std::invalid_argument("expert parallelism with tp > 1 (expert tensor parallelism) is not modelled");
   if (ep < 1 || ranks % ep != 0)
     throw std::invalid_argument("expert parallelism " + std::to_string(ep) + " must divide the " +
                                 std::to_string(ranks) + " data-parallel (x context-parallel) ranks of a stage");
@@ -470,8 +465,7 @@ ParallelLayout gradient_group_layout(const ParallelLayout& layout) {
 std::vector<int> layers_per_chunk(std::int64_t layers, int pp, int vpp) {
   if (pp < 1 || vpp < 1) throw std::invalid_argument("pp and vpp must be >= 1");
   const std::int64_t n = static_cast<std::int64_t>(pp) * vpp;
-  if (layers < n)
-    throw std::invalid_argument("layers " + str(layers) + " fewer than the pp*vpp " + str(n) + " chunks");
+  if (layers < n) throw std::invalid_argument("layers " + str(layers) + " fewer than the pp*vpp " + str(n) + " chunks");
   const std::int64_t q = layers / n, r = layers % n;
   std::vector<int> out(static_cast<std::size_t>(n), static_cast<int>(q));
   for (std::int64_t c = 1; c <= r; ++c) ++out[static_cast<std::size_t>(c)];
@@ -487,8 +481,10 @@ std::vector<int> layers_per_stage(std::int64_t layers, int pp, int vpp) {
 
 std::string_view name(StageSplit s) {
   switch (s) {
-    case StageSplit::even: return "even";
-    case StageSplit::balanced: return "balanced";
+    case StageSplit::even:
+      return "even";
+    case StageSplit::balanced:
+      return "balanced";
   }
   return "?";
 }
@@ -517,8 +513,10 @@ std::vector<int> balanced_layers_per_stage(std::int64_t layers, int pp, double h
     if (out[static_cast<std::size_t>(i)] > 0) continue;
     int from = i;
     for (int d = 1; from == i; ++d) {
-      if (i - d >= 0 && out[static_cast<std::size_t>(i - d)] > 1) from = i - d;
-      else if (i + d < pp && out[static_cast<std::size_t>(i + d)] > 1) from = i + d;
+      if (i - d >= 0 && out[static_cast<std::size_t>(i - d)] > 1)
+        from = i - d;
+      else if (i + d < pp && out[static_cast<std::size_t>(i + d)] > 1)
+        from = i + d;
     }
     --out[static_cast<std::size_t>(from)];
     ++out[static_cast<std::size_t>(i)];
@@ -555,8 +553,8 @@ int pipeline_sends_per_microbatch(int stage, int pp, int vpp) {
 namespace {
 void check_pipe(int pp, int m, int vpp) {
   if (pp < 1 || m < 1 || vpp < 1)
-    throw std::invalid_argument("pipeline needs pp, micro-batches and vpp >= 1, got " + str(pp) + ", " + str(m) +
-                                ", " + str(vpp));
+    throw std::invalid_argument("pipeline needs pp, micro-batches and vpp >= 1, got " + str(pp) + ", " + str(m) + ", " +
+                                str(vpp));
 }
 }  // namespace
 
@@ -580,21 +578,25 @@ double bubble_fraction_zb_h1(int pp, int m, double t_f, double t_b, double t_w) 
 double bubble_fraction(PipelineScheduleKind schedule, int pp, int m, int vpp) {
   switch (schedule) {
     case PipelineScheduleKind::gpipe:
-    case PipelineScheduleKind::one_f_one_b: return bubble_fraction_1f1b(pp, m);
-    case PipelineScheduleKind::interleaved: return bubble_fraction_interleaved(pp, m, vpp);
-    case PipelineScheduleKind::zb_h1: return bubble_fraction_zb_h1(pp, m);
+    case PipelineScheduleKind::one_f_one_b:
+      return bubble_fraction_1f1b(pp, m);
+    case PipelineScheduleKind::interleaved:
+      return bubble_fraction_interleaved(pp, m, vpp);
+    case PipelineScheduleKind::zb_h1:
+      return bubble_fraction_zb_h1(pp, m);
   }
   return 0;
 }
 
 double in_flight_microbatches(PipelineScheduleKind schedule, int stage, int pp, int m, int vpp) {
   check_pipe(pp, m, vpp);
-  if (stage < 0 || stage >= pp)
-    throw std::invalid_argument("stage " + str(stage) + " outside [0, pp " + str(pp) + ")");
+  if (stage < 0 || stage >= pp) throw std::invalid_argument("stage " + str(stage) + " outside [0, pp " + str(pp) + ")");
   switch (schedule) {
-    case PipelineScheduleKind::gpipe: return m;
+    case PipelineScheduleKind::gpipe:
+      return m;
     case PipelineScheduleKind::one_f_one_b:
-    case PipelineScheduleKind::zb_h1: return std::min(pp - stage, m);
+    case PipelineScheduleKind::zb_h1:
+      return std::min(pp - stage, m);
     case PipelineScheduleKind::interleaved: {
       const std::int64_t chunks = 2LL * (pp - stage - 1) + static_cast<std::int64_t>(vpp - 1) * pp + 1;
       const std::int64_t total = static_cast<std::int64_t>(m) * vpp;
@@ -606,8 +608,8 @@ double in_flight_microbatches(PipelineScheduleKind schedule, int stage, int pp, 
 
 // ---------------------------------------------------------------------------------------
 
-double korthikanti_activation_bytes_per_layer(std::int64_t s, std::int64_t b, std::int64_t h,
-                                              std::int64_t heads, int tp, bool sp, Recompute recompute) {
+double korthikanti_activation_bytes_per_layer(std::int64_t s, std::int64_t b, std::int64_t h, std::int64_t heads,
+                                              int tp, bool sp, Recompute recompute) {
   if (s < 1 || b < 1 || h < 1 || heads < 1 || tp < 1)
     throw std::invalid_argument("activation bytes need s, b, h, heads and tp >= 1");
   const double sbh = static_cast<double>(s) * static_cast<double>(b) * static_cast<double>(h);

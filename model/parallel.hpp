@@ -48,10 +48,10 @@ std::vector<std::string> group_kind_names();
 
 /// How a training run splits its GPUs: dp·tp·pp·cp GPUs.
 struct ParallelLayout {
-  int dp = 1;    ///< data-parallel degree
-  int tp = 1;    ///< tensor-parallel degree
-  int pp = 1;    ///< pipeline stages
-  int cp = 1;    ///< context-parallel degree (sequence split for attention)
+  int dp = 1;       ///< data-parallel degree
+  int tp = 1;       ///< tensor-parallel degree
+  int pp = 1;       ///< pipeline stages
+  int cp = 1;       ///< context-parallel degree (sequence split for attention)
   bool sp = false;  ///< Megatron sequence parallelism inside the TP group
   int vpp = 1;      ///< model chunks per pipeline stage (interleaved schedule only)
   PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
@@ -65,19 +65,28 @@ struct ParallelLayout {
 /// Today's flat data-parallel strategies as presets: tp = pp = cp = 1, dp = gpus.
 ParallelLayout data_parallel_layout(DpSharding sharding, int gpus);
 
-/// Checks a layout against a GPU count and a model; throws std::invalid_argument naming the
-/// rule broken. Rules (Megatron-LM's argument checks unless said otherwise):
-///  - every degree and vpp >= 1;   - dp·tp·pp·cp == gpus;
-///  - tp divides heads, kv_heads (query groups) and ffn_hidden;
-///  - sp needs tp > 1, and with sp, tp divides s/cp (the sequence is split over TP ranks);
-///  - vpp > 1 needs the interleaved schedule, which needs vpp > 1 and pp > 1;
-///  - interleaved: layers divisible by pp·vpp; otherwise layers >= pp (>= 1 layer a stage);
-///  - cp divides seq_len (`seq_len` <= 0 means spec.seq_len), and for causal attention
-///    2·cp does (the load-balanced split of Megatron-LM's context parallelism);
-///  - zero2/zero3 need pp == 1: DeepSpeed's PipelineEngine asserts "ZeRO-2 and ZeRO-3 are
-///    incompatible with pipeline parallelism" (deepspeed/runtime/pipe/engine.py).
-void validate_layout(const ParallelLayout& layout, std::int64_t gpus, const TransformerSpec& spec,
-                     std::int64_t seq_len = 0);
+// ---- The rules of a parallel layout, each written once ---------------------------------
+// The scenario checks (an error with the JSON path), the planner (a reject count) and
+// validate (a skip) ask these predicates; each caller words its own refusal.
+
+/// tp·cp·pp divides the GPUs, so the data-parallel replicas are whole.
+bool layout_divides_gpus(std::int64_t gpus, int tp, int cp, int pp);
+
+/// tp divides the heads, the KV heads (query groups) and the MLP width: Megatron's column-
+/// and row-parallel splits.
+bool tp_splits_model(const TransformerSpec& spec, int tp);
+
+/// Sequence parallelism splits each CP rank's tokens over the TP ranks: tp·cp divides seq_len.
+bool sp_splits_sequence(std::int64_t seq_len, int tp, int cp);
+
+/// The chunks context parallelism cuts a sequence into: 2·cp for causal (decoder) attention,
+/// the load-balanced split of Megatron-LM's context parallelism; cp otherwise.
+std::int64_t cp_sequence_chunks(const TransformerSpec& spec, int cp);
+
+/// A pipeline runs ddp or zero1 within each stage: Megatron's distributed optimizer is
+/// zero1, and DeepSpeed's PipelineEngine asserts "ZeRO-2 and ZeRO-3 are incompatible with
+/// pipeline parallelism" (deepspeed/runtime/pipe/engine.py); FSDP does not pipeline.
+bool pipeline_runs_strategy(Strategy strategy);
 
 // ---------------------------------------------------------------------------------------
 // Rank placement
@@ -169,7 +178,7 @@ double tp_overlap_exposed_s(const TpCollective& c, double comm_s);
 struct TpLayerComm {
   std::vector<TpCollective> forward;
   std::vector<TpCollective> backward;
-  double forward_bytes() const;   ///< sum of count·bytes
+  double forward_bytes() const;  ///< sum of count·bytes
   double backward_bytes() const;
 };
 
@@ -388,8 +397,7 @@ double bubble_fraction(PipelineScheduleKind schedule, int pp, int microbatches, 
 ///  - interleaved: min(2·(p - i - 1) + (v - 1)·p + 1, m·v) chunks over v, the warm-up of
 ///    Megatron-core's forward_backward_pipelining_with_interleaving plus one; stage 0 with
 ///    m >= p gives p·(1 + (p - 1)/(p·v)) (Korthikanti et al. 2022, Sec. 4.2.3).
-double in_flight_microbatches(PipelineScheduleKind schedule, int stage, int pp, int microbatches,
-                              int vpp = 1);
+double in_flight_microbatches(PipelineScheduleKind schedule, int stage, int pp, int microbatches, int vpp = 1);
 
 // ---------------------------------------------------------------------------------------
 // Activation memory under TP/SP
@@ -402,8 +410,7 @@ double in_flight_microbatches(PipelineScheduleKind schedule, int stage, int pp, 
 ///   selective recompute      the same without the 5·a·s/(h·t) term
 ///   full recompute           2·s·b·h
 /// `s` is the sequence on this GPU (s/cp under context parallelism).
-double korthikanti_activation_bytes_per_layer(std::int64_t s, std::int64_t b, std::int64_t h,
-                                              std::int64_t heads, int tp, bool sp,
-                                              Recompute recompute = Recompute::none);
+double korthikanti_activation_bytes_per_layer(std::int64_t s, std::int64_t b, std::int64_t h, std::int64_t heads,
+                                              int tp, bool sp, Recompute recompute = Recompute::none);
 
 }  // namespace stepcast

@@ -101,11 +101,10 @@ TEST_CASE("group placement's closed form equals the walk on large and boundary l
   // and a world smaller than one node.
   const std::vector<int> node_sizes{4, 8, 16, 72};
   const ParallelLayout layouts[] = {
-      layout(128, 8, 16, 1), layout(64, 8, 8, 4),  layout(1024, 2, 1, 8), layout(2048, 1, 1, 1),
-      layout(7, 8, 9, 1),    layout(9, 7, 1, 1),   layout(3, 9, 5, 2),    layout(16, 3, 3, 5),
-      layout(1, 1, 1, 1),    layout(1, 3, 1, 1),   layout(5, 1, 1, 1),    layout(11, 4, 2, 3),
-      layout(24, 3, 2, 1),   layout(36, 2, 1, 1),  layout(2, 72, 2, 1),   layout(1, 144, 1, 1),
-      layout(13, 1, 17, 1),  layout(4, 6, 12, 1),
+      layout(128, 8, 16, 1), layout(64, 8, 8, 4),  layout(1024, 2, 1, 8), layout(2048, 1, 1, 1), layout(7, 8, 9, 1),
+      layout(9, 7, 1, 1),    layout(3, 9, 5, 2),   layout(16, 3, 3, 5),   layout(1, 1, 1, 1),    layout(1, 3, 1, 1),
+      layout(5, 1, 1, 1),    layout(11, 4, 2, 3),  layout(24, 3, 2, 1),   layout(36, 2, 1, 1),   layout(2, 72, 2, 1),
+      layout(1, 144, 1, 1),  layout(13, 1, 17, 1), layout(4, 6, 12, 1),
   };
   std::string miss;
   int compared = 0;

@@ -45,9 +45,7 @@ Norm norm_from(const std::string& s) {
 
 /// Parameters of one norm over `hidden` features: LayerNorm has a weight and a bias (2h),
 /// RMSNorm only a weight (h) (Zhang & Sennrich 2019, arXiv 1910.07467).
-std::int64_t norm_params(Norm norm, std::int64_t hidden) {
-  return norm == Norm::layernorm ? 2 * hidden : hidden;
-}
+std::int64_t norm_params(Norm norm, std::int64_t hidden) { return norm == Norm::layernorm ? 2 * hidden : hidden; }
 
 /// Reads a model's "moe" object (keys of MoeSpec; experts, top_k and expert_ffn required).
 /// One expert, top-1, no shared expert, as wide as the dense layers (or every layer MoE):
@@ -85,8 +83,7 @@ MlaSpec parse_mla(JsonObject& o) {
 }
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
@@ -94,9 +91,12 @@ std::string lower(std::string s) {
 
 std::string_view name(Positional p) {
   switch (p) {
-    case Positional::learned: return "learned";
-    case Positional::rope: return "rope";
-    case Positional::alibi: return "alibi";
+    case Positional::learned:
+      return "learned";
+    case Positional::rope:
+      return "rope";
+    case Positional::alibi:
+      return "alibi";
   }
   assert(false && "unknown Positional");
   return "";
@@ -104,8 +104,10 @@ std::string_view name(Positional p) {
 
 std::string_view name(Norm n) {
   switch (n) {
-    case Norm::layernorm: return "layernorm";
-    case Norm::rmsnorm: return "rmsnorm";
+    case Norm::layernorm:
+      return "layernorm";
+    case Norm::rmsnorm:
+      return "rmsnorm";
   }
   assert(false && "unknown Norm");
   return "";
@@ -162,17 +164,16 @@ TransformerSpec parse_transformer(JsonObject& obj) {
   spec.heads = obj.integer("heads", 1, kMaxHidden);
   spec.head_width = obj.optional_integer("head_dim", 1, kMaxHidden).value_or(0);
   if (spec.head_width == 0 && spec.hidden % spec.heads != 0)
-    throw obj.error("heads", "expected a divisor of hidden (" + std::to_string(spec.hidden) +
-                                 "), got " + std::to_string(spec.heads) +
-                                 " (or give head_dim, the width of one head)");
+    throw obj.error("heads", "expected a divisor of hidden (" + std::to_string(spec.hidden) + "), got " +
+                                 std::to_string(spec.heads) + " (or give head_dim, the width of one head)");
   if (spec.head_width > 0 && spec.head_width * spec.heads > kMaxHidden)
     throw obj.error("head_dim", "expected heads x head_dim at most " + std::to_string(kMaxHidden) +
                                     " (limits::kMaxHidden), got " + std::to_string(spec.heads) + " x " +
                                     std::to_string(spec.head_width));
   spec.kv_heads = obj.optional_integer("kv_heads", 1, kMaxHidden).value_or(spec.heads);
   if (spec.kv_heads > spec.heads || spec.heads % spec.kv_heads != 0)
-    throw obj.error("kv_heads", "expected a divisor of heads (" + std::to_string(spec.heads) +
-                                    "), got " + std::to_string(spec.kv_heads));
+    throw obj.error("kv_heads", "expected a divisor of heads (" + std::to_string(spec.heads) + "), got " +
+                                    std::to_string(spec.kv_heads));
   spec.ffn_hidden = obj.integer("ffn_hidden", 1, kMaxFfnHidden);
   spec.gated_mlp = obj.boolean("gated_mlp");
   spec.vocab = obj.integer("vocab", 1, kMaxVocab);
@@ -212,7 +213,8 @@ TransformerSpec parse_transformer(JsonObject& obj) {
     spec.head_width = spec.mla->qk_nope_dim + spec.mla->qk_rope_dim;
     spec.kv_heads = spec.heads;
     if (spec.head_width * spec.heads > kMaxHidden)
-      throw mla->error("qk_nope_dim", "expected heads x (qk_nope_dim + qk_rope_dim) at most " + std::to_string(kMaxHidden));
+      throw mla->error("qk_nope_dim",
+                       "expected heads x (qk_nope_dim + qk_rope_dim) at most " + std::to_string(kMaxHidden));
   }
   obj.optional_string("notes");
   obj.finish();
@@ -249,8 +251,7 @@ ParameterBreakdown parameter_breakdown(const TransformerSpec& spec) {
   b.positional = spec.positional == Positional::learned ? spec.max_positions * h : 0;
   b.attention = spec.layers * attn;
   b.mlp = spec.layers * mlp;
-  b.norms = spec.layers * layer_norms + (spec.kind == ModelKind::decoder ? n : 0) +
-            (spec.embedding_norm ? n : 0);
+  b.norms = spec.layers * layer_norms + (spec.kind == ModelKind::decoder ? n : 0) + (spec.embedding_norm ? n : 0);
   b.lm_head = spec.tied_embeddings ? 0 : spec.vocab * h;
   b.other = spec.pooler ? h * h + h : 0;
   b.per_layer = attn + mlp + layer_norms;
@@ -262,9 +263,7 @@ ParameterBreakdown parameter_breakdown(const TransformerSpec& spec) {
   return b;
 }
 
-std::int64_t parameter_count(const TransformerSpec& spec) {
-  return parameter_breakdown(spec).total();
-}
+std::int64_t parameter_count(const TransformerSpec& spec) { return parameter_breakdown(spec).total(); }
 
 std::int64_t active_parameter_count(const TransformerSpec& spec) {
   return spec.moe ? moe_parameters(spec, *spec.moe).active : parameter_count(spec);
@@ -280,16 +279,18 @@ std::int64_t attention_parameters_per_layer(const TransformerSpec& spec) {
   if (spec.mla) {
     const MlaSpec& m = *spec.mla;
     const std::int64_t heads = spec.heads, qk = m.qk_nope_dim + m.qk_rope_dim;
-    const std::int64_t q = m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * heads * qk
-                                             : h * heads * qk;
+    const std::int64_t q =
+        m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * heads * qk : h * heads * qk;
     return q + h * (m.kv_lora_rank + m.qk_rope_dim) + m.kv_lora_rank +
            m.kv_lora_rank * heads * (m.qk_nope_dim + m.v_head_dim) + heads * m.v_head_dim * h;
   }
   const std::int64_t q = spec.head_dim() * spec.heads;
   const std::int64_t kv = spec.kv_dim();
   std::int64_t attn = 2 * h * q + 2 * h * kv;
-  if (spec.linear_bias) attn += q + 2 * kv + h;
-  else if (spec.qkv_bias) attn += q + 2 * kv;
+  if (spec.linear_bias)
+    attn += q + 2 * kv + h;
+  else if (spec.qkv_bias)
+    attn += q + 2 * kv;
   return attn;
 }
 
@@ -322,8 +323,8 @@ void append_models(const JsonDoc& doc, std::deque<TransformerSpec>& out) {
       if (!own.insert(lower(n)).second) continue;
       auto [it, inserted] = owner.emplace(lower(n), spec.name);
       if (!inserted)
-        throw models.error(i, "name, alias or Hugging Face id \"" + n + "\" is already used by \"" +
-                                  it->second + "\" (catalogs add entries and never redefine one)");
+        throw models.error(i, "name, alias or Hugging Face id \"" + n + "\" is already used by \"" + it->second +
+                                  "\" (catalogs add entries and never redefine one)");
     }
     added.push_back(std::move(spec));
   }

@@ -59,9 +59,8 @@ TEST_CASE("every catalog entry's parameter count is within 1% of its published c
     const double error = std::abs(count / published - 1);
     auto nominal = kNominal.find(spec.name);
     const double tolerance = nominal == kNominal.end() ? 0.01 : nominal->second.tolerance;
-    CHECK_MESSAGE(error <= tolerance, spec.name << ": count " << count << " vs published "
-                                                << published << " (off " << error * 100
-                                                << "%, tolerance " << tolerance * 100 << "%)");
+    CHECK_MESSAGE(error <= tolerance, spec.name << ": count " << count << " vs published " << published << " (off "
+                                                << error * 100 << "%, tolerance " << tolerance * 100 << "%)");
   }
 }
 
@@ -73,11 +72,9 @@ TEST_CASE("nominal-count exceptions name real catalog entries and stay above 1%"
     const NominalCount& nominal = entry.second;
     const TransformerSpec& spec = must_find(name);
     REQUIRE(spec.published_params.has_value());
-    const double error = std::abs(static_cast<double>(parameter_count(spec)) /
-                                      static_cast<double>(*spec.published_params) -
-                                  1);
-    CHECK_MESSAGE(error > 0.01, name << " is within 1%; drop its exception (" << nominal.why
-                                     << ")");
+    const double error =
+        std::abs(static_cast<double>(parameter_count(spec)) / static_cast<double>(*spec.published_params) - 1);
+    CHECK_MESSAGE(error > 0.01, name << " is within 1%; drop its exception (" << nominal.why << ")");
   }
 }
 
@@ -116,12 +113,10 @@ TEST_CASE("MPT counts match llm-foundry's table at every seq_len when max_positi
     std::int64_t params;
   };
   const Row rows[] = {
-      {"MPT-125m", 512, 124131840},      {"MPT-125m", 65536, 174070272},
-      {"MPT-350m", 32768, 387442688},    {"MPT-760m", 65536, 857988096},
-      {"MPT-1b", 8192, 1328533504},      {"MPT-3b", 32768, 2730480640},
-      {"MPT-7b", 1024, 6654664704},      {"MPT-7b", 65536, 6918905856},
-      {"MPT-13b", 32768, 13011240960},   {"MPT-30b", 8192, 30019254272},
-      {"MPT-70b", 2048, 64862437376},
+      {"MPT-125m", 512, 124131840},   {"MPT-125m", 65536, 174070272}, {"MPT-350m", 32768, 387442688},
+      {"MPT-760m", 65536, 857988096}, {"MPT-1b", 8192, 1328533504},   {"MPT-3b", 32768, 2730480640},
+      {"MPT-7b", 1024, 6654664704},   {"MPT-7b", 65536, 6918905856},  {"MPT-13b", 32768, 13011240960},
+      {"MPT-30b", 8192, 30019254272}, {"MPT-70b", 2048, 64862437376},
   };
   for (const Row& row : rows) {
     TransformerSpec spec = must_find(row.model);
@@ -132,13 +127,39 @@ TEST_CASE("MPT counts match llm-foundry's table at every seq_len when max_positi
 
 TEST_CASE("every decoder-only model named in the measured runs resolves by name") {
   const char* names[] = {
-      "GPT-2 (124M)", "GPT-2 Large", "GPT-2 XL", "GPT-3 175B", "GPT-3.6B (Megatron)",
-      "GPT-7.5B (Megatron)", "GPT-18B (Megatron)", "GPT-39B (Megatron)", "GPT-76B (Megatron)",
-      "GPT-145B (Megatron)", "GPT-310B (Megatron)", "GPT-530B (Megatron)", "GPT-3-style 530B",
-      "GPT-175B (DeepSpeed Azure)", "GPT-530B (DeepSpeed Azure)", "GPT-2T (DeepSpeed Azure)",
-      "BLOOM-176B", "BLOOM-prototype 181B (72L x 14336)", "BLOOM-prototype 80L x 14400",
-      "BLOOM-prototype 8L x 14400", "Llama-3.1-8B", "MPT-125m", "MPT-350m", "MPT-760m", "MPT-1b",
-      "MPT-3b", "MPT-7b", "MPT-13b", "MPT-30b", "MPT-70b", "OPT-175B", "Qwen2-1.5B", "BERT-Large",
+      "GPT-2 (124M)",
+      "GPT-2 Large",
+      "GPT-2 XL",
+      "GPT-3 175B",
+      "GPT-3.6B (Megatron)",
+      "GPT-7.5B (Megatron)",
+      "GPT-18B (Megatron)",
+      "GPT-39B (Megatron)",
+      "GPT-76B (Megatron)",
+      "GPT-145B (Megatron)",
+      "GPT-310B (Megatron)",
+      "GPT-530B (Megatron)",
+      "GPT-3-style 530B",
+      "GPT-175B (DeepSpeed Azure)",
+      "GPT-530B (DeepSpeed Azure)",
+      "GPT-2T (DeepSpeed Azure)",
+      "BLOOM-176B",
+      "BLOOM-prototype 181B (72L x 14336)",
+      "BLOOM-prototype 80L x 14400",
+      "BLOOM-prototype 8L x 14400",
+      "Llama-3.1-8B",
+      "MPT-125m",
+      "MPT-350m",
+      "MPT-760m",
+      "MPT-1b",
+      "MPT-3b",
+      "MPT-7b",
+      "MPT-13b",
+      "MPT-30b",
+      "MPT-70b",
+      "OPT-175B",
+      "Qwen2-1.5B",
+      "BERT-Large",
   };
   for (const char* name : names) CHECK_MESSAGE(find_model(name) != nullptr, name);
 }
@@ -172,8 +193,8 @@ TEST_CASE("catalog architecture facts from the public configs") {
   CHECK(f7.kv_heads == 1);  // multi-query
   CHECK(f7.parallel_attn_mlp);
   CHECK(must_find("falcon-40b").kv_heads == 8);
-  for (const char* llama : {"llama-3-8b", "llama-3-70b", "llama-3.1-8b", "llama-3.1-70b",
-                            "llama-3.1-405b", "llama-2-70b"}) {
+  for (const char* llama :
+       {"llama-3-8b", "llama-3-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-2-70b"}) {
     const TransformerSpec& s = must_find(llama);
     CHECK_MESSAGE(s.kv_heads == 8, llama);
     CHECK_MESSAGE(s.gated_mlp, llama);
@@ -248,8 +269,7 @@ TEST_CASE("parse_transformer requires max_positions exactly for learned position
     "positional": "learned", "norm": "layernorm", "gated_mlp": false,
     "tied_embeddings": true, "linear_bias": true})";
   CHECK(what_of(learned_without).find("/model/max_positions") != std::string::npos);
-  CHECK(what_of(with(R"(, "max_positions": 128)")).find("/model/max_positions") !=
-        std::string::npos);
+  CHECK(what_of(with(R"(, "max_positions": 128)")).find("/model/max_positions") != std::string::npos);
 }
 
 TEST_CASE("parse_transformer rejects heads that do not divide hidden or kv_heads heads") {
@@ -293,8 +313,7 @@ TEST_CASE("parse_transformer bounds every count and never wraps one") {
   CHECK(path_of("seq_len", "1000000000"));
   CHECK(path_of("layers", "0"));
   CHECK(what_of(with(R"(, "kv_heads": 0)")).find("/model/kv_heads") != std::string::npos);
-  CHECK(what_of(with(R"(, "published_params": 1e300)")).find("/model/published_params") !=
-        std::string::npos);
+  CHECK(what_of(with(R"(, "published_params": 1e300)")).find("/model/published_params") != std::string::npos);
 }
 
 TEST_CASE("Hugging Face ids find their catalog entry; every id is organisation/name and unique") {
@@ -323,8 +342,8 @@ TEST_CASE("head_dim sets the head width: Q and O are heads x head_dim wide, and 
   CHECK(spec.head_dim() == 32);
   CHECK(parameter_breakdown(spec).per_layer == 4 * 64 * 192 + 3 * 64 * 256 + 2 * 64);
   // Without head_dim, 6 heads do not divide 64.
-  const std::string what = what_of(std::string(kMinimal).replace(std::string(kMinimal).find("\"heads\": 4"), 10,
-                                                                 "\"heads\": 6") + "}");
+  const std::string what =
+      what_of(std::string(kMinimal).replace(std::string(kMinimal).find("\"heads\": 4"), 10, "\"heads\": 6") + "}");
   CHECK_MESSAGE(what.find("/model/heads") != std::string::npos, what);
   CHECK_MESSAGE(what.find("head_dim") != std::string::npos, what);
 }
@@ -350,7 +369,8 @@ TEST_CASE("a user catalog adds models; a name, alias or Hugging Face id already 
   CHECK_MESSAGE(what.find("already used by \"llama-3-8b\"") != std::string::npos, what);
   CHECK(model_catalog().size() == size);  // all or nothing: "tiny" was not added either
   CHECK(find_model("tiny") == nullptr);
-  const std::string alias = refused("{\"models\": [" + std::string(kMinimal) + ", \"aliases\": [\"Meta-Llama-3-8B\"]}]}");
+  const std::string alias =
+      refused("{\"models\": [" + std::string(kMinimal) + ", \"aliases\": [\"Meta-Llama-3-8B\"]}]}");
   CHECK_MESSAGE(alias.find("/models/0") != std::string::npos, alias);
   const std::string typo = refused("{\"models\": [" + std::string(kMinimal) + ", \"hiden\": 3}]}");
   CHECK_MESSAGE(typo.find("/models/0/hiden") != std::string::npos, typo);
@@ -375,13 +395,14 @@ TEST_CASE("parse_transformer reads a moe object strictly, with did-you-mean for 
 }
 
 TEST_CASE("parse_transformer reads an mla object, which sets the head widths") {
-  const TransformerSpec spec = parse_inline(with(
-      R"(, "mla": {"kv_lora_rank": 16, "qk_nope_dim": 8, "qk_rope_dim": 4, "v_head_dim": 8})"));
+  const TransformerSpec spec =
+      parse_inline(with(R"(, "mla": {"kv_lora_rank": 16, "qk_nope_dim": 8, "qk_rope_dim": 4, "v_head_dim": 8})"));
   REQUIRE(spec.mla.has_value());
   CHECK(spec.head_dim() == 12);
   CHECK(spec.kv_heads == spec.heads);
   // No query bottleneck: q 64 x 4·12, kv_a 64 x (16 + 4) + norm 16, kv_b 16 x 4·(8 + 8), o 4·8 x 64.
   CHECK(attention_parameters_per_layer(spec) == 64 * 48 + 64 * 20 + 16 + 16 * 64 + 32 * 64);
   CHECK(what_of(with(R"(, "kv_heads": 2, "mla": {"kv_lora_rank": 16, "qk_nope_dim": 8, "qk_rope_dim": 4,
-      "v_head_dim": 8})")).find("neither head_dim nor kv_heads") != std::string::npos);
+      "v_head_dim": 8})"))
+            .find("neither head_dim nor kv_heads") != std::string::npos);
 }

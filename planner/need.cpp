@@ -18,8 +18,8 @@ namespace stepcast {
 double inter_node_rate_Gbps(const Job& job) {
   const auto& network = job.scenario.hardware.cluster.network;
   if (job.nodes < 2 || !network || !job.fabric.inter)
-    throw std::invalid_argument(fmt::format("scenario \"{}\" runs on one node: no inter-node link to size",
-                                            job.scenario.name));
+    throw std::invalid_argument(
+        fmt::format("scenario \"{}\" runs on one node: no inter-node link to size", job.scenario.name));
   const LinkSpec* nic = find_link(network->nic);
   if (!nic) throw std::invalid_argument(fmt::format("unknown NIC link kind \"{}\"", network->nic));
   return 8.0 * nic->line_rate_GBps * network->nics_per_node;
@@ -88,8 +88,8 @@ void check_options(const NeedOptions& o) {
   if (!(o.exposed_fraction > 0 && o.exposed_fraction < 1))
     throw std::invalid_argument(fmt::format("exposed share must be in (0, 1), got {}", o.exposed_fraction));
   if (!(o.min_Gbps > 0) || !(o.max_Gbps > o.min_Gbps) || !std::isfinite(o.max_Gbps))
-    throw std::invalid_argument(fmt::format("bandwidth range must satisfy 0 < min < max, got {} .. {} Gb/s",
-                                            o.min_Gbps, o.max_Gbps));
+    throw std::invalid_argument(
+        fmt::format("bandwidth range must satisfy 0 < min < max, got {} .. {} Gb/s", o.min_Gbps, o.max_Gbps));
   if (!(o.tolerance > 0 && o.tolerance < 1))
     throw std::invalid_argument(fmt::format("tolerance must be in (0, 1), got {}", o.tolerance));
   if (o.curve_points < 0 || o.curve_points > 1000)
@@ -102,9 +102,8 @@ std::vector<NeedPoint> curve(const Job& job, double lo, double hi, int points, s
   std::vector<NeedPoint> out = std::move(marked);
   for (int i = 0; i < points; ++i) {
     const double r = points == 1 ? lo : lo * std::pow(hi / lo, static_cast<double>(i) / (points - 1));
-    const bool taken = std::any_of(out.begin(), out.end(), [&](const NeedPoint& p) {
-      return std::fabs(p.node_Gbps - r) <= 1e-9 * r;
-    });
+    const bool taken =
+        std::any_of(out.begin(), out.end(), [&](const NeedPoint& p) { return std::fabs(p.node_Gbps - r) <= 1e-9 * r; });
     if (!taken) out.push_back(predict_at(job, r));
   }
   std::stable_sort(out.begin(), out.end(),
@@ -118,9 +117,10 @@ NeedResult need(const Scenario& scenario, const NeedOptions& options) {
   check_options(options);
   const Job job = resolve(scenario);
   if (!job.measured_collectives.empty())
-    throw std::invalid_argument(fmt::format("scenario \"{}\": its calibration measures the collectives, which then "
-                                            "no longer follow the link rate; remove the calibration to size the link",
-                                            scenario.name));
+    throw std::invalid_argument(
+        fmt::format("scenario \"{}\": its calibration measures the collectives, which then "
+                    "no longer follow the link rate; remove the calibration to size the link",
+                    scenario.name));
   NeedResult r;
   r.scenario = scenario.name;
   r.file = scenario.file;
@@ -140,9 +140,11 @@ NeedResult need(const Scenario& scenario, const NeedOptions& options) {
   r.compute_s = costs.forward_s + costs.backward_s + costs.recompute_s;  // the optimizer follows the reduction
   r.rule_of_thumb_Gbps = 8.0 * r.gradient_bytes / r.compute_s / 1e9;
 
-  const std::int64_t estimate = 2 + static_cast<std::int64_t>(std::ceil(
-                                        std::log2(std::log(options.max_Gbps / options.min_Gbps) /
-                                                  std::log1p(options.tolerance)))) + options.curve_points + 3;
+  const std::int64_t estimate =
+      2 +
+      static_cast<std::int64_t>(
+          std::ceil(std::log2(std::log(options.max_Gbps / options.min_Gbps) / std::log1p(options.tolerance)))) +
+      options.curve_points + 3;
   auto ok = [&](double rate) {
     const NeedPoint p = predict_at(job, rate);
     if (options.progress) options.progress("bisect", r.predictions + 1, estimate);

@@ -31,7 +31,7 @@ struct NeedOptions {
   /// Relative width at which the bisection stops: the answer A satisfies the target and
   /// A / (1 + tolerance) does not.
   double tolerance = 0.01;
-  int curve_points = 9;            ///< bandwidths of the curve besides the marked ones
+  int curve_points = 9;  ///< bandwidths of the curve besides the marked ones
   /// Called after each prediction with the count done and an estimate of the total.
   std::function<void(std::string_view phase, std::int64_t done, std::int64_t total)> progress;
 };
@@ -46,11 +46,11 @@ double inter_node_rate_Gbps(const Job& job);
 
 /// One point of the curve.
 struct NeedPoint {
-  double node_Gbps = 0;        ///< line rate per node
+  double node_Gbps = 0;  ///< line rate per node
   double step_time_s = 0;
   double comm_exposed_s = 0;
-  double exposed_fraction = 0; ///< comm_exposed / step_time
-  std::string mark;            ///< "written", "needed", "rule of thumb" or ""
+  double exposed_fraction = 0;  ///< comm_exposed / step_time
+  std::string mark;             ///< "written", "needed", "rule of thumb" or ""
 };
 
 struct NeedResult {
@@ -60,17 +60,17 @@ struct NeedResult {
   int gpus = 1;
   double target_fraction = 0.05;
   double tolerance = 0.01;
-  std::string nic;               ///< the network's NIC kind ("eth-100g")
-  double nic_Gbps = 0;           ///< its line rate
-  int nics_written = 0;          ///< NICs per node in the scenario
-  NeedPoint written;             ///< the scenario as written
+  std::string nic;       ///< the network's NIC kind ("eth-100g")
+  double nic_Gbps = 0;   ///< its line rate
+  int nics_written = 0;  ///< NICs per node in the scenario
+  NeedPoint written;     ///< the scenario as written
   /// The smallest line rate per node that meets the target (within the tolerance); absent
   /// when even max_Gbps does not (communication inside a node, or latency, dominates).
   std::optional<double> needed_Gbps;
-  bool met_at_min = false;       ///< the target is met already at min_Gbps
-  NeedPoint at_max;              ///< the floor: the step at max_Gbps
-  int nics_needed = 0;           ///< ceil(needed / the NIC's line rate); 0 without an answer
-  int predictions = 0;           ///< simulations run by the bisection
+  bool met_at_min = false;  ///< the target is met already at min_Gbps
+  NeedPoint at_max;         ///< the floor: the step at max_Gbps
+  int nics_needed = 0;      ///< ceil(needed / the NIC's line rate); 0 without an answer
+  int predictions = 0;      ///< simulations run by the bisection
   /// Rule of thumb: the gradients must cross each node's link in the compute time,
   /// 8 x gradient bytes / compute time / 1e9 Gb/s (seed experiment 4's "N x P GB/s").
   double rule_of_thumb_Gbps = 0;

@@ -20,7 +20,8 @@ Scenario seed4(int grad_accum = 1) {
               "gated_mlp": false, "vocab": 50257, "seq_len": 2048, "max_positions": 2048, "tied_embeddings": true,
               "positional": "learned", "norm": "layernorm", "linear_bias": true, "source": "test"},
     "training": {"precision": "bf16_mixed", "micro_batch": 1, "seq_len": 128, "flash_attention": true,
-                 "grad_accum": )" + std::to_string(grad_accum) + R"(},
+                 "grad_accum": )" +
+                            std::to_string(grad_accum) + R"(},
     "strategy": "ddp", "hardware": {"box": "dgx-a100", "nodes": 4, "gpus": 32,
     "network": {"nic": "eth-100g", "nics_per_node": 1, "topology": "single_switch"}}})",
                         "need-test.json");
@@ -60,7 +61,8 @@ TEST_CASE("the inter-node rate scales every inter-node fabric by rate / written 
   CHECK(fast.fabric.intra.bw_GBps == job.fabric.intra.bw_GBps);
   CHECK_THROWS_AS(with_inter_node_rate(job, 0), std::invalid_argument);
   const Job one_node = resolve(parse_scenario(R"({"name": "one", "model": "gpt2", "training": {"micro_batch": 1},
-    "strategy": "ddp", "hardware": {"box": "dgx-a100", "gpus": 8}})", "one.json"));
+    "strategy": "ddp", "hardware": {"box": "dgx-a100", "gpus": 8}})",
+                                              "one.json"));
   CHECK_THROWS_AS(inter_node_rate_Gbps(one_node), std::invalid_argument);
 }
 

@@ -93,8 +93,7 @@ Scenario planned_base(const Scenario& base, const PlanOptions& options) {
 void check_options(const Scenario& base, const PlanOptions& o) {
   if (o.global_batch < 0) throw std::invalid_argument(fmt::format("global batch must be >= 1, got {}", o.global_batch));
   if (!(o.max_memory_fraction > 0 && o.max_memory_fraction <= 1))
-    throw std::invalid_argument(
-        fmt::format("max memory fraction must be in (0, 1], got {}", o.max_memory_fraction));
+    throw std::invalid_argument(fmt::format("max memory fraction must be in (0, 1], got {}", o.max_memory_fraction));
   if (o.top < 1) throw std::invalid_argument(fmt::format("top must be >= 1, got {}", o.top));
   if (o.min_cp_tokens < 1)
     throw std::invalid_argument(fmt::format("the fewest tokens per CP rank must be >= 1, got {}", o.min_cp_tokens));
@@ -117,12 +116,11 @@ struct FamilyChoice {
 std::optional<PlanRejectReason> family_reason(const Scenario& s, const FamilyChoice& f, bool host) {
   const TransformerSpec& m = s.model;
   const std::int64_t seq = s.training.seq_len;
-  if (m.heads % f.tp != 0 || m.kv_heads % f.tp != 0 || m.ffn_hidden % f.tp != 0) return PlanRejectReason::tp_model;
-  if (f.sp && seq % (static_cast<std::int64_t>(f.tp) * f.cp) != 0) return PlanRejectReason::sp_sequence;
-  if (f.cp > 1 && seq % ((m.kind == ModelKind::decoder ? 2LL : 1LL) * f.cp) != 0) return PlanRejectReason::cp_sequence;
+  if (!tp_splits_model(m, f.tp)) return PlanRejectReason::tp_model;
+  if (f.sp && !sp_splits_sequence(seq, f.tp, f.cp)) return PlanRejectReason::sp_sequence;
+  if (f.cp > 1 && seq % cp_sequence_chunks(m, f.cp) != 0) return PlanRejectReason::cp_sequence;
   if (f.cp > 1 && !s.training.flash_attention) return PlanRejectReason::cp_attention;
-  if (f.pipe.pp > 1 && f.strategy != Strategy::ddp && f.strategy != Strategy::zero1)
-    return PlanRejectReason::pipeline_strategy;
+  if (f.pipe.pp > 1 && !pipeline_runs_strategy(f.strategy)) return PlanRejectReason::pipeline_strategy;
   if (f.offload != OffloadKind::none && !host) return PlanRejectReason::offload_host;
   if (f.offload != OffloadKind::none && f.pipe.pp > 1) return PlanRejectReason::offload_pipeline;
   return std::nullopt;
@@ -151,8 +149,8 @@ std::vector<OffloadKind> offload_choices(Strategy st, const PlanOptions& o) {
 /// The micro-batches of a family that divide (micro_batch x dp divides the global batch; the
 /// interleaved schedule's grad_accum a multiple of pp), each counted as `recompute` layouts;
 /// the others' rejections counted.
-std::vector<std::size_t> dividing_micro_batches(PlanScreen& out, const std::vector<std::int64_t>& micro_batches,
-                                                int dp, const PipeChoice& pipe) {
+std::vector<std::size_t> dividing_micro_batches(PlanScreen& out, const std::vector<std::int64_t>& micro_batches, int dp,
+                                                const PipeChoice& pipe) {
   std::vector<std::size_t> keep;
   const auto per_mb = static_cast<std::int64_t>(std::size(kPlanRecompute));
   const std::int64_t per_replica = out.global_batch % dp == 0 ? out.global_batch / dp : 0;
@@ -225,8 +223,8 @@ void screen_family(PlanScreen& out, Job& job, int family, const std::vector<std:
         continue;
       }
       PlanCandidate c;
-      c.layout = Layout{st.kind, job.tp, st.sp, mb,     tr.grad_accum, tr.recompute,
-                        job.dp,  job.pp, st.vpp, schedule, job.cp,      st.offload};
+      c.layout = Layout{st.kind, job.tp, st.sp,  mb,       tr.grad_accum, tr.recompute,
+                        job.dp,  job.pp, st.vpp, schedule, job.cp,        st.offload};
       c.index = first_index + static_cast<int>(i * kRc + r);
       c.family = family;
       c.compute_s = costs.compute_s;
@@ -357,16 +355,17 @@ double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& c, Schedu
   const double f = lt.forward_s + (modelled ? tp_layer_s(plan, plan.tp_forward) + cp_layer_s(plan.cp_forward) : 0);
   const double tb = modelled ? tp_layer_s(plan, plan.tp_backward) + cp_layer_s(plan.cp_backward) : 0;
   const double b = lt.backward_s;
-  const double rec = lt.recompute_s > 0 ? lt.recompute_s + (modelled ? tp_layer_s(plan, plan.tp_recompute) +
-                                                                          cp_layer_s(plan.cp_recompute)
-                                                                     : 0)
-                                        : 0;
+  const double rec =
+      lt.recompute_s > 0
+          ? lt.recompute_s + (modelled ? tp_layer_s(plan, plan.tp_recompute) + cp_layer_s(plan.cp_recompute) : 0)
+          : 0;
   // The LM head on the last chunk: its forward after the layers, its backward (with B) before.
   const double head_f = lt.head_forward_s + (modelled ? tp_layer_s(plan, plan.tp_head_forward) : 0);
   const double head_b = lt.head_backward_s + (modelled ? tp_layer_s(plan, plan.tp_head_backward) : 0);
   const double send = modelled ? p2p_alone_s(plan) : 0;
   // The chunks' layers as the lowering splits them (strategy.pp_split).
-  const std::vector<int> chunks = split_layers_per_chunk(job.scenario.model, l.pp, l.vpp, job.scenario.strategy.pp_split);
+  const std::vector<int> chunks =
+      split_layers_per_chunk(job.scenario.model, l.pp, l.vpp, job.scenario.strategy.pp_split);
   std::vector<sim::PipeOpDurations> per_chunk;
   std::vector<int> stage_layers(static_cast<std::size_t>(l.pp), 0);
   for (std::size_t k = 0; k < chunks.size(); ++k) {
@@ -400,9 +399,12 @@ double lowered_bound_s(const PlanScreen& screen, const PlanCandidate& c) {
 
 std::string_view name(PlanObjective o) {
   switch (o) {
-    case PlanObjective::time: return "time";
-    case PlanObjective::tokens_per_s: return "tokens_per_s";
-    case PlanObjective::cost: return "cost";
+    case PlanObjective::time:
+      return "time";
+    case PlanObjective::tokens_per_s:
+      return "tokens_per_s";
+    case PlanObjective::cost:
+      return "cost";
   }
   return "?";
 }
@@ -415,38 +417,60 @@ PlanObjective parse_plan_objective(std::string_view s) {
 
 std::string_view describe(PlanRejectReason r) {
   switch (r) {
-    case PlanRejectReason::tp_model: return "tp does not divide the heads, KV heads and MLP width";
-    case PlanRejectReason::sp_sequence: return "sequence parallelism: tp x cp does not divide seq_len";
+    case PlanRejectReason::tp_model:
+      return "tp does not divide the heads, KV heads and MLP width";
+    case PlanRejectReason::sp_sequence:
+      return "sequence parallelism: tp x cp does not divide seq_len";
     case PlanRejectReason::cp_sequence:
       return "context parallelism: 2 x cp (causal attention's load-balanced chunks) does not divide seq_len";
     case PlanRejectReason::cp_attention:
       return "context parallelism needs a flash-class attention kernel (training.flash_attention)";
-    case PlanRejectReason::pipeline_strategy: return "a pipeline runs ddp or zero1 within each stage";
-    case PlanRejectReason::offload_host: return "CPU offload: the box has no host (CPU, memory bandwidth) in the catalog";
-    case PlanRejectReason::offload_pipeline: return "CPU offload with a pipeline is not modelled";
-    case PlanRejectReason::batch: return "micro_batch x dp does not divide the global batch";
-    case PlanRejectReason::pipeline_groups: return "interleaved schedule: grad_accum is not a multiple of pp";
-    case PlanRejectReason::invalid: return "the scenario's checks refuse it";
-    case PlanRejectReason::memory: return "memory per GPU above the limit";
-    case PlanRejectReason::host_memory: return "CPU offload: the host's memory runs out";
+    case PlanRejectReason::pipeline_strategy:
+      return "a pipeline runs ddp or zero1 within each stage";
+    case PlanRejectReason::offload_host:
+      return "CPU offload: the box has no host (CPU, memory bandwidth) in the catalog";
+    case PlanRejectReason::offload_pipeline:
+      return "CPU offload with a pipeline is not modelled";
+    case PlanRejectReason::batch:
+      return "micro_batch x dp does not divide the global batch";
+    case PlanRejectReason::pipeline_groups:
+      return "interleaved schedule: grad_accum is not a multiple of pp";
+    case PlanRejectReason::invalid:
+      return "the scenario's checks refuse it";
+    case PlanRejectReason::memory:
+      return "memory per GPU above the limit";
+    case PlanRejectReason::host_memory:
+      return "CPU offload: the host's memory runs out";
   }
   return "?";
 }
 
 std::string_view key(PlanRejectReason r) {
   switch (r) {
-    case PlanRejectReason::tp_model: return "tp_model";
-    case PlanRejectReason::sp_sequence: return "sp_sequence";
-    case PlanRejectReason::cp_sequence: return "cp_sequence";
-    case PlanRejectReason::cp_attention: return "cp_attention";
-    case PlanRejectReason::offload_host: return "offload_host";
-    case PlanRejectReason::offload_pipeline: return "offload_pipeline";
-    case PlanRejectReason::pipeline_strategy: return "pipeline_strategy";
-    case PlanRejectReason::batch: return "batch";
-    case PlanRejectReason::pipeline_groups: return "pipeline_groups";
-    case PlanRejectReason::invalid: return "invalid";
-    case PlanRejectReason::memory: return "memory";
-    case PlanRejectReason::host_memory: return "host_memory";
+    case PlanRejectReason::tp_model:
+      return "tp_model";
+    case PlanRejectReason::sp_sequence:
+      return "sp_sequence";
+    case PlanRejectReason::cp_sequence:
+      return "cp_sequence";
+    case PlanRejectReason::cp_attention:
+      return "cp_attention";
+    case PlanRejectReason::offload_host:
+      return "offload_host";
+    case PlanRejectReason::offload_pipeline:
+      return "offload_pipeline";
+    case PlanRejectReason::pipeline_strategy:
+      return "pipeline_strategy";
+    case PlanRejectReason::batch:
+      return "batch";
+    case PlanRejectReason::pipeline_groups:
+      return "pipeline_groups";
+    case PlanRejectReason::invalid:
+      return "invalid";
+    case PlanRejectReason::memory:
+      return "memory";
+    case PlanRejectReason::host_memory:
+      return "host_memory";
   }
   return "?";
 }
@@ -477,8 +501,8 @@ Scenario with_layout(const Scenario& base, const Layout& layout) {
   // --tp-comm-overlap needs SP: the scenario's overlap applies to the layouts with SP.
   s.strategy.tp_comm_overlap = base.strategy.tp_comm_overlap && layout.sp;
   // --overlap-param-gather is the distributed optimizer's: it applies to ZeRO-1/2 layouts.
-  s.strategy.overlap_param_gather = base.strategy.overlap_param_gather &&
-                                    (layout.strategy == Strategy::zero1 || layout.strategy == Strategy::zero2);
+  s.strategy.overlap_param_gather =
+      base.strategy.overlap_param_gather && (layout.strategy == Strategy::zero1 || layout.strategy == Strategy::zero2);
   s.strategy.pp = layout.pp;
   // --overlap-grad-reduce changes the pipeline's reduction only: layouts with PP take it.
   s.strategy.overlap_grad_reduce = base.strategy.overlap_grad_reduce && layout.pp > 1;
@@ -523,8 +547,9 @@ void screen_one_family(PlanScreen& out, const Topology& topo, const PlanOptions&
   const std::vector<std::size_t> dividing = dividing_micro_batches(out, micro_batches, dp, pipe);
   if (dividing.empty()) return;
   const std::int64_t mb = micro_batches[dividing.front()];
-  const Layout first{f.strategy, f.tp,    f.sp,     mb,          out.global_batch / dp / mb, Recompute::none,
-                     dp,         pipe.pp, pipe.vpp, pipe.schedule, f.cp,                     f.offload};
+  const Layout first{
+      f.strategy, f.tp,          f.sp, mb,       out.global_batch / dp / mb, Recompute::none, dp, pipe.pp,
+      pipe.vpp,   pipe.schedule, f.cp, f.offload};
   const auto layouts = static_cast<std::int64_t>(dividing.size() * std::size(kPlanRecompute));
   const int family = resolve_family(out, topo, first, layouts, last);
   if (family < 0) return;
@@ -583,8 +608,8 @@ PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool
   std::vector<std::vector<PipeChoice>> pipes;
   const std::vector<ParallelBlock> blocks = parallel_blocks(out, options, pipes);
   const std::size_t per_block = micro_batches.size() * std::size(kPlanRecompute);
-  MicroCache micro{std::vector<MicroStepTimes>(blocks.size() * per_block), std::vector<char>(blocks.size() * per_block, 0),
-                   0};
+  MicroCache micro{std::vector<MicroStepTimes>(blocks.size() * per_block),
+                   std::vector<char>(blocks.size() * per_block, 0), 0};
   LastResolve last;
   std::int64_t families = 0, done = 0;
   for (Strategy st : kPlanStrategies)
@@ -615,8 +640,10 @@ PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool
 
 double objective_value(PlanObjective o, const Prediction& p, const Scenario& s) {
   switch (o) {
-    case PlanObjective::time: return p.step_time_s;
-    case PlanObjective::tokens_per_s: return p.tokens_per_s_per_gpu;
+    case PlanObjective::time:
+      return p.step_time_s;
+    case PlanObjective::tokens_per_s:
+      return p.tokens_per_s_per_gpu;
     case PlanObjective::cost:
       return usd_per_million_tokens(s.price_per_gpu_hour_usd.value_or(std::numeric_limits<double>::quiet_NaN()), p);
   }
@@ -654,9 +681,10 @@ std::string why_winner(const PlanRow& a, const PlanRow& b) {
       {"pipeline bubble and idle time", bubble_s(p), bubble_s(q)},
   };
   if (q.step_time_s == p.step_time_s)
-    return fmt::format("{} and {} tie at {:.4g} s per step; the first is ranked first by the objective, then by "
-                       "enumeration order",
-                       a.layout.describe(), b.layout.describe(), p.step_time_s);
+    return fmt::format(
+        "{} and {} tie at {:.4g} s per step; the first is ranked first by the objective, then by "
+        "enumeration order",
+        a.layout.describe(), b.layout.describe(), p.step_time_s);
   const Term* best = &terms[0];
   for (const Term& t : terms)
     if (t.runner_s - t.winner_s > best->runner_s - best->winner_s) best = &t;
@@ -686,8 +714,8 @@ void keep_lowered(LoweredCache& kept, const PlanCandidate& c, Lowered lowered, s
 
 /// Better under the objective, ties by step time then enumeration order.
 bool better(PlanObjective o, const PlanRow& a, int ai, const PlanRow& b, int bi) {
-  if (a.objective != b.objective) return o == PlanObjective::tokens_per_s ? a.objective > b.objective
-                                                                           : a.objective < b.objective;
+  if (a.objective != b.objective)
+    return o == PlanObjective::tokens_per_s ? a.objective > b.objective : a.objective < b.objective;
   return ai < bi;
 }
 

@@ -57,7 +57,7 @@ std::string_view name(PlanObjective);
 PlanObjective parse_plan_objective(std::string_view);
 
 struct PlanOptions {
-  int gpus = 0;                      ///< 0: the scenario's
+  int gpus = 0;  ///< 0: the scenario's
   /// Sequences per optimizer step; 0: the scenario's micro_batch x grad_accum x (gpus / tp).
   std::int64_t global_batch = 0;
   PlanObjective objective = PlanObjective::time;
@@ -66,8 +66,8 @@ struct PlanOptions {
   /// Most layouts simulated, whatever the bounds say (the branch and bound stops there and
   /// PlanResult::exact says so).
   int max_simulations = 2000;
-  bool enumerate_cp = true;           ///< false: no context parallelism (cp 1), as --no-cp
-  bool enumerate_offload = true;      ///< false: no CPU offload, as --no-offload
+  bool enumerate_cp = true;       ///< false: no context parallelism (cp 1), as --no-cp
+  bool enumerate_offload = true;  ///< false: no CPU offload, as --no-offload
   /// Fewest tokens of a sequence on one CP rank (seq_len / cp) the search tries: 1,024 by
   /// default, stepcast's search bound (below it the K/V exchange of cp - 1 ring steps
   /// competes with an attention chunk of few tokens; set lower to search further).
@@ -89,15 +89,15 @@ struct Layout {
   Strategy strategy = Strategy::ddp;
   int tp = 1;
   bool sp = false;
-  std::int64_t micro_batch = 1;      ///< sequences per GPU per micro-step
-  std::int64_t grad_accum = 1;       ///< global batch / (micro_batch x dp)
+  std::int64_t micro_batch = 1;  ///< sequences per GPU per micro-step
+  std::int64_t grad_accum = 1;   ///< global batch / (micro_batch x dp)
   Recompute recompute = Recompute::none;
-  int dp = 1;                        ///< gpus / (tp x pp)
-  int pp = 1;                        ///< pipeline stages
-  int vpp = 1;                       ///< model chunks per stage (interleaved schedule)
+  int dp = 1;   ///< gpus / (tp x pp)
+  int pp = 1;   ///< pipeline stages
+  int vpp = 1;  ///< model chunks per stage (interleaved schedule)
   /// A registered schedule (simulator/schedules.hpp), pointing into its registry.
   std::string_view schedule = "1f1b";
-  int cp = 1;                        ///< context-parallel degree
+  int cp = 1;  ///< context-parallel degree
   OffloadKind offload = OffloadKind::none;
   /// "zero2 tp2 sp mb4 ga2 selective", "zero1 tp8 pp16 vpp4 interleaved mb1 ga32 full",
   /// "zero3 cp2 mb1 ga8 none offload_optimizer" (tp, sp, cp, the pipeline and the offload
@@ -138,32 +138,32 @@ std::vector<std::string> plan_dimensions_not_enumerated(const PlanOptions& optio
 /// A layout that passed the screen, with its closed-form figures.
 struct PlanCandidate {
   Layout layout;
-  int index = 0;                     ///< enumeration order (ties break on it)
-  int family = 0;                    ///< index of its resolved (strategy, tp, sp, pp) Job
-  double compute_s = 0;              ///< cost stage: forward + backward + recompute + optimizer, s
+  int index = 0;         ///< enumeration order (ties break on it)
+  int family = 0;        ///< index of its resolved (strategy, tp, sp, pp) Job
+  double compute_s = 0;  ///< cost stage: forward + backward + recompute + optimizer, s
   /// Lowered bound of the step, s (lowered_bound_s); NaN until computed (screen_layouts with
   /// `full_bounds`, or plan() when the candidate reaches the front).
   double lower_bound_s = 0;
   /// Under a pipeline, the schedule's replay with each send at its time alone (pipeline_bound_s), s;
   /// NaN until computed.
   double pipeline_bound_s = 0;
-  double memory_bytes = 0;           ///< per GPU (cost stage)
+  double memory_bytes = 0;  ///< per GPU (cost stage)
 };
 
 /// The space after the screen: the resolved families, the candidates sorted by their bound
 /// (the lowered bound with `full_bounds`, else compute_s; ties by enumeration
 /// order), and the rejections.
 struct PlanScreen {
-  Scenario base;                     ///< on the planned GPUs, tp 1, no pipeline
+  Scenario base;  ///< on the planned GPUs, tp 1, no pipeline
   int gpus = 1;
   std::int64_t global_batch = 1;
   /// One resolve() per (strategy, tp, sp, cp, pp, offload) that passed; a candidate's vpp and schedule
   /// are its layout's.
   std::vector<Job> families;
   std::vector<PlanCandidate> candidates;
-  std::int64_t enumerated = 0;       ///< layouts enumerated
+  std::int64_t enumerated = 0;  ///< layouts enumerated
   std::int64_t rejected[kPlanRejectReasons] = {};
-  std::string invalid_example;       ///< the first check_scenario message, if any
+  std::string invalid_example;  ///< the first check_scenario message, if any
 };
 
 /// Enumerates and screens. Throws std::invalid_argument for options no plan can take (a GPU
@@ -195,7 +195,7 @@ struct PlanRow {
   Layout layout;
   Prediction prediction;
   double lower_bound_s = 0;
-  double objective = 0;              ///< in the objective's unit (s, tokens/s/GPU, USD/Mtok)
+  double objective = 0;  ///< in the objective's unit (s, tokens/s/GPU, USD/Mtok)
 };
 
 /// Time the representative rank (stage 0 under a pipeline) neither computes nor runs an
@@ -213,15 +213,15 @@ struct PlanResult {
   std::int64_t rejected[kPlanRejectReasons] = {};
   std::string invalid_example;
   std::vector<std::string> not_enumerated;  ///< plan_dimensions_not_enumerated(options)
-  std::int64_t screened = 0;         ///< layouts that passed to the lower bound
-  std::int64_t bounded = 0;          ///< layouts lowered for their lowered bound
+  std::int64_t screened = 0;                ///< layouts that passed to the lower bound
+  std::int64_t bounded = 0;                 ///< layouts lowered for their lowered bound
   std::int64_t simulated = 0;
   /// True when every layout left unsimulated has a lower bound no better than the K-th
   /// simulated one divided by (1 + gap): with gap 0 the top K are the top K of an exhaustive
   /// simulation; otherwise no layout left out beats the K-th by more than the gap.
   bool exact = true;
-  double gap = 0;                    ///< PlanOptions::gap the search ran with
-  std::vector<PlanRow> top;          ///< best first, at most `top`
+  double gap = 0;            ///< PlanOptions::gap the search ran with
+  std::vector<PlanRow> top;  ///< best first, at most `top`
   /// Why the winner beats the runner-up (empty with fewer than two rows).
   std::string why;
 };

@@ -22,7 +22,8 @@ Scenario gpt2_small(const std::string& extra = "") {
     "training": {"precision": "bf16_mixed", "micro_batch": 8, "grad_accum": 1, "seq_len": 1024,
                  "flash_attention": true},
     "strategy": "fsdp_full_shard", "hardware": {"box": "dgx-a100", "gpus": 8},
-    "dataset": {"tokens": 1e9})" + extra + "}",
+    "dataset": {"tokens": 1e9})" +
+                            extra + "}",
                         "plan-test.json");
 }
 
@@ -45,7 +46,7 @@ struct Exhaustive {
   std::string best;
   int predicted = 0;
   int over_memory = 0;
-  int pipelined = 0;  ///< layouts with pp >= 2 predicted
+  int pipelined = 0;         ///< layouts with pp >= 2 predicted
   int context_parallel = 0;  ///< layouts with cp >= 2 predicted
 };
 
@@ -343,7 +344,8 @@ TEST_CASE("layouts over the memory limit are rejected exactly where predict() pu
   CHECK(r.screened == all.predicted - all.over_memory);
   REQUIRE(!r.top.empty());
   CHECK(r.top[0].layout.describe() == all.best);
-  for (const PlanRow& row : r.top) CHECK(row.prediction.memory.total_bytes <= 0.08 * row.prediction.memory.capacity_bytes);
+  for (const PlanRow& row : r.top)
+    CHECK(row.prediction.memory.total_bytes <= 0.08 * row.prediction.memory.capacity_bytes);
 }
 
 TEST_CASE("sequence parallelism is rejected where tp does not divide seq_len") {
@@ -486,7 +488,7 @@ TEST_CASE("context parallelism is searched only with seq_len / cp >= min_cp_toke
     "training": {"precision": "bf16_mixed", "micro_batch": 8, "grad_accum": 1, "seq_len": 1024,
                  "flash_attention": false},
     "strategy": "fsdp_full_shard", "hardware": {"box": "dgx-a100", "gpus": 8}})",
-                                         "plan-cp-unfused.json");
+                                          "plan-cp-unfused.json");
   const PlanScreen s = screen_layouts(unfused, o);
   CHECK(s.rejected[static_cast<int>(PlanRejectReason::cp_attention)] > 0);
   CHECK(s.rejected[static_cast<int>(PlanRejectReason::cp_sequence)] == 0);

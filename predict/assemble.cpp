@@ -31,9 +31,10 @@ void check_simulation(const sim::StepGraph& graph, const sim::SimResult& r, cons
   const bool ok = std::isfinite(step) && step >= 0 && std::isfinite(b.no_overlap_s) &&
                   step >= lower * (1 - 1e-9) - slack_s && step <= b.no_overlap_s * (1 + 1e-9) + slack_s;
   if (!ok)
-    throw std::logic_error(fmt::format("simulated step {} s lies outside its closed-form bounds [{}, {}] s; "
-                                       "please report this with the scenario",
-                                       step, lower, b.no_overlap_s));
+    throw std::logic_error(
+        fmt::format("simulated step {} s lies outside its closed-form bounds [{}, {}] s; "
+                    "please report this with the scenario",
+                    step, lower, b.no_overlap_s));
 }
 
 /// The simulated figures of the representative rank: busy times, critical path, streams,
@@ -57,8 +58,8 @@ void assemble_simulation(const sim::StepGraph& graph, const sim::SimResult& r, P
                          sim::to_seconds(r.streams[i].busy_ns)});
   }
   for (std::size_t i = 0; i < graph.links.size(); ++i)
-    p.links.push_back({graph.links[i].name, graph.links[i].capacity_GBps, sim::to_seconds(r.links[i].busy_ns),
-                       r.links[i].bytes});
+    p.links.push_back(
+        {graph.links[i].name, graph.links[i].capacity_GBps, sim::to_seconds(r.links[i].busy_ns), r.links[i].bytes});
 }
 
 /// Tokens and samples per second, MFU/HFU, and the epoch with its price. MFU and HFU share
@@ -92,8 +93,8 @@ void assemble_throughput(const Job& job, const Costs& c, Prediction& p) {
 
 }  // namespace
 
-CollectiveCost phases_cost(Collective collective, double bytes, const std::vector<CollectivePhase>& phases,
-                           int ranks, std::optional<double> played_s) {
+CollectiveCost phases_cost(Collective collective, double bytes, const std::vector<CollectivePhase>& phases, int ranks,
+                           std::optional<double> played_s) {
   CollectiveCost out;
   out.algorithm = "ring";
   out.protocol = "Simple";
@@ -101,8 +102,8 @@ CollectiveCost phases_cost(Collective collective, double bytes, const std::vecto
   double time_s = 0;
   for (const CollectivePhase& ph : phases) time_s += ph.time_s();
   if (played_s) time_s = *played_s;
-  const bool hierarchical = std::any_of(phases.begin(), phases.end(),
-                                        [](const CollectivePhase& ph) { return ph.level != FabricScope::all; });
+  const bool hierarchical =
+      std::any_of(phases.begin(), phases.end(), [](const CollectivePhase& ph) { return ph.level != FabricScope::all; });
   if (phases.size() == 1 && phases[0].algorithm == "measured") {  // the calibration's fit
     out.algorithm = "measured";
     out.protocol = "n/a";
@@ -118,7 +119,8 @@ CollectiveCost phases_cost(Collective collective, double bytes, const std::vecto
   // An exposed part (the remainder of a collective overlapped with compute: TP overlap, the
   // CP ring, MoE all-to-alls beside the shared experts) moves no bytes of its own: its time
   // is not a transfer rate, so it has none (n/a, JSON null).
-  const bool moves_bytes = std::any_of(phases.begin(), phases.end(), [](const CollectivePhase& ph) { return ph.bytes > 0; });
+  const bool moves_bytes =
+      std::any_of(phases.begin(), phases.end(), [](const CollectivePhase& ph) { return ph.bytes > 0; });
   out.algbw_GBps = moves_bytes ? bytes / time_s / 1e9 : std::numeric_limits<double>::quiet_NaN();
   out.busbw_GBps = out.algbw_GBps * bus_bandwidth_factor(collective, ranks);
   return out;
@@ -175,11 +177,11 @@ Prediction assemble(const Job& job, const Costs& costs, Lowered lowered, sim::Si
                                         name(job.scenario.training.grad_accumulation),
                                         1e3 * costs.grad_accumulation_s));
   if (!result.repetition_exact)
-    p.assumptions.push_back(fmt::format(
-        "the {} micro-steps were too many to simulate one by one and their middle ones do not repeat "
-        "exactly (reductions queue up behind compute): the step adds them from the pattern of the first "
-        "few, which can read up to ~10% short",
-        job.scenario.training.grad_accum));
+    p.assumptions.push_back(
+        fmt::format("the {} micro-steps were too many to simulate one by one and their middle ones do not repeat "
+                    "exactly (reductions queue up behind compute): the step adds them from the pattern of the first "
+                    "few, which can read up to ~10% short",
+                    job.scenario.training.grad_accum));
 
   p.forward_s = costs.forward_s;
   p.backward_s = costs.backward_s;

@@ -4,9 +4,7 @@
 
 namespace stepcast {
 
-std::string calibration_source(const std::string& calibration_file) {
-  return "calibration file " + calibration_file;
-}
+std::string calibration_source(const std::string& calibration_file) { return "calibration file " + calibration_file; }
 
 namespace {
 
@@ -55,9 +53,10 @@ CalibratedRates apply_kernel_calibration(DeviceRates& device, const KernelCalibr
   }
   if (auto it = k.gemm.find(dtype); it != k.gemm.end()) {
     device.gemm_ceiling_tflops = it->second.ceiling_tflops;
-    device.gemm_source = fmt::format("{} (the ceiling fitted to its GEMM sweep through tile and wave quantization, "
-                                     "RMS residual {:.1f}%)",
-                                     source, 100 * it->second.wave_rms_rel_residual);
+    device.gemm_source = fmt::format(
+        "{} (the ceiling fitted to its GEMM sweep through tile and wave quantization, "
+        "RMS residual {:.1f}%)",
+        source, 100 * it->second.wave_rms_rel_residual);
     out.gemm = true;
   }
   const auto sixteen = k.gemm.count(Dtype::bf16) ? k.gemm.find(Dtype::bf16) : k.gemm.find(Dtype::fp16);

@@ -17,10 +17,10 @@ namespace stepcast {
 /// Which of DeviceRates' rates a calibration replaced.
 struct CalibratedRates {
   bool sm_count = false;
-  bool gemm = false;        ///< gemm_ceiling_tflops (and the attention GEMMs' ceiling)
-  bool attention = false;   ///< the attention kernel's curves
-  bool memory = false;      ///< memory_efficiency
-  bool launch = false;      ///< launch_s, eager_forward_op_s, eager_backward_op_s (any of them)
+  bool gemm = false;       ///< gemm_ceiling_tflops (and the attention GEMMs' ceiling)
+  bool attention = false;  ///< the attention kernel's curves
+  bool memory = false;     ///< memory_efficiency
+  bool launch = false;     ///< launch_s, eager_forward_op_s, eager_backward_op_s (any of them)
 };
 
 /// "calibration file X" (X: the file as named on the command line or in the scenario).

@@ -37,8 +37,10 @@ CalibratedAttentionCurve curve(bool backward) {
 /// Every rate of DeviceRates the kernel model reads, compared one by one.
 void check_same_except(const DeviceRates& a, const DeviceRates& b, const std::string& changed) {
   auto same = [&](const char* what, bool equal) {
-    if (changed != what) CHECK_MESSAGE(equal, what);
-    else CHECK_MESSAGE(!equal, what);
+    if (changed != what)
+      CHECK_MESSAGE(equal, what);
+    else
+      CHECK_MESSAGE(!equal, what);
   };
   same("sm_count", a.sm_count == b.sm_count);
   same("gemm", a.gemm_ceiling_tflops == b.gemm_ceiling_tflops && a.gemm_source == b.gemm_source);
@@ -99,8 +101,9 @@ TEST_CASE("apply_kernel_calibration: each part of kernel_model changes its rate 
   CHECK(d.launch_source.rfind("calibration file x.json (the rest: ", 0) == 0);
 }
 
-TEST_CASE("apply_kernel_calibration: curves of another kernel leave attention alone; fp8 GEMMs keep a 16-bit "
-          "attention ceiling") {
+TEST_CASE(
+    "apply_kernel_calibration: curves of another kernel leave attention alone; fp8 GEMMs keep a 16-bit "
+    "attention ceiling") {
   const DeviceRates catalog = resolve(h100(1)).device;
   KernelCalibration k;
   k.attention = {curve(false)};
@@ -111,7 +114,7 @@ TEST_CASE("apply_kernel_calibration: curves of another kernel leave attention al
   CHECK_FALSE(changed.attention);
   CHECK(d.attention.source == catalog.attention.source);
   CHECK(d.gemm_ceiling_tflops == catalog.gemm_ceiling_tflops);  // no fp8 measured
-  CHECK(d.attention_gemm_ceiling_tflops == 650);                 // attention stays bf16
+  CHECK(d.attention_gemm_ceiling_tflops == 650);                // attention stays bf16
   // Forward measured only: the catalog's backward curves stay.
   k.attention[0].kernel = "flash2";
   d = catalog;

@@ -45,14 +45,14 @@ double optimizer_step_s(const Job& job, double trainable) {
   const TrainingSpec& tr = job.scenario.training;
   const Strategy st = job.scenario.strategy.kind;
   const double optimizer_shards =
-      job.tp * (!shards_optimizer(st)                 ? 1.0
+      job.tp * (!shards_optimizer(st)               ? 1.0
                 : st == Strategy::fsdp_hybrid_shard ? std::max(1, job.gpus_per_node / job.tp)
                                                     : static_cast<double>(job.dp) * job.cp);
   if (job.scenario.strategy.offload != OffloadKind::none) return 0.0;  // the host runs it (cost_offload)
   const bool fp32_grads = tr.optimizer == OptimizerKind::adam_deepspeed_18;
-  return optimizer_time_s(trainable / optimizer_shards,
-                          optimizer_bytes_per_param(tr.precision, fp32_grads, tr.optimizer == OptimizerKind::sgd_momentum),
-                          job.device);
+  return optimizer_time_s(
+      trainable / optimizer_shards,
+      optimizer_bytes_per_param(tr.precision, fp32_grads, tr.optimizer == OptimizerKind::sgd_momentum), job.device);
 }
 
 /// FLOPs per layer and of the LM head for one micro-step, and per optimizer step on all GPUs.
@@ -144,7 +144,7 @@ void cost_memory(const Job& job, Costs& c) {
   mem.flash_attention = tr.flash_attention;
   mem.lora = tr.lora ? &*tr.lora : nullptr;
   mem.strategy = s.strategy.kind;
-  mem.gpus = static_cast<std::int64_t>(job.dp) * job.cp;  // the gradient group: DP x CP ranks
+  mem.gpus = static_cast<std::int64_t>(job.dp) * job.cp;        // the gradient group: DP x CP ranks
   mem.gpus_per_node = std::max(1, job.gpus_per_node / job.tp);  // DP ranks per node (1 with TP across nodes)
   mem.cp = job.cp;
   mem.ep = job.ep;
@@ -174,11 +174,12 @@ void cost_memory(const Job& job, Costs& c) {
   };
   // Per layer and micro-batch (under a pipeline the term holds stage 0's layers for every
   // micro-batch in flight).
-  c.activation_bytes_per_layer = term("activations") / (job.pp > 1 ? std::ceil(static_cast<double>(s.model.layers) / job.pp) * mem.in_flight
-                                                                   : static_cast<double>(s.model.layers));
+  c.activation_bytes_per_layer =
+      term("activations") / (job.pp > 1 ? std::ceil(static_cast<double>(s.model.layers) / job.pp) * mem.in_flight
+                                        : static_cast<double>(s.model.layers));
   c.logits_bytes = term("logits");
-  c.static_memory_bytes = c.memory.total_bytes - term("activations") - term("logits") - term("gathered_params") -
-                          term("fragmentation");
+  c.static_memory_bytes =
+      c.memory.total_bytes - term("activations") - term("logits") - term("gathered_params") - term("fragmentation");
 }
 
 }  // namespace
@@ -223,8 +224,8 @@ void stage_zero_share(const Job& job, Costs& c) {
   c.backward_s = m * layers0 * c.per_layer.backward_s;
   c.recompute_s = m * layers0 * c.per_layer.recompute_s;
   const double share = whole > 0 ? (c.forward_s + c.backward_s + c.recompute_s) / whole : 1.0 / job.pp;
-  for (double* v : {&c.optimizer_s, &c.kernels.gemm_s, &c.kernels.attention_s, &c.kernels.memory_s,
-                    &c.kernels.launch_s})
+  for (double* v :
+       {&c.optimizer_s, &c.kernels.gemm_s, &c.kernels.attention_s, &c.kernels.memory_s, &c.kernels.launch_s})
     *v *= share;
 }
 
@@ -264,8 +265,11 @@ void cost_context_parallel(const Job& job, Costs& c) {
     ph.algbw_GBps = hop.bw_GBps;
     ph.algorithm = "ring attention (exposed part)";
     ph.protocol = "p2p";
-    return sim::LayerCollective{fmt::format("context-parallel K/V ring ({}, exposed part)", pass), Collective::all_gather,
-                                ring.steps * step_bytes, job.cp, {ph}};
+    return sim::LayerCollective{fmt::format("context-parallel K/V ring ({}, exposed part)", pass),
+                                Collective::all_gather,
+                                ring.steps * step_bytes,
+                                job.cp,
+                                {ph}};
   };
   c.cp_forward = {op(ring.forward_bytes_per_step, c.micro.layer_attention_forward_s, "forward")};
   c.cp_backward = {op(ring.backward_bytes_per_step, c.micro.layer_attention_backward_s, "backward")};
@@ -321,11 +325,15 @@ void cost_expert_parallel(const Job& job, Costs& c) {
   if (!model.moe || job.ep == 1) return;
   const TrainingSpec& tr = job.scenario.training;
   const double tokens = static_cast<double>(tr.micro_batch * (tr.seq_len / job.cp));
-  const double bytes = moe_layer_share(model) *
-                       moe_all_to_all_bytes(model, *model.moe, tokens, working_bytes(tr.precision), job.ep);
+  const double bytes =
+      moe_layer_share(model) * moe_all_to_all_bytes(model, *model.moe, tokens, working_bytes(tr.precision), job.ep);
   auto op = [&](const char* what) {
-    return sim::LayerCollective{fmt::format("expert-parallel {} all-to-all", what), Collective::all_to_all, bytes,
-                                job.ep, collective_phases(Collective::all_to_all, bytes, job.ep_fabric), "ep"};
+    return sim::LayerCollective{fmt::format("expert-parallel {} all-to-all", what),
+                                Collective::all_to_all,
+                                bytes,
+                                job.ep,
+                                collective_phases(Collective::all_to_all, bytes, job.ep_fabric),
+                                "ep"};
   };
   c.ep_forward = {op("dispatch"), op("combine")};
   c.ep_backward = {op("combine gradient"), op("dispatch gradient")};
@@ -408,10 +416,14 @@ TpLayerGemmTimes tp_gemm_times(const Job& job, std::int64_t tokens) {
   for (const GemmShape& g : tp_layer_gemms(job.scenario.model, tokens, job.tp)) {
     const double fprop = t(g.m, g.n, g.k, g.count_per_layer), dgrad = t(g.m, g.k, g.n, g.count_per_layer),
                  wgrad = t(g.n, g.k, g.m, g.count_per_layer);
-    if (g.name == "qkv") out.qkv_fprop = fprop, out.qkv_dgrad = dgrad, out.qkv_wgrad = wgrad;
-    else if (g.name == "attn_out") out.proj_fprop = fprop, out.proj_dgrad = dgrad;
-    else if (g.name == "mlp_up") out.fc1_fprop = fprop, out.fc1_dgrad = dgrad, out.fc1_wgrad = wgrad;
-    else if (g.name == "mlp_down") out.fc2_fprop = fprop, out.fc2_dgrad = dgrad;
+    if (g.name == "qkv")
+      out.qkv_fprop = fprop, out.qkv_dgrad = dgrad, out.qkv_wgrad = wgrad;
+    else if (g.name == "attn_out")
+      out.proj_fprop = fprop, out.proj_dgrad = dgrad;
+    else if (g.name == "mlp_up")
+      out.fc1_fprop = fprop, out.fc1_dgrad = dgrad, out.fc1_wgrad = wgrad;
+    else if (g.name == "mlp_down")
+      out.fc2_fprop = fprop, out.fc2_dgrad = dgrad;
   }
   return out;
 }
@@ -427,8 +439,8 @@ void cost_tensor_parallel(const Job& job, Costs& c) {
   const std::int64_t tokens = tr.micro_batch * (tr.seq_len / job.cp);  // this GPU's tokens
   const double w = working_bytes(tr.precision);
   const std::int64_t h = job.scenario.model.hidden;
-  c.tp_layer = st.tp_comm_overlap ? tp_layer_comm_overlapped(tokens, h, w, job.tp, tp_gemm_times(job, tokens),
-                                                             job.device.sm_count, Recompute::none)
+  c.tp_layer = st.tp_comm_overlap       ? tp_layer_comm_overlapped(tokens, h, w, job.tp, tp_gemm_times(job, tokens),
+                                                                   job.device.sm_count, Recompute::none)
                : st.tp_backward_overlap ? tp_layer_comm_async(tokens, h, w, job.tp, st.sp, tp_gemm_times(job, tokens),
                                                               job.comm_slowdown, Recompute::none)
                                         : tp_layer_comm(tokens, h, w, job.tp, st.sp, Recompute::none);
@@ -450,8 +462,8 @@ void cost_pipeline_sends(const Job& job, Costs& c) {
 
 MicroStepTimes micro_step_times(const Job& job) {
   const TrainingSpec& tr = job.scenario.training;
-  return micro_step_times(job.scenario.model, tr.micro_batch, tr.seq_len, tr.precision, flops_options(tr),
-                          job.kernels, job.device);
+  return micro_step_times(job.scenario.model, tr.micro_batch, tr.seq_len, tr.precision, flops_options(tr), job.kernels,
+                          job.device);
 }
 
 Costs cost(const Job& job) { return cost(job, micro_step_times(job)); }
@@ -491,6 +503,5 @@ Costs cost(const Job& job, const MicroStepTimes& micro) {
   cost_pipeline_sends(job, c);
   return c;
 }
-
 
 }  // namespace stepcast

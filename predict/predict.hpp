@@ -23,12 +23,12 @@ namespace stepcast {
 
 /// One kind of collective a step issues, with what the simulation played for it.
 struct CollectiveUse {
-  std::string purpose;       ///< "gradient all-reduce", "parameter all-gather (forward)", ...
+  std::string purpose;  ///< "gradient all-reduce", "parameter all-gather (forward)", ...
   Collective collective = Collective::all_reduce;
   FabricScope level = FabricScope::all;  ///< which GPUs it spans
-  int ranks = 1;             ///< how many GPUs it spans
-  double bytes = 0;          ///< nccl-tests S of one call
-  int calls_per_step = 0;    ///< how many such calls per optimizer step
+  int ranks = 1;                         ///< how many GPUs it spans
+  double bytes = 0;                      ///< nccl-tests S of one call
+  int calls_per_step = 0;                ///< how many such calls per optimizer step
   /// The phases of one call exactly as the lowering put them in the step graph (model's
   /// choice of algorithm and protocol, or the calibration's measurement).
   std::vector<CollectivePhase> phases;
@@ -41,21 +41,21 @@ struct CollectiveUse {
 /// One task on the critical path of the simulated step.
 struct PathStep {
   std::string task;
-  std::string category;   ///< "forward", "all_gather", ...
+  std::string category;  ///< "forward", "all_gather", ...
   double start_s = 0;
   double end_s = 0;
 };
 
 struct StreamUse {
-  std::string name;       ///< "compute", "nccl all-gather", ...
+  std::string name;  ///< "compute", "nccl all-gather", ...
   double busy_s = 0;
 };
 
 struct LinkUse {
   std::string name;
   double capacity_GBps = 0;
-  double busy_s = 0;      ///< time with any traffic
-  double bytes = 0;       ///< carried by the representative class, load-weighted
+  double busy_s = 0;  ///< time with any traffic
+  double bytes = 0;   ///< carried by the representative class, load-weighted
 };
 
 /// The plan, the lowered step and its simulation, for traces and benchmarks.
@@ -66,8 +66,8 @@ struct StepSimulation {
 };
 
 struct PredictOptions {
-  bool keep_simulation = false;       ///< fill Prediction::simulation
-  bool record_timelines = false;      ///< link and memory timelines (for traces)
+  bool keep_simulation = false;         ///< fill Prediction::simulation
+  bool record_timelines = false;        ///< link and memory timelines (for traces)
   bool comm_on_compute_stream = false;  ///< limiting case: nothing overlaps
   bool free_communication = false;      ///< limiting case: collectives take no time
 };
@@ -78,9 +78,9 @@ struct Prediction {
   int nodes = 1;
   int gpus_per_node = 1;
   Strategy strategy = Strategy::ddp;
-  std::string gpu;             ///< GPU catalog key
-  std::string hardware;        ///< box / cluster description
-  std::int64_t parameters = 0; ///< of the model, all of them
+  std::string gpu;              ///< GPU catalog key
+  std::string hardware;         ///< box / cluster description
+  std::int64_t parameters = 0;  ///< of the model, all of them
 
   double global_batch_samples = 0;
   double tokens_per_step = 0;
@@ -90,17 +90,17 @@ struct Prediction {
   double backward_s = 0;
   double recompute_s = 0;
   double optimizer_s = 0;
-  double compute_s = 0;        ///< forward + backward + recompute + optimizer
+  double compute_s = 0;  ///< forward + backward + recompute + optimizer
   /// forward + backward + recompute by kind of kernel, at full speed (the optimizer apart).
   KernelTimes compute_by_kernel;
-  double comm_total_s = 0;     ///< all collectives, each as if alone, summed
-  double comm_busy_s = 0;      ///< simulated: time any collective of a GPU ran
-  double comm_exposed_s = 0;   ///< simulated: the part not hidden behind compute
-  double comm_hidden_s = 0;    ///< simulated: the part that ran while compute ran
-  double overlap_ratio = 1;    ///< comm_hidden / comm_busy
-  double compute_busy_s = 0;   ///< simulated compute-stream time (slowed while NCCL runs)
-  double comm_slowdown = 0;    ///< compute throughput lost while a collective runs
-  double step_time_s = 0;      ///< simulated step time
+  double comm_total_s = 0;            ///< all collectives, each as if alone, summed
+  double comm_busy_s = 0;             ///< simulated: time any collective of a GPU ran
+  double comm_exposed_s = 0;          ///< simulated: the part not hidden behind compute
+  double comm_hidden_s = 0;           ///< simulated: the part that ran while compute ran
+  double overlap_ratio = 1;           ///< comm_hidden / comm_busy
+  double compute_busy_s = 0;          ///< simulated compute-stream time (slowed while NCCL runs)
+  double comm_slowdown = 0;           ///< compute throughput lost while a collective runs
+  double step_time_s = 0;             ///< simulated step time
   double step_no_overlap_s = 0;       ///< upper bound: nothing overlaps
   double step_perfect_overlap_s = 0;  ///< lower bound (bounds.hpp)
   std::vector<PathStep> critical_path;
@@ -114,16 +114,16 @@ struct Prediction {
   double tokens_per_s = 0;
   double tokens_per_s_per_gpu = 0;
   double samples_per_s = 0;
-  double model_flops_per_step = 0;     ///< MFU's numerator: 6N + 12Lhs per token, no causal halving
+  double model_flops_per_step = 0;  ///< MFU's numerator: 6N + 12Lhs per token, no causal halving
   /// FLOPs the GPUs execute: causal attention halved under flash attention, recompute
   /// included (what measured-run definitions of "hardware FLOPs" count); not HFU's numerator.
   double hardware_flops_per_step = 0;
   /// The same without recompute: model FLOPs with causal attention halved under flash
   /// attention (ml-engineering's "causal attention FLOPs, recompute excluded").
   double causal_model_flops_per_step = 0;
-  double mfu = 0;              ///< model FLOPs / (step time x GPUs x dense peak)
-  double hfu = 0;              ///< (model FLOPs + recompute in MFU's convention) / same
-  double peak_tflops = 0;      ///< dense peak used for MFU, TFLOP/s per GPU
+  double mfu = 0;                  ///< model FLOPs / (step time x GPUs x dense peak)
+  double hfu = 0;                  ///< (model FLOPs + recompute in MFU's convention) / same
+  double peak_tflops = 0;          ///< dense peak used for MFU, TFLOP/s per GPU
   Dtype peak_dtype = Dtype::bf16;  ///< the dtype of that peak (the GEMMs' dtype)
 
   /// Epoch figures; NaN when the scenario has no dataset (JSON null, text "n/a").
@@ -134,7 +134,7 @@ struct Prediction {
   MemoryBreakdown memory;
   CommFabric fabric;
   std::vector<CollectiveUse> collectives;  ///< as simulated (never re-costed)
-  std::vector<std::string> assumptions;  ///< defaults and choices the prediction rests on
+  std::vector<std::string> assumptions;    ///< defaults and choices the prediction rests on
 };
 
 /// USD per million tokens trained: price x GPUs x step time / 3600 / (tokens per step / 1e6).

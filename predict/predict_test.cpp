@@ -19,13 +19,15 @@ std::string scenario(const std::string& strategy, const std::string& hardware, c
     "training": {"precision": "bf16_mixed", "optimizer": "adam", "micro_batch": 4, "grad_accum": 2,
                  "seq_len": 1024, "recompute": "none", "flash_attention": true)" +
          extra + R"(},
-    "strategy": ")" + strategy + R"(", "hardware": )" + hardware + R"(, "dataset": {"tokens": 1e9}})";
+    "strategy": ")" +
+         strategy + R"(", "hardware": )" + hardware + R"(, "dataset": {"tokens": 1e9}})";
 }
 
 const std::string kTwoNodes100g =
-    R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "eth-100g", "nics_per_node": 1, "topology": "single_switch"}, "gpus": 16})";
-const std::string kTwoNodes1g =
-    R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "eth-1g", "nics_per_node": 1, "topology": "single_switch"}, "gpus": 16})";
+    R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "eth-100g", "nics_per_node": 1,)"
+    R"("topology": "single_switch"}, "gpus": 16})";
+const std::string kTwoNodes1g = R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "eth-1g", "nics_per_node": 1,)"
+                                R"("topology": "single_switch"}, "gpus": 16})";
 
 }  // namespace
 
@@ -97,8 +99,8 @@ TEST_CASE("NVLS on a box without NVLink SHARP is bad input at /strategy/algorith
 }
 
 TEST_CASE("GPU counts above one node must fill whole nodes") {
-  const std::string twelve =
-      R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 12})";
+  const std::string twelve = R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8,)"
+                             R"("topology": "single_switch"}, "gpus": 12})";
   try {
     parse_scenario(scenario("ddp", twelve), "g.json");
     FAIL("expected an InputError");
@@ -136,8 +138,8 @@ TEST_CASE("the simulated peak memory agrees with the memory model within 10%") {
   // live allocations at each instant. Fragmentation is the model's alone. On a fast
   // network: over a slow one, unsharded gradients queue behind slow reductions in the
   // simulation (as in FSDP), which the model does not count.
-  const std::string two_nodes_ib =
-      R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 16})";
+  const std::string two_nodes_ib = R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8,)"
+                                   R"("topology": "single_switch"}, "gpus": 16})";
   for (const std::string& st : strategy_names()) {
     CAPTURE(st);
     const Prediction p = predict(parse_scenario(scenario(st, two_nodes_ib), "t.json"));
@@ -149,14 +151,16 @@ TEST_CASE("the simulated peak memory agrees with the memory model within 10%") {
 }
 
 TEST_CASE("a straggler node is simulated as its own class and slows every step it takes part in") {
-  const std::string base =
-      R"({"box": "dgx-a100", "nodes": 4, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 32)";
+  const std::string base = R"({"box": "dgx-a100", "nodes": 4, "network": {"nic": "ib-hdr", "nics_per_node": 8,)"
+                           R"("topology": "single_switch"}, "gpus": 32)";
   const Prediction alike = predict(parse_scenario(scenario("ddp", base + "}"), "t.json"));
   const Prediction slow_gpu = predict(parse_scenario(
-      scenario("ddp", base + R"(, "stragglers": [{"name": "throttled", "nodes": 1, "compute_speed": 0.8, "link_speed": 1}]})"),
+      scenario("ddp",
+               base + R"(, "stragglers": [{"name": "throttled", "nodes": 1, "compute_speed": 0.8, "link_speed": 1}]})"),
       "t.json"));
   const Prediction slow_nic = predict(parse_scenario(
-      scenario("ddp", base + R"(, "stragglers": [{"name": "bad NIC", "nodes": 1, "compute_speed": 1, "link_speed": 0.1}]})"),
+      scenario("ddp",
+               base + R"(, "stragglers": [{"name": "bad NIC", "nodes": 1, "compute_speed": 1, "link_speed": 0.1}]})"),
       "t.json"));
   // Every collective waits for the throttled node: the step is paced by its compute.
   CHECK(slow_gpu.step_time_s > alike.step_time_s * 1.2);
@@ -165,13 +169,19 @@ TEST_CASE("a straggler node is simulated as its own class and slows every step i
   CHECK(slow_gpu.step_time_s <= slow_gpu.step_no_overlap_s * (1 + 1e-9));
   CHECK(slow_gpu.step_time_s >= slow_gpu.step_perfect_overlap_s * (1 - 1e-9));
   CHECK_THROWS_AS(
-      with_gpus(parse_scenario(scenario("ddp", base + R"(, "stragglers": [{"name": "x", "nodes": 1, "compute_speed": 0.5, "link_speed": 1}]})"),
-                               "t.json"),
-                8),
+      with_gpus(
+          parse_scenario(
+              scenario("ddp",
+                       base + R"(, "stragglers": [{"name": "x", "nodes": 1, "compute_speed": 0.5, "link_speed": 1}]})"),
+              "t.json"),
+          8),
       std::invalid_argument);
-  CHECK_THROWS_AS(parse_scenario(scenario("ddp", base + R"(, "stragglers": [{"name": "x", "nodes": 4, "compute_speed": 0.5, "link_speed": 1}]})"),
-                                 "t.json"),
-                  InputError);
+  CHECK_THROWS_AS(
+      parse_scenario(
+          scenario("ddp",
+                   base + R"(, "stragglers": [{"name": "x", "nodes": 4, "compute_speed": 0.5, "link_speed": 1}]})"),
+          "t.json"),
+      InputError);
 }
 
 TEST_CASE("the collectives reported are the ones simulated: their totals add up to the bounds' communication total") {
@@ -230,7 +240,8 @@ TEST_CASE("a pipeline split that counts a heavy LM head shortens the step; the s
   auto pipe = [](const char* split) {
     return std::string(R"({"model": "llama-3-8b", "hardware": {"box": "dgx-h100", "gpus": 8},
       "training": {"micro_batch": 1, "seq_len": 4096, "grad_accum": 16},
-      "strategy": {"name": "ddp", "pp": 4, "pp_split": ")") + split + R"("}})";
+      "strategy": {"name": "ddp", "pp": 4, "pp_split": ")") +
+           split + R"("}})";
   };
   const Prediction even = predict(parse_scenario(pipe("even"), "even.json"));
   const Prediction balanced = predict(parse_scenario(pipe("balanced"), "balanced.json"));
@@ -250,13 +261,12 @@ TEST_CASE("a pipeline split that counts a heavy LM head shortens the step; the s
 namespace {
 
 /// DGX H100 nodes with 8 NDR rails (47 GB/s each, 376 GB/s a node) on `topology`.
-std::string h100_cluster(int nodes, const std::string& topology, double oversubscription = 1,
-                         int nodes_per_leaf = 0) {
+std::string h100_cluster(int nodes, const std::string& topology, double oversubscription = 1, int nodes_per_leaf = 0) {
   std::string net = R"({"nic": "ib-ndr", "nics_per_node": 8, "topology": ")" + topology + "\"";
   if (topology == "rail_fat_tree") net += ", \"oversubscription\": " + std::to_string(oversubscription);
   if (nodes_per_leaf > 0) net += ", \"nodes_per_leaf\": " + std::to_string(nodes_per_leaf);
-  return R"({"box": "dgx-h100", "nodes": )" + std::to_string(nodes) + R"(, "network": )" + net +
-         R"(}, "gpus": )" + std::to_string(8 * nodes) + "}";
+  return R"({"box": "dgx-h100", "nodes": )" + std::to_string(nodes) + R"(, "network": )" + net + R"(}, "gpus": )" +
+         std::to_string(8 * nodes) + "}";
 }
 
 const CollectiveUse* use_of(const Prediction& p, const std::string& purpose) {
@@ -276,9 +286,11 @@ bool has_link(const Prediction& p, const std::string& prefix) {
 TEST_CASE("oversubscription: DDP on 4 nodes under one leaf per rail is the same at 1:1, 8:1 and on one switch") {
   // 4 nodes fit one leaf group (32 nodes, the DGX SuperPOD scalable unit): rail-aligned
   // rings stay on each rail's leaf switch and never climb to the spine.
-  const double one = predict(parse_scenario(scenario("ddp", h100_cluster(4, "rail_fat_tree", 1)), "t.json")).step_time_s;
+  const double one =
+      predict(parse_scenario(scenario("ddp", h100_cluster(4, "rail_fat_tree", 1)), "t.json")).step_time_s;
   const Prediction eight = predict(parse_scenario(scenario("ddp", h100_cluster(4, "rail_fat_tree", 8)), "t.json"));
-  const double single = predict(parse_scenario(scenario("ddp", h100_cluster(4, "single_switch")), "t.json")).step_time_s;
+  const double single =
+      predict(parse_scenario(scenario("ddp", h100_cluster(4, "single_switch")), "t.json")).step_time_s;
   CHECK(eight.step_time_s == one);
   CHECK(single == one);
   CHECK_FALSE(has_link(eight, "spine"));
@@ -301,8 +313,10 @@ TEST_CASE("oversubscription: DDP across leaf groups slows at 8:1 as the spine sh
   }
   // Beyond a leaf group with the SuperPOD's 32 nodes a leaf, the ring's crossing is 1/32:
   // at 8:1 the spine allows 47 / (inter_load / 32), 4x the NICs' 376 / inter_load: unchanged.
-  const double wide1 = predict(parse_scenario(scenario("ddp", h100_cluster(64, "rail_fat_tree", 1)), "t.json")).step_time_s;
-  const double wide8 = predict(parse_scenario(scenario("ddp", h100_cluster(64, "rail_fat_tree", 8)), "t.json")).step_time_s;
+  const double wide1 =
+      predict(parse_scenario(scenario("ddp", h100_cluster(64, "rail_fat_tree", 1)), "t.json")).step_time_s;
+  const double wide8 =
+      predict(parse_scenario(scenario("ddp", h100_cluster(64, "rail_fat_tree", 8)), "t.json")).step_time_s;
   CHECK(wide8 == doctest::Approx(wide1));
 }
 
@@ -359,23 +373,24 @@ TEST_CASE("tensor parallelism across nodes: tp 16 on two DGX H100 runs NCCL's tw
   } catch (const InputError& e) {
     what = e.what();
   }
-  CHECK_MESSAGE(what.find("/strategy/tp: expected a divisor of the 8 GPUs per node, or whole nodes") !=
-                    std::string::npos,
-                what);
+  CHECK_MESSAGE(
+      what.find("/strategy/tp: expected a divisor of the 8 GPUs per node, or whole nodes") != std::string::npos, what);
 }
 
 TEST_CASE("a MoE model of one expert, top-1, no shared expert predicts exactly as the dense model") {
   // A router over one expert decides nothing: the layer is the dense MLP of the expert's width.
   auto with_model = [](const std::string& moe) {
     return R"({"name": "t", "model": {"name": "m", "layers": 4, "hidden": 1024, "heads": 16, "kv_heads": 16,
-      "ffn_hidden": )" + std::string(moe.empty() ? "4096" : "2048") + R"(, "gated_mlp": true, "vocab": 32000,
+      "ffn_hidden": )" +
+           std::string(moe.empty() ? "4096" : "2048") + R"(, "gated_mlp": true, "vocab": 32000,
       "seq_len": 2048, "tied_embeddings": false, "positional": "rope", "norm": "rmsnorm", "linear_bias": false,
       "source": "test")" +
            moe + R"(}, "training": {"micro_batch": 2, "grad_accum": 2, "flash_attention": true},
       "strategy": "zero2", "hardware": {"box": "dgx-h100", "gpus": 8}})";
   };
   const Scenario dense = parse_scenario(with_model(""), "moe.json");
-  const Scenario one = parse_scenario(with_model(R"(, "moe": {"experts": 1, "top_k": 1, "expert_ffn": 4096})"), "moe.json");
+  const Scenario one =
+      parse_scenario(with_model(R"(, "moe": {"experts": 1, "top_k": 1, "expert_ffn": 4096})"), "moe.json");
   CHECK_FALSE(one.model.moe);
   const Prediction a = predict(dense);
   const Prediction b = predict(one);
@@ -383,8 +398,8 @@ TEST_CASE("a MoE model of one expert, top-1, no shared expert predicts exactly a
   CHECK(a.memory.total_bytes == b.memory.total_bytes);
   CHECK(a.model_flops_per_step == b.model_flops_per_step);
   // Two experts route: the model is MoE and costs more.
-  const Scenario two = parse_scenario(with_model(R"(, "moe": {"experts": 2, "top_k": 1, "expert_ffn": 4096})"), "moe.json");
+  const Scenario two =
+      parse_scenario(with_model(R"(, "moe": {"experts": 2, "top_k": 1, "expert_ffn": 4096})"), "moe.json");
   REQUIRE(two.model.moe);
   CHECK(predict(two).step_time_s > a.step_time_s);
 }
-

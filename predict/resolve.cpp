@@ -116,23 +116,27 @@ void resolve_buckets(Job& job) {
     // distributed_data_parallel.py at core_r0.8.0): max(40M, 1M x DP size) elements.
     const double elements = std::max(40e6, 1e6 * job.dp * job.cp);
     job.bucket_bytes = elements * (strat.reduce_fp32 ? 4.0 : wb);
-    job.assumptions.push_back(fmt::format("overlap_param_gather: the updated parameters' all-gather runs at the "
-                                          "step's start beside the forward, bucket by bucket in forward order, not "
-                                          "after the optimizer step; buckets of max(40M, 1M x {} DP ranks) = {:g}M "
-                                          "elements (Megatron-Core's default; set strategy.bucket_mb)",
-                                          job.dp * job.cp, elements / 1e6));
+    job.assumptions.push_back(
+        fmt::format("overlap_param_gather: the updated parameters' all-gather runs at the "
+                    "step's start beside the forward, bucket by bucket in forward order, not "
+                    "after the optimizer step; buckets of max(40M, 1M x {} DP ranks) = {:g}M "
+                    "elements (Megatron-Core's default; set strategy.bucket_mb)",
+                    job.dp * job.cp, elements / 1e6));
   } else if (zero12(st)) {
     job.bucket_bytes = kDeepSpeedBucketElements * wb;
-    job.assumptions.push_back("reduce/all-gather bucket 5e8 elements (DeepSpeed reduce_bucket_size and "
-                              "allgather_bucket_size defaults; set strategy.bucket_mb)");
+    job.assumptions.push_back(
+        "reduce/all-gather bucket 5e8 elements (DeepSpeed reduce_bucket_size and "
+        "allgather_bucket_size defaults; set strategy.bucket_mb)");
   } else if (st == Strategy::zero3) {
     job.bucket_bytes = kDeepSpeedBucketElements * wb;
-    job.assumptions.push_back("reduce bucket 5e8 elements (DeepSpeed reduce_bucket_size default, at most the "
-                              "gradients; set strategy.bucket_mb)");
+    job.assumptions.push_back(
+        "reduce bucket 5e8 elements (DeepSpeed reduce_bucket_size default, at most the "
+        "gradients; set strategy.bucket_mb)");
   } else if (st == Strategy::ddp) {
     job.bucket_bytes = kDdpBucketBytes;
-    job.assumptions.push_back("gradient bucket 25 MiB, the first 1 MiB (PyTorch DDP bucket_cap_mb and "
-                              "_DEFAULT_FIRST_BUCKET_BYTES defaults; set strategy.bucket_mb)");
+    job.assumptions.push_back(
+        "gradient bucket 25 MiB, the first 1 MiB (PyTorch DDP bucket_cap_mb and "
+        "_DEFAULT_FIRST_BUCKET_BYTES defaults; set strategy.bucket_mb)");
   }
   job.first_bucket_bytes = st == Strategy::ddp ? std::min(kFirstBucketBytes, job.bucket_bytes) : job.bucket_bytes;
 }
@@ -147,9 +151,10 @@ void resolve_groups(Job& job) {
   for (const StragglerSpec& st : stragglers) {
     job.groups.push_back(
         sim::RankGroup{st.name, st.nodes * job.gpus_per_node, st.nodes, st.compute_speed, st.link_speed});
-    job.assumptions.push_back(fmt::format("{}: {} node(s) at {:.0f}% compute and {:.0f}% link speed, simulated as "
-                                          "their own rank class",
-                                          st.name, st.nodes, 100 * st.compute_speed, 100 * st.link_speed));
+    job.assumptions.push_back(
+        fmt::format("{}: {} node(s) at {:.0f}% compute and {:.0f}% link speed, simulated as "
+                    "their own rank class",
+                    st.name, st.nodes, 100 * st.compute_speed, 100 * st.link_speed));
   }
 }
 
@@ -163,14 +168,16 @@ void resolve_comm_slowdown(Job& job, const Scenario& s) {
     if (auto slowdown = calibrated_comm_slowdown(cal->kernel_model)) {
       job.comm_slowdown = *slowdown;
       job.provenance.comm_slowdown = RateSource::calibration;
-      job.assumptions.push_back(fmt::format("compute runs {:.0f}% slower while a collective runs: {} (a GEMM beside "
-                                            "an all-reduce)",
-                                            100 * *slowdown, calibration_source(s.hardware.calibration_file)));
+      job.assumptions.push_back(
+          fmt::format("compute runs {:.0f}% slower while a collective runs: {} (a GEMM beside "
+                      "an all-reduce)",
+                      100 * *slowdown, calibration_source(s.hardware.calibration_file)));
       return;
     }
-  job.assumptions.push_back(fmt::format("compute runs {:.0f}% slower while a collective runs: {} NCCL channels "
-                                        "of {} SMs (one CUDA block per channel)",
-                                        100 * job.comm_slowdown, job.nccl_channels, job.gpu.sm_count));
+  job.assumptions.push_back(
+      fmt::format("compute runs {:.0f}% slower while a collective runs: {} NCCL channels "
+                  "of {} SMs (one CUDA block per channel)",
+                  100 * job.comm_slowdown, job.nccl_channels, job.gpu.sm_count));
 }
 
 std::vector<sim::MeasuredCollective> measured_collectives(const HardwareFile* cal) {
@@ -186,8 +193,10 @@ std::vector<sim::MeasuredCollective> measured_collectives(const HardwareFile* ca
 
 std::string_view name(RateSource s) {
   switch (s) {
-    case RateSource::catalog: return "catalog";
-    case RateSource::calibration: return "calibration";
+    case RateSource::catalog:
+      return "catalog";
+    case RateSource::calibration:
+      return "calibration";
   }
   return "?";
 }
@@ -218,13 +227,15 @@ DeviceRates device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKernel kernel
     mark(k.sm_count, provenance.sm_count);
     mark(k.launch, provenance.launch);
     if (k.launch)
-      assumptions.push_back(fmt::format("{:.1f} µs per kernel launch, {:.1f} / {:.1f} µs per eager op forward / "
-                                        "backward: {}",
-                                        1e6 * device.launch_s, 1e6 * device.eager_forward_op_s,
-                                        1e6 * device.eager_backward_op_s, device.launch_source));
-    assumptions.push_back(fmt::format("calibration {} (measured on {}, {}): GEMM ceiling, memory bandwidth "
-                                      "and measured collectives replace the catalog's",
-                                      calibration_file, cal->machine.hostname, cal->machine.date_utc));
+      assumptions.push_back(
+          fmt::format("{:.1f} µs per kernel launch, {:.1f} / {:.1f} µs per eager op forward / "
+                      "backward: {}",
+                      1e6 * device.launch_s, 1e6 * device.eager_forward_op_s, 1e6 * device.eager_backward_op_s,
+                      device.launch_source));
+    assumptions.push_back(
+        fmt::format("calibration {} (measured on {}, {}): GEMM ceiling, memory bandwidth "
+                    "and measured collectives replace the catalog's",
+                    calibration_file, cal->machine.hostname, cal->machine.date_utc));
   }
   return device;
 }
@@ -245,9 +256,10 @@ KernelChoice resolve_kernels(const Scenario& s, GpuArch arch, std::vector<std::s
     k.attention = *tr.attention_kernel;
   } else {
     k.attention = default_flash_kernel(arch);
-    assumptions.push_back(fmt::format("attention kernel {} (the flash-class kernel a {} GPU runs; name another "
-                                      "with training.attention_kernel)",
-                                      name(k.attention), name(arch)));
+    assumptions.push_back(
+        fmt::format("attention kernel {} (the flash-class kernel a {} GPU runs; name another "
+                    "with training.attention_kernel)",
+                    name(k.attention), name(arch)));
   }
   if (tr.kernel_profile) {
     k.profile = *tr.kernel_profile;
@@ -265,16 +277,16 @@ KernelChoice resolve_kernels(const Scenario& s, GpuArch arch, std::vector<std::s
 
 void describe_rates(const Job& job, std::vector<std::string>& assumptions) {
   const DeviceRates& d = job.device;
-  assumptions.push_back(fmt::format("GEMMs against a ceiling of {:.0f} TFLOP/s {} ({:.0f}% of the {:.0f} TFLOP/s "
-                                    "peak) on {} SMs, tile and wave quantized: {}",
-                                    d.gemm_ceiling_tflops, name(job.dtype),
-                                    100 * d.gemm_ceiling_tflops / d.peak_tflops, d.peak_tflops, d.sm_count,
-                                    d.gemm_source));
-  if (job.kernels.attention != AttentionKernel::unfused)
-    assumptions.push_back("attention: " + d.attention.source);
-  assumptions.push_back(fmt::format("memory-bound kernels reach {:.0f}% of {:.0f} GB/s ({}); {:.0f} µs per kernel "
-                                    "launch",
-                                    100 * d.memory_efficiency, d.memory_bw_GBps, d.memory_source, 1e6 * d.launch_s));
+  assumptions.push_back(
+      fmt::format("GEMMs against a ceiling of {:.0f} TFLOP/s {} ({:.0f}% of the {:.0f} TFLOP/s "
+                  "peak) on {} SMs, tile and wave quantized: {}",
+                  d.gemm_ceiling_tflops, name(job.dtype), 100 * d.gemm_ceiling_tflops / d.peak_tflops, d.peak_tflops,
+                  d.sm_count, d.gemm_source));
+  if (job.kernels.attention != AttentionKernel::unfused) assumptions.push_back("attention: " + d.attention.source);
+  assumptions.push_back(
+      fmt::format("memory-bound kernels reach {:.0f}% of {:.0f} GB/s ({}); {:.0f} µs per kernel "
+                  "launch",
+                  100 * d.memory_efficiency, d.memory_bw_GBps, d.memory_source, 1e6 * d.launch_s));
 }
 
 /// A group's fabric from its placement (model/parallel.hpp group_placement): the nodes it
@@ -313,20 +325,22 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
   const int gpn = job.gpus_per_node;
   // Gradients reduce over the DP x CP ranks of a TP rank and stage.
   const ParallelLayout gradients = gradient_group_layout(layout);
-  job.fabric = group_fabric(topo, group_placement(gradients, GroupKind::dp, gpn),
-                            node_stride(gradients, GroupKind::dp, gpn));
+  job.fabric =
+      group_fabric(topo, group_placement(gradients, GroupKind::dp, gpn), node_stride(gradients, GroupKind::dp, gpn));
   if (job.cp > 1) {
     const GroupPlacement cp = group_placement(layout, GroupKind::cp, gpn);
     job.cp_fabric = group_fabric(topo, cp, node_stride(layout, GroupKind::cp, gpn));
     // A ring step's slowest hop: NVLink when the group sits in one node, else the NICs.
     job.cp_hop_fabric = cp.nodes_spanned == 1 ? topo.fabric(1, 2)
                                               : group_fabric(topo, GroupPlacement{2, 1, 2, cp.groups_sharing_a_node});
-    job.assumptions.push_back(fmt::format("context parallelism cp {} ({} exchange of K/V per layer), gradients "
-                                          "reduced over the {} DP x CP ranks",
-                                          job.cp, name(job.scenario.strategy.cp_comm), job.dp * job.cp));
+    job.assumptions.push_back(
+        fmt::format("context parallelism cp {} ({} exchange of K/V per layer), gradients "
+                    "reduced over the {} DP x CP ranks",
+                    job.cp, name(job.scenario.strategy.cp_comm), job.dp * job.cp));
   }
   if (job.tp > 1)
-    job.tp_fabric = job.tp <= gpn ? topo.fabric(1, job.tp) : group_fabric(topo, group_placement(layout, GroupKind::tp, gpn));
+    job.tp_fabric =
+        job.tp <= gpn ? topo.fabric(1, job.tp) : group_fabric(topo, group_placement(layout, GroupKind::tp, gpn));
   if (job.pp > 1) {
     const GroupPlacement pp = group_placement(layout, GroupKind::pp, gpn);
     job.pp_fabric = pp.ranks_per_node >= 2 ? topo.fabric(1, 2)
@@ -346,9 +360,10 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
             "the layers"
           : "TP collectives block the layers"));
   if (job.tp > gpn)
-    job.assumptions.push_back(fmt::format("tensor-parallel groups span {} nodes: their collectives run NCCL's ring "
-                                          "(or tree) over NVLink, then the NICs",
-                                          job.tp / gpn));
+    job.assumptions.push_back(
+        fmt::format("tensor-parallel groups span {} nodes: their collectives run NCCL's ring "
+                    "(or tree) over NVLink, then the NICs",
+                    job.tp / gpn));
   if (job.pp > 1) {
     const StrategySpec& st = job.scenario.strategy;
     std::string layers;
@@ -359,11 +374,11 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
                                               ? fmt::format(" (the LM head counted as {:.1f} layers of GEMM work)",
                                                             head_cost_in_layers(job.scenario.model))
                                               : ""));
-    job.assumptions.push_back(st.overlap_grad_reduce
-                                  ? "overlap_grad_reduce: each stage reduces its gradients in buckets during its last "
-                                    "micro-batch's backward (Megatron-Core's --overlap-grad-reduce)"
-                                  : "each stage reduces its gradients after its last backward (DeepSpeed's pipeline "
-                                    "engine; overlap_grad_reduce: during it, as Megatron-Core's --overlap-grad-reduce)");
+    job.assumptions.push_back(
+        st.overlap_grad_reduce ? "overlap_grad_reduce: each stage reduces its gradients in buckets during its last "
+                                 "micro-batch's backward (Megatron-Core's --overlap-grad-reduce)"
+                               : "each stage reduces its gradients after its last backward (DeepSpeed's pipeline "
+                                 "engine; overlap_grad_reduce: during it, as Megatron-Core's --overlap-grad-reduce)");
   }
 }
 
@@ -381,8 +396,7 @@ void resolve_expert_parallel(Job& job, const Topology& topo) {
   layout.pp = job.pp;
   layout.cp = job.cp;
   const ParallelLayout experts = expert_parallel_layout(layout, job.ep);
-  if (job.ep > 1)
-    job.ep_fabric = group_fabric(topo, group_placement(experts, GroupKind::tp, job.gpus_per_node));
+  if (job.ep > 1) job.ep_fabric = group_fabric(topo, group_placement(experts, GroupKind::tp, job.gpus_per_node));
   job.assumptions.push_back(fmt::format(
       "MoE: {} of {} layers route to {} experts (top {}{}); expert parallelism ep {} ({} experts per GPU, dispatch and "
       "combine all-to-alls on the compute stream, spread evenly over the layers), expert gradients reduced over the "
@@ -390,11 +404,11 @@ void resolve_expert_parallel(Job& job, const Topology& topo) {
       moe_layer_count(model.layers, *model.moe), model.layers, model.moe->experts, model.moe->top_k,
       model.moe->shared_experts > 0 ? fmt::format(", {} shared", model.moe->shared_experts) : "", job.ep,
       model.moe->experts / job.ep, experts.dp));
-  job.assumptions.push_back(fmt::format("moe_imbalance {:g}: the busiest EP rank's routed tokens over the mean{}",
-                                        st.moe_imbalance,
-                                        st.moe_imbalance == 1.0 ? " (default: routing balanced, as auxiliary-loss-free "
-                                                                  "balancing aims for; an assumption, not a measurement)"
-                                                                : ""));
+  job.assumptions.push_back(
+      fmt::format("moe_imbalance {:g}: the busiest EP rank's routed tokens over the mean{}", st.moe_imbalance,
+                  st.moe_imbalance == 1.0 ? " (default: routing balanced, as auxiliary-loss-free "
+                                            "balancing aims for; an assumption, not a measurement)"
+                                          : ""));
   job.assumptions.push_back(st.moe_shared_expert_overlap
                                 ? "moe_shared_expert_overlap: the all-to-alls run beside the shared experts' GEMMs "
                                   "and cost what those leave exposed"
@@ -430,7 +444,8 @@ void describe_spine(Job& job, const ClusterSpec& used) {
   const NetworkSpec& n = *used.network;
   std::string crossing;
   for (const auto& [what, f] : {std::pair<const char*, const CommFabric*>{"data-parallel", &job.fabric},
-                                {"tensor-parallel", &job.tp_fabric}, {"pipeline", &job.pp_fabric}})
+                                {"tensor-parallel", &job.tp_fabric},
+                                {"pipeline", &job.pp_fabric}})
     if (f->spine) crossing += fmt::format("{}{} {:.3g}", crossing.empty() ? "" : ", ", what, f->spine->crossing);
   job.assumptions.push_back(fmt::format(
       "rail fat tree: leaf groups of {} nodes (nodes_per_leaf; DGX SuperPOD scalable unit), rail-aligned rings, "

@@ -28,9 +28,7 @@ json five_keys() {
               {"training", {{"micro_batch", 1}, {"seq_len", 4096}}}};
 }
 
-Scenario parse(const json& j, const std::string& file = "dir/five-keys.json") {
-  return parse_scenario(j.dump(), file);
-}
+Scenario parse(const json& j, const std::string& file = "dir/five-keys.json") { return parse_scenario(j.dump(), file); }
 
 InputError error_of(const json& j) {
   try {
@@ -74,9 +72,9 @@ TEST_CASE("a scenario of five keys takes every other value by default, each reco
   CHECK(s.hardware.cluster.network->nics_per_node == find_box("dgx-h100")->nics);
   CHECK(s.hardware.cluster.network->topology == NetworkTopology::single_switch);
   CHECK(s.hardware.cluster.network->oversubscription == 1.0);
-  for (const char* key : {"name:", "hardware.nodes:", "hardware.network:", "no dataset", "training.precision:",
-                          "training.optimizer:", "training.grad_accum:", "training.recompute:",
-                          "training.flash_attention:"})
+  for (const char* key :
+       {"name:", "hardware.nodes:", "hardware.network:", "no dataset", "training.precision:", "training.optimizer:",
+        "training.grad_accum:", "training.recompute:", "training.flash_attention:"})
     CHECK_MESSAGE(has_default(s, key), key);
   CHECK_FALSE(has_default(s, "training.seq_len:"));  // given
 }
@@ -92,7 +90,7 @@ TEST_CASE("seq_len defaults to the model's own, and precision to fp16 on a GPU w
   CHECK(s.training.precision == Precision::fp16_mixed);  // V100: no bf16 arithmetic
   CHECK_FALSE(s.training.flash_attention);               // Volta is before Ampere
   CHECK(s.hardware.cluster.nodes == 1);
-  CHECK_FALSE(has_default(s, "hardware.network:"));      // one node needs none
+  CHECK_FALSE(has_default(s, "hardware.network:"));  // one node needs none
 }
 
 TEST_CASE("a given attention kernel implies flash_attention") {
@@ -143,12 +141,12 @@ TEST_CASE("a box without NICs cannot be joined to another by default") {
 
 TEST_CASE("every problem of a file is reported at once, each with its path") {
   json j = five_keys();
-  j["model"] = "llama3-8b";                          // 1: a catalog name misspelt
-  j["hardware"]["box"] = "dgx-h100-80gb";            // 2: a box name misspelt
+  j["model"] = "llama3-8b";                                    // 1: a catalog name misspelt
+  j["hardware"]["box"] = "dgx-h100-80gb";                      // 2: a box name misspelt
   j["training"]["micro_bach"] = j["training"]["micro_batch"];  // 3: a key misspelt (so micro_batch is missing)
   j["training"].erase("micro_batch");
-  j["strategy"] = {{"name", "zero3"}, {"prefetch", 2}};        // 4: an unknown key
-  j["price_per_gpu_hour"] = 2;                                 // 5: an unknown key at the top
+  j["strategy"] = {{"name", "zero3"}, {"prefetch", 2}};  // 4: an unknown key
+  j["price_per_gpu_hour"] = 2;                           // 5: an unknown key at the top
   const InputError e = error_of(j);
   std::vector<std::string> paths;
   for (const InputProblem& p : e.problems()) {
@@ -203,10 +201,10 @@ TEST_CASE("the starter scenario of `stepcast init` parses and predicts as writte
   CHECK(predict(s).step_time_s > 0);
   // One box by default; names checked with a hint.
   CHECK(parse_scenario(starter_scenario({"gpt2", "dgx-a100", 0}), "s.json").hardware.gpus() == 8);
-  CHECK_THROWS_WITH_AS(starter_scenario({"llama3-8b", "dgx-h100", 0}),
-                       doctest::Contains("did you mean \"llama-3-8b\""), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(starter_scenario({"gpt2", "dgx-h100-80gb", 0}),
-                       doctest::Contains("did you mean \"dgx-h100\""), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(starter_scenario({"llama3-8b", "dgx-h100", 0}), doctest::Contains("did you mean \"llama-3-8b\""),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(starter_scenario({"gpt2", "dgx-h100-80gb", 0}), doctest::Contains("did you mean \"dgx-h100\""),
+                       std::invalid_argument);
   CHECK_THROWS_AS(starter_scenario({"gpt2", "dgx-h100", 12}), std::invalid_argument);  // not whole boxes
 }
 

@@ -35,14 +35,17 @@ json gpu(const std::string& name, double bw_GBps = 3000) {
 }
 
 json nic(const std::string& name, double Gbps) {
-  return json{{"name", name},         {"class", "network"}, {"line_rate_Gbps", Gbps}, {"effective_Gbps", Gbps * 0.9},
-              {"latency_us", 0},      {"nvls", false},      {"source", "test"}};
+  return json{{"name", name},    {"class", "network"}, {"line_rate_Gbps", Gbps}, {"effective_Gbps", Gbps * 0.9},
+              {"latency_us", 0}, {"nvls", false},      {"source", "test"}};
 }
 
 json box(const std::string& name, const json& gpu_value) {
-  return json{{"name", name}, {"display_name", "Inline box"}, {"gpu", gpu_value}, {"gpus", 4},
-              {"fabric", "pcie"}, {"pcie", "pcie5-x16"}, {"pcie_switches", 0}, {"cpus", 1},
-              {"p2p", true}, {"nic", nic("inline-nic-100g", 100)}, {"nics", 1}, {"source", "test"}};
+  return json{{"name", name},       {"display_name", "Inline box"},
+              {"gpu", gpu_value},   {"gpus", 4},
+              {"fabric", "pcie"},   {"pcie", "pcie5-x16"},
+              {"pcie_switches", 0}, {"cpus", 1},
+              {"p2p", true},        {"nic", nic("inline-nic-100g", 100)},
+              {"nics", 1},          {"source", "test"}};
 }
 
 json scenario(const json& hardware) {

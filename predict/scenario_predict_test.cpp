@@ -33,7 +33,9 @@ bool mentions(const std::string& message, const std::string& fragment) {
 }
 
 json two_dgx_a100() {
-  return json{{"box", "dgx-a100"}, {"nodes", 2}, {"gpus", 16},
+  return json{{"box", "dgx-a100"},
+              {"nodes", 2},
+              {"gpus", 16},
               {"network", {{"nic", "eth-100g"}, {"nics_per_node", 1}, {"topology", "single_switch"}}}};
 }
 

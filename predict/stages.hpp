@@ -52,59 +52,59 @@ std::string_view name(RateSource);
 /// The provenance of each efficiency in DeviceRates (peaks and datasheet memory bandwidth
 /// always come from the GPU catalog).
 struct RateProvenance {
-  RateSource gemm = RateSource::catalog;       ///< DeviceRates::gemm_ceiling_tflops
-  RateSource attention = RateSource::catalog;  ///< DeviceRates::attention
-  RateSource memory = RateSource::catalog;     ///< DeviceRates::memory_efficiency
-  RateSource sm_count = RateSource::catalog;   ///< DeviceRates::sm_count
-  RateSource launch = RateSource::catalog;     ///< DeviceRates::launch_s and the eager op costs
+  RateSource gemm = RateSource::catalog;           ///< DeviceRates::gemm_ceiling_tflops
+  RateSource attention = RateSource::catalog;      ///< DeviceRates::attention
+  RateSource memory = RateSource::catalog;         ///< DeviceRates::memory_efficiency
+  RateSource sm_count = RateSource::catalog;       ///< DeviceRates::sm_count
+  RateSource launch = RateSource::catalog;         ///< DeviceRates::launch_s and the eager op costs
   RateSource comm_slowdown = RateSource::catalog;  ///< Job::comm_slowdown (NCCL channels / SMs)
 };
 
 /// A scenario resolved against the catalogs: the hardware it runs on, the rates of its
 /// GPU, and every default it takes, recorded as an assumption.
 struct Job {
-  Scenario scenario;           ///< the scenario as given (a copy: a Job stands alone)
+  Scenario scenario;  ///< the scenario as given (a copy: a Job stands alone)
   int nodes = 1;
   int gpus_per_node = 1;
   int gpus = 1;
-  GpuSpec gpu;                 ///< catalog entry of the box's GPU
-  std::string hardware;        ///< "2 x dgx-a100 (8x ib-hdr)" / "dgx-a100"
-  CommFabric fabric;           ///< what a data-parallel collective sees (all GPUs when tp = 1)
-  int tp = 1;                  ///< tensor-parallel degree (strategy.tp)
-  int pp = 1;                  ///< pipeline stages (strategy.pp)
-  int dp = 1;                  ///< data-parallel replicas: gpus / (tp·pp·cp); gradients reduce over dp·cp
-  CommFabric tp_fabric;        ///< a TP group's fabric (tp GPUs of one node)
-  CommFabric pp_fabric;        ///< the link between adjacent stages, as one sending GPU sees it
-  int cp = 1;                  ///< context-parallel degree (strategy.cp)
-  CommFabric cp_fabric;        ///< a CP group's fabric (its all-gathers)
-  CommFabric cp_hop_fabric;    ///< one ring step: a GPU's link to the next CP rank
-  int ep = 1;                  ///< expert-parallel degree (strategy.ep; MoE models)
-  CommFabric ep_fabric;        ///< an EP group's fabric (its all-to-alls)
+  GpuSpec gpu;               ///< catalog entry of the box's GPU
+  std::string hardware;      ///< "2 x dgx-a100 (8x ib-hdr)" / "dgx-a100"
+  CommFabric fabric;         ///< what a data-parallel collective sees (all GPUs when tp = 1)
+  int tp = 1;                ///< tensor-parallel degree (strategy.tp)
+  int pp = 1;                ///< pipeline stages (strategy.pp)
+  int dp = 1;                ///< data-parallel replicas: gpus / (tp·pp·cp); gradients reduce over dp·cp
+  CommFabric tp_fabric;      ///< a TP group's fabric (tp GPUs of one node)
+  CommFabric pp_fabric;      ///< the link between adjacent stages, as one sending GPU sees it
+  int cp = 1;                ///< context-parallel degree (strategy.cp)
+  CommFabric cp_fabric;      ///< a CP group's fabric (its all-gathers)
+  CommFabric cp_hop_fabric;  ///< one ring step: a GPU's link to the next CP rank
+  int ep = 1;                ///< expert-parallel degree (strategy.ep; MoE models)
+  CommFabric ep_fabric;      ///< an EP group's fabric (its all-to-alls)
   /// CPU offload: the host's memory bandwidth (DRAM wire rate, GB/s) and memory, and the PCIe
   /// rate per GPU with all GPUs copying (topologies/ host_link_GBps_per_gpu). 0 without.
   double host_memory_GBps = 0;
   double host_memory_bytes = 0;
-  int host_cores = 0;          ///< the host's physical cores (its CPU Adam rate)
+  int host_cores = 0;  ///< the host's physical cores (its CPU Adam rate)
   double pcie_GBps = 0;
-  Dtype dtype = Dtype::bf16;   ///< dtype of the GEMMs (peak used for MFU)
-  KernelChoice kernels;        ///< attention kernel, kernel profile, causal or not
+  Dtype dtype = Dtype::bf16;  ///< dtype of the GEMMs (peak used for MFU)
+  KernelChoice kernels;       ///< attention kernel, kernel profile, causal or not
   DeviceRates device;
   RateProvenance provenance;
-  double bucket_bytes = 0;     ///< gradient / ZeRO bucket, bytes (given or the framework default)
-  double first_bucket_bytes = 0;  ///< DDP's first bucket (others: bucket_bytes)
+  double bucket_bytes = 0;             ///< gradient / ZeRO bucket, bytes (given or the framework default)
+  double first_bucket_bytes = 0;       ///< DDP's first bucket (others: bucket_bytes)
   std::vector<sim::RankGroup> groups;  ///< empty: all ranks alike; else typical nodes first
   std::vector<sim::MeasuredCollective> measured_collectives;  ///< from the calibration
-  int nccl_channels = 0;       ///< channels a collective runs on (0 on one GPU)
-  double comm_slowdown = 0;    ///< compute throughput lost while a collective runs
-  std::vector<std::string> assumptions;  ///< the scenario's defaults first, then the stages'
+  int nccl_channels = 0;                                      ///< channels a collective runs on (0 on one GPU)
+  double comm_slowdown = 0;                                   ///< compute throughput lost while a collective runs
+  std::vector<std::string> assumptions;                       ///< the scenario's defaults first, then the stages'
 };
 
 /// Resolves the scenario: builds the topology of the GPUs used, derives the fabric and the
-/// device rates (the catalogs', then the scenario's calibration file), picks the bucket size, the rank groups (stragglers)
-/// and the NCCL slowdown of compute. Throws std::invalid_argument, naming the field, for a
-/// scenario no later stage can take (a count below 1, no straggler-free node, a dataset
-/// size not above 0; no dataset at all is fine: no epoch figures) and for an inconsistent hardware choice; parse_scenario refuses all of those, so
-/// only a Scenario built another way (a measured record) can get here with one.
+/// device rates (the catalogs', then the scenario's calibration file), picks the bucket size, the rank groups
+/// (stragglers) and the NCCL slowdown of compute. Throws std::invalid_argument, naming the field, for a scenario no
+/// later stage can take (a count below 1, no straggler-free node, a dataset size not above 0; no dataset at all is
+/// fine: no epoch figures) and for an inconsistent hardware choice; parse_scenario refuses all of those, so only a
+/// Scenario built another way (a measured record) can get here with one.
 Job resolve(const Scenario& scenario);
 
 /// The topology resolve() builds: the scenario's cluster on the nodes it uses.
@@ -128,9 +128,9 @@ DeviceRates device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKernel kernel
 /// plays it: `layers` equal transformer layers and the LM head.
 struct LayerTimes {
   int layers = 1;
-  double forward_s = 0;        ///< one layer
-  double backward_s = 0;       ///< one layer
-  double recompute_s = 0;      ///< one layer (0 without recompute)
+  double forward_s = 0;    ///< one layer
+  double backward_s = 0;   ///< one layer
+  double recompute_s = 0;  ///< one layer (0 without recompute)
   double head_forward_s = 0;
   double head_backward_s = 0;
   /// layers x (forward + backward + recompute) + head forward + head backward
@@ -140,14 +140,14 @@ struct LayerTimes {
 /// What one optimizer step costs before any scheduling: compute times, FLOPs, byte counts
 /// of what the collectives move, and memory per GPU. A pure function of the Job.
 struct Costs {
-  MicroStepTimes micro;        ///< one micro-step on one GPU
-  LayerTimes per_layer;        ///< the same, per layer and head
-  double forward_s = 0;        ///< per optimizer step (grad_accum micro-steps)
+  MicroStepTimes micro;  ///< one micro-step on one GPU
+  LayerTimes per_layer;  ///< the same, per layer and head
+  double forward_s = 0;  ///< per optimizer step (grad_accum micro-steps)
   double backward_s = 0;
   double recompute_s = 0;
   double optimizer_s = 0;
-  double compute_s = 0;        ///< forward + backward + recompute + optimizer
-  KernelTimes kernels;         ///< forward + backward + recompute per optimizer step, by kind
+  double compute_s = 0;  ///< forward + backward + recompute + optimizer
+  KernelTimes kernels;   ///< forward + backward + recompute per optimizer step, by kind
 
   /// FLOPs of one micro-step on one GPU, per layer and for the LM head.
   double layer_flops_forward = 0;
@@ -155,7 +155,7 @@ struct Costs {
   double layer_flops_recompute = 0;
   double head_flops_forward = 0;
   double head_flops_backward = 0;
-  double model_flops_per_step = 0;     ///< all GPUs, one optimizer step
+  double model_flops_per_step = 0;  ///< all GPUs, one optimizer step
   /// Executed FLOPs with recompute (the kernels' count: causal halving under flash
   /// attention), what `validate` compares with records that count executed work.
   double hardware_flops_per_step = 0;
@@ -164,8 +164,8 @@ struct Costs {
   /// HFU's FLOPs: model FLOPs + recompute in MFU's attention convention (StepFlops::hfu_flops).
   double hfu_flops_per_step = 0;
 
-  double parameters = 0;       ///< all parameters
-  double trainable = 0;        ///< parameters the optimizer updates (LoRA: adapters)
+  double parameters = 0;  ///< all parameters
+  double trainable = 0;   ///< parameters the optimizer updates (LoRA: adapters)
   /// Bytes in the working dtype: one layer's weights, the root unit (embeddings, final
   /// norm, untied LM head), the untied LM head alone; and the trainable gradients of each.
   double layer_param_bytes = 0;
@@ -178,7 +178,7 @@ struct Costs {
   /// 1 byte and the rest (norms) in the working dtype; 0 otherwise (layer_param_bytes).
   double layer_gather_bytes = 0;
 
-  MemoryBreakdown memory;      ///< per GPU, term by term
+  MemoryBreakdown memory;                 ///< per GPU, term by term
   double activation_bytes_per_layer = 0;  ///< per micro-step, kept from forward to backward
   double logits_bytes = 0;
   double static_memory_bytes = 0;  ///< held all step (total less the transient terms)
@@ -194,7 +194,7 @@ struct Costs {
   /// Pipeline parallelism: one send between adjacent stages, bytes and latency; 0 when pp = 1.
   double pp_send_bytes = 0;
   double pp_send_latency_s = 0;
-  OffloadTimes offload;        ///< CPU offload per optimizer step (zero without)
+  OffloadTimes offload;            ///< CPU offload per optimizer step (zero without)
   double grad_accumulation_s = 0;  ///< adding up gradients, per micro-step, on the report's rank (stage 0)
   std::vector<std::string> assumptions;
 };
@@ -250,8 +250,8 @@ sim::StepBounds bound(const sim::StepGraph& graph);
 /// inter-node levels (then the protocol is the inter-node phase's), else the single phase's
 /// algorithm and protocol; algbw = S / time, busbw = algbw x the bus factor over `ranks`.
 /// Empty phases (one rank, zero bytes) cost nothing.
-CollectiveCost phases_cost(Collective collective, double bytes, const std::vector<CollectivePhase>& phases,
-                           int ranks, std::optional<double> time_s = std::nullopt);
+CollectiveCost phases_cost(Collective collective, double bytes, const std::vector<CollectivePhase>& phases, int ranks,
+                           std::optional<double> time_s = std::nullopt);
 
 /// One row per kind of collective (purpose, level, size) in the order the graph issues
 /// them, with the phases the lowering put in the graph and their cost: phases_cost with

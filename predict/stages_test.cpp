@@ -18,14 +18,16 @@ namespace {
 std::string scenario(const std::string& strategy, const std::string& hardware, const std::string& extra = "",
                      const std::string& precision = "bf16_mixed") {
   return R"({"name": "t", "description": "test", "model": "gpt2-xl",
-    "training": {"precision": ")" + precision + R"(", "optimizer": "adam", "micro_batch": 4, "grad_accum": 3,
+    "training": {"precision": ")" +
+         precision + R"(", "optimizer": "adam", "micro_batch": 4, "grad_accum": 3,
                  "seq_len": 1024, "recompute": "full", "flash_attention": true)" +
          extra + R"(},
-    "strategy": )" + strategy + R"(, "hardware": )" + hardware + R"(, "dataset": {"tokens": 1e9}})";
+    "strategy": )" +
+         strategy + R"(, "hardware": )" + hardware + R"(, "dataset": {"tokens": 1e9}})";
 }
 
-const std::string kTwoNodesIb =
-    R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 16})";
+const std::string kTwoNodesIb = R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8,)"
+                                R"("topology": "single_switch"}, "gpus": 16})";
 const std::string kDgx1 = R"({"box": "dgx-1-v100", "nodes": 1, "gpus": 8})";
 
 Scenario parsed(const std::string& strategy, const std::string& hardware, const std::string& extra = "",
@@ -111,8 +113,8 @@ TEST_CASE("resolve: a calibration file's GEMM ceiling, memory efficiency and col
   const Job job = resolve(s);
   REQUIRE(cal.gemm.count(job.dtype) == 1);
   CHECK(job.provenance.gemm == RateSource::calibration);
-  CHECK(job.device.gemm_ceiling_tflops ==
-        doctest::Approx(cal.gemm.at(job.dtype).max_fraction * job.device.peak_tflops * gemm_fraction(in_step_fractions(), job.gpu.arch)));
+  CHECK(job.device.gemm_ceiling_tflops == doctest::Approx(cal.gemm.at(job.dtype).max_fraction * job.device.peak_tflops *
+                                                          gemm_fraction(in_step_fractions(), job.gpu.arch)));
   CHECK(job.device.gemm_source.rfind("measured: ", 0) == 0);
   REQUIRE(cal.memory.memory_efficiency);
   CHECK(job.provenance.memory == RateSource::calibration);
@@ -128,7 +130,8 @@ TEST_CASE("device_rates: a calibration without the training dtype's GEMM keeps t
   cal.gemm[Dtype::fp32] = FittedGemm{0.5, 1e9, 0, 3};  // not bf16
   RateProvenance prov;
   std::vector<std::string> assumptions;
-  const DeviceRates d = device_rates(job.gpu, Dtype::bf16, AttentionKernel::flash2, &cal, "cal.json", prov, assumptions);
+  const DeviceRates d =
+      device_rates(job.gpu, Dtype::bf16, AttentionKernel::flash2, &cal, "cal.json", prov, assumptions);
   CHECK(prov.gemm == RateSource::catalog);
   CHECK(prov.memory == RateSource::catalog);  // no memory_efficiency measured either
   CHECK(d.gemm_ceiling_tflops == gemm_ceiling(job.gpu, Dtype::bf16).first);
@@ -136,17 +139,17 @@ TEST_CASE("device_rates: a calibration without the training dtype's GEMM keeps t
   CHECK(assumptions[0].find("cal.json") != std::string::npos);
 }
 
-TEST_CASE("resolve: bucket sizes are the framework defaults (DDP 25 MiB, ZeRO 5e8 elements) unless the scenario "
-          "gives one, in MiB") {
+TEST_CASE(
+    "resolve: bucket sizes are the framework defaults (DDP 25 MiB, ZeRO 5e8 elements) unless the scenario "
+    "gives one, in MiB") {
   const Job ddp = resolve(parsed("ddp", kTwoNodesIb));
   CHECK(ddp.bucket_bytes == 25.0 * (1 << 20));  // bucket_cap_mb = 25 MiB, not 25e6 bytes
   CHECK(ddp.first_bucket_bytes == 1024.0 * 1024.0);
   const Job zero2 = resolve(parsed("zero2", kTwoNodesIb));
   CHECK(zero2.bucket_bytes == 5e8 * 2);  // 5e8 elements of bf16
   CHECK(zero2.first_bucket_bytes == zero2.bucket_bytes);
-  const Job given = resolve(parse_scenario(
-      scenario(R"({"name": "ddp", "bucket_mb": 100})", kTwoNodesIb), "t.json"));
-  CHECK(given.bucket_bytes == 100.0 * (1 << 20));  // bucket_mb is MiB, as PyTorch's bucket_cap_mb
+  const Job given = resolve(parse_scenario(scenario(R"({"name": "ddp", "bucket_mb": 100})", kTwoNodesIb), "t.json"));
+  CHECK(given.bucket_bytes == 100.0 * (1 << 20));      // bucket_mb is MiB, as PyTorch's bucket_cap_mb
   CHECK(given.first_bucket_bytes == 1024.0 * 1024.0);  // DDP's first bucket stays 1 MiB
   // ZeRO-3's reduce bucket is DeepSpeed's 5e8 elements too, and said so (not a silent 25 MB).
   const Job zero3 = resolve(parsed("zero3", kTwoNodesIb));
@@ -159,8 +162,8 @@ TEST_CASE("resolve: bucket sizes are the framework defaults (DDP 25 MiB, ZeRO 5e
 }
 
 TEST_CASE("resolve: stragglers become rank groups after the typical nodes, covering every GPU once") {
-  const std::string four =
-      R"({"box": "dgx-a100", "nodes": 4, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 32,
+  const std::string four = R"({"box": "dgx-a100", "nodes": 4, "network": {"nic": "ib-hdr", "nics_per_node": 8,)"
+                           R"("topology": "single_switch"}, "gpus": 32,
           "stragglers": [{"name": "slow", "nodes": 1, "compute_speed": 0.8, "link_speed": 1}]})";
   const Job job = resolve(parsed("ddp", four));
   REQUIRE(job.groups.size() == 2);
@@ -217,7 +220,8 @@ TEST_CASE("cost: adding up micro-steps' gradients is memory-bound work on the lo
   const std::string one = R"({"name": "t", "description": "test", "model": "gpt2-xl",
     "training": {"precision": "bf16_mixed", "optimizer": "adam", "micro_batch": 4, "grad_accum": 1,
                  "seq_len": 1024, "recompute": "full", "flash_attention": true},
-    "strategy": "ddp", "hardware": )" + kTwoNodesIb + R"(, "dataset": {"tokens": 1e9}})";
+    "strategy": "ddp", "hardware": )" +
+                          kTwoNodesIb + R"(, "dataset": {"tokens": 1e9}})";
   const Scenario s1 = parse_scenario(one, "t.json");
   Scenario s1_fused = s1;
   s1_fused.training.grad_accumulation = GradAccumulation::fused;
@@ -428,9 +432,10 @@ TEST_CASE("the composition of the stages is predict()") {
   }
 }
 
-TEST_CASE("collective_uses: a straggler's degraded link slows every collective it takes part in, as the bound counts it") {
-  const std::string degraded =
-      R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 16,
+TEST_CASE(
+    "collective_uses: a straggler's degraded link slows every collective it takes part in, as the bound counts it") {
+  const std::string degraded = R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8,)"
+                               R"("topology": "single_switch"}, "gpus": 16,
           "stragglers": [{"name": "bad NIC", "nodes": 1, "compute_speed": 1, "link_speed": 0.25}]})";
   const Job job = resolve(parsed("ddp", degraded));
   const Lowered low = lower(job, cost(job), {});
@@ -461,8 +466,8 @@ TEST_CASE("resolve refuses, naming the field, a scenario no stage can take inste
       CHECK_MESSAGE(std::string(e.what()).find(field) != std::string::npos, e.what());
     }
   };
-  refused("training.grad_accum", [](Scenario& s) { s.training.grad_accum = 0; });   // F3
-  refused("training.micro_batch", [](Scenario& s) { s.training.micro_batch = 0; }); // F4
+  refused("training.grad_accum", [](Scenario& s) { s.training.grad_accum = 0; });    // F3
+  refused("training.micro_batch", [](Scenario& s) { s.training.micro_batch = 0; });  // F4
   refused("training.seq_len", [](Scenario& s) { s.training.seq_len = -1; });
   refused("model.layers", [](Scenario& s) { s.model.layers = 0; });
   refused("model.heads", [](Scenario& s) { s.model.heads = 0; });
@@ -470,12 +475,8 @@ TEST_CASE("resolve refuses, naming the field, a scenario no stage can take inste
   refused("model.hidden", [](Scenario& s) { s.model.hidden = 0; });
   refused("hardware.gpus_per_node", [](Scenario& s) { s.hardware.gpus_per_node = 0; });
   refused("hardware.nodes", [](Scenario& s) { s.hardware.nodes = 0; });
-  refused("not stragglers", [](Scenario& s) {
-    s.hardware.stragglers.push_back(StragglerSpec{"all", 2, 0.5, 1.0});
-  });
-  refused("compute_speed", [](Scenario& s) {
-    s.hardware.stragglers.push_back(StragglerSpec{"stopped", 1, 0.0, 1.0});
-  });
+  refused("not stragglers", [](Scenario& s) { s.hardware.stragglers.push_back(StragglerSpec{"all", 2, 0.5, 1.0}); });
+  refused("compute_speed", [](Scenario& s) { s.hardware.stragglers.push_back(StragglerSpec{"stopped", 1, 0.0, 1.0}); });
   refused("dataset size", [](Scenario& s) { s.dataset = DatasetSpec{0.0, std::nullopt}; });
   // Products the stages compute in a fixed-width integer must not wrap.
   refused("micro_batch x seq_len", [](Scenario& s) { s.training.micro_batch = std::int64_t{1} << 62; });
@@ -510,8 +511,8 @@ TEST_CASE("assemble refuses a simulated step outside its closed-form bounds: a b
 
 TEST_CASE("a straggler so slow that the step overflows is refused, never reported below its own lower bound") {
   // compute_speed 1e-300 gave a 0.047 s step against a 4.5e298 s lower bound, exit 0.
-  const std::string slow =
-      R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8, "topology": "single_switch"}, "gpus": 16,
+  const std::string slow = R"({"box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr", "nics_per_node": 8,)"
+                           R"("topology": "single_switch"}, "gpus": 16,
           "stragglers": [{"name": "stuck", "nodes": 1, "compute_speed": 1e-300, "link_speed": 1}]})";
   Scenario s;
   try {
@@ -536,7 +537,8 @@ TEST_CASE("HFU >= MFU for every catalog model, recompute mode and flash setting;
                 "training": {"precision": "bf16_mixed", "optimizer": "adam", "micro_batch": 1, "grad_accum": 1,
                              "seq_len": 1024, "recompute": ")" +
                 recompute + R"(", "flash_attention": )" + flash + R"(},
-                "strategy": "ddp", "hardware": {"box": "dgx-h100", "nodes": 1, "gpus": 8}, "dataset": {"tokens": 1e9}})",
+                "strategy": "ddp", "hardware": {"box": "dgx-h100", "nodes": 1, "gpus": 8},
+                "dataset": {"tokens": 1e9}})",
             "t.json");
         s.model = spec;
         s.training.seq_len = std::min<std::int64_t>(spec.seq_len, 4096);
@@ -570,16 +572,17 @@ TEST_CASE("resolve: tensor parallelism splits the GPUs into tp x dp, DP collecti
   CHECK(pb.model_flops_per_step == doctest::Approx(pa.model_flops_per_step / 4));
 }
 
-TEST_CASE("predict with a pipeline: the bubble costs time, the report's parts are stage 0's, the stages' link "
-          "crosses nodes when a stage fills them") {
+TEST_CASE(
+    "predict with a pipeline: the bubble costs time, the report's parts are stage 0's, the stages' link "
+    "crosses nodes when a stage fills them") {
   Scenario s = parsed("zero1", kTwoNodesIb);  // 2 x 8 GPUs
-  s.model = *find_model("llama-2-7b");       // 32 layers
+  s.model = *find_model("llama-2-7b");        // 32 layers
   s.training.grad_accum = 8;
   Scenario pipe = s;
   pipe.strategy.pp = 2;  // one stage per node: dp 8 inside each node
   const Job job = resolve(pipe);
   CHECK(job.dp == 8);
-  REQUIRE(job.pp_fabric.inter);  // the next stage is on the other node
+  REQUIRE(job.pp_fabric.inter);             // the next stage is on the other node
   CHECK(job.fabric.inter == std::nullopt);  // a stage's DP group stays in its node
   const Prediction p = predict(pipe);
   // Stage 0 holds 16 of the 32 layers and no LM head: a little under half the forward.
@@ -591,8 +594,9 @@ TEST_CASE("predict with a pipeline: the bubble costs time, the report's parts ar
   CHECK(p.global_batch_samples == doctest::Approx(flat.global_batch_samples / 2));
 }
 
-TEST_CASE("context parallelism: cp ranks share each sequence; gradients reduce over DP x CP; the ring's exchange "
-          "per layer is costed, hidden where the attention chunks are longer") {
+TEST_CASE(
+    "context parallelism: cp ranks share each sequence; gradients reduce over DP x CP; the ring's exchange "
+    "per layer is costed, hidden where the attention chunks are longer") {
   Scenario plain = parsed("zero1", kTwoNodesIb);  // gpt2-xl, 16 GPUs, seq 1024
   Scenario cp = plain;
   cp.strategy.cp = 4;
@@ -611,7 +615,7 @@ TEST_CASE("context parallelism: cp ranks share each sequence; gradients reduce o
   CHECK(cb.cp_forward[0].bytes == doctest::Approx(3 * 2 * 4.0 * 256 * 1600 * 2));
   CHECK(cb.cp_backward[0].bytes == doctest::Approx(2 * cb.cp_forward[0].bytes));
   const sim::StepPlan plan = step_plan(b, cb, PredictOptions{});
-  CHECK(plan.gpus == 16);  // the lowering's collectives span the DP x CP ranks
+  CHECK(plan.gpus == 16);                // the lowering's collectives span the DP x CP ranks
   CHECK(plan.cp_recompute.size() == 1);  // full recompute repeats the forward's exchange
   Scenario no_recompute = cp;
   no_recompute.training.recompute = Recompute::none;
@@ -643,8 +647,9 @@ TEST_CASE("context parallelism: cp ranks share each sequence; gradients reduce o
   CHECK(cl.cp_backward[0].phases.at(0).latency_s == 0);
 }
 
-TEST_CASE("CPU offload: the host's Adam and the PCIe copies replace the GPU's optimizer step; the optimizer states "
-          "leave the GPU for the host") {
+TEST_CASE(
+    "CPU offload: the host's Adam and the PCIe copies replace the GPU's optimizer step; the optimizer states "
+    "leave the GPU for the host") {
   Scenario s = parsed("zero2", R"({"box": "dgx-a100", "gpus": 8})");
   const Prediction gpu = predict(s);
   s.strategy.offload = OffloadKind::optimizer;
@@ -664,8 +669,9 @@ TEST_CASE("CPU offload: the host's Adam and the PCIe copies replace the GPU's op
   CHECK(predict(s).step_time_s < off.step_time_s);
 }
 
-TEST_CASE("fp8 training: GEMMs at the fp8 ceiling, attention at the 16-bit one; the fp8 all-gather moves the "
-          "linear weights in one byte") {
+TEST_CASE(
+    "fp8 training: GEMMs at the fp8 ceiling, attention at the 16-bit one; the fp8 all-gather moves the "
+    "linear weights in one byte") {
   const std::string h100 = R"({"box": "dgx-h100", "gpus": 8})";
   Scenario bf16 = parsed("fsdp_full_shard", h100);
   bf16.model = *find_model("llama-2-7b");
@@ -702,16 +708,19 @@ namespace {
 Scenario moe_scenario(int ep, const std::string& recompute = "full") {
   return parse_scenario(R"({"name": "moe", "description": "test", "model": "mixtral-8x7b",
     "training": {"precision": "bf16_mixed", "optimizer": "adam", "micro_batch": 1, "grad_accum": 2,
-                 "seq_len": 4096, "recompute": ")" + recompute + R"(", "flash_attention": true},
-    "strategy": {"name": "zero1", "ep": )" + std::to_string(ep) + R"(},
+                 "seq_len": 4096, "recompute": ")" +
+                            recompute + R"(", "flash_attention": true},
+    "strategy": {"name": "zero1", "ep": )" +
+                            std::to_string(ep) + R"(},
     "hardware": {"box": "dgx-h100", "gpus": 8}})",
                         "moe.json");
 }
 
 }  // namespace
 
-TEST_CASE("expert parallelism: per layer a dispatch and a combine all-to-all of tokens·k·h·w·(ep-1)/ep each way, "
-          "on the EP group's NVLink, and one more dispatch pair under full recompute") {
+TEST_CASE(
+    "expert parallelism: per layer a dispatch and a combine all-to-all of tokens·k·h·w·(ep-1)/ep each way, "
+    "on the EP group's NVLink, and one more dispatch pair under full recompute") {
   const Job job = resolve(moe_scenario(8));
   CHECK(job.ep == 8);
   CHECK(job.ep_fabric.ranks() == 8);
@@ -749,8 +758,9 @@ TEST_CASE("expert parallelism: per layer a dispatch and a combine all-to-all of 
   CHECK(cost(one).layer_grad_bytes == doctest::Approx(2.0 * layer));
 }
 
-TEST_CASE("moe_shared_expert_overlap: each pass's all-to-alls cost what the shared experts' GEMMs leave exposed; "
-          "refused without shared experts") {
+TEST_CASE(
+    "moe_shared_expert_overlap: each pass's all-to-alls cost what the shared experts' GEMMs leave exposed; "
+    "refused without shared experts") {
   auto v3 = [](bool overlap) {
     return parse_scenario(R"({"name": "v3", "description": "test", "model": "deepseek-v3",
       "training": {"precision": "bf16_mixed", "optimizer": "adam", "micro_batch": 1, "grad_accum": 4,

@@ -117,8 +117,7 @@ py::dict run_scale(const py::object& scenario, const std::vector<int>& gpus) {
 }
 
 py::dict run_plan(const py::object& scenario, std::optional<int> gpus, std::optional<std::int64_t> global_batch,
-                  const std::string& objective,
-                  double max_memory_fraction, int top) {
+                  const std::string& objective, double max_memory_fraction, int top) {
   const Scenario s = on_gpus(scenario_of(scenario), gpus);
   PlanOptions options;
   try {

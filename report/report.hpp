@@ -25,19 +25,19 @@ namespace stepcast::cli {
 struct ScaleRow {
   int gpus = 1;
   int nodes = 1;
-  double step_time_s = 0;           ///< simulated
-  double comm_exposed_s = 0;        ///< simulated communication not hidden behind compute
+  double step_time_s = 0;     ///< simulated
+  double comm_exposed_s = 0;  ///< simulated communication not hidden behind compute
   double tokens_per_s = 0;
   double tokens_per_s_per_gpu = 0;
-  double mfu = 0;                   ///< model FLOPs / (step time x GPUs x dense peak), a fraction
-  double time_per_epoch_s = 0;      ///< NaN when the scenario has no dataset
+  double mfu = 0;                                ///< model FLOPs / (step time x GPUs x dense peak), a fraction
+  double time_per_epoch_s = 0;                   ///< NaN when the scenario has no dataset
   std::optional<double> cost_per_epoch_usd;      ///< needs a dataset and a price
   std::optional<double> usd_per_million_tokens;  ///< needs a price
   /// tokens/s relative to the baseline row (x); NaN for a row that does not fit or when no
   /// row fits
   double speedup = 1;
-  double scaling_efficiency = 1;    ///< speedup / (gpus / baseline's gpus), a fraction; NaN as speedup
-  bool baseline = false;            ///< the row the speedups are relative to
+  double scaling_efficiency = 1;  ///< speedup / (gpus / baseline's gpus), a fraction; NaN as speedup
+  bool baseline = false;          ///< the row the speedups are relative to
   double memory_per_gpu_bytes = 0;
   MemoryVerdict verdict = MemoryVerdict::fits;
   bool fits() const { return verdict != MemoryVerdict::oom; }
@@ -92,17 +92,17 @@ inline std::vector<ScaleRow> scale_rows(const std::vector<Prediction>& predictio
 
 /// One column of `stepcast compare`: one scenario file's prediction as written.
 struct CompareRow {
-  std::string scenario;             ///< name
+  std::string scenario;  ///< name
   std::string file;
   std::string model;
-  std::string hardware;             ///< "2 x dgx-a100 (...)"
-  std::string gpu;                  ///< catalog GPU
+  std::string hardware;  ///< "2 x dgx-a100 (...)"
+  std::string gpu;       ///< catalog GPU
   int gpus = 1;
   double step_time_s = 0;
-  double time_per_epoch_s = 0;      ///< NaN without a dataset
+  double time_per_epoch_s = 0;  ///< NaN without a dataset
   double tokens_per_s = 0;
   double tokens_per_step = 0;
-  std::optional<double> cost_per_epoch_usd;          ///< needs a dataset and a price
+  std::optional<double> cost_per_epoch_usd;  ///< needs a dataset and a price
   /// price x GPUs x step / 3600 / (tokens per step / 1e6); needs a price
   std::optional<double> usd_per_million_tokens;
   double memory_per_gpu_bytes = 0;
@@ -143,8 +143,7 @@ CatalogSection parse_catalog_section(std::string_view);
 /// peak memory), throughput, epoch, memory per GPU with the verdict, collectives, fabric,
 /// assumptions and, when the scenario carries measured figures, measured vs predicted.
 /// `trace_file`: where the step's trace was written, named in the report ("" for none).
-std::string predict_text(const Scenario& scenario, const Prediction& prediction,
-                         const std::string& trace_file = "");
+std::string predict_text(const Scenario& scenario, const Prediction& prediction, const std::string& trace_file = "");
 
 /// The table of a scaling sweep.
 std::string scale_text(const Scenario& scenario, const std::vector<ScaleRow>& rows);
@@ -175,8 +174,7 @@ std::string catalog_text(const std::vector<CatalogSection>& sections);
 /// with its cost per call and the phases the simulation played: op, level, bytes,
 /// algorithm, protocol, latency_s, algbw_GBps, time_s) and trace_file (the trace written,
 /// or null). Reads the Prediction only: nothing is re-costed.
-std::string predict_json(const Scenario& scenario, const Prediction& prediction,
-                         const std::string& trace_file = "");
+std::string predict_json(const Scenario& scenario, const Prediction& prediction, const std::string& trace_file = "");
 
 /// {"scenario": name, "baseline_gpus": the baseline's GPUs (null when no count fits),
 /// "price_per_gpu_hour_usd", "rows": [{gpus, nodes, step_time_s, comm_exposed_s,

@@ -47,16 +47,16 @@ std::string line(const std::vector<std::string>& fields) {
 }  // namespace
 
 std::string scale_csv(const std::vector<ScaleRow>& rows) {
-  std::string out = line({"gpus", "nodes", "step_time_s", "comm_exposed_s", "tokens_per_s", "tokens_per_s_per_gpu",
-                          "mfu_fraction", "time_per_epoch_s", "cost_per_epoch_usd", "usd_per_million_tokens",
-                          "baseline_bool", "speedup_x", "scaling_efficiency_fraction", "memory_per_gpu_bytes",
-                          "memory_verdict", "fits_bool"});
+  std::string out =
+      line({"gpus", "nodes", "step_time_s", "comm_exposed_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu_fraction",
+            "time_per_epoch_s", "cost_per_epoch_usd", "usd_per_million_tokens", "baseline_bool", "speedup_x",
+            "scaling_efficiency_fraction", "memory_per_gpu_bytes", "memory_verdict", "fits_bool"});
   for (const ScaleRow& r : rows)
-    out += line({count(r.gpus), count(r.nodes), number(r.step_time_s), number(r.comm_exposed_s),
-                 number(r.tokens_per_s), number(r.tokens_per_s_per_gpu), number(r.mfu), number(r.time_per_epoch_s),
-                 number(r.cost_per_epoch_usd), number(r.usd_per_million_tokens), flag(r.baseline),
-                 number(r.speedup), number(r.scaling_efficiency), number(r.memory_per_gpu_bytes),
-                 std::string(name(r.verdict)), flag(r.fits())});
+    out +=
+        line({count(r.gpus), count(r.nodes), number(r.step_time_s), number(r.comm_exposed_s), number(r.tokens_per_s),
+              number(r.tokens_per_s_per_gpu), number(r.mfu), number(r.time_per_epoch_s), number(r.cost_per_epoch_usd),
+              number(r.usd_per_million_tokens), flag(r.baseline), number(r.speedup), number(r.scaling_efficiency),
+              number(r.memory_per_gpu_bytes), std::string(name(r.verdict)), flag(r.fits())});
   return out;
 }
 
@@ -65,9 +65,12 @@ namespace {
 /// The objective's column: its figure and unit.
 std::string objective_column(PlanObjective o) {
   switch (o) {
-    case PlanObjective::time: return "objective_step_time_s";
-    case PlanObjective::tokens_per_s: return "objective_tokens_per_s_per_gpu";
-    case PlanObjective::cost: return "objective_usd_per_million_tokens";
+    case PlanObjective::time:
+      return "objective_step_time_s";
+    case PlanObjective::tokens_per_s:
+      return "objective_tokens_per_s_per_gpu";
+    case PlanObjective::cost:
+      return "objective_usd_per_million_tokens";
   }
   return "objective";
 }
@@ -78,9 +81,26 @@ namespace {
 
 /// The plan table's columns, after `first` (a column naming the plan, or none).
 std::vector<std::string> plan_header(PlanObjective objective, std::vector<std::string> first = {}) {
-  for (const char* c : {"rank", "layout", "strategy", "tp", "sp_bool", "dp", "pp", "vpp", "schedule", "cp", "offload", "micro_batch_sequences",
-                        "grad_accum_steps", "recompute", "step_time_s", "lower_bound_s", "tokens_per_s_per_gpu",
-                        "mfu_fraction", "memory_per_gpu_bytes", "comm_exposed_s"})
+  for (const char* c : {"rank",
+                        "layout",
+                        "strategy",
+                        "tp",
+                        "sp_bool",
+                        "dp",
+                        "pp",
+                        "vpp",
+                        "schedule",
+                        "cp",
+                        "offload",
+                        "micro_batch_sequences",
+                        "grad_accum_steps",
+                        "recompute",
+                        "step_time_s",
+                        "lower_bound_s",
+                        "tokens_per_s_per_gpu",
+                        "mfu_fraction",
+                        "memory_per_gpu_bytes",
+                        "comm_exposed_s"})
     first.emplace_back(c);
   first.push_back(objective_column(objective));
   return first;
@@ -94,10 +114,26 @@ std::string plan_lines(const PlanResult& r, const std::vector<std::string>& firs
     const Layout& l = row.layout;
     const Prediction& p = row.prediction;
     std::vector<std::string> cells = first;
-    for (std::string cell : {count(++rank), l.describe(), std::string(name(l.strategy)), count(l.tp), flag(l.sp),
-                             count(l.dp), count(l.pp), count(l.vpp), std::string(l.schedule), count(l.cp), std::string(name(l.offload)), count(l.micro_batch), count(l.grad_accum), std::string(name(l.recompute)),
-                             number(p.step_time_s), number(row.lower_bound_s), number(p.tokens_per_s_per_gpu),
-                             number(p.mfu), number(p.memory.total_bytes), number(p.comm_exposed_s),
+    for (std::string cell : {count(++rank),
+                             l.describe(),
+                             std::string(name(l.strategy)),
+                             count(l.tp),
+                             flag(l.sp),
+                             count(l.dp),
+                             count(l.pp),
+                             count(l.vpp),
+                             std::string(l.schedule),
+                             count(l.cp),
+                             std::string(name(l.offload)),
+                             count(l.micro_batch),
+                             count(l.grad_accum),
+                             std::string(name(l.recompute)),
+                             number(p.step_time_s),
+                             number(row.lower_bound_s),
+                             number(p.tokens_per_s_per_gpu),
+                             number(p.mfu),
+                             number(p.memory.total_bytes),
+                             number(p.comm_exposed_s),
                              number(row.objective)})
       cells.push_back(std::move(cell));
     out += line(cells);
@@ -128,8 +164,8 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
 }
 
 std::string validate_csv(const std::vector<ValidationRow>& rows) {
-  std::string out = line({"id", "metric", "measured_in_metric_unit", "predicted_in_metric_unit", "error_pct",
-                          "status", "source", "trust", "strategy", "gpu"});
+  std::string out = line({"id", "metric", "measured_in_metric_unit", "predicted_in_metric_unit", "error_pct", "status",
+                          "source", "trust", "strategy", "gpu"});
   for (const ValidationRow& r : rows)
     out += line({r.id, r.metric, number(r.measured), number(r.predicted), number(r.error_pct), r.status, r.source,
                  r.trust, r.strategy, r.gpu});

@@ -33,12 +33,23 @@ std::string escape_html(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -51,8 +62,10 @@ std::string script_safe(const json& data) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
-    if (c == '<') out += "\\u003c";
-    else out += c;
+    if (c == '<')
+      out += "\\u003c";
+    else
+      out += c;
   }
   return out;
 }
@@ -61,7 +74,8 @@ std::string script_safe(const json& data) {
 /// a later version of either that did would break the page, so it is an error here).
 const std::string& checked_script(const std::string& script, std::string_view what) {
   std::string lower(script.size(), ' ');
-  std::transform(script.begin(), script.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(script.begin(), script.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (lower.find("</script") != std::string::npos)
     throw std::logic_error(fmt::format("the HTML report's {} holds \"</script\" and cannot be inlined", what));
   return script;
@@ -119,8 +133,8 @@ json prediction_data(const Scenario& s, const Prediction& p) {
 /// The simulated step's trace (Trace Event Format), or null when the prediction kept none.
 json trace_data(const Scenario& s, const Prediction& p) {
   if (!p.simulation) return nullptr;
-  const std::string title = fmt::format("{} on {} GPUs ({})", p.scenario.empty() ? s.name : p.scenario, p.gpus,
-                                        name(p.strategy));
+  const std::string title =
+      fmt::format("{} on {} GPUs ({})", p.scenario.empty() ? s.name : p.scenario, p.gpus, name(p.strategy));
   return parsed(sim::chrome_trace_json(p.simulation->graph, p.simulation->result, title));
 }
 
@@ -140,8 +154,8 @@ std::string html_report_unavailable_reason() {
 }
 
 std::string predict_html(const Scenario& s, const Prediction& p) {
-  const std::string title = fmt::format("Predicted training step: {} ({} on {}, {})", scenario_name(s, p),
-                                        s.model.name, gpus_of(p), name(p.strategy));
+  const std::string title = fmt::format("Predicted training step: {} ({} on {}, {})", scenario_name(s, p), s.model.name,
+                                        gpus_of(p), name(p.strategy));
   json data = {{"kind", "predict"},
                {"title", title},
                {"subtitle", s.description.empty() ? p.hardware : s.description + " · " + p.hardware},
@@ -170,13 +184,13 @@ std::string scale_html(const Scenario& base, const std::vector<Scenario>& scenar
   const std::string title =
       fmt::format("Predicted scaling: {} ({} on {} to {} x {}, {})", scenario_name(base, first), base.model.name,
                   first.gpus, predictions.back().gpus, first.gpu, name(first.strategy));
-  json data = {{"kind", "scale"},
-               {"title", title},
-               {"subtitle", base.description},
-               {"price_per_gpu_hour_usd",
-                base.price_per_gpu_hour_usd ? json(*base.price_per_gpu_hour_usd) : json(nullptr)},
-               {"report", std::move(report)},
-               {"predictions", std::move(preds)}};
+  json data = {
+      {"kind", "scale"},
+      {"title", title},
+      {"subtitle", base.description},
+      {"price_per_gpu_hour_usd", base.price_per_gpu_hour_usd ? json(*base.price_per_gpu_hour_usd) : json(nullptr)},
+      {"report", std::move(report)},
+      {"predictions", std::move(preds)}};
   return page(title, std::move(data));
 }
 
@@ -192,8 +206,8 @@ std::string compare_html(const std::vector<Scenario>& scenarios, const std::vect
     if (std::find(models.begin(), models.end(), scenarios[i].model.name) == models.end())
       models.push_back(scenarios[i].model.name);
   }
-  const std::string title = fmt::format("Predicted comparison: {} on {} hardware choices", join(models, ", "),
-                                        predictions.size());
+  const std::string title =
+      fmt::format("Predicted comparison: {} on {} hardware choices", join(models, ", "), predictions.size());
   json data = {{"kind", "compare"},
                {"title", title},
                {"subtitle", "Each scenario predicted as written, ranked below."},
@@ -206,11 +220,12 @@ std::string plan_html(const Scenario& s, const PlanResult& result, const Predict
   json preds = json::array();
   for (const PlanRow& row : result.top) preds.push_back(prediction_data(with_layout(s, row.layout), row.prediction));
   json trace = nullptr;
-  if (!result.top.empty() && winner_traced) trace = trace_data(with_layout(s, result.top.front().layout), *winner_traced);
+  if (!result.top.empty() && winner_traced)
+    trace = trace_data(with_layout(s, result.top.front().layout), *winner_traced);
   const std::string title =
-      fmt::format("Planned layouts: {} on {} x {}, global batch {} sequences, objective {}", s.model.name,
-                  result.gpus, result.top.empty() ? std::string("GPU") : result.top.front().prediction.gpu,
-                  result.global_batch, name(result.objective));
+      fmt::format("Planned layouts: {} on {} x {}, global batch {} sequences, objective {}", s.model.name, result.gpus,
+                  result.top.empty() ? std::string("GPU") : result.top.front().prediction.gpu, result.global_batch,
+                  name(result.objective));
   json data = {{"kind", "plan"},
                {"title", title},
                {"subtitle", s.description.empty() ? s.name : s.name + " · " + s.description},
@@ -233,9 +248,8 @@ std::string validate_html(const std::vector<ValidationRow>& rows, const std::vec
   report["pairs_total"] = total;
   report["pairs_wrong"] = wrong;
   const json& loso = report["summary_loso"];
-  const std::string title =
-      fmt::format("Validation: {} of {} measured runs compared, leave one source out", loso["count"].get<int>(),
-                  rows.size());
+  const std::string title = fmt::format("Validation: {} of {} measured runs compared, leave one source out",
+                                        loso["count"].get<int>(), rows.size());
   json data = {{"kind", "validate"},
                {"title", title},
                {"subtitle", "Measured runs from " + join(inputs, ", ")},

@@ -29,9 +29,8 @@ json opt(const std::optional<double>& v) { return v ? num(*v) : json(nullptr); }
 json str(std::string_view s) { return json(std::string(s)); }
 
 json fabric_level(const FabricLevel& l) {
-  return {{"ranks", l.ranks},       {"link_class", str(name(l.link))},
-          {"kind", l.kind},         {"bw_GBps", num(l.bw_GBps)},
-          {"latency_us", num(l.latency_us)}, {"channels", l.channels}};
+  return {{"ranks", l.ranks},          {"link_class", str(name(l.link))}, {"kind", l.kind},
+          {"bw_GBps", num(l.bw_GBps)}, {"latency_us", num(l.latency_us)}, {"channels", l.channels}};
 }
 
 json comparison(const std::optional<double>& measured, double predicted) {
@@ -51,12 +50,8 @@ std::string dump(const json& j) {
 namespace {
 
 json model_json(const Scenario& sc, const Prediction& p) {
-  return {{"name", sc.model.name},
-          {"parameters", p.parameters},
-          {"layers", sc.model.layers},
-          {"hidden", sc.model.hidden},
-          {"heads", sc.model.heads},
-          {"kv_heads", sc.model.kv_heads}};
+  return {{"name", sc.model.name},     {"parameters", p.parameters}, {"layers", sc.model.layers},
+          {"hidden", sc.model.hidden}, {"heads", sc.model.heads},    {"kv_heads", sc.model.kv_heads}};
 }
 
 json training_json(const TrainingSpec& tr) {
@@ -106,8 +101,8 @@ json simulation_json(const Prediction& p) {
   json path = json::array();
   json by_category = json::object();
   for (const PathStep& ps : p.critical_path) {
-    path.push_back({{"task", ps.task}, {"category", ps.category}, {"start_s", num(ps.start_s)},
-                    {"end_s", num(ps.end_s)}});
+    path.push_back(
+        {{"task", ps.task}, {"category", ps.category}, {"start_s", num(ps.start_s)}, {"end_s", num(ps.end_s)}});
     const double before = by_category.contains(ps.category) ? by_category[ps.category].get<double>() : 0.0;
     by_category[ps.category] = before + (ps.end_s - ps.start_s);
   }
@@ -129,8 +124,7 @@ json simulation_json(const Prediction& p) {
 
 json memory_json(const MemoryBreakdown& m) {
   json terms = json::array();
-  for (const MemoryTerm& t : m.terms)
-    terms.push_back({{"name", t.name}, {"bytes", num(t.bytes)}, {"note", t.note}});
+  for (const MemoryTerm& t : m.terms) terms.push_back({{"name", t.name}, {"bytes", num(t.bytes)}, {"note", t.note}});
   json out = {{"terms", terms},
               {"total_bytes", num(m.total_bytes)},
               {"capacity_bytes", num(m.capacity_bytes)},
@@ -138,7 +132,8 @@ json memory_json(const MemoryBreakdown& m) {
               {"largest", m.largest}};
   if (m.host_terms.empty()) return out;  // CPU offload only: the host's memory per node
   json host = json::array();
-  for (const MemoryTerm& t : m.host_terms) host.push_back({{"name", t.name}, {"bytes", num(t.bytes)}, {"note", t.note}});
+  for (const MemoryTerm& t : m.host_terms)
+    host.push_back({{"name", t.name}, {"bytes", num(t.bytes)}, {"note", t.note}});
   out["host"] = {{"terms", host},
                  {"total_bytes", num(m.host_total_bytes)},
                  {"capacity_bytes", num(m.host_capacity_bytes)},
@@ -151,14 +146,9 @@ json memory_json(const MemoryBreakdown& m) {
 /// collective's own GPUs: "all" for a single-phase algorithm, "intra-node" / "inter-node"
 /// for the phases of a hierarchical one.
 json phase_json(const CollectivePhase& ph) {
-  return {{"op", str(name(ph.collective))},
-          {"level", str(name(ph.level))},
-          {"bytes", num(ph.bytes)},
-          {"algorithm", ph.algorithm},
-          {"protocol", ph.protocol},
-          {"latency_s", num(ph.latency_s)},
-          {"algbw_GBps", num(ph.algbw_GBps)},
-          {"time_s", num(ph.time_s())}};
+  return {{"op", str(name(ph.collective))},   {"level", str(name(ph.level))}, {"bytes", num(ph.bytes)},
+          {"algorithm", ph.algorithm},        {"protocol", ph.protocol},      {"latency_s", num(ph.latency_s)},
+          {"algbw_GBps", num(ph.algbw_GBps)}, {"time_s", num(ph.time_s())}};
 }
 
 /// Each collective as simulated: its cost summarised from the phases in the step graph
@@ -212,10 +202,10 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
   j["nodes"] = p.nodes;
   j["gpus_per_node"] = p.gpus_per_node;
   j["strategy"] = str(name(p.strategy));
-  j["parallel"] = {{"tp", sc.strategy.tp},         {"sp", sc.strategy.sp},
-                   {"tp_comm_overlap", sc.strategy.tp_comm_overlap},
-                   {"pp", sc.strategy.pp},         {"vpp", sc.strategy.vpp},
-                   {"schedule", sc.strategy.schedule}, {"dp", sc.strategy.dp(p.gpus)}};
+  j["parallel"] = {
+      {"tp", sc.strategy.tp},        {"sp", sc.strategy.sp},   {"tp_comm_overlap", sc.strategy.tp_comm_overlap},
+      {"pp", sc.strategy.pp},        {"vpp", sc.strategy.vpp}, {"schedule", sc.strategy.schedule},
+      {"dp", sc.strategy.dp(p.gpus)}};
   j["gpu"] = p.gpu;
   j["hardware"] = p.hardware;
   j["training"] = training_json(sc.training);
@@ -224,8 +214,7 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
 
   j["step_time_s"] = num(p.step_time_s);
   j["parts"] = parts_json(p);
-  j["bounds"] = {{"perfect_overlap_s", num(p.step_perfect_overlap_s)},
-                 {"no_overlap_s", num(p.step_no_overlap_s)}};
+  j["bounds"] = {{"perfect_overlap_s", num(p.step_perfect_overlap_s)}, {"no_overlap_s", num(p.step_no_overlap_s)}};
   j["simulation"] = simulation_json(p);
   j["trace_file"] = trace_file.empty() ? json(nullptr) : json(trace_file);
 
@@ -291,8 +280,7 @@ json models_json() {
                  {"aliases", m.aliases},
                  {"hf_ids", m.hf_ids},
                  {"parameters", parameter_count(m)},
-                 {"published_parameters",
-                  m.published_params ? json(*m.published_params) : json(nullptr)},
+                 {"published_parameters", m.published_params ? json(*m.published_params) : json(nullptr)},
                  {"layers", m.layers},
                  {"hidden", m.hidden},
                  {"heads", m.heads},
@@ -396,12 +384,24 @@ std::string catalog_json(const std::vector<CatalogSection>& sections) {
   for (CatalogSection s : sections) {
     const std::string key(name(s));
     switch (s) {
-      case CatalogSection::models: out[key] = models_json(); break;
-      case CatalogSection::gpus: out[key] = gpus_json(); break;
-      case CatalogSection::boxes: out[key] = boxes_json(); break;
-      case CatalogSection::clusters: out[key] = clusters_json(); break;
-      case CatalogSection::links: out[key] = links_json(); break;
-      case CatalogSection::algorithms: out[key] = algorithms_json(); break;
+      case CatalogSection::models:
+        out[key] = models_json();
+        break;
+      case CatalogSection::gpus:
+        out[key] = gpus_json();
+        break;
+      case CatalogSection::boxes:
+        out[key] = boxes_json();
+        break;
+      case CatalogSection::clusters:
+        out[key] = clusters_json();
+        break;
+      case CatalogSection::links:
+        out[key] = links_json();
+        break;
+      case CatalogSection::algorithms:
+        out[key] = algorithms_json();
+        break;
     }
   }
   return dump(out);
@@ -439,10 +439,11 @@ std::string validate_json(const std::vector<ValidationRow>& rows, bool pairs) {
                     {"assumptions", r.assumptions}});
     if (r.breakdown) {
       const ValidationRow::Breakdown& b = *r.breakdown;
-      runs.back()["predicted_breakdown_s"] = {
-          {"step", b.step_s},         {"compute_busy", b.compute_busy_s}, {"comm_busy", b.comm_busy_s},
-          {"comm_exposed", b.comm_exposed_s}, {"gemm", b.gemm_s},       {"attention", b.attention_s},
-          {"memory_bound", b.memory_s},       {"launch_bound", b.launch_s}, {"optimizer", b.optimizer_s}};
+      runs.back()["predicted_breakdown_s"] = {{"step", b.step_s},           {"compute_busy", b.compute_busy_s},
+                                              {"comm_busy", b.comm_busy_s}, {"comm_exposed", b.comm_exposed_s},
+                                              {"gemm", b.gemm_s},           {"attention", b.attention_s},
+                                              {"memory_bound", b.memory_s}, {"launch_bound", b.launch_s},
+                                              {"optimizer", b.optimizer_s}};
     }
     if (!r.categories.empty()) {  // probe records: kernel time by category
       json cats = json::array();
@@ -497,7 +498,8 @@ json plan_object(const Scenario& sc, const PlanResult& r) {
   json rejected = json::array();
   for (int i = 0; i < kPlanRejectReasons; ++i) {
     const auto reason = static_cast<PlanRejectReason>(i);
-    rejected.push_back({{"reason", str(key(reason))}, {"description", str(describe(reason))}, {"count", r.rejected[i]}});
+    rejected.push_back(
+        {{"reason", str(key(reason))}, {"description", str(describe(reason))}, {"count", r.rejected[i]}});
   }
   json rows = json::array();
   int rank = 0;

@@ -74,8 +74,10 @@ class Table {
       for (std::size_t c = 0; c < columns_.size(); ++c) {
         const bool last = c + 1 == columns_.size();
         // The last left-aligned column is not padded (no trailing blanks).
-        if (last && !columns_[c].right) out += cells[c];
-        else out += pad(cells[c], widths[c], header ? columns_[c].right : columns_[c].right);
+        if (last && !columns_[c].right)
+          out += cells[c];
+        else
+          out += pad(cells[c], widths[c], header ? columns_[c].right : columns_[c].right);
         if (!last) out += "  ";
       }
       while (!out.empty() && out.back() == ' ') out.pop_back();
@@ -95,9 +97,7 @@ class Table {
 };
 
 /// "1 node", "2 nodes".
-std::string plural(long long n, std::string_view noun) {
-  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
-}
+std::string plural(long long n, std::string_view noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
 
 /// 1234567.8 -> "1,234,568".
 std::string grouped(double value) {
@@ -156,15 +156,14 @@ std::string shorten(const std::string& text, std::size_t width = 60) {
 std::string section(std::string_view title) { return fmt::format("\n{}\n", title); }
 
 std::string fabric_line(std::string_view label, const FabricLevel& level) {
-  return fmt::format("  {}: {} ranks, link {} ({}), {:.1f} GB/s per direction, +{:.1f} µs/hop{}\n",
-                     label, level.ranks, level.kind.empty() ? "?" : level.kind, name(level.link),
-                     level.bw_GBps, level.latency_us,
+  return fmt::format("  {}: {} ranks, link {} ({}), {:.1f} GB/s per direction, +{:.1f} µs/hop{}\n", label, level.ranks,
+                     level.kind.empty() ? "?" : level.kind, name(level.link), level.bw_GBps, level.latency_us,
                      level.channels > 0 ? ", " + plural(level.channels, "channel") : "");
 }
 
 /// Measured vs predicted: error = (predicted - measured) / measured.
-void measured_row(Table& t, std::string_view what, const std::optional<double>& measured,
-                  double predicted, int digits) {
+void measured_row(Table& t, std::string_view what, const std::optional<double>& measured, double predicted,
+                  int digits) {
   if (!measured) return;
   const double err = *measured != 0 ? (predicted - *measured) / *measured : NAN;
   t.add({std::string(what), fixed(*measured, digits), fixed(predicted, digits),
@@ -178,12 +177,18 @@ void measured_row(Table& t, std::string_view what, const std::optional<double>& 
 
 std::string_view name(CatalogSection s) {
   switch (s) {
-    case CatalogSection::models: return "models";
-    case CatalogSection::gpus: return "gpus";
-    case CatalogSection::boxes: return "boxes";
-    case CatalogSection::clusters: return "clusters";
-    case CatalogSection::links: return "links";
-    case CatalogSection::algorithms: return "algorithms";
+    case CatalogSection::models:
+      return "models";
+    case CatalogSection::gpus:
+      return "gpus";
+    case CatalogSection::boxes:
+      return "boxes";
+    case CatalogSection::clusters:
+      return "clusters";
+    case CatalogSection::links:
+      return "links";
+    case CatalogSection::algorithms:
+      return "algorithms";
   }
   return "?";
 }
@@ -193,11 +198,11 @@ std::vector<std::string> catalog_section_names() {
 }
 
 CatalogSection parse_catalog_section(std::string_view text) {
-  for (auto s : {CatalogSection::models, CatalogSection::gpus, CatalogSection::boxes,
-                 CatalogSection::clusters, CatalogSection::links, CatalogSection::algorithms})
+  for (auto s : {CatalogSection::models, CatalogSection::gpus, CatalogSection::boxes, CatalogSection::clusters,
+                 CatalogSection::links, CatalogSection::algorithms})
     if (name(s) == text) return s;
-  throw std::invalid_argument(fmt::format("unknown catalog section \"{}\" (valid: {})", text,
-                                          join(catalog_section_names(), ", ")));
+  throw std::invalid_argument(
+      fmt::format("unknown catalog section \"{}\" (valid: {})", text, join(catalog_section_names(), ", ")));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -215,37 +220,32 @@ std::string header_section(const Scenario& sc, const Prediction& p, const std::s
   out += fmt::format("Scenario {}{}\n", p.scenario.empty() ? sc.name : p.scenario,
                      sc.file.empty() ? "" : fmt::format(" ({})", sc.file));
   if (!sc.description.empty()) out += fmt::format("  {}\n", sc.description);
-  out += fmt::format("  model {} ({} params) | GPUs {} = {} x {} GPUs/node | GPU {}\n",
-                     sc.model.name, params(static_cast<double>(p.parameters)), p.gpus,
-                     plural(p.nodes, "node"), p.gpus_per_node, p.gpu);
+  out +=
+      fmt::format("  model {} ({} params) | GPUs {} = {} x {} GPUs/node | GPU {}\n", sc.model.name,
+                  params(static_cast<double>(p.parameters)), p.gpus, plural(p.nodes, "node"), p.gpus_per_node, p.gpu);
   const StrategySpec& st = sc.strategy;
-  out += fmt::format("  strategy {}{}{} | hardware {}\n", name(p.strategy),
-                     st.tp > 1 || st.pp > 1 || st.cp > 1
-                         ? fmt::format(" | tensor parallel {}{}{} x data parallel {}", st.tp,
-                                       st.sp ? " (sequence parallel)" : "",
-                                       st.cp > 1 ? fmt::format(" x context parallel {} ({})", st.cp, name(st.cp_comm))
-                                                 : "",
-                                       st.dp(p.gpus))
-                         : "",
-                     st.pp > 1 ? fmt::format(" x pipeline {} ({}{})", st.pp, st.schedule,
-                                             st.vpp > 1 ? fmt::format(", {} chunks per stage", st.vpp) : "")
-                               : "",
-                     p.hardware);
+  out += fmt::format(
+      "  strategy {}{}{} | hardware {}\n", name(p.strategy),
+      st.tp > 1 || st.pp > 1 || st.cp > 1
+          ? fmt::format(" | tensor parallel {}{}{} x data parallel {}", st.tp, st.sp ? " (sequence parallel)" : "",
+                        st.cp > 1 ? fmt::format(" x context parallel {} ({})", st.cp, name(st.cp_comm)) : "",
+                        st.dp(p.gpus))
+          : "",
+      st.pp > 1 ? fmt::format(" x pipeline {} ({}{})", st.pp, st.schedule,
+                              st.vpp > 1 ? fmt::format(", {} chunks per stage", st.vpp) : "")
+                : "",
+      p.hardware);
   const TrainingSpec& tr = sc.training;
-  out += fmt::format("  training {} with {} | recompute {} | flash attention {}{}\n",
-                     name(tr.precision), name(tr.optimizer), name(tr.recompute),
-                     tr.flash_attention ? "on" : "off",
-                     tr.lora ? fmt::format(" | LoRA rank {} on {}", tr.lora->rank,
-                                           join(tr.lora->targets, ","))
-                             : "");
+  out += fmt::format("  training {} with {} | recompute {} | flash attention {}{}\n", name(tr.precision),
+                     name(tr.optimizer), name(tr.recompute), tr.flash_attention ? "on" : "off",
+                     tr.lora ? fmt::format(" | LoRA rank {} on {}", tr.lora->rank, join(tr.lora->targets, ",")) : "");
   out += fmt::format(
       "  batch: micro-batch {} x grad-accum {} x {} = {} samples/step x {} tokens = {} "
       "tokens/step\n",
       tr.micro_batch, tr.grad_accum,
       sc.strategy.tp > 1 || sc.strategy.pp > 1 ? fmt::format("{} data-parallel replicas", sc.strategy.dp(p.gpus))
-                         : fmt::format("{} GPUs", p.gpus),
-      grouped(p.global_batch_samples), tr.seq_len,
-      grouped(p.tokens_per_step));
+                                               : fmt::format("{} GPUs", p.gpus),
+      grouped(p.global_batch_samples), tr.seq_len, grouped(p.tokens_per_step));
   if (!trace_file.empty())
     out += fmt::format("  trace: {} (open in https://ui.perfetto.dev or chrome://tracing)\n", trace_file);
   return out;
@@ -269,20 +269,18 @@ std::string step_time_section(const Prediction& p) {
   t.add({"optimizer", seconds(p.optimizer_s), share(p.optimizer_s), ""});
   t.add({"compute slowed by NCCL", seconds(slowed_s), share(slowed_s),
          fmt::format("compute {:.1f}% slower while a collective runs", 100 * p.comm_slowdown)});
-  t.add({"communication exposed", seconds(p.comm_exposed_s), share(p.comm_exposed_s),
-         "not hidden behind compute"});
+  t.add({"communication exposed", seconds(p.comm_exposed_s), share(p.comm_exposed_s), "not hidden behind compute"});
   t.add({"idle", seconds(idle_s), share(idle_s), "neither compute nor communication running"});
-  t.add({"communication hidden", seconds(p.comm_hidden_s), "-",
-         "overlapped with compute; not in the total"});
+  t.add({"communication hidden", seconds(p.comm_hidden_s), "-", "overlapped with compute; not in the total"});
   t.rule();
   t.add({"step total", seconds(step), step > 0 ? "100.0" : "n/a",
          fmt::format("simulated ({} tasks, {} events)", grouped(p.simulation_tasks),
                      grouped(static_cast<double>(p.simulation_events)))});
   out += t.render();
-  out += fmt::format("  closed-form bounds: {} s with perfect overlap, {} s with no overlap "
-                     "(compute {} s + communication {} s)\n",
-                     seconds(p.step_perfect_overlap_s), seconds(p.step_no_overlap_s),
-                     seconds(p.compute_s), seconds(p.comm_total_s));
+  out += fmt::format(
+      "  closed-form bounds: {} s with perfect overlap, {} s with no overlap "
+      "(compute {} s + communication {} s)\n",
+      seconds(p.step_perfect_overlap_s), seconds(p.step_no_overlap_s), seconds(p.compute_s), seconds(p.comm_total_s));
   return out;
 }
 
@@ -293,9 +291,11 @@ std::string kernels_section(const Prediction& p) {
   auto share = [&](double s) { return total > 0 ? fixed(100 * s / total, 1) : std::string("n/a"); };
   Table t({{"kernels", false}, {"time (s)", true}, {"share (%)", true}, {"note", false}});
   t.add({"GEMMs", seconds(k.gemm_s), share(k.gemm_s), "tile and wave quantized against the GEMM ceiling"});
-  t.add({"attention", seconds(k.attention_s), share(k.attention_s), "published kernel rates by sequence and head size"});
+  t.add(
+      {"attention", seconds(k.attention_s), share(k.attention_s), "published kernel rates by sequence and head size"});
   t.add({"memory-bound", seconds(k.memory_s), share(k.memory_s), "norms, rotary, activations, residuals, loss"});
-  t.add({"launch-bound", seconds(k.launch_s), share(k.launch_s), "layers whose kernels are shorter than their launches"});
+  t.add(
+      {"launch-bound", seconds(k.launch_s), share(k.launch_s), "layers whose kernels are shorter than their launches"});
   t.rule();
   t.add({"total", seconds(total), total > 0 ? "100.0" : "n/a", "= forward + backward + recompute above"});
   out += t.render();
@@ -310,13 +310,11 @@ std::string simulation_section(const Prediction& p) {
   t.add({"communication hidden", seconds(p.comm_hidden_s), "s (while compute ran)"});
   t.add({"communication exposed", seconds(p.comm_exposed_s), "s (while compute did not run)"});
   t.add({"overlap ratio", percent(p.overlap_ratio), "% of communication busy time hidden"});
-  t.add({"compute slowdown while NCCL runs", percent(p.comm_slowdown),
-         "% of compute throughput"});
+  t.add({"compute slowdown while NCCL runs", percent(p.comm_slowdown), "% of compute throughput"});
   t.add({"peak memory (simulated)", gib(p.simulated_peak_memory_bytes),
          p.memory.total_bytes > 0
              ? fmt::format("GiB ({:.1f}% of the memory model's total, {} GiB)",
-                           100 * p.simulated_peak_memory_bytes / p.memory.total_bytes,
-                           gib(p.memory.total_bytes))
+                           100 * p.simulated_peak_memory_bytes / p.memory.total_bytes, gib(p.memory.total_bytes))
              : std::string("GiB")});
   return out + t.render();
 }
@@ -338,9 +336,8 @@ std::string streams_and_links_section(const Prediction& p) {
              {"mean load (% of capacity)", true},
              {"carried (GB)", true}});
     for (const LinkUse& l : p.links)
-      t.add({l.name, fixed(l.capacity_GBps, l.capacity_GBps >= 10 ? 1 : 3), seconds(l.busy_s),
-             step_share(p, l.busy_s), fixed(100.0 * l.bytes / (l.capacity_GBps * 1e9 * p.step_time_s), 1),
-             fixed(l.bytes / 1e9, 2)});
+      t.add({l.name, fixed(l.capacity_GBps, l.capacity_GBps >= 10 ? 1 : 3), seconds(l.busy_s), step_share(p, l.busy_s),
+             fixed(100.0 * l.bytes / (l.capacity_GBps * 1e9 * p.step_time_s), 1), fixed(l.bytes / 1e9, 2)});
     out += t.render();
   }
   return out;
@@ -353,10 +350,12 @@ std::string critical_path_section(const Prediction& p) {
                                         grouped(static_cast<double>(p.critical_path.size()))));
   std::vector<std::pair<std::string, double>> by_category;
   for (const PathStep& ps : p.critical_path) {
-    auto it = std::find_if(by_category.begin(), by_category.end(),
-                           [&](const auto& c) { return c.first == ps.category; });
-    if (it == by_category.end()) by_category.emplace_back(ps.category, ps.end_s - ps.start_s);
-    else it->second += ps.end_s - ps.start_s;
+    auto it =
+        std::find_if(by_category.begin(), by_category.end(), [&](const auto& c) { return c.first == ps.category; });
+    if (it == by_category.end())
+      by_category.emplace_back(ps.category, ps.end_s - ps.start_s);
+    else
+      it->second += ps.end_s - ps.start_s;
   }
   std::stable_sort(by_category.begin(), by_category.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -367,16 +366,12 @@ std::string critical_path_section(const Prediction& p) {
   constexpr std::size_t kLongest = 5;
   std::vector<const PathStep*> longest;
   for (const PathStep& ps : p.critical_path) longest.push_back(&ps);
-  std::stable_sort(longest.begin(), longest.end(), [](const PathStep* a, const PathStep* b) {
-    return a->end_s - a->start_s > b->end_s - b->start_s;
-  });
+  std::stable_sort(longest.begin(), longest.end(),
+                   [](const PathStep* a, const PathStep* b) { return a->end_s - a->start_s > b->end_s - b->start_s; });
   if (longest.size() > kLongest) longest.resize(kLongest);
   out += fmt::format("\n  the {} longest tasks on the path:\n", longest.size());
-  Table l({{"task", false},
-           {"category", false},
-           {"start (s)", true},
-           {"duration (s)", true},
-           {"share of step (%)", true}});
+  Table l(
+      {{"task", false}, {"category", false}, {"start (s)", true}, {"duration (s)", true}, {"share of step (%)", true}});
   for (const PathStep* ps : longest)
     l.add({ps->task, ps->category, seconds(ps->start_s), seconds(ps->end_s - ps->start_s),
            step_share(p, ps->end_s - ps->start_s)});
@@ -392,28 +387,30 @@ std::string throughput_section(const Prediction& p) {
   t.add({"MFU", percent(p.mfu), "%"});
   t.add({"HFU", percent(p.hfu), "% (with recompute)"});
   out += t.render();
-  out += fmt::format("  peak used: {:.1f} TFLOP/s per GPU, dense {} ({}); model {:.3g} FLOP/step, "
-                     "executed {:.3g} FLOP/step (causal attention halved, recompute included)\n",
-                     p.peak_tflops, name(p.peak_dtype), p.gpu,
-                     p.model_flops_per_step, p.hardware_flops_per_step);
+  out += fmt::format(
+      "  peak used: {:.1f} TFLOP/s per GPU, dense {} ({}); model {:.3g} FLOP/step, "
+      "executed {:.3g} FLOP/step (causal attention halved, recompute included)\n",
+      p.peak_tflops, name(p.peak_dtype), p.gpu, p.model_flops_per_step, p.hardware_flops_per_step);
   return out;
 }
 
 std::string epoch_section(const Scenario& sc, const Prediction& p) {
   std::string out = section("Epoch");
   if (!(p.time_per_epoch_s > 0 && std::isfinite(p.time_per_epoch_s)))
-    return out + "  steps per epoch: n/a\n  time per epoch: n/a\n  cost per epoch: n/a\n"
-                 "  (no dataset in the scenario; add \"dataset\": {\"tokens\": N} or {\"samples\": N})\n";
+    return out +
+           "  steps per epoch: n/a\n  time per epoch: n/a\n  cost per epoch: n/a\n"
+           "  (no dataset in the scenario; add \"dataset\": {\"tokens\": N} or {\"samples\": N})\n";
   std::string size;
-  if (sc.dataset.tokens) size = fmt::format("{} tokens", grouped(*sc.dataset.tokens));
-  else if (sc.dataset.samples) size = fmt::format("{} samples", grouped(*sc.dataset.samples));
+  if (sc.dataset.tokens)
+    size = fmt::format("{} tokens", grouped(*sc.dataset.tokens));
+  else if (sc.dataset.samples)
+    size = fmt::format("{} samples", grouped(*sc.dataset.samples));
   out += fmt::format("  steps per epoch: {}{}\n", grouped(std::ceil(p.steps_per_epoch)),
                      size.empty() ? "" : fmt::format(" ({})", size));
-  out += fmt::format("  time per epoch: {:.2f} h ({:.1f} min)\n", p.time_per_epoch_s / 3600,
-                     p.time_per_epoch_s / 60);
+  out += fmt::format("  time per epoch: {:.2f} h ({:.1f} min)\n", p.time_per_epoch_s / 3600, p.time_per_epoch_s / 60);
   if (p.cost_per_epoch_usd && sc.price_per_gpu_hour_usd)
-    out += fmt::format("  cost per epoch: {:.2f} USD ({} GPUs x {:.2f} USD/GPU-hour)\n",
-                       *p.cost_per_epoch_usd, p.gpus, *sc.price_per_gpu_hour_usd);
+    out += fmt::format("  cost per epoch: {:.2f} USD ({} GPUs x {:.2f} USD/GPU-hour)\n", *p.cost_per_epoch_usd, p.gpus,
+                       *sc.price_per_gpu_hour_usd);
   else if (p.cost_per_epoch_usd)
     out += fmt::format("  cost per epoch: {:.2f} USD\n", *p.cost_per_epoch_usd);
   else
@@ -428,33 +425,35 @@ std::string memory_section(const Prediction& p) {
   for (const MemoryTerm& term : m.terms) t.add({term.name, gib(term.bytes), term.note});
   t.rule();
   t.add({"total", gib(m.total_bytes),
-         m.capacity_bytes > 0 ? fmt::format("{:.1f}% of capacity", 100 * m.total_bytes /
-                                                                         m.capacity_bytes)
-                              : ""});
+         m.capacity_bytes > 0 ? fmt::format("{:.1f}% of capacity", 100 * m.total_bytes / m.capacity_bytes) : ""});
   t.add({"capacity", gib(m.capacity_bytes), p.gpu});
   out += t.render();
   std::string verdict;
   switch (m.verdict) {
-    case MemoryVerdict::fits: verdict = "FITS"; break;
+    case MemoryVerdict::fits:
+      verdict = "FITS";
+      break;
     case MemoryVerdict::tight:
       verdict = fmt::format("TIGHT (above {:.0f}% of capacity)", 100 * kTightFraction);
       break;
-    case MemoryVerdict::oom: verdict = "OUT OF MEMORY"; break;
+    case MemoryVerdict::oom:
+      verdict = "OUT OF MEMORY";
+      break;
   }
   out += fmt::format("  verdict: {}{}\n", verdict,
-                     m.largest.empty() ? ""
-                                       : fmt::format("; largest terms: {}", join(m.largest, ", ")));
+                     m.largest.empty() ? "" : fmt::format("; largest terms: {}", join(m.largest, ", ")));
   if (m.host_terms.empty()) return out;
   out += section("Host memory per node (CPU offload)");
   Table h({{"term", false}, {"GiB", true}, {"note", false}});
   for (const MemoryTerm& term : m.host_terms) h.add({term.name, gib(term.bytes), term.note});
   h.rule();
-  h.add({"total", gib(m.host_total_bytes), fmt::format("{:.1f}% of capacity", 100 * m.host_total_bytes / m.host_capacity_bytes)});
+  h.add({"total", gib(m.host_total_bytes),
+         fmt::format("{:.1f}% of capacity", 100 * m.host_total_bytes / m.host_capacity_bytes)});
   h.add({"capacity", gib(m.host_capacity_bytes), "the box's host memory"});
   out += h.render();
   const std::string short_of = out_of_memory(m);
-  out += fmt::format("  verdict: {}\n", short_of.empty() ? std::string("FITS on GPU and host")
-                                                           : "OUT OF MEMORY on the " + short_of);
+  out += fmt::format("  verdict: {}\n",
+                     short_of.empty() ? std::string("FITS on GPU and host") : "OUT OF MEMORY on the " + short_of);
   return out;
 }
 
@@ -475,8 +474,7 @@ std::string collectives_section(const Prediction& p) {
   for (const CollectiveUse& c : p.collectives)
     t.add({c.purpose, std::string(name(c.collective)), std::string(name(c.level)), fixed(c.bytes / 1e6, 2),
            std::to_string(c.calls_per_step),
-           c.cost.protocol.empty() ? c.cost.algorithm
-                                   : fmt::format("{}/{}", c.cost.algorithm, c.cost.protocol),
+           c.cost.protocol.empty() ? c.cost.algorithm : fmt::format("{}/{}", c.cost.algorithm, c.cost.protocol),
            fixed(c.cost.time_s * 1e3, 3), fixed(c.cost.busbw_GBps, 1), seconds(c.total_s())});
   out += t.render();
   out += fmt::format("  all collectives as if serial: {} s per step\n", seconds(p.comm_total_s));
@@ -485,11 +483,12 @@ std::string collectives_section(const Prediction& p) {
 
 std::string fabric_section(const Prediction& p) {
   std::string out = section("Fabric");
-  out += fmt::format("  arch {}{}\n", name(p.fabric.arch),
-                     p.fabric.nvls ? ", NVLink SHARP (NVLS) available" : "");
+  out += fmt::format("  arch {}{}\n", name(p.fabric.arch), p.fabric.nvls ? ", NVLink SHARP (NVLS) available" : "");
   out += fabric_line("intra", p.fabric.intra);
-  if (p.fabric.inter) out += fabric_line("inter", *p.fabric.inter);
-  else out += "  inter: none (one node)\n";
+  if (p.fabric.inter)
+    out += fabric_line("inter", *p.fabric.inter);
+  else
+    out += "  inter: none (one node)\n";
   return out;
 }
 
@@ -500,8 +499,7 @@ std::string assumptions_section(const Scenario& sc, const Prediction& p) {
   for (const std::string& a : p.assumptions) out += fmt::format("  - {}\n", a);
   std::vector<std::string> notes;
   for (const std::string& n : sc.notes)
-    if (std::find(p.assumptions.begin(), p.assumptions.end(), n) == p.assumptions.end())
-      notes.push_back(n);
+    if (std::find(p.assumptions.begin(), p.assumptions.end(), n) == p.assumptions.end()) notes.push_back(n);
   if (!notes.empty()) {
     out += section("Scenario notes");
     for (const std::string& n : notes) out += fmt::format("  - {}\n", n);
@@ -527,23 +525,22 @@ std::string measured_section(const Scenario& sc, const Prediction& p) {
 
 std::string predict_text(const Scenario& sc, const Prediction& p, const std::string& trace_file) {
   return header_section(sc, p, trace_file) + step_time_section(p) + kernels_section(p) + simulation_section(p) +
-         streams_and_links_section(p) + critical_path_section(p) + throughput_section(p) +
-         epoch_section(sc, p) + memory_section(p) + collectives_section(p) + fabric_section(p) +
-         assumptions_section(sc, p) + measured_section(sc, p);
+         streams_and_links_section(p) + critical_path_section(p) + throughput_section(p) + epoch_section(sc, p) +
+         memory_section(p) + collectives_section(p) + fabric_section(p) + assumptions_section(sc, p) +
+         measured_section(sc, p);
 }
 
 // ---------------------------------------------------------------------------------------
 // scale
 
 std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
-  std::string out = fmt::format("Scaling {}{} ({}, {})\n", sc.name,
-                                sc.file.empty() ? "" : fmt::format(" [{}]", sc.file),
-                                sc.model.name, name(sc.strategy.kind));
+  std::string out =
+      fmt::format("Scaling {}{} ({}, {})\n", sc.name, sc.file.empty() ? "" : fmt::format(" [{}]", sc.file),
+                  sc.model.name, name(sc.strategy.kind));
   const bool priced = sc.price_per_gpu_hour_usd.has_value();
-  std::vector<Table::Column> columns = {{"GPUs", true},          {"nodes", true},
-                                        {"step time (s)", true}, {"comm exposed (s)", true},
-                                        {"tokens/s", true},      {"MFU (%)", true},
-                                        {"time per epoch (h)", true}};
+  std::vector<Table::Column> columns = {
+      {"GPUs", true},     {"nodes", true},   {"step time (s)", true},     {"comm exposed (s)", true},
+      {"tokens/s", true}, {"MFU (%)", true}, {"time per epoch (h)", true}};
   if (priced) columns.push_back({"USD per M tokens", true});
   for (const char* header : {"speedup (x)", "scaling efficiency (%)", "memory/GPU (GiB)"})
     columns.push_back({header, true});
@@ -552,12 +549,22 @@ std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
   for (const ScaleRow& r : rows) {
     std::string fits;
     switch (r.verdict) {
-      case MemoryVerdict::fits: fits = "yes"; break;
-      case MemoryVerdict::tight: fits = "tight"; break;
-      case MemoryVerdict::oom: fits = "NO (OOM)"; break;
+      case MemoryVerdict::fits:
+        fits = "yes";
+        break;
+      case MemoryVerdict::tight:
+        fits = "tight";
+        break;
+      case MemoryVerdict::oom:
+        fits = "NO (OOM)";
+        break;
     }
-    std::vector<std::string> cells = {std::to_string(r.gpus), std::to_string(r.nodes), seconds(r.step_time_s),
-                                      seconds(r.comm_exposed_s), grouped(r.tokens_per_s), percent(r.mfu),
+    std::vector<std::string> cells = {std::to_string(r.gpus),
+                                      std::to_string(r.nodes),
+                                      seconds(r.step_time_s),
+                                      seconds(r.comm_exposed_s),
+                                      grouped(r.tokens_per_s),
+                                      percent(r.mfu),
                                       r.time_per_epoch_s > 0 ? fixed(r.time_per_epoch_s / 3600, 2) : "n/a"};
     if (priced) cells.push_back(r.usd_per_million_tokens ? fixed(*r.usd_per_million_tokens, 3) : "n/a");
     const bool measured = std::isfinite(r.speedup);
@@ -571,10 +578,11 @@ std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
   if (rows.empty()) return out;
   out += "  step time simulated; comm exposed = communication not hidden behind compute\n";
   if (const auto base = scale_baseline(rows))
-    out += fmt::format("  speedup = tokens/s over the {}-GPU row (*: the fewest GPUs that fit in memory; rows "
-                       "that do not fit have none);\n  efficiency = speedup / GPU ratio; micro-batch per GPU "
-                       "fixed (global batch grows with GPUs)\n",
-                       rows[*base].gpus);
+    out += fmt::format(
+        "  speedup = tokens/s over the {}-GPU row (*: the fewest GPUs that fit in memory; rows "
+        "that do not fit have none);\n  efficiency = speedup / GPU ratio; micro-batch per GPU "
+        "fixed (global batch grows with GPUs)\n",
+        rows[*base].gpus);
   else
     out += "  no GPU count fits in memory: no baseline, no speedup\n";
   return out;
@@ -596,9 +604,8 @@ std::string models_text() {
            {"seq (tokens)", true},
            {"source", false}});
   for (const TransformerSpec& m : model_catalog())
-    t.add({m.name, fixed(static_cast<double>(parameter_count(m)) / 1e9, 3),
-           std::to_string(m.layers), std::to_string(m.hidden),
-           fmt::format("{}/{}", m.heads, m.kv_heads), std::to_string(m.ffn_hidden),
+    t.add({m.name, fixed(static_cast<double>(parameter_count(m)) / 1e9, 3), std::to_string(m.layers),
+           std::to_string(m.hidden), fmt::format("{}/{}", m.heads, m.kv_heads), std::to_string(m.ffn_hidden),
            std::to_string(m.vocab), std::to_string(m.seq_len), shorten(m.source)});
   return t.render();
 }
@@ -613,13 +620,10 @@ std::string gpus_text() {
            {"NVLink (gen x links x GB/s)", false},
            {"source", false}});
   for (const GpuSpec& g : gpu_catalog())
-    t.add({g.name, std::string(name(g.arch)),
-           g.supports(Dtype::bf16) ? fixed(g.peak(Dtype::bf16), 1) : "-",
-           g.supports(Dtype::fp16) ? fixed(g.peak(Dtype::fp16), 1) : "-",
-           fixed(g.memory_bytes / kGiB, 0), fixed(g.memory_bw_GBps, 0),
-           g.nvlink_gen > 0 ? fmt::format("{} x {} x {:g}", g.nvlink_gen, g.nvlink_links,
-                                          g.nvlink_GBps_per_link)
-                            : "-",
+    t.add({g.name, std::string(name(g.arch)), g.supports(Dtype::bf16) ? fixed(g.peak(Dtype::bf16), 1) : "-",
+           g.supports(Dtype::fp16) ? fixed(g.peak(Dtype::fp16), 1) : "-", fixed(g.memory_bytes / kGiB, 0),
+           fixed(g.memory_bw_GBps, 0),
+           g.nvlink_gen > 0 ? fmt::format("{} x {} x {:g}", g.nvlink_gen, g.nvlink_links, g.nvlink_GBps_per_link) : "-",
            shorten(g.source)});
   return t.render();
 }
@@ -653,16 +657,15 @@ std::string clusters_text() {
     const BoxSpec* box = find_box(c.box);
     std::string network = "-";
     if (c.network) {
-      network = fmt::format("{} x {} per node, {}", c.network->nics_per_node, c.network->nic,
-                            name(c.network->topology));
+      network =
+          fmt::format("{} x {} per node, {}", c.network->nics_per_node, c.network->nic, name(c.network->topology));
       if (c.network->oversubscription != 1.0)
         network += fmt::format(", {:g}:1 oversubscribed", c.network->oversubscription);
       if (c.network->topology == NetworkTopology::rail_fat_tree)
         network += fmt::format(", leaf groups of {} nodes", c.network->nodes_per_leaf);
     }
     t.add({c.name, c.box, std::to_string(c.nodes),
-           box ? std::to_string(static_cast<long long>(box->gpus) * c.nodes) : "?", network,
-           shorten(c.source)});
+           box ? std::to_string(static_cast<long long>(box->gpus) * c.nodes) : "?", network, shorten(c.source)});
   }
   return t.render();
 }
@@ -676,9 +679,8 @@ std::string links_text() {
            {"latency (µs)", true},
            {"source", false}});
   for (const LinkSpec& l : link_catalog())
-    t.add({l.name + (l.nvls ? " (NVLS)" : ""), std::string(name(l.nccl_class)),
-           fixed(l.line_rate_GBps, 2), fixed(l.effective_GBps, 2),
-           l.line_rate_GBps > 0 ? percent(l.effective_GBps / l.line_rate_GBps) : "-",
+    t.add({l.name + (l.nvls ? " (NVLS)" : ""), std::string(name(l.nccl_class)), fixed(l.line_rate_GBps, 2),
+           fixed(l.effective_GBps, 2), l.line_rate_GBps > 0 ? percent(l.effective_GBps / l.line_rate_GBps) : "-",
            fixed(l.latency_us, 1), shorten(l.source)});
   return t.render();
 }
@@ -694,8 +696,7 @@ std::string algorithms_text() {
 
 std::string catalog_text(const std::vector<CatalogSection>& sections) {
   std::string out;
-  if (std::any_of(sections.begin(), sections.end(),
-                  [](CatalogSection s) { return s != CatalogSection::algorithms; }))
+  if (std::any_of(sections.begin(), sections.end(), [](CatalogSection s) { return s != CatalogSection::algorithms; }))
     out += "Sources are shortened here; `stepcast catalog --json` has them in full.\n";
   for (CatalogSection s : sections) {
     if (!out.empty()) out += "\n";
@@ -768,8 +769,8 @@ namespace {
 std::string ordering_pairs_text(const std::vector<ValidationRow>& rows) {
   const std::vector<OrderingPair> list = ordering_pair_list(rows);
   const auto wrong = std::count_if(list.begin(), list.end(), [](const OrderingPair& p) { return !p.right; });
-  std::string out = section(fmt::format("Ordering pairs (two records one knob apart): {} of {} wrong", wrong,
-                                        list.size()));
+  std::string out =
+      section(fmt::format("Ordering pairs (two records one knob apart): {} of {} wrong", wrong, list.size()));
   Table t({{"knob", false},
            {"lower measured", false},
            {"higher measured", false},
@@ -799,8 +800,9 @@ std::string validate_text(const std::vector<ValidationRow>& rows, const std::str
     t.add({r.id, r.metric, fmt::format("{:.4g}", r.measured), r.predicted ? fmt::format("{:.4g}", *r.predicted) : "-",
            r.error_pct ? fmt::format("{:+.1f}", *r.error_pct) : "-", r.trust, r.status});
   out += t.render();
-  out += "  metric units: tokens_per_s_per_gpu tokens/s per GPU, step_time_s s, tflops_per_gpu TFLOP/s per GPU,\n"
-         "  samples_per_s_global samples/s, mfu fraction; error = 100 (predicted - measured) / measured\n";
+  out +=
+      "  metric units: tokens_per_s_per_gpu tokens/s per GPU, step_time_s s, tflops_per_gpu TFLOP/s per GPU,\n"
+      "  samples_per_s_global samples/s, mfu fraction; error = 100 (predicted - measured) / measured\n";
   auto table = [&](const std::string& title, const std::vector<ErrorSummary>& sums) {
     out += section(title);
     Table s({{"group", false},
@@ -817,9 +819,11 @@ std::string validate_text(const std::vector<ValidationRow>& rows, const std::str
              fixed(100 * e.ordering_accuracy, 1)});
     out += s.render();
   };
-  table("Summary, leave one source out (low-trust records excluded; a source's records never use what was "
-        "fitted on it: " + (in_step_file.empty() ? std::string("model/catalog/in_step.json") : in_step_file) + ")",
-        summarize(rows));
+  table(
+      "Summary, leave one source out (low-trust records excluded; a source's records never use what was "
+      "fitted on it: " +
+          (in_step_file.empty() ? std::string("model/catalog/in_step.json") : in_step_file) + ")",
+      summarize(rows));
   out += "\n";
   table("Summary, fit-free (isolated kernel benchmarks and datasheets only)", summarize(fit_free_rows(rows)));
   out += categories_text(rows);
@@ -834,9 +838,12 @@ namespace {
 
 std::string verdict_text(MemoryVerdict v) {
   switch (v) {
-    case MemoryVerdict::fits: return "fits";
-    case MemoryVerdict::tight: return "tight";
-    case MemoryVerdict::oom: return "OUT OF MEMORY";
+    case MemoryVerdict::fits:
+      return "fits";
+    case MemoryVerdict::tight:
+      return "tight";
+    case MemoryVerdict::oom:
+      return "OUT OF MEMORY";
   }
   return "?";
 }
@@ -844,33 +851,39 @@ std::string verdict_text(MemoryVerdict v) {
 /// The objective's column header, with its unit.
 std::string objective_header(PlanObjective o) {
   switch (o) {
-    case PlanObjective::time: return "objective: step (s)";
-    case PlanObjective::tokens_per_s: return "objective: tokens/s/GPU";
-    case PlanObjective::cost: return "objective: USD/Mtok";
+    case PlanObjective::time:
+      return "objective: step (s)";
+    case PlanObjective::tokens_per_s:
+      return "objective: tokens/s/GPU";
+    case PlanObjective::cost:
+      return "objective: USD/Mtok";
   }
   return "objective";
 }
 
 std::string objective_cell(PlanObjective o, double v) {
   switch (o) {
-    case PlanObjective::time: return seconds(v);
-    case PlanObjective::tokens_per_s: return grouped(v);
-    case PlanObjective::cost: return fixed(v, 4);
+    case PlanObjective::time:
+      return seconds(v);
+    case PlanObjective::tokens_per_s:
+      return grouped(v);
+    case PlanObjective::cost:
+      return fixed(v, 4);
   }
   return fixed(v, 4);
 }
 
 /// The rejections, one line per reason with a count.
 std::string plan_rejections(const PlanResult& r) {
-  std::string out = fmt::format("Search: {} layouts enumerated, {} screened by their bounds, {} lowered for their "
-                                "bound, {} simulated{}\n",
-                                r.enumerated, r.screened, r.bounded, r.simulated,
-                                !r.exact ? std::string(" (stopped at the simulation limit: not proven exact)")
-                                : r.gap > 0
-                                    ? fmt::format(" (within {:g}%: every layout left has a lower bound above the K-th "
-                                                  "step / {:g}; --gap 0 for exact)",
-                                                  100 * r.gap, 1 + r.gap)
-                                    : std::string(" (exact: every layout left has a lower bound above the K-th step)"));
+  std::string out = fmt::format(
+      "Search: {} layouts enumerated, {} screened by their bounds, {} lowered for their "
+      "bound, {} simulated{}\n",
+      r.enumerated, r.screened, r.bounded, r.simulated,
+      !r.exact    ? std::string(" (stopped at the simulation limit: not proven exact)")
+      : r.gap > 0 ? fmt::format(" (within {:g}%: every layout left has a lower bound above the K-th "
+                                "step / {:g}; --gap 0 for exact)",
+                                100 * r.gap, 1 + r.gap)
+                  : std::string(" (exact: every layout left has a lower bound above the K-th step)"));
   std::string fixed_dims;
   for (const std::string& d : r.not_enumerated) fixed_dims += (fixed_dims.empty() ? "" : ", ") + d;
   if (!fixed_dims.empty()) out += "Not enumerated (as the options say): " + fixed_dims + "\n";
@@ -889,8 +902,8 @@ std::string plan_rejections(const PlanResult& r) {
 
 std::string plan_text(const Scenario& sc, const PlanResult& r) {
   std::string out = fmt::format("Plan {}{}: {} on {} GPUs, global batch {} sequences x {} tokens, objective {}\n",
-                                sc.name, sc.file.empty() ? "" : fmt::format(" [{}]", sc.file), sc.model.name,
-                                r.gpus, r.global_batch, sc.training.seq_len, name(r.objective));
+                                sc.name, sc.file.empty() ? "" : fmt::format(" [{}]", sc.file), sc.model.name, r.gpus,
+                                r.global_batch, sc.training.seq_len, name(r.objective));
   Table t({{"rank", true},
            {"layout", false},
            {"step time (s)", true},
@@ -912,10 +925,12 @@ std::string plan_text(const Scenario& sc, const PlanResult& r) {
     out += "  no layout fits: see the rejections below\n";
   } else {
     out += t.render();
-    out += "  layout: strategy, tp (tensor-parallel degree), sp (sequence parallelism), cp (context-parallel\n"
-           "  degree), pp (pipeline stages), vpp (model chunks per stage) and schedule, mb (micro-batch per GPU),\n"
-           "  ga (gradient accumulation), recompute, offload_* (CPU offload); step time simulated, exposed comm = communication not hidden, bubble = time stage 0\n"
-           "  neither computes nor waits on a collective\n";
+    out +=
+        "  layout: strategy, tp (tensor-parallel degree), sp (sequence parallelism), cp (context-parallel\n"
+        "  degree), pp (pipeline stages), vpp (model chunks per stage) and schedule, mb (micro-batch per GPU),\n"
+        "  ga (gradient accumulation), recompute, offload_* (CPU offload); step time simulated, exposed comm = "
+        "communication not hidden, bubble = time stage 0\n"
+        "  neither computes nor waits on a collective\n";
   }
   if (!r.why.empty()) out += "Why the winner: " + r.why + "\n";
   out += plan_rejections(r);
@@ -941,8 +956,8 @@ std::string plan_range_text(const Scenario& sc, const std::vector<PlanResult>& r
       continue;
     }
     const Prediction& p = r.top[0].prediction;
-    t.add({std::to_string(r.gpus), r.top[0].layout.describe(), seconds(p.step_time_s),
-           grouped(p.tokens_per_s_per_gpu), percent(p.mfu), gib(p.memory.total_bytes), seconds(p.comm_exposed_s),
+    t.add({std::to_string(r.gpus), r.top[0].layout.describe(), seconds(p.step_time_s), grouped(p.tokens_per_s_per_gpu),
+           percent(p.mfu), gib(p.memory.total_bytes), seconds(p.comm_exposed_s),
            fixed(p.step_time_s > 0 ? 100 * bubble_s(p) / p.step_time_s : 0.0, 1)});
   }
   return out + t.render();
@@ -961,14 +976,14 @@ std::string compare_text(const std::vector<CompareRow>& rows) {
            {"memory/GPU (GiB)", true},
            {"memory", false}});
   for (const CompareRow& r : rows)
-    t.add({r.scenario, r.hardware, std::to_string(r.gpus), seconds(r.step_time_s),
-           fixed(r.time_per_epoch_s / 3600, 2), grouped(r.tokens_per_s),
-           r.cost_per_epoch_usd ? fixed(*r.cost_per_epoch_usd, 2) : "n/a",
+    t.add({r.scenario, r.hardware, std::to_string(r.gpus), seconds(r.step_time_s), fixed(r.time_per_epoch_s / 3600, 2),
+           grouped(r.tokens_per_s), r.cost_per_epoch_usd ? fixed(*r.cost_per_epoch_usd, 2) : "n/a",
            r.usd_per_million_tokens ? fixed(*r.usd_per_million_tokens, 4) : "n/a", gib(r.memory_per_gpu_bytes),
            verdict_text(r.verdict)});
   out += t.render();
-  out += "  cost needs price_per_gpu_hour_usd (and a dataset for the epoch); USD per Mtok = price x GPUs x step\n"
-         "  time / 3600 / (tokens per step / 1e6)\n";
+  out +=
+      "  cost needs price_per_gpu_hour_usd (and a dataset for the epoch); USD per Mtok = price x GPUs x step\n"
+      "  time / 3600 / (tokens per step / 1e6)\n";
   for (std::size_t i = 1; i < rows.size(); ++i) {
     if (rows[i].model != rows[0].model || rows[i].tokens_per_step != rows[0].tokens_per_step)
       out += fmt::format("  note: {} is not the same job as {} (model {} vs {}, {:.0f} vs {:.0f} tokens per step)\n",

@@ -46,8 +46,8 @@ std::string distinct_joined(const std::vector<CollectivePhase>& phases, std::str
 }
 
 std::string process_name(const RankClass& rc) {
-  return "GPU, representative of " + std::to_string(rc.ranks) + (rc.ranks == 1 ? " rank" : " ranks") +
-         " (" + rc.name + ")";
+  return "GPU, representative of " + std::to_string(rc.ranks) + (rc.ranks == 1 ? " rank" : " ranks") + " (" + rc.name +
+         ")";
 }
 
 json task_args(const StepGraph& g, const Task& t) {
@@ -75,8 +75,8 @@ json task_args(const StepGraph& g, const Task& t) {
 std::string chrome_trace_json(const StepGraph& g, const SimResult& r, const std::string& title) {
   if (r.tasks.size() != g.tasks.size() || r.streams.size() != g.streams.size() || r.links.size() != g.links.size())
     throw std::invalid_argument("chrome_trace_json: the simulation result does not belong to the step graph (" +
-                                std::to_string(r.tasks.size()) + " task records for " +
-                                std::to_string(g.tasks.size()) + " tasks)");
+                                std::to_string(r.tasks.size()) + " task records for " + std::to_string(g.tasks.size()) +
+                                " tasks)");
   json events = json::array();
 
   // Processes (rank classes) and threads (streams). tid = stream index + 1.

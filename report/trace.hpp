@@ -15,11 +15,11 @@
 /// Layout: one process per rank class ("GPU, representative of 1024 ranks (all ranks)"),
 /// one thread per stream of the class (compute streams first), each task a complete event
 /// named after the task with its category as "cat" and its figures as "args" (flops,
-/// when known, and work_at_full_speed_s for compute; bytes, collective, purpose, level, algorithm and protocol for collectives;
-/// alloc_bytes / free_bytes when it allocates or frees memory). Rank class 0's process also
-/// holds a "memory" counter (allocated_GiB) from SimResult::memory_timeline. A last
-/// process, "links", holds one counter per link that carried traffic (utilization_percent,
-/// from Resource::timeline). Timestamps are the simulation's integer nanoseconds / 1000.
+/// when known, and work_at_full_speed_s for compute; bytes, collective, purpose, level, algorithm and protocol for
+/// collectives; alloc_bytes / free_bytes when it allocates or frees memory). Rank class 0's process also holds a
+/// "memory" counter (allocated_GiB) from SimResult::memory_timeline. A last process, "links", holds one counter per
+/// link that carried traffic (utilization_percent, from Resource::timeline). Timestamps are the simulation's integer
+/// nanoseconds / 1000.
 ///
 /// Link and memory counters need SimOptions::record_timelines; without it the trace has the
 /// tasks only.

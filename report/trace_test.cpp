@@ -48,8 +48,8 @@ StepGraph small_step() {
   ph.intra_load = 1.75;  // 2 (n-1)/n for 8 ranks: 87.5% of the link at 50 GB/s
   ph.algorithm = "ring";
   ph.protocol = "Simple";
-  const int ar = g.add_collective("all-reduce bucket 0", "gradient all-reduce", FabricScope::all, Collective::all_reduce,
-                                  1e8, {ph}, {{nccl, {bwd}}})[0];
+  const int ar = g.add_collective("all-reduce bucket 0", "gradient all-reduce", FabricScope::all,
+                                  Collective::all_reduce, 1e8, {ph}, {{nccl, {bwd}}})[0];
   g.add_compute(compute, "head", "head", 1e-3, 5e11, {bwd});
   g.add_compute(compute, "optimizer", "optimizer", 5e-4, 0, {ar});
   return g;
@@ -103,8 +103,7 @@ TEST_CASE("the Chrome trace of a simulated step has every task, stream, used lin
     const json& e = complete.at(g.tasks[t].name);
     CHECK(e["cat"] == g.tasks[t].category);
     CHECK(e["ts"].get<double>() == doctest::Approx(static_cast<double>(r.tasks[t].start) / 1000.0));
-    CHECK(e["dur"].get<double>() ==
-          doctest::Approx(static_cast<double>(r.tasks[t].end - r.tasks[t].start) / 1000.0));
+    CHECK(e["dur"].get<double>() == doctest::Approx(static_cast<double>(r.tasks[t].end - r.tasks[t].start) / 1000.0));
     CHECK(e["tid"] == g.tasks[t].stream + 1);
   }
   CHECK(complete.at("fwd L0")["args"]["flops"].get<double>() == doctest::Approx(1e12));

@@ -80,7 +80,8 @@ int read_int32(const Schema& schema, JsonObject& obj, const std::string& key) {
 /// A number key within the schema's range ("> 0": positive, up to its max when it has one).
 std::optional<double> read_optional_number(const Schema& schema, JsonObject& obj, const std::string& key) {
   const SchemaKey& k = key_of(schema, obj, key);
-  if (k.min_open && k.min == 0) return std::isinf(k.max) ? obj.optional_positive(key) : obj.optional_positive(key, k.max);
+  if (k.min_open && k.min == 0)
+    return std::isinf(k.max) ? obj.optional_positive(key) : obj.optional_positive(key, k.max);
   return obj.optional_number(key, k.min, k.max);
 }
 double read_number(const Schema& schema, JsonObject& obj, const std::string& key) {
@@ -125,8 +126,8 @@ struct TrainingInput {
   std::optional<std::int64_t> micro_batch, grad_accum, seq_len;
   std::optional<Recompute> recompute;
   std::optional<bool> flash_attention;
-  TrainingSpec rest;  ///< attention_kernel, kernels, fused_loss, metric_loss_passes, launch_blocking, lora, kernel_rates,
-                      ///< grad_accumulation
+  TrainingSpec rest;  ///< attention_kernel, kernels, fused_loss, metric_loss_passes, launch_blocking, lora,
+                      ///< kernel_rates, grad_accumulation
   bool kernel_rates_given = false;
   bool grad_accumulation_given = false;
 };
@@ -151,7 +152,9 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors, const Schema&
   errors.attempt([&] {
     if (obj.has("precision")) in.precision = parse_name(obj, "precision", parse_precision, precision_names());
   });
-  errors.attempt([&] { if (obj.has("optimizer")) in.optimizer = parse_name(obj, "optimizer", parse_optimizer); });
+  errors.attempt([&] {
+    if (obj.has("optimizer")) in.optimizer = parse_name(obj, "optimizer", parse_optimizer);
+  });
   errors.attempt([&] { in.micro_batch = read_integer(schema, obj, "micro_batch"); });
   errors.attempt([&] { in.grad_accum = read_optional_integer(schema, obj, "grad_accum"); });
   errors.attempt([&] { in.seq_len = read_optional_integer(schema, obj, "seq_len"); });
@@ -162,13 +165,14 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors, const Schema&
   errors.attempt([&] {
     if (obj.has("attention_kernel")) t.attention_kernel = parse_name(obj, "attention_kernel", parse_attention_kernel);
   });
-  errors.attempt([&] { if (obj.has("kernels")) t.kernel_profile = parse_name(obj, "kernels", parse_kernel_profile); });
+  errors.attempt([&] {
+    if (obj.has("kernels")) t.kernel_profile = parse_name(obj, "kernels", parse_kernel_profile);
+  });
   errors.attempt([&] { t.fused_loss = obj.optional_boolean("fused_loss"); });
   errors.attempt([&] { t.launch_blocking = obj.optional_boolean("launch_blocking").value_or(false); });
   errors.attempt([&] {
     if (!obj.has("grad_accumulation")) return;
-    t.grad_accumulation =
-        parse_name(obj, "grad_accumulation", parse_grad_accumulation, grad_accumulation_names());
+    t.grad_accumulation = parse_name(obj, "grad_accumulation", parse_grad_accumulation, grad_accumulation_names());
     in.grad_accumulation_given = true;
   });
   errors.attempt([&] {
@@ -196,8 +200,8 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors, const Schema&
 /// from Ampere on (FlashAttention needs sm80 or later: Dao 2023, FlashAttention-2 README,
 /// "Ampere, Ada, or Hopper GPUs"), or as the attention_kernel given implies; kernel rates in
 /// step with `in_step` (from `in_step_file`, --in-step) or, when null, the catalog's fractions.
-void apply_training_defaults(Scenario& s, const TrainingInput& in,
-                             std::shared_ptr<const InStepFractions> in_step, const std::string& in_step_file) {
+void apply_training_defaults(Scenario& s, const TrainingInput& in, std::shared_ptr<const InStepFractions> in_step,
+                             const std::string& in_step_file) {
   TrainingSpec& t = s.training;
   t = in.rest;
   t.in_step = std::move(in_step);
@@ -205,7 +209,8 @@ void apply_training_defaults(Scenario& s, const TrainingInput& in,
   const GpuSpec& gpu = *find_gpu(box.gpu);
   auto note = [&](const std::string& text) { s.defaults.push_back(text); };
   t.micro_batch = *in.micro_batch;
-  if (in.precision) t.precision = *in.precision;
+  if (in.precision)
+    t.precision = *in.precision;
   else {
     t.precision = gpu.supports(Dtype::bf16) ? Precision::bf16_mixed : Precision::fp16_mixed;
     note(fmt::format("training.precision: {} ({} bf16 arithmetic; set training.precision)", name(t.precision),
@@ -216,15 +221,18 @@ void apply_training_defaults(Scenario& s, const TrainingInput& in,
   t.grad_accum = in.grad_accum.value_or(1);
   if (!in.grad_accum) note("training.grad_accum: 1 (one micro-step per optimizer step)");
   if (t.grad_accum > 1 && !in.grad_accumulation_given)
-    note("training.grad_accumulation: autograd (from the second micro-step on each gradient is added in place to "
-         "the stored one: 3 passes over the local gradients; \"fused\" for Megatron-LM's gradient-accumulation "
-         "fusion, \"bf16_optimizer\" for DeepSpeed's)");
+    note(
+        "training.grad_accumulation: autograd (from the second micro-step on each gradient is added in place to "
+        "the stored one: 3 passes over the local gradients; \"fused\" for Megatron-LM's gradient-accumulation "
+        "fusion, \"bf16_optimizer\" for DeepSpeed's)");
   t.seq_len = in.seq_len.value_or(s.model.seq_len);
   if (!in.seq_len) note(fmt::format("training.seq_len: {} (the model's own sequence length)", t.seq_len));
   t.recompute = in.recompute.value_or(Recompute::none);
   if (!in.recompute) note("training.recompute: none (every activation kept; set training.recompute)");
-  if (in.flash_attention) t.flash_attention = *in.flash_attention;
-  else if (t.attention_kernel) t.flash_attention = *t.attention_kernel != AttentionKernel::unfused;
+  if (in.flash_attention)
+    t.flash_attention = *in.flash_attention;
+  else if (t.attention_kernel)
+    t.flash_attention = *t.attention_kernel != AttentionKernel::unfused;
   else {
     t.flash_attention = gpu.arch >= GpuArch::ampere;
     note(fmt::format("training.flash_attention: {} (FlashAttention runs from Ampere on; the {} is {})",
@@ -232,11 +240,12 @@ void apply_training_defaults(Scenario& s, const TrainingInput& in,
   }
   if (!in.kernel_rates_given) {
     const InStepFractions& f = t.in_step ? *t.in_step : in_step_fractions();
-    note(fmt::format("training.kernel_rates: in_step (inside a step GEMMs keep {:.1f}% and attention {:.1f}% of "
-                     "their isolated benchmarks: {})",
-                     100 * gemm_fraction(f, gpu.arch), 100 * f.attention,
-                     t.in_step ? in_step_file + ", from --in-step"
-                               : std::string("model/catalog/in_step.json; \"isolated\" for the benchmarks")));
+    note(
+        fmt::format("training.kernel_rates: in_step (inside a step GEMMs keep {:.1f}% and attention {:.1f}% of "
+                    "their isolated benchmarks: {})",
+                    100 * gemm_fraction(f, gpu.arch), 100 * f.attention,
+                    t.in_step ? in_step_file + ", from --in-step"
+                              : std::string("model/catalog/in_step.json; \"isolated\" for the benchmarks")));
   }
 }
 
@@ -245,7 +254,8 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors, const S
   StrategySpec s;
   errors.attempt([&] { s.kind = parse_name(obj, "name", parse_strategy, strategy_names()); });
   errors.attempt([&] {
-    if (auto mb = read_optional_number(schema, obj, "bucket_mb")) s.bucket_bytes = *mb * kBytesPerMiB, s.bucket_given = true;
+    if (auto mb = read_optional_number(schema, obj, "bucket_mb"))
+      s.bucket_bytes = *mb * kBytesPerMiB, s.bucket_given = true;
   });
   errors.attempt([&] {
     if (obj.has("tp")) s.tp = read_int32(schema, obj, "tp");
@@ -281,19 +291,23 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors, const S
     if (obj.has("offload")) s.offload = parse_name(obj, "offload", parse_offload, offload_names());
     if (obj.has("delayed_update")) s.delayed_update = obj.boolean("delayed_update");
   });
-  errors.attempt([&] { if (obj.has("fp8_all_gather")) s.fp8_all_gather = obj.boolean("fp8_all_gather"); });
+  errors.attempt([&] {
+    if (obj.has("fp8_all_gather")) s.fp8_all_gather = obj.boolean("fp8_all_gather");
+  });
   errors.attempt([&] {
     if (obj.has("pp_split")) s.pp_split = parse_stage_split(read_choice(schema, obj, "pp_split"));
   });
   errors.attempt([&] {
     if (auto r = obj.optional_string("reduce_dtype")) {
       if (*r != "fp32" && *r != "working")
-        throw obj.error("reduce_dtype", "expected \"fp32\" or \"working\" (the precision's 16-bit dtype), got \"" +
-                                            *r + "\"");
+        throw obj.error("reduce_dtype",
+                        "expected \"fp32\" or \"working\" (the precision's 16-bit dtype), got \"" + *r + "\"");
       s.reduce_fp32 = *r == "fp32";
     }
   });
-  errors.attempt([&] { if (obj.has("prefetch_layers")) s.prefetch_layers = read_int32(schema, obj, "prefetch_layers"); });
+  errors.attempt([&] {
+    if (obj.has("prefetch_layers")) s.prefetch_layers = read_int32(schema, obj, "prefetch_layers");
+  });
   errors.attempt([&] {
     if (auto a = obj.optional_string("algorithm")) {
       const std::vector<std::string>& known = key_of(schema, obj, "algorithm").vocabulary;
@@ -373,11 +387,13 @@ void resolve_network(JsonObject& obj, const BoxSpec& box, HardwareChoice& h, std
   } else if (h.cluster.nodes > 1) {
     if (box.nics < 1)
       throw obj.error("network", fmt::format("missing; {} nodes need a network, and {} has no NICs of its own to "
-                                             "assume", h.cluster.nodes, box.name));
+                                             "assume",
+                                             h.cluster.nodes, box.name));
     cluster["network"] = {{"nic", box.nic}, {"nics_per_node", box.nics}, {"topology", "single_switch"}};
-    defaults.push_back(fmt::format("hardware.network: the {}'s own NICs, {} x {} per node, all on one switch "
-                                   "(single_switch, oversubscription 1; set hardware.network)",
-                                   box.name, box.nics, box.nic));
+    defaults.push_back(
+        fmt::format("hardware.network: the {}'s own NICs, {} x {} per node, all on one switch "
+                    "(single_switch, oversubscription 1; set hardware.network)",
+                    box.name, box.nics, box.nic));
   }
   JsonObject cobj(cluster, obj.file(), obj.path());
   h.cluster = parse_cluster(cobj);
@@ -398,13 +414,15 @@ const BoxSpec* parse_machine(JsonObject& obj, HardwareChoice& h, std::optional<s
     for (const char* key : {"nodes", "network"})
       if (obj.has(key))
         throw obj.error(key, std::string("a catalog cluster brings its own nodes and network; give \"box\" instead "
-                                         "of \"cluster\" to set ") + key);
+                                         "of \"cluster\" to set ") +
+                                 key);
     h.cluster = *c;
     return find_box(c->box);
   }
   if (!obj.has("box"))
-    throw obj.error("box", "missing; expected \"box\" (a catalog box or an inline box object) or \"cluster\" "
-                           "(a catalog cluster)");
+    throw obj.error("box",
+                    "missing; expected \"box\" (a catalog box or an inline box object) or \"cluster\" "
+                    "(a catalog cluster)");
   const BoxSpec* box = obj.has("box") && obj.raw("box").is_object() ? inline_box(obj) : nullptr;
   const std::string name = box ? box->name : obj.string("box");
   if (!box) box = find_box(name);
@@ -415,11 +433,12 @@ const BoxSpec* parse_machine(JsonObject& obj, HardwareChoice& h, std::optional<s
   if (obj.has("nodes")) {
     h.cluster.nodes = read_int32(schema, obj, "nodes");
   } else if (gpus) {
-    h.cluster.nodes = *gpus > box->gpus ? static_cast<int>(std::min<std::int64_t>(
-                                              (*gpus + box->gpus - 1) / box->gpus, limits::kMaxNodes))
-                                        : 1;
-    defaults.push_back(fmt::format("hardware.nodes: {} (the {} GPUs in boxes of {})", h.cluster.nodes, *gpus,
-                                   box->gpus));
+    h.cluster.nodes =
+        *gpus > box->gpus
+            ? static_cast<int>(std::min<std::int64_t>((*gpus + box->gpus - 1) / box->gpus, limits::kMaxNodes))
+            : 1;
+    defaults.push_back(
+        fmt::format("hardware.nodes: {} (the {} GPUs in boxes of {})", h.cluster.nodes, *gpus, box->gpus));
   }
   resolve_network(obj, *box, h, defaults);
   return box;
@@ -429,12 +448,12 @@ const BoxSpec* parse_machine(JsonObject& obj, HardwareChoice& h, std::optional<s
 void place_gpus(JsonObject& obj, const BoxSpec& box, std::int64_t gpus, HardwareChoice& h) {
   const std::int64_t available = static_cast<std::int64_t>(box.gpus) * h.cluster.nodes;
   if (gpus > available)
-    throw obj.error("gpus", "expected at most " + std::to_string(available) + " GPUs (" + std::to_string(h.cluster.nodes) +
-                                " x " + box.name + " with " + std::to_string(box.gpus) + " GPUs each), got " +
-                                std::to_string(gpus));
+    throw obj.error("gpus", "expected at most " + std::to_string(available) + " GPUs (" +
+                                std::to_string(h.cluster.nodes) + " x " + box.name + " with " +
+                                std::to_string(box.gpus) + " GPUs each), got " + std::to_string(gpus));
   if (gpus > box.gpus && gpus % box.gpus != 0)
-    throw obj.error("gpus", "expected a multiple of " + std::to_string(box.gpus) + " (the GPUs per node of " + box.name +
-                                ") when using more than one node, got " + std::to_string(gpus));
+    throw obj.error("gpus", "expected a multiple of " + std::to_string(box.gpus) + " (the GPUs per node of " +
+                                box.name + ") when using more than one node, got " + std::to_string(gpus));
   h.nodes = gpus > box.gpus ? static_cast<int>(gpus / box.gpus) : 1;
   h.gpus_per_node = gpus > box.gpus ? box.gpus : static_cast<int>(gpus);
 }
@@ -445,8 +464,8 @@ void parse_calibration(JsonObject& obj, const BoxSpec& box, HardwareChoice& h) {
   std::filesystem::path path(*cal);
   if (path.is_relative()) path = std::filesystem::path(obj.file()).parent_path() / path;
   if (!std::filesystem::exists(path))
-    throw obj.error("calibration", "expected a hardware file written by `stepcast fit`; " + path.string() +
-                                       " does not exist");
+    throw obj.error("calibration",
+                    "expected a hardware file written by `stepcast fit`; " + path.string() + " does not exist");
   h.calibration = std::make_shared<const HardwareFile>(load_hardware(path));
   h.calibration_file = path.string();
   if (h.calibration->gpu != box.gpu)
@@ -519,7 +538,8 @@ std::optional<MeasuredFigures> parse_measured(JsonObject& top, const Schema& sch
 /// name (default: the file's stem), description, notes, price.
 void parse_labels(JsonObject& top, Scenario& s, InputErrors& errors, const Schema& schema) {
   errors.attempt([&] {
-    if (auto n = top.optional_string("name")) s.name = *n;
+    if (auto n = top.optional_string("name"))
+      s.name = *n;
     else {
       s.name = std::filesystem::path(s.file).stem().string();
       s.defaults.push_back("name: \"" + s.name + "\" (the file's name)");
@@ -540,8 +560,8 @@ void apply_calibration_option(HardwareChoice& h, const std::string& file, const 
   auto cal = std::make_shared<const HardwareFile>(load_hardware(file));
   const BoxSpec& box = *find_box(h.cluster.box);
   if (cal->gpu != box.gpu)
-    throw InputError(scenario_file, "", "--calibration " + file + ": fitted for " + cal->gpu + ", but " + box.name +
-                                            " holds " + box.gpu);
+    throw InputError(scenario_file, "",
+                     "--calibration " + file + ": fitted for " + cal->gpu + ", but " + box.name + " holds " + box.gpu);
   h.calibration = std::move(cal);
   h.calibration_file = file;
 }
@@ -552,8 +572,9 @@ std::shared_ptr<const InStepFractions> in_step_option(const std::string& file, c
   if (file.empty()) return nullptr;
   if (!in.rest.in_step_rates)
     throw InputError(scenario_file, "/training/kernel_rates",
-                     "--in-step " + file + ": the scenario sets kernel_rates \"isolated\", which uses no in-step "
-                     "fractions");
+                     "--in-step " + file +
+                         ": the scenario sets kernel_rates \"isolated\", which uses no in-step "
+                         "fractions");
   if (!std::filesystem::exists(file)) throw InputError(scenario_file, "", "--in-step: no such in-step file: " + file);
   return std::make_shared<const InStepFractions>(load_in_step_fractions(file, file));
 }
@@ -610,16 +631,18 @@ Scenario parse_root(const JsonDoc& doc, const ReadOptions& options, const Schema
 void check_count(std::int64_t v, std::int64_t lo, std::int64_t hi, const std::string& file, const std::string& path,
                  const std::string& why = "") {
   if (v < lo || v > hi)
-    throw InputError(file, path,
-                     fmt::format("expected an integer in {}..{}{}, got {}", lo, hi, why.empty() ? "" : " (" + why + ")", v));
+    throw InputError(
+        file, path,
+        fmt::format("expected an integer in {}..{}{}, got {}", lo, hi, why.empty() ? "" : " (" + why + ")", v));
 }
 
 /// Throws unless v is finite and lo <= v <= hi.
 void check_number(double v, double lo, double hi, const std::string& file, const std::string& path,
                   const std::string& why = "") {
   if (!std::isfinite(v) || v < lo || v > hi)
-    throw InputError(file, path,
-                     fmt::format("expected a number in [{}, {}]{}, got {}", lo, hi, why.empty() ? "" : " (" + why + ")", v));
+    throw InputError(
+        file, path,
+        fmt::format("expected a number in [{}, {}]{}, got {}", lo, hi, why.empty() ? "" : " (" + why + ")", v));
 }
 
 /// The model's shape: counts within base/limits.hpp, heads dividing hidden unless head_dim
@@ -657,7 +680,8 @@ void check_lora(const LoraSpec& l, const TransformerSpec& m, const ScenarioSourc
     const std::string& target = l.targets[i];
     const std::string path = targets + "/" + std::to_string(i);
     if (std::find(known.begin(), known.end(), target) == known.end())
-      throw InputError(w.file, path, "unknown LoRA target \"" + target + "\"; expected one of q, k, v, o, gate, up, down");
+      throw InputError(w.file, path,
+                       "unknown LoRA target \"" + target + "\"; expected one of q, k, v, o, gate, up, down");
     if (target == "gate" && !m.gated_mlp)
       throw InputError(w.file, path, "LoRA target \"gate\" needs a gated MLP; " + m.name + " has none");
     if (!seen.insert(target).second)
@@ -674,8 +698,8 @@ void check_training(const Scenario& s, const ScenarioSource& w) {
   check_count(t.seq_len, 1, limits::kMaxSeqLen, w.file, w.seq_len, "tokens per sequence");
   if (s.model.positional == Positional::learned && t.seq_len > s.model.max_positions)
     throw InputError(w.file, w.seq_len,
-                     fmt::format("expected at most {} (the learned position table of {}), got {}", s.model.max_positions,
-                                 s.model.name, t.seq_len));
+                     fmt::format("expected at most {} (the learned position table of {}), got {}",
+                                 s.model.max_positions, s.model.name, t.seq_len));
   if (t.lora) check_lora(*t.lora, s.model, w);
 }
 
@@ -695,7 +719,8 @@ void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
   if (st.overlap_param_gather && st.kind != Strategy::zero1 && st.kind != Strategy::zero2)
     throw InputError(w.file, w.strategy + "/overlap_param_gather",
                      fmt::format("the parameter all-gather overlap needs zero1 or zero2 (Megatron-Core's distributed "
-                                 "optimizer), not {}", name(st.kind)));
+                                 "optimizer), not {}",
+                                 name(st.kind)));
   if (st.overlap_grad_reduce && st.pp < 2)
     throw InputError(w.file, w.strategy + "/overlap_grad_reduce",
                      "the gradient-reduction overlap applies under pipeline parallelism (pp >= 2): without a "
@@ -712,16 +737,21 @@ void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
   // Megatron order puts TP fastest: a group is a divisor of a node, or whole nodes.
   const int gpn = s.hardware.gpus_per_node;
   if (gpn % t != 0 && (t % gpn != 0 || s.hardware.nodes % (t / gpn) != 0))
-    throw InputError(w.file, at, fmt::format("expected a divisor of the {} GPUs per node, or whole nodes (a multiple of "
-                                             "{} dividing the {} GPUs): tensor-parallel groups fill nodes in Megatron "
-                                             "order", gpn, gpn, static_cast<std::int64_t>(gpn) * s.hardware.nodes));
+    throw InputError(w.file, at,
+                     fmt::format("expected a divisor of the {} GPUs per node, or whole nodes (a multiple of "
+                                 "{} dividing the {} GPUs): tensor-parallel groups fill nodes in Megatron "
+                                 "order",
+                                 gpn, gpn, static_cast<std::int64_t>(gpn) * s.hardware.nodes));
   const TransformerSpec& m = s.model;
-  if (m.heads % t != 0 || m.kv_heads % t != 0 || m.ffn_hidden % t != 0)
-    throw InputError(w.file, at, fmt::format("expected a divisor of the heads ({}), KV heads ({}) and MLP width ({})",
-                                             m.heads, m.kv_heads, m.ffn_hidden));
-  if (st.sp && s.training.seq_len % (static_cast<std::int64_t>(t) * st.cp) != 0)
-    throw InputError(w.file, w.strategy + "/sp", fmt::format("sequence parallelism splits the sequence: tp {} must "
-                                                             "divide seq_len {}", t, s.training.seq_len));
+  if (!tp_splits_model(m, t))
+    throw InputError(w.file, at,
+                     fmt::format("expected a divisor of the heads ({}), KV heads ({}) and MLP width ({})", m.heads,
+                                 m.kv_heads, m.ffn_hidden));
+  if (st.sp && !sp_splits_sequence(s.training.seq_len, t, st.cp))
+    throw InputError(w.file, w.strategy + "/sp",
+                     fmt::format("sequence parallelism splits the sequence: tp {} must "
+                                 "divide seq_len {}",
+                                 t, s.training.seq_len));
   if (s.training.lora) throw InputError(w.file, at, "LoRA under tensor parallelism is not modelled yet");
 }
 
@@ -737,22 +767,26 @@ void check_pipeline(const Scenario& s, const ScenarioSource& w) {
     return;
   }
   const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
-  if (gpus % (static_cast<std::int64_t>(st.pp) * st.tp) != 0)
+  if (!layout_divides_gpus(gpus, st.tp, 1, st.pp))
     throw InputError(w.file, at, fmt::format("expected tp x pp ({} x {}) to divide the {} GPUs", st.tp, st.pp, gpus));
   if (s.model.layers < static_cast<std::int64_t>(st.pp) * st.vpp)
-    throw InputError(w.file, at, fmt::format("expected at most {} stages x chunks: the model has {} layers",
-                                             s.model.layers, s.model.layers));
-  if (st.kind != Strategy::ddp && st.kind != Strategy::zero1)
-    throw InputError(w.file, w.strategy + "/name", "a pipeline runs ddp or zero1 within each stage (Megatron's "
-                                                   "distributed optimizer is zero1; ZeRO-2/3 and FSDP do not pipeline)");
+    throw InputError(
+        w.file, at,
+        fmt::format("expected at most {} stages x chunks: the model has {} layers", s.model.layers, s.model.layers));
+  if (!pipeline_runs_strategy(st.kind))
+    throw InputError(w.file, w.strategy + "/name",
+                     "a pipeline runs ddp or zero1 within each stage (Megatron's "
+                     "distributed optimizer is zero1; ZeRO-2/3 and FSDP do not pipeline)");
   const bool interleaved = st.schedule == "interleaved";
   if (interleaved != (st.vpp > 1))
     throw InputError(w.file, w.strategy + "/vpp", "the interleaved schedule and vpp >= 2 go together");
   if (st.pp_split == StageSplit::balanced && st.vpp > 1)
     throw InputError(w.file, w.strategy + "/pp_split", "the balanced split places one chunk per stage: vpp must be 1");
   if (interleaved && s.training.grad_accum % st.pp != 0)
-    throw InputError(w.file, w.grad_accum, fmt::format("the interleaved schedule runs micro-batches in groups of "
-                                                       "pp = {}: grad_accum must be a multiple", st.pp));
+    throw InputError(w.file, w.grad_accum,
+                     fmt::format("the interleaved schedule runs micro-batches in groups of "
+                                 "pp = {}: grad_accum must be a multiple",
+                                 st.pp));
   if (!s.hardware.stragglers.empty())
     throw InputError(w.file, "/hardware/stragglers", "stragglers with a pipeline are not modelled yet");
   if (s.training.lora) throw InputError(w.file, at, "LoRA with a pipeline is not modelled yet");
@@ -770,19 +804,22 @@ void check_context_parallel(const Scenario& s, const ScenarioSource& w) {
     return;
   }
   const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
-  if (gpus % (static_cast<std::int64_t>(st.tp) * st.cp * st.pp) != 0)
-    throw InputError(w.file, at, fmt::format("expected tp x cp x pp ({} x {} x {}) to divide the {} GPUs", st.tp, st.cp,
-                                             st.pp, gpus));
-  const std::int64_t chunks = s.model.kind == ModelKind::decoder ? 2LL * st.cp : st.cp;
+  if (!layout_divides_gpus(gpus, st.tp, st.cp, st.pp))
+    throw InputError(
+        w.file, at,
+        fmt::format("expected tp x cp x pp ({} x {} x {}) to divide the {} GPUs", st.tp, st.cp, st.pp, gpus));
+  const std::int64_t chunks = cp_sequence_chunks(s.model, st.cp);
   if (s.training.seq_len % chunks != 0)
-    throw InputError(w.file, at, fmt::format("expected {} to divide seq_len {}: {}", chunks == st.cp ? "cp" : "2 x cp",
-                                             s.training.seq_len,
-                                             chunks == st.cp ? "each rank holds s/cp tokens"
-                                                             : "causal attention is split into 2·cp chunks for load "
-                                                               "balance (Megatron-LM context parallelism)"));
+    throw InputError(
+        w.file, at,
+        fmt::format("expected {} to divide seq_len {}: {}", chunks == st.cp ? "cp" : "2 x cp", s.training.seq_len,
+                    chunks == st.cp ? "each rank holds s/cp tokens"
+                                    : "causal attention is split into 2·cp chunks for load "
+                                      "balance (Megatron-LM context parallelism)"));
   if (!s.training.flash_attention)
-    throw InputError(w.file, at, "context parallelism runs on a flash-class attention kernel; set "
-                                 "training.flash_attention");
+    throw InputError(w.file, at,
+                     "context parallelism runs on a flash-class attention kernel; set "
+                     "training.flash_attention");
   if (!s.hardware.stragglers.empty())
     throw InputError(w.file, "/hardware/stragglers", "stragglers with context parallelism are not modelled yet");
   if (s.training.lora) throw InputError(w.file, at, "LoRA with context parallelism is not modelled yet");
@@ -804,16 +841,18 @@ void check_expert_parallel(const Scenario& s, const ScenarioSource& w) {
     const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
     const std::int64_t ranks = gpus / (static_cast<std::int64_t>(st.tp) * st.pp);  // DP x CP ranks of a stage
     if (m.moe->experts % st.ep != 0)
-      throw InputError(w.file, w.strategy + "/ep", fmt::format("expected a divisor of the {} experts, got {}",
-                                                               m.moe->experts, st.ep));
+      throw InputError(w.file, w.strategy + "/ep",
+                       fmt::format("expected a divisor of the {} experts, got {}", m.moe->experts, st.ep));
     if (ranks % st.ep != 0)
       throw InputError(w.file, w.strategy + "/ep",
                        fmt::format("expected a divisor of the {} data-parallel (x context-parallel) ranks of a stage "
                                    "({} GPUs / (tp {} x pp {})), got {}: expert-parallel groups lie inside them "
-                                   "(Megatron-Core)", ranks, gpus, st.tp, st.pp, st.ep));
+                                   "(Megatron-Core)",
+                                   ranks, gpus, st.tp, st.pp, st.ep));
     if (st.moe_shared_expert_overlap && (m.moe->shared_experts == 0 || st.ep == 1))
-      throw InputError(w.file, w.strategy + "/moe_shared_expert_overlap",
-                       "the overlap hides the all-to-alls behind the shared experts: it needs shared experts and ep >= 2");
+      throw InputError(
+          w.file, w.strategy + "/moe_shared_expert_overlap",
+          "the overlap hides the all-to-alls behind the shared experts: it needs shared experts and ep >= 2");
   }
   if ((m.moe || m.mla) && st.tp > 1)
     throw InputError(w.file, w.strategy + "/tp", "MoE and MLA models under tensor parallelism are not modelled yet");
@@ -832,16 +871,20 @@ void check_offload(const Scenario& s, const ScenarioSource& w) {
     return;
   }
   if (!offload_supported(st.offload, st.kind))
-    throw InputError(w.file, at, fmt::format("{} offload with {}: the optimizer offloads with zero1/2/3 (DeepSpeed "
-                                             "offload_optimizer), parameters with zero3 and FSDP's sharded modes",
-                                             name(st.offload), name(st.kind)));
+    throw InputError(w.file, at,
+                     fmt::format("{} offload with {}: the optimizer offloads with zero1/2/3 (DeepSpeed "
+                                 "offload_optimizer), parameters with zero3 and FSDP's sharded modes",
+                                 name(st.offload), name(st.kind)));
   if (st.delayed_update && st.offload != OffloadKind::optimizer)
-    throw InputError(w.file, w.strategy + "/delayed_update", "the delayed parameter update is ZeRO-Offload's, with "
-                                                             "offload: optimizer");
+    throw InputError(w.file, w.strategy + "/delayed_update",
+                     "the delayed parameter update is ZeRO-Offload's, with "
+                     "offload: optimizer");
   const BoxSpec* box = find_box(s.hardware.cluster.box);
   if (!box || !box->host)
-    throw InputError(w.file, at, fmt::format("the box {} has no host (CPU, memory bandwidth) in the catalog; offload "
-                                             "needs one", s.hardware.cluster.box));
+    throw InputError(w.file, at,
+                     fmt::format("the box {} has no host (CPU, memory bandwidth) in the catalog; offload "
+                                 "needs one",
+                                 s.hardware.cluster.box));
   if (st.pp > 1) throw InputError(w.file, at, "offload with a pipeline is not modelled yet");
 }
 
@@ -851,10 +894,12 @@ void check_strategy(const Scenario& s, const ScenarioSource& w) {
   check_context_parallel(s, w);
   check_expert_parallel(s, w);
   check_offload(s, w);
-  if (s.strategy.fp8_all_gather && (s.training.precision != Precision::fp8_mixed || !shards_parameters(s.strategy.kind)))
-    throw InputError(w.file, w.strategy + "/fp8_all_gather", "the fp8 all-gather needs training.precision fp8_mixed and "
-                                                             "parameters sharded (zero3, fsdp_full_shard, "
-                                                             "fsdp_hybrid_shard)");
+  if (s.strategy.fp8_all_gather &&
+      (s.training.precision != Precision::fp8_mixed || !shards_parameters(s.strategy.kind)))
+    throw InputError(w.file, w.strategy + "/fp8_all_gather",
+                     "the fp8 all-gather needs training.precision fp8_mixed and "
+                     "parameters sharded (zero3, fsdp_full_shard, "
+                     "fsdp_hybrid_shard)");
   const StrategySpec& st = s.strategy;
   check_count(st.prefetch_layers, 0, s.model.layers, w.file, w.strategy + "/prefetch_layers",
               "layers gathered ahead, at most the model's layers");
@@ -866,17 +911,19 @@ void check_strategy(const Scenario& s, const ScenarioSource& w) {
                      "FSDP reduce-scatters each wrapped unit's gradients as one flat tensor and has no gradient "
                      "bucket; remove bucket_mb (it is for ddp and zero1/2/3)");
   if (!std::isfinite(st.bucket_bytes) || !(st.bucket_bytes > 0))
-    throw InputError(w.file, bucket, fmt::format("expected a finite bucket size > 0 MiB, got {} MiB", st.bucket_bytes / kBytesPerMiB));
-  const double trainable = static_cast<double>(s.training.lora ? lora_parameter_count(s.model, *s.training.lora)
-                                                               : parameter_count(s.model));
+    throw InputError(w.file, bucket,
+                     fmt::format("expected a finite bucket size > 0 MiB, got {} MiB", st.bucket_bytes / kBytesPerMiB));
+  const double trainable =
+      static_cast<double>(s.training.lora ? lora_parameter_count(s.model, *s.training.lora) : parameter_count(s.model));
   const double grad_bytes = trainable * working_bytes(s.training.precision);
   const double buckets = std::ceil(grad_bytes / st.bucket_bytes);
   if (buckets > static_cast<double>(limits::kMaxBucketsPerStep))
-    throw InputError(w.file, bucket,
-                     fmt::format("expected a bucket of at least {:.4g} MiB: {:.4g} MiB of gradients in buckets of {:.4g} MiB "
-                                 "make {:.0f} buckets per step, more than {}",
-                                 grad_bytes / static_cast<double>(limits::kMaxBucketsPerStep) / kBytesPerMiB,
-                                 grad_bytes / kBytesPerMiB, st.bucket_bytes / kBytesPerMiB, buckets, limits::kMaxBucketsPerStep));
+    throw InputError(
+        w.file, bucket,
+        fmt::format("expected a bucket of at least {:.4g} MiB: {:.4g} MiB of gradients in buckets of {:.4g} MiB "
+                    "make {:.0f} buckets per step, more than {}",
+                    grad_bytes / static_cast<double>(limits::kMaxBucketsPerStep) / kBytesPerMiB,
+                    grad_bytes / kBytesPerMiB, st.bucket_bytes / kBytesPerMiB, buckets, limits::kMaxBucketsPerStep));
 }
 
 /// GPUs per node, nodes and their product within bounds; straggler groups of 1..nodes-1
@@ -894,12 +941,14 @@ void check_hardware(const HardwareChoice& h, const ScenarioSource& w) {
                 fmt::format("fewer than the {} nodes in use: the rest are the typical ranks", h.nodes));
     straggling += st.nodes;
     if (straggling >= h.nodes)
-      throw InputError(w.file, path + "/nodes",
-                       fmt::format("expected the straggler groups to cover fewer than the {} nodes in use (the rest are "
-                                   "the typical ranks), got {} in all",
-                                   h.nodes, straggling));
+      throw InputError(
+          w.file, path + "/nodes",
+          fmt::format("expected the straggler groups to cover fewer than the {} nodes in use (the rest are "
+                      "the typical ranks), got {} in all",
+                      h.nodes, straggling));
     const std::string why = "speed relative to the catalog part";
-    check_number(st.compute_speed, limits::kMinSpeedRatio, limits::kMaxSpeedRatio, w.file, path + "/compute_speed", why);
+    check_number(st.compute_speed, limits::kMinSpeedRatio, limits::kMaxSpeedRatio, w.file, path + "/compute_speed",
+                 why);
     check_number(st.link_speed, limits::kMinSpeedRatio, limits::kMaxSpeedRatio, w.file, path + "/link_speed", why);
   }
 }
@@ -928,7 +977,8 @@ void check_sizes(const Scenario& s, const ScenarioSource& w) {
 /// collective the strategy issues on the hardware (NVLS only on third-generation NVSwitch).
 void check_runnable(const Scenario& s, const ScenarioSource& w) {
   const BoxSpec* box = find_box(s.hardware.cluster.box);
-  if (!box) throw std::logic_error("scenario " + s.name + ": box \"" + s.hardware.cluster.box + "\" is not in the catalog");
+  if (!box)
+    throw std::logic_error("scenario " + s.name + ": box \"" + s.hardware.cluster.box + "\" is not in the catalog");
   const GpuSpec& gpu = *find_gpu(box->gpu);
   const Dtype d = gemm_dtype(s.training.precision);
   if (!gpu.supports(d))
@@ -936,16 +986,16 @@ void check_runnable(const Scenario& s, const ScenarioSource& w) {
                      "precision " + std::string(name(s.training.precision)) + " needs " + std::string(name(d)) +
                          " arithmetic, which the " + gpu.name + " does not support");
   if (s.hardware.gpus_per_node > box->gpus)
-    throw InputError(w.file, w.gpus_per_node,
-                     fmt::format("expected at most the {} GPUs of one {}, got {}", box->gpus, box->name,
-                                 s.hardware.gpus_per_node));
+    throw InputError(
+        w.file, w.gpus_per_node,
+        fmt::format("expected at most the {} GPUs of one {}, got {}", box->gpus, box->name, s.hardware.gpus_per_node));
   if (s.strategy.algorithm == "auto") return;
   // One node's graph and the network switches (Topology::build): its cost does not grow
   // with the cluster's node count, so checking here costs no second full-cluster build.
   const CommFabric fabric = Topology::build(s.hardware.cluster).fabric(s.hardware.nodes, s.hardware.gpus_per_node);
   if (s.strategy.algorithm == "nvls" && !fabric.nvls)
-    throw InputError(w.file, w.algorithm, "NVLS needs third-generation NVSwitch (NVLink SHARP); " +
-                                              s.hardware.cluster.box + " has none");
+    throw InputError(w.file, w.algorithm,
+                     "NVLS needs third-generation NVSwitch (NVLink SHARP); " + s.hardware.cluster.box + " has none");
   for (const auto& [c, scope] : collectives_issued(s.strategy.kind)) {
     if (scope == FabricScope::inter_node && !fabric.inter) continue;
     const std::string why = algorithm_unavailable(c, restrict_fabric(fabric, scope), s.strategy.algorithm);
@@ -962,7 +1012,8 @@ void check_runnable(const Scenario& s, const ScenarioSource& w) {
 std::vector<std::pair<Collective, FabricScope>> collectives_issued(Strategy s) {
   switch (s) {
     case Strategy::ddp:
-    case Strategy::fsdp_no_shard: return {{Collective::all_reduce, FabricScope::all}};
+    case Strategy::fsdp_no_shard:
+      return {{Collective::all_reduce, FabricScope::all}};
     case Strategy::fsdp_hybrid_shard:
       return {{Collective::all_gather, FabricScope::intra_node},
               {Collective::reduce_scatter, FabricScope::intra_node},
@@ -977,7 +1028,9 @@ std::vector<std::pair<Collective, FabricScope>> collectives_issued(Strategy s) {
   throw std::logic_error("collectives_issued: unknown strategy");
 }
 
-std::string ScenarioSource::model_field(const std::string& key) const { return model_inline ? model + "/" + key : model; }
+std::string ScenarioSource::model_field(const std::string& key) const {
+  return model_inline ? model + "/" + key : model;
+}
 
 void check_scenario(const Scenario& s, const ScenarioSource& where) {
   check_model(s.model, where);
@@ -1009,7 +1062,8 @@ Scenario resized(const Scenario& s, int gpus) {
   int straggling = 0;
   for (const StragglerSpec& st : s.hardware.stragglers) straggling += st.nodes;
   if (straggling > 0 && gpus <= straggling * box.gpus)
-    throw std::invalid_argument(std::to_string(gpus) + " GPUs fill at most " + std::to_string((gpus + box.gpus - 1) / box.gpus) +
+    throw std::invalid_argument(std::to_string(gpus) + " GPUs fill at most " +
+                                std::to_string((gpus + box.gpus - 1) / box.gpus) +
                                 " node(s), but the scenario's straggler groups cover " + std::to_string(straggling) +
                                 "; more nodes are needed for the typical ranks");
   if (gpus <= box.gpus) {
@@ -1026,9 +1080,10 @@ Scenario resized(const Scenario& s, int gpus) {
                                   ", and neither the scenario nor the box has a network between nodes");
     // The reader's default for several nodes: the box's own NICs on one switch.
     out.hardware.cluster.network = NetworkSpec{box.nic, box.nics, NetworkTopology::single_switch, 1.0};
-    out.defaults.push_back(fmt::format("hardware.network: the {}'s own NICs, {} x {} per node, all on one switch "
-                                       "(single_switch, oversubscription 1; set hardware.network)",
-                                       box.name, box.nics, box.nic));
+    out.defaults.push_back(
+        fmt::format("hardware.network: the {}'s own NICs, {} x {} per node, all on one switch "
+                    "(single_switch, oversubscription 1; set hardware.network)",
+                    box.name, box.nics, box.nic));
   }
   out.hardware.nodes = gpus / box.gpus;
   out.hardware.gpus_per_node = box.gpus;

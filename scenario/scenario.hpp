@@ -31,9 +31,9 @@ struct HardwareFile;
 struct TrainingSpec {
   Precision precision = Precision::bf16_mixed;
   OptimizerKind optimizer = OptimizerKind::adam_mixed_16;
-  std::int64_t micro_batch = 1;      ///< sequences per GPU per micro-step
-  std::int64_t grad_accum = 1;       ///< micro-steps per optimizer step
-  std::int64_t seq_len = 0;          ///< tokens per sequence
+  std::int64_t micro_batch = 1;  ///< sequences per GPU per micro-step
+  std::int64_t grad_accum = 1;   ///< micro-steps per optimizer step
+  std::int64_t seq_len = 0;      ///< tokens per sequence
   Recompute recompute = Recompute::none;
   bool flash_attention = false;
   /// The flash-class kernel ("attention_kernel"); absent: default_flash_kernel() of the GPU.
@@ -67,9 +67,9 @@ struct TrainingSpec {
 struct StrategySpec {
   Strategy kind = Strategy::ddp;
   double bucket_bytes = 25.0 * 1024 * 1024;  ///< gradient bucket (PyTorch DDP bucket_cap_mb default 25 MiB)
-  bool bucket_given = false;         ///< false: the default above was assumed
-  int prefetch_layers = 1;           ///< ZeRO-3/FSDP layers gathered ahead (FSDP backward_prefetch: 1)
-  std::string algorithm = "auto";    ///< collective algorithm (a registered name or "auto")
+  bool bucket_given = false;                 ///< false: the default above was assumed
+  int prefetch_layers = 1;                   ///< ZeRO-3/FSDP layers gathered ahead (FSDP backward_prefetch: 1)
+  std::string algorithm = "auto";            ///< collective algorithm (a registered name or "auto")
   /// Gradients are reduced in fp32 ("reduce_dtype": "fp32"), as FSDP's mixed precision
   /// with reduce_dtype=float32 does (Composer's DEFAULT mode); otherwise in the working
   /// dtype of the precision.
@@ -138,16 +138,16 @@ struct StrategySpec {
 /// Whole nodes that differ from the rest: slower GPUs (thermal throttling, an older part)
 /// or slower links (a degraded NIC or NVLink). Simulated as their own rank class.
 struct StragglerSpec {
-  std::string name;                  ///< "throttled node"
-  int nodes = 1;                     ///< how many nodes behave like this
-  double compute_speed = 1.0;        ///< relative to the catalog GPU, (0, 10]
-  double link_speed = 1.0;           ///< relative to the catalog links, (0, 10]
+  std::string name;            ///< "throttled node"
+  int nodes = 1;               ///< how many nodes behave like this
+  double compute_speed = 1.0;  ///< relative to the catalog GPU, (0, 10]
+  double link_speed = 1.0;     ///< relative to the catalog links, (0, 10]
 };
 
 struct HardwareChoice {
-  ClusterSpec cluster;               ///< box + nodes + network
-  int nodes = 1;                     ///< nodes used
-  int gpus_per_node = 1;             ///< GPUs used in each node
+  ClusterSpec cluster;                    ///< box + nodes + network
+  int nodes = 1;                          ///< nodes used
+  int gpus_per_node = 1;                  ///< GPUs used in each node
   std::vector<StragglerSpec> stragglers;  ///< nodes that differ (the others are alike)
   /// A hardware file written by `stepcast fit` (measured GEMM efficiency, memory bandwidth,
   /// collectives) that replaces the catalog's defaults for this GPU; path relative to the
@@ -158,8 +158,8 @@ struct HardwareChoice {
 };
 
 struct DatasetSpec {
-  std::optional<double> tokens;      ///< tokens per epoch
-  std::optional<double> samples;     ///< sequences per epoch
+  std::optional<double> tokens;   ///< tokens per epoch
+  std::optional<double> samples;  ///< sequences per epoch
 };
 
 /// Figures measured on a real run of this scenario, kept beside the prediction.
@@ -173,7 +173,7 @@ struct MeasuredFigures {
 struct Scenario {
   std::string name;
   std::string description;
-  std::string file;                  ///< where it was read from
+  std::string file;  ///< where it was read from
   TransformerSpec model;
   TrainingSpec training;
   StrategySpec strategy;
@@ -181,7 +181,7 @@ struct Scenario {
   DatasetSpec dataset;
   std::optional<double> price_per_gpu_hour_usd;
   std::optional<MeasuredFigures> measured;
-  std::vector<std::string> notes;    ///< choices the author made (why this batch, ...)
+  std::vector<std::string> notes;  ///< choices the author made (why this batch, ...)
   /// The defaults the reader took for keys the file left out, one sentence each ("key:
   /// value (why)"); printed first under Assumptions.
   std::vector<std::string> defaults;
@@ -220,18 +220,18 @@ Scenario parse_scenario(const std::string& json_text, const std::string& file_na
 /// input as the user wrote it. The defaults are a scenario file's own paths.
 struct ScenarioSource {
   std::string file;
-  std::string model = "/model";              ///< the inline model object, or the catalog name
-  bool model_inline = true;                  ///< false: model fields all point at `model`
+  std::string model = "/model";  ///< the inline model object, or the catalog name
+  bool model_inline = true;      ///< false: model fields all point at `model`
   std::string micro_batch = "/training/micro_batch";
   std::string grad_accum = "/training/grad_accum";
   std::string seq_len = "/training/seq_len";
   std::string precision = "/training/precision";
   std::string lora = "/training/lora";
-  std::string strategy = "/strategy";        ///< the strategy object (bucket_mb, prefetch_layers)
+  std::string strategy = "/strategy";  ///< the strategy object (bucket_mb, prefetch_layers)
   std::string algorithm = "/strategy/algorithm";
   std::string gpus = "/hardware/gpus";
   std::string gpus_per_node = "/hardware/gpus";
-  std::string nodes = "/hardware/gpus";      ///< nodes in use follow from the GPU count
+  std::string nodes = "/hardware/gpus";  ///< nodes in use follow from the GPU count
   std::string stragglers = "/hardware/stragglers";
   std::string dataset = "/dataset";
   std::string price = "/price_per_gpu_hour_usd";
@@ -254,9 +254,9 @@ void check_scenario(const Scenario& s, const ScenarioSource& where);
 
 /// The same scenario on `gpus` GPUs: fills whole nodes of the cluster's box first
 /// (gpus <= box size: one node). Several nodes on a scenario without a network take the
-/// reader's default (the box's own NICs on one switch), recorded in `defaults`. Throws std::invalid_argument when the count does not fit
-/// (not a multiple of the box size above one node, or more nodes than the cluster has when
-/// the cluster came from the catalog with a fixed size).
+/// reader's default (the box's own NICs on one switch), recorded in `defaults`. Throws std::invalid_argument when the
+/// count does not fit (not a multiple of the box size above one node, or more nodes than the cluster has when the
+/// cluster came from the catalog with a fixed size).
 Scenario with_gpus(const Scenario& s, int gpus);
 
 }  // namespace stepcast

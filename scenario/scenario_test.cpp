@@ -43,10 +43,11 @@ bool mentions(const std::string& message, const std::string& fragment) {
 
 /// An inline model with the shape of GPT-2 small.
 json inline_model() {
-  return json{{"name", "tiny"},        {"source", "test"},          {"layers", 12},     {"hidden", 768},
-              {"heads", 12},           {"kv_heads", 12},            {"ffn_hidden", 3072}, {"gated_mlp", false},
-              {"vocab", 50257},        {"seq_len", 1024},           {"max_positions", 1024}, {"positional", "learned"},
-              {"tied_embeddings", true}, {"norm", "layernorm"},     {"linear_bias", true}};
+  return json{{"name", "tiny"},          {"source", "test"},      {"layers", 12},
+              {"hidden", 768},           {"heads", 12},           {"kv_heads", 12},
+              {"ffn_hidden", 3072},      {"gated_mlp", false},    {"vocab", 50257},
+              {"seq_len", 1024},         {"max_positions", 1024}, {"positional", "learned"},
+              {"tied_embeddings", true}, {"norm", "layernorm"},   {"linear_bias", true}};
 }
 
 }  // namespace
@@ -221,7 +222,9 @@ TEST_CASE("with_gpus: the GPU bound and the same checks") {
 
 namespace {
 json two_dgx_a100() {
-  return json{{"box", "dgx-a100"}, {"nodes", 2}, {"gpus", 16},
+  return json{{"box", "dgx-a100"},
+              {"nodes", 2},
+              {"gpus", 16},
               {"network", {{"nic", "eth-100g"}, {"nics_per_node", 1}, {"topology", "single_switch"}}}};
 }
 }  // namespace
@@ -229,7 +232,8 @@ json two_dgx_a100() {
 TEST_CASE("a named algorithm must run every collective the strategy issues: tree cannot all-gather") {
   json j = good();  // FSDP FULL_SHARD on one DGX A100: all-gathers and reduce-scatters
   j["strategy"]["algorithm"] = "tree";
-  CHECK(mentions(error_of(j), "/strategy/algorithm: fsdp_full_shard issues all_gather (all), which \"tree\" cannot run"));
+  CHECK(
+      mentions(error_of(j), "/strategy/algorithm: fsdp_full_shard issues all_gather (all), which \"tree\" cannot run"));
   j["strategy"]["name"] = "ddp";  // all-reduce only: tree runs it
   CHECK(error_of(j).empty());
   j["strategy"]["algorithm"] = "hierarchical";  // one node
@@ -238,8 +242,9 @@ TEST_CASE("a named algorithm must run every collective the strategy issues: tree
   CHECK(error_of(j).empty());
 }
 
-TEST_CASE("tensor parallelism: tp divides the node's GPUs, the heads and the MLP; sp needs tp >= 2 and divides "
-          "the sequence; no LoRA") {
+TEST_CASE(
+    "tensor parallelism: tp divides the node's GPUs, the heads and the MLP; sp needs tp >= 2 and divides "
+    "the sequence; no LoRA") {
   json j = good();  // gpt2: 12 heads, ffn 3072, one DGX A100 of 8 GPUs, seq 1024
   j["strategy"]["tp"] = 4;
   j["strategy"]["sp"] = true;
@@ -269,8 +274,9 @@ TEST_CASE("tp_comm_overlap needs sequence parallelism, as Megatron-Core's --tp-c
 TEST_CASE("overlap_grad_reduce needs a pipeline: without one DDP and ZeRO reduce during the backward already") {
   json j = good();
   j["strategy"] = json{{"name", "ddp"}, {"overlap_grad_reduce", true}};
-  CHECK(mentions(error_of(j), "/strategy/overlap_grad_reduce: the gradient-reduction overlap applies under pipeline "
-                              "parallelism (pp >= 2)"));
+  CHECK(mentions(error_of(j),
+                 "/strategy/overlap_grad_reduce: the gradient-reduction overlap applies under pipeline "
+                 "parallelism (pp >= 2)"));
   j["strategy"]["pp"] = 2;
   CHECK(error_of(j).empty());
 }
@@ -307,8 +313,9 @@ TEST_CASE("model {hf_config: path}: a Hugging Face config.json relative to the s
   CHECK_MESSAGE(mentions(error_of(j), "/model/layers"), error_of(j));
 }
 
-TEST_CASE("pipeline parallelism: tp x pp divides the GPUs, ddp or zero1 within a stage, interleaved with vpp >= 2 "
-          "and micro-batches in groups of pp") {
+TEST_CASE(
+    "pipeline parallelism: tp x pp divides the GPUs, ddp or zero1 within a stage, interleaved with vpp >= 2 "
+    "and micro-batches in groups of pp") {
   json j = good();  // gpt2: 12 layers, 8 GPUs
   j["strategy"] = json{{"name", "zero1"}, {"pp", 4}};
   j["training"]["grad_accum"] = 8;
@@ -330,8 +337,9 @@ TEST_CASE("pipeline parallelism: tp x pp divides the GPUs, ddp or zero1 within a
   CHECK(mentions(error_of(j), "did you mean \"1f1b\""));
 }
 
-TEST_CASE("context parallelism: tp x cp x pp divides the GPUs, 2·cp divides a causal sequence, flash attention, "
-          "cp_comm needs cp >= 2") {
+TEST_CASE(
+    "context parallelism: tp x cp x pp divides the GPUs, 2·cp divides a causal sequence, flash attention, "
+    "cp_comm needs cp >= 2") {
   json j = good();  // gpt2, seq 1024, 8 GPUs
   j["strategy"] = json{{"name", "zero1"}, {"cp", 4}};
   CHECK(error_of(j).empty());
@@ -354,8 +362,9 @@ TEST_CASE("context parallelism: tp x cp x pp divides the GPUs, 2·cp divides a c
   CHECK(mentions(error_of(j), "/strategy/cp_comm: a context-parallel exchange needs cp >= 2"));
 }
 
-TEST_CASE("CPU offload: a strategy that offloads it, a box with a catalogued host, delayed_update with the "
-          "optimizer's offload only") {
+TEST_CASE(
+    "CPU offload: a strategy that offloads it, a box with a catalogued host, delayed_update with the "
+    "optimizer's offload only") {
   json j = good();  // FSDP FULL_SHARD on a DGX A100
   j["strategy"] = json{{"name", "zero2"}, {"offload", "optimizer"}, {"delayed_update", true}};
   CHECK(error_of(j).empty());
@@ -374,12 +383,14 @@ TEST_CASE("CPU offload: a strategy that offloads it, a box with a catalogued hos
   CHECK(mentions(error_of(j), "has no host (CPU, memory bandwidth) in the catalog"));
 }
 
-TEST_CASE("fp8 training: refused on a GPU without fp8 arithmetic; the fp8 all-gather needs fp8 and sharded "
-          "parameters") {
+TEST_CASE(
+    "fp8 training: refused on a GPU without fp8 arithmetic; the fp8 all-gather needs fp8 and sharded "
+    "parameters") {
   json j = good();  // FSDP FULL_SHARD on a DGX A100: no fp8 tensor cores
   j["training"]["precision"] = "fp8_mixed";
-  CHECK(mentions(error_of(j), "/training/precision: precision fp8_mixed needs fp8 arithmetic, which the "
-                              "a100-sxm4-80gb does not support"));
+  CHECK(mentions(error_of(j),
+                 "/training/precision: precision fp8_mixed needs fp8 arithmetic, which the "
+                 "a100-sxm4-80gb does not support"));
   j["hardware"]["box"] = "dgx-h100";
   CHECK(error_of(j).empty());
   j["strategy"] = json{{"name", "fsdp_full_shard"}, {"fp8_all_gather", true}};

@@ -97,8 +97,7 @@ std::vector<SchemaKey> training_keys() {
              "micro-steps per optimizer step"),
       ranged("/training/seq_len", kInt, 1, limits::kMaxSeqLen, "the model's own sequence length",
              "tokens per sequence"),
-      choice("/training/precision", precision_names(),
-             "bf16_mixed where the GPU has bf16 arithmetic, else fp16_mixed",
+      choice("/training/precision", precision_names(), "bf16_mixed where the GPU has bf16 arithmetic, else fp16_mixed",
              "the arithmetic of the GEMMs and the working copy"),
       choice("/training/optimizer", optimizer_names(), "adam (16 bytes per parameter)",
              "the optimizer and the bytes of its state"),
@@ -134,8 +133,7 @@ std::vector<SchemaKey> strategy_keys() {
   return {
       key("/strategy", KeyType::name_or_object, "", "a strategy name, or an object with \"name\" and the keys below"),
       choice("/strategy/name", strategy_names(), "", "data parallelism and its sharding"),
-      positive("/strategy/bucket_mb", "the framework's (DDP 25 MiB; DeepSpeed 5e8 elements)",
-               "gradient bucket, MiB"),
+      positive("/strategy/bucket_mb", "the framework's (DDP 25 MiB; DeepSpeed 5e8 elements)", "gradient bucket, MiB"),
       ranged("/strategy/prefetch_layers", kInt, 0, max_layers, "1 (FSDP's backward_prefetch)",
              "ZeRO-3 / FSDP layers gathered ahead"),
       choice("/strategy/algorithm", algorithm_names(), "auto (NCCL's choice by size and ranks)",
@@ -160,8 +158,7 @@ std::vector<SchemaKey> strategy_keys() {
       choice("/strategy/pp_split", stage_split_names(), "even", "how layers are split into stages"),
       ranged("/strategy/cp", kInt, 1, max_gpus, "1 (no context parallelism)", "ranks sharing each sequence"),
       choice("/strategy/cp_comm", cp_comm_names(), "ring (Megatron-LM's)", "context parallelism's K/V exchange"),
-      ranged("/strategy/ep", kInt, 1, max_gpus, "1 (no expert parallelism)",
-             "ranks a MoE layer's experts spread over"),
+      ranged("/strategy/ep", kInt, 1, max_gpus, "1 (no expert parallelism)", "ranks a MoE layer's experts spread over"),
       ranged("/strategy/moe_imbalance", kNum, 1, 64, "1 (balanced routing)",
              "the busiest EP rank's routed tokens over the mean"),
       ranged("/strategy/moe_capacity_factor", kNum, 1, 64, "1 (dropless)",
@@ -189,8 +186,7 @@ std::vector<SchemaKey> hardware_keys() {
           "nic, nics_per_node, topology (single_switch, rail_fat_tree), oversubscription, nodes_per_leaf"),
       key("/hardware/calibration", kStr, "none (the catalogs' rates)",
           "a hardware file from `stepcast fit`, relative to the scenario file"),
-      key("/hardware/stragglers", KeyType::array, "none (every node alike)",
-          "groups of nodes slower than the rest"),
+      key("/hardware/stragglers", KeyType::array, "none (every node alike)", "groups of nodes slower than the rest"),
       key("/hardware/stragglers/*/name", kStr, "", "what the group is (\"throttled node\")"),
       ranged("/hardware/stragglers/*/nodes", kInt, 1, max_nodes, "", "nodes in the group"),
       positive("/hardware/stragglers/*/compute_speed", "", "GPU speed relative to the catalog's (0.01..10)"),
@@ -232,7 +228,8 @@ std::string_view parent_of(std::string_view path) { return path.substr(0, path.r
 
 std::string number_text(double v) {
   if (std::isinf(v)) return "inf";
-  return v == std::floor(v) && std::abs(v) < 1e15 ? fmt::format("{}", static_cast<long long>(v)) : fmt::format("{:g}", v);
+  return v == std::floor(v) && std::abs(v) < 1e15 ? fmt::format("{}", static_cast<long long>(v))
+                                                  : fmt::format("{:g}", v);
 }
 
 /// `text` wrapped to `width` columns, continuation lines indented by `indent`.
@@ -263,14 +260,22 @@ std::string cell(std::string text) {
 
 std::string_view name(KeyType t) {
   switch (t) {
-    case KeyType::string: return "string";
-    case KeyType::boolean: return "boolean";
-    case KeyType::integer: return "integer";
-    case KeyType::number: return "number";
-    case KeyType::choice: return "name";
-    case KeyType::object: return "object";
-    case KeyType::array: return "array";
-    case KeyType::name_or_object: return "name or object";
+    case KeyType::string:
+      return "string";
+    case KeyType::boolean:
+      return "boolean";
+    case KeyType::integer:
+      return "integer";
+    case KeyType::number:
+      return "number";
+    case KeyType::choice:
+      return "name";
+    case KeyType::object:
+      return "object";
+    case KeyType::array:
+      return "array";
+    case KeyType::name_or_object:
+      return "name or object";
   }
   return "?";
 }
@@ -279,7 +284,8 @@ std::string SchemaKey::name() const { return path.substr(path.rfind('/') + 1); }
 
 std::string SchemaKey::values() const {
   switch (type) {
-    case KeyType::integer: return number_text(min) + ".." + number_text(max);
+    case KeyType::integer:
+      return number_text(min) + ".." + number_text(max);
     case KeyType::number:
       if (min_open && std::isinf(max)) return "> " + number_text(min);
       return (min_open ? "(" : "[") + number_text(min) + ", " + number_text(max) + "]";
@@ -288,7 +294,8 @@ std::string SchemaKey::values() const {
       for (const std::string& v : vocabulary) out += (out.empty() ? "" : ", ") + v;
       return out;
     }
-    default: return "";
+    default:
+      return "";
   }
 }
 
@@ -317,9 +324,8 @@ std::string schema_path(std::string_view json_pointer) {
   while (pos < json_pointer.size()) {
     const std::size_t next = std::min(json_pointer.find('/', pos + 1), json_pointer.size());
     const std::string_view segment = json_pointer.substr(pos + 1, next - pos - 1);
-    const bool index = !segment.empty() && std::all_of(segment.begin(), segment.end(), [](char c) {
-      return c >= '0' && c <= '9';
-    });
+    const bool index =
+        !segment.empty() && std::all_of(segment.begin(), segment.end(), [](char c) { return c >= '0' && c <= '9'; });
     out += "/" + (index ? std::string("*") : std::string(segment));
     pos = next;
   }

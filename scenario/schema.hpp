@@ -16,11 +16,11 @@ namespace stepcast {
 
 /// What a key's value is.
 enum class KeyType {
-  string,          ///< any string (a name, a path)
+  string,  ///< any string (a name, a path)
   boolean,
-  integer,         ///< within [min, max]
-  number,          ///< finite, within [min, max] or (min, max] when min_open
-  choice,          ///< one string of the vocabulary
+  integer,  ///< within [min, max]
+  number,   ///< finite, within [min, max] or (min, max] when min_open
+  choice,   ///< one string of the vocabulary
   object,
   array,
   name_or_object,  ///< a catalog name, or an object (inline or detailed form)
@@ -31,7 +31,7 @@ std::string_view name(KeyType);
 struct SchemaKey {
   std::string path;  ///< JSON pointer; "*" stands for an array's elements: "/hardware/stragglers/*/nodes"
   KeyType type = KeyType::string;
-  double min = 0;    ///< integer and number keys
+  double min = 0;  ///< integer and number keys
   double max = 0;
   bool min_open = false;                ///< number keys: min excluded ("> 0")
   std::vector<std::string> vocabulary;  ///< choice keys (and the names a name_or_object takes, when few)

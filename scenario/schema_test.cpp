@@ -60,20 +60,20 @@ std::set<std::string> declared(const std::string& object_path) {
 TEST_CASE("each object the reader reads allows exactly the keys the schema declares for it") {
   json j = minimal();
   j["training"]["lora"] = {{"rank", 8}, {"targets", {"q", "v"}}};
-  j["hardware"]["stragglers"] = json::array({{{"name", "slow"}, {"nodes", 1}, {"compute_speed", 0.5},
-                                              {"link_speed", 1.0}}});
+  j["hardware"]["stragglers"] =
+      json::array({{{"name", "slow"}, {"nodes", 1}, {"compute_speed", 0.5}, {"link_speed", 1.0}}});
   j["hardware"]["nodes"] = 2;
   j["hardware"]["gpus"] = 16;
   j["measured"] = {{"source", "test"}, {"step_time_s", 1.0}};
-  for (const auto& [pointer, object] : std::vector<std::pair<std::string, std::string>>{
-           {"", ""},
-           {"/training", "/training"},
-           {"/training/lora", "/training/lora"},
-           {"/strategy", "/strategy"},
-           {"/hardware", "/hardware"},
-           {"/hardware/stragglers/0", "/hardware/stragglers/*"},
-           {"/dataset", "/dataset"},
-           {"/measured", "/measured"}}) {
+  for (const auto& [pointer, object] :
+       std::vector<std::pair<std::string, std::string>>{{"", ""},
+                                                        {"/training", "/training"},
+                                                        {"/training/lora", "/training/lora"},
+                                                        {"/strategy", "/strategy"},
+                                                        {"/hardware", "/hardware"},
+                                                        {"/hardware/stragglers/0", "/hardware/stragglers/*"},
+                                                        {"/dataset", "/dataset"},
+                                                        {"/measured", "/measured"}}) {
     CAPTURE(pointer);
     CHECK(allowed_at(j, pointer) == declared(object));
   }
@@ -92,8 +92,8 @@ TEST_CASE("one edited schema entry changes the reader, --help, init's notes and 
   CHECK_THROWS_WITH_AS(parse_scenario(j.dump(), "s.json", {}, edited),
                        doctest::Contains("/training/micro_batch: expected an integer in 1..4"), InputError);
   CHECK(schema_help(edited).find("integer 1..4, required: EDITED sequences per GPU") != std::string::npos);
-  CHECK(schema_markdown(edited).find("| `training.micro_batch` | integer | 1..4 | required | EDITED sequences per GPU |") !=
-        std::string::npos);
+  CHECK(schema_markdown(edited).find(
+            "| `training.micro_batch` | integer | 1..4 | required | EDITED sequences per GPU |") != std::string::npos);
   const std::vector<std::string> notes = schema_default_notes(edited);
   CHECK(std::find(notes.begin(), notes.end(), "training.grad_accum: 1 EDITED") != notes.end());
   CHECK(schema_help(edited).find("integer 1..1048576, default 1 EDITED: micro-steps") != std::string::npos);

@@ -47,9 +47,10 @@ std::vector<std::string> default_notes(const BoxSpec& box, const GpuSpec& gpu, i
       fmt::format("on the {}: training.precision {}, training.flash_attention {}", gpu.name,
                   gpu.supports(Dtype::bf16) ? "bf16_mixed" : "fp16_mixed", gpu.arch >= GpuArch::ampere)};
   if (gpus > box.gpus)
-    notes.push_back(fmt::format("hardware.nodes: {} ({} GPUs in boxes of {}); hardware.network: the box's own NICs, "
-                                "{} x {} per node on one switch",
-                                gpus / box.gpus, gpus, box.gpus, box.nics, box.nic));
+    notes.push_back(
+        fmt::format("hardware.nodes: {} ({} GPUs in boxes of {}); hardware.network: the box's own NICs, "
+                    "{} x {} per node on one switch",
+                    gpus / box.gpus, gpus, box.gpus, box.nics, box.nic));
   for (std::string& note : schema_default_notes(scenario_schema())) notes.push_back(std::move(note));
   return notes;
 }
@@ -61,11 +62,11 @@ std::string starter_scenario(const StarterRequest& request) {
   const BoxSpec& box = box_or_throw(request.box);
   const int gpus = request.gpus > 0 ? request.gpus : box.gpus;
   if (gpus > box.gpus && gpus % box.gpus != 0)
-    throw std::invalid_argument(fmt::format("--gpus {}: expected at most {} (one {}) or a multiple of it", gpus,
-                                            box.gpus, box.name));
+    throw std::invalid_argument(
+        fmt::format("--gpus {}: expected at most {} (one {}) or a multiple of it", gpus, box.gpus, box.name));
   if (gpus > box.gpus && box.nics < 1)
-    throw std::invalid_argument(fmt::format("--gpus {}: more than one {}, which has no NICs to join them", gpus,
-                                            box.name));
+    throw std::invalid_argument(
+        fmt::format("--gpus {}: more than one {}, which has no NICs to join them", gpus, box.name));
   const GpuSpec& gpu = *find_gpu(box.gpu);
   nlohmann::ordered_json j;
   j["model"] = model.name;

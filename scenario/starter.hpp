@@ -10,9 +10,9 @@
 namespace stepcast {
 
 struct StarterRequest {
-  std::string model;   ///< catalog name or alias
-  std::string box;     ///< catalog box
-  int gpus = 0;        ///< GPUs in all; 0: one whole box
+  std::string model;  ///< catalog name or alias
+  std::string box;    ///< catalog box
+  int gpus = 0;       ///< GPUs in all; 0: one whole box
 };
 
 /// The starter scenario as JSON text (2-space indent, ending in a newline). Throws

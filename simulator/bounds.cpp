@@ -12,7 +12,8 @@ double phase_alone_s(const StepGraph& g, const CollectiveOp& op, const Collectiv
   double rate_Bps = ph.algbw_GBps * 1e9;
   for (int m : op.members) {
     const RankClass& rc = g.classes[g.streams[g.tasks[m].stream].rank_class];
-    for_each_link_load(rc, ph, [&](int link, double load) { rate_Bps = std::min(rate_Bps, capacity_Bps(link) / load); });
+    for_each_link_load(rc, ph,
+                       [&](int link, double load) { rate_Bps = std::min(rate_Bps, capacity_Bps(link) / load); });
   }
   return ph.latency_s + (ph.bytes > 0 ? ph.bytes / rate_Bps : 0.0);
 }
@@ -46,9 +47,8 @@ StepBounds closed_form_bounds(const StepGraph& g) {
     for (const CollectivePhase& ph : op.phases) {
       for (int m : op.members) {
         const RankClass& rc = g.classes[g.streams[g.tasks[m].stream].rank_class];
-        for_each_link_load(rc, ph, [&](int link, double load) {
-          link_s[link] += times * ph.bytes * load / capacity_Bps(link);
-        });
+        for_each_link_load(
+            rc, ph, [&](int link, double load) { link_s[link] += times * ph.bytes * load / capacity_Bps(link); });
       }
       const double alone_s = phase_alone_s(g, op, ph);
       b.comm_total_s += times * alone_s;
@@ -96,7 +96,8 @@ double critical_path_s(const StepGraph& g) {
   std::vector<int> succ(static_cast<std::size_t>(succ_begin[n])), fill(succ_begin.begin(), succ_begin.end() - 1);
   for (std::size_t i = 0; i < n; ++i) {
     if (prev[i] >= 0) succ[static_cast<std::size_t>(fill[static_cast<std::size_t>(prev[i])]++)] = static_cast<int>(i);
-    for (int d : g.tasks[i].deps) succ[static_cast<std::size_t>(fill[static_cast<std::size_t>(d)]++)] = static_cast<int>(i);
+    for (int d : g.tasks[i].deps)
+      succ[static_cast<std::size_t>(fill[static_cast<std::size_t>(d)]++)] = static_cast<int>(i);
   }
   // Kahn's order; a collective ends when its last member is ready plus its time alone.
   std::vector<double> ready(n, 0.0), end(n, 0.0), op_start(g.ops.size(), 0.0);

@@ -12,9 +12,10 @@ namespace stepcast::sim {
 Time to_ns(double seconds) {
   // Compared in double before any conversion: a double beyond int64 converts undefined.
   if (!(seconds >= 0) || !(seconds * 1e9 <= static_cast<double>(kMaxTime)))
-    throw InternalError(fmt::format("a duration of {} s does not fit the simulated clock (0 to 2^62 ns, about "
-                                    "146 years)",
-                                    seconds));
+    throw InternalError(
+        fmt::format("a duration of {} s does not fit the simulated clock (0 to 2^62 ns, about "
+                    "146 years)",
+                    seconds));
   return std::max<Time>(0, static_cast<Time>(std::ceil(seconds * 1e9 - 1e-6)));
 }
 

@@ -12,8 +12,7 @@ namespace stepcast::sim {
 
 class InternalError : public std::logic_error {
  public:
-  explicit InternalError(const std::string& what)
-      : std::logic_error("simulator invariant broken: " + what) {}
+  explicit InternalError(const std::string& what) : std::logic_error("simulator invariant broken: " + what) {}
 };
 
 }  // namespace stepcast::sim

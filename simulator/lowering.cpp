@@ -13,8 +13,8 @@ namespace stepcast::sim {
 
 double bucket_count(double total_bytes, double first_bytes, double cap_bytes) {
   if (!(first_bytes > 0) || !(cap_bytes > 0) || !(total_bytes >= 0) || !std::isfinite(total_bytes))
-    throw InternalError(fmt::format("bucket sizes: total {} B, first bucket {} B, cap {} B", total_bytes,
-                                    first_bytes, cap_bytes));
+    throw InternalError(
+        fmt::format("bucket sizes: total {} B, first bucket {} B, cap {} B", total_bytes, first_bytes, cap_bytes));
   if (total_bytes == 0) return 0;
   const double rest = std::max(0.0, total_bytes - first_bytes);
   const double n = 1 + std::ceil(rest / cap_bytes * (1 - 1e-12));
@@ -44,13 +44,16 @@ namespace lowering {
 std::unique_ptr<StrategyLowering> lowering_for(Strategy s) {
   switch (s) {
     case Strategy::ddp:
-    case Strategy::fsdp_no_shard: return replicated_lowering(s);
+    case Strategy::fsdp_no_shard:
+      return replicated_lowering(s);
     case Strategy::zero1:
-    case Strategy::zero2: return zero12_lowering(s);
+    case Strategy::zero2:
+      return zero12_lowering(s);
     case Strategy::zero3:
     case Strategy::fsdp_full_shard:
     case Strategy::fsdp_shard_grad_op:
-    case Strategy::fsdp_hybrid_shard: return sharded_lowering(s);
+    case Strategy::fsdp_hybrid_shard:
+      return sharded_lowering(s);
   }
   throw InternalError(fmt::format("no lowering for strategy {}", static_cast<int>(s)));
 }

@@ -25,15 +25,14 @@
 /// One lowering per strategy family (lowering_common.hpp): replicated (lowering_ddp.cpp),
 /// ZeRO-1/2 (lowering_zero.cpp), sharded (lowering_fsdp.cpp), sharing the micro-step
 /// program. With pp > 1 the pipeline lowering (lowering_pipeline.cpp) plays the stages of
-/// a pipeline schedule as rank classes instead (ddp or zero1 within each stage). Gradient accumulation in closed form: of more than max_explicit_micro_steps
-/// micro-steps, the graph holds the first ones and the last; the middle micro-steps beyond
-/// are identical to the last explicit middle one (same tasks, durations, dependencies) and
-/// the graph says how many (StepGraph::repeat_count), so that lowering and simulating cost
-/// the same for any number of micro-steps. Where the simulation finds that the middle
-/// micro-steps do not repeat exactly (a backlog of collectives whose contention drifts from
-/// one micro-step to the next), lower_step_explicit lowers every micro-step instead (exact)
-/// when the whole step has at most kMaxExplicitTasks tasks; beyond, the closed form
-/// extrapolates (SimResult::repetition_exact false). The lowering itself never simulates.
+/// a pipeline schedule as rank classes instead (ddp or zero1 within each stage). Gradient accumulation in closed form:
+/// of more than max_explicit_micro_steps micro-steps, the graph holds the first ones and the last; the middle
+/// micro-steps beyond are identical to the last explicit middle one (same tasks, durations, dependencies) and the graph
+/// says how many (StepGraph::repeat_count), so that lowering and simulating cost the same for any number of
+/// micro-steps. Where the simulation finds that the middle micro-steps do not repeat exactly (a backlog of collectives
+/// whose contention drifts from one micro-step to the next), lower_step_explicit lowers every micro-step instead
+/// (exact) when the whole step has at most kMaxExplicitTasks tasks; beyond, the closed form extrapolates
+/// (SimResult::repetition_exact false). The lowering itself never simulates.
 #pragma once
 
 #include "model/collective.hpp"
@@ -82,12 +81,12 @@ struct MeasuredCollective {
 /// A collective a layer issues on the compute stream with its phases already costed (the
 /// context-parallel K/V exchange): the layers wait for it.
 struct LayerCollective {
-  std::string purpose;               ///< "context-parallel K/V ring (exposed)"
+  std::string purpose;  ///< "context-parallel K/V ring (exposed)"
   Collective op = Collective::all_gather;
-  double bytes = 0;                  ///< nccl-tests S, for reports
-  int ranks = 1;                     ///< GPUs of the group
+  double bytes = 0;  ///< nccl-tests S, for reports
+  int ranks = 1;     ///< GPUs of the group
   std::vector<CollectivePhase> phases;
-  std::string tag = "cp";            ///< task-name prefix: "cp" (K/V exchange), "ep" (MoE all-to-all)
+  std::string tag = "cp";  ///< task-name prefix: "cp" (K/V exchange), "ep" (MoE all-to-all)
 };
 
 struct StepPlan {
@@ -97,24 +96,24 @@ struct StepPlan {
   /// ones to check that the middle ones repeat, the last); the others in closed form.
   int max_explicit_micro_steps = 6;
   int layers = 1;
-  MicroStepTimes micro;              ///< one micro-step on one GPU at full speed
+  MicroStepTimes micro;  ///< one micro-step on one GPU at full speed
   /// FLOPs of one micro-step, for reports: per layer and for the LM head.
   double layer_flops_forward = 0;
   double layer_flops_backward = 0;
   double layer_flops_recompute = 0;
   double head_flops_forward = 0;
   double head_flops_backward = 0;
-  double optimizer_s = 0;            ///< local optimizer step
+  double optimizer_s = 0;  ///< local optimizer step
 
-  double layer_param_bytes = 0;      ///< one layer's weights, working dtype
-  double root_param_bytes = 0;       ///< embeddings, final norm, untied LM head
-  double head_param_bytes = 0;       ///< untied LM head only (its gradient is ready first)
+  double layer_param_bytes = 0;  ///< one layer's weights, working dtype
+  double root_param_bytes = 0;   ///< embeddings, final norm, untied LM head
+  double head_param_bytes = 0;   ///< untied LM head only (its gradient is ready first)
   /// Bytes of one layer's all-gather of its parameters (ZeRO-3, FSDP); <= 0: layer_param_bytes
   /// (fp8 all-gather: the linear weights in 1 byte).
   double layer_gather_bytes = 0;
-  double layer_grad_bytes = 0;       ///< trainable gradient bytes per layer
-  double root_grad_bytes = 0;        ///< trainable gradient bytes of the root unit
-  double head_grad_bytes = 0;        ///< trainable gradient bytes of the untied LM head
+  double layer_grad_bytes = 0;  ///< trainable gradient bytes per layer
+  double root_grad_bytes = 0;   ///< trainable gradient bytes of the root unit
+  double head_grad_bytes = 0;   ///< trainable gradient bytes of the untied LM head
 
   double bucket_bytes = 25e6;
   double first_bucket_bytes = 1024.0 * 1024.0;
@@ -132,7 +131,7 @@ struct StepPlan {
   int gpus = 1;
   int nodes = 1;
   int gpus_per_node = 1;
-  CommFabric fabric;                 ///< what the data-parallel collectives span
+  CommFabric fabric;  ///< what the data-parallel collectives span
   /// Tensor parallelism: the TP group's fabric and, per layer and micro-step, its
   /// collectives (model/parallel.hpp tp_layer_comm), played on the compute stream between
   /// the layers' compute (nothing overlaps them). tp = 1: none.
@@ -148,8 +147,8 @@ struct StepPlan {
 
   double activation_bytes_per_layer = 0;  ///< kept from forward to backward, per micro-step
   double logits_bytes = 0;
-  double static_memory_bytes = 0;    ///< held all step (weights shard, grads, optimizer, ...)
-  double comm_slowdown = 0;          ///< RankClass::comm_slowdown
+  double static_memory_bytes = 0;  ///< held all step (weights shard, grads, optimizer, ...)
+  double comm_slowdown = 0;        ///< RankClass::comm_slowdown
 
   /// Rank classes; empty: all ranks alike (one class). The first is the representative
   /// rank of the reports; list the most numerous first.

@@ -62,9 +62,8 @@ void Builder::add_class(const RankGroup& grp, bool several, const StreamLayout& 
         g_.add_link(fmt::format("NICs per node ({}){}", (p_.fabric.inter ? p_.fabric : p_.tp_fabric).inter->kind, who),
                     node_nic_GBps(p_) * grp.link_speed);
   if (const double spine = spine_GBps(p_); spine > 0)
-    g_.classes[c].spine_resource =
-        g_.add_link(fmt::format("spine uplinks per node (1:{:g}){}", spine_oversubscription(p_), who),
-                    spine * grp.link_speed);
+    g_.classes[c].spine_resource = g_.add_link(
+        fmt::format("spine uplinks per node (1:{:g}){}", spine_oversubscription(p_), who), spine * grp.link_speed);
   const int cs = g_.add_stream("compute", StreamKind::compute, c);
   compute_.push_back(cs);
   if (p_.comm_on_compute_stream) {
@@ -77,8 +76,8 @@ void Builder::add_class(const RankGroup& grp, bool several, const StreamLayout& 
   reduce_.push_back(layout.separate_reduce ? g_.add_stream("nccl reduce", StreamKind::communication, c) : gs);
 }
 
-int Builder::collective(Lane lane, std::string name, std::string purpose, Collective c, double bytes,
-                        FabricScope level, const std::vector<int>& deps, double alloc, double free) {
+int Builder::collective(Lane lane, std::string name, std::string purpose, Collective c, double bytes, FabricScope level,
+                        const std::vector<int>& deps, double alloc, double free) {
   const CommFabric f = restrict_fabric(p_.fabric, level);
   std::vector<CollectivePhase> phases;
   if (f.ranks() > 1 && bytes > 0) phases = collective_phases(c, bytes, f, p_.algorithm);
@@ -86,8 +85,7 @@ int Builder::collective(Lane lane, std::string name, std::string purpose, Collec
   std::vector<std::pair<int, std::vector<int>>> members;
   for (int k = 0; k < classes_; ++k)
     members.push_back({lane == Lane::gather ? gather_[k] : reduce_[k], shifted(deps, k)});
-  const auto ids =
-      g_.add_collective(std::move(name), std::move(purpose), level, c, bytes, std::move(phases), members);
+  const auto ids = g_.add_collective(std::move(name), std::move(purpose), level, c, bytes, std::move(phases), members);
   for (int id : ids) {
     g_.tasks[id].alloc_bytes = alloc;
     g_.tasks[id].free_bytes = free;
@@ -175,9 +173,7 @@ double node_nic_GBps(const StepPlan& p) {
   return 0.0;
 }
 
-std::string micro_suffix(const StepPlan& p, std::int64_t k) {
-  return p.micro_steps > 1 ? fmt::format(" m{}", k) : "";
-}
+std::string micro_suffix(const StepPlan& p, std::int64_t k) { return p.micro_steps > 1 ? fmt::format(" m{}", k) : ""; }
 
 namespace {
 
@@ -195,7 +191,8 @@ int tp_collectives(Builder& b, const std::vector<TpCollective>& list, int after,
 /// The costed layer collectives `list` after task `after`, in order; returns the last one.
 int layer_collectives(Builder& b, const std::vector<LayerCollective>& list, int after, const std::string& what) {
   int last = after;
-  for (const LayerCollective& c : list) last = b.layer_collective(fmt::format("{} {} {}", c.tag, name(c.op), what), c, {last});
+  for (const LayerCollective& c : list)
+    last = b.layer_collective(fmt::format("{} {} {}", c.tag, name(c.op), what), c, {last});
   return last;
 }
 
@@ -218,8 +215,8 @@ MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks
   const int head = b.compute("fwd head" + mk, TaskCategory::head, p.micro.head_forward_s, p.head_flops_forward,
                              hooks.head_forward_deps, p.logits_bytes);
   tp_collectives(b, p.tp_head_forward, head, "fwd head" + mk);
-  t.head_backward = b.compute("bwd head" + mk, TaskCategory::head, p.micro.head_backward_s, p.head_flops_backward,
-                              {}, 0, p.logits_bytes);
+  t.head_backward = b.compute("bwd head" + mk, TaskCategory::head, p.micro.head_backward_s, p.head_flops_backward, {},
+                              0, p.logits_bytes);
   tp_collectives(b, p.tp_head_backward, t.head_backward, "bwd head" + mk);
   for (int i = L; i >= 1; --i) {
     const std::vector<int> deps = hooks.before_backward ? hooks.before_backward(i, t) : std::vector<int>{};
@@ -229,9 +226,9 @@ MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks
       const int cp = layer_collectives(b, p.cp_recompute, rec, fmt::format("recompute L{}{}", i, mk));
       tp_collectives(b, p.tp_recompute, cp, fmt::format("recompute L{}{}", i, mk));
     }
-    t.backward[i] = b.compute(fmt::format("bwd L{}{}", i, mk), TaskCategory::backward, b.backward_s(),
-                              p.layer_flops_backward, deps, hooks.backward_alloc_bytes,
-                              p.activation_bytes_per_layer + hooks.backward_extra_free_bytes);
+    t.backward[i] =
+        b.compute(fmt::format("bwd L{}{}", i, mk), TaskCategory::backward, b.backward_s(), p.layer_flops_backward, deps,
+                  hooks.backward_alloc_bytes, p.activation_bytes_per_layer + hooks.backward_extra_free_bytes);
     const int cp = layer_collectives(b, p.cp_backward, t.backward[i], fmt::format("bwd L{}{}", i, mk));
     tp_collectives(b, p.tp_backward, cp, fmt::format("bwd L{}{}", i, mk));
     t.backward[i] = cp;  // the K/V weight gradients need the ring's dK and dV: ready after the exchange
@@ -259,8 +256,8 @@ void reduce_buckets(Builder& b, const std::vector<Chunk>& chunks, Collective c, 
   double cap = first_cap, fill = 0;
   int n = 0, ready = -1;
   auto launch = [&] {
-    b.last_reduce = b.collective(Lane::reduce, fmt::format("{} bucket {}{}", name(c), n++, suffix), purpose, c,
-                                 fill, FabricScope::all, {ready});
+    b.last_reduce = b.collective(Lane::reduce, fmt::format("{} bucket {}{}", name(c), n++, suffix), purpose, c, fill,
+                                 FabricScope::all, {ready});
     fill = 0;
     cap = p.bucket_bytes;
   };

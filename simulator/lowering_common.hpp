@@ -52,8 +52,8 @@ class Builder {
   /// stream; `deps` are class-0 task ids.
   int layer_collective(std::string name, const LayerCollective& c, const std::vector<int>& deps);
   /// A compute task on every rank class.
-  int compute(const std::string& name, TaskCategory category, double s, double flops,
-              const std::vector<int>& deps = {}, double alloc = 0, double free = 0);
+  int compute(const std::string& name, TaskCategory category, double s, double flops, const std::vector<int>& deps = {},
+              double alloc = 0, double free = 0);
   /// Adds `bytes` to what every class's copy of `task` frees when it ends.
   void add_free(int task, double bytes);
   /// Marks the collective of class-0 task `task` as unhideable (bounds.hpp).
@@ -109,12 +109,12 @@ struct MicroStepTasks {
 struct ProgramHooks {
   /// Before `fwd L{i}`: issue what it needs; returns its dependencies.
   std::function<std::vector<int>(int layer, const MicroStepTasks&)> before_forward;
-  double forward_free_bytes = 0;          ///< freed when each layer's forward ends
+  double forward_free_bytes = 0;  ///< freed when each layer's forward ends
   std::vector<int> head_forward_deps;
   /// Before `recompute L{i}` / `bwd L{i}`: issue what it needs; returns their dependencies.
   std::function<std::vector<int>(int layer, const MicroStepTasks&)> before_backward;
-  double backward_alloc_bytes = 0;        ///< allocated when each layer's backward starts
-  double backward_extra_free_bytes = 0;   ///< freed (beyond activations) when it ends
+  double backward_alloc_bytes = 0;       ///< allocated when each layer's backward starts
+  double backward_extra_free_bytes = 0;  ///< freed (beyond activations) when it ends
   /// After `bwd L{i}` was added.
   std::function<void(int layer, int bwd_task)> after_backward;
 };

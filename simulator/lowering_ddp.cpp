@@ -24,15 +24,15 @@ class ReplicatedLowering final : public StrategyLowering {
     if (b.plan().gpus == 1 || !last) return;
     const std::string mk = micro_suffix(b.plan(), k);
     if (strategy_ == Strategy::ddp) {
-      reduce_buckets(b, chunks, Collective::all_reduce, "gradient all-reduce (bucketed)",
-                     b.plan().first_bucket_bytes, mk, true);
+      reduce_buckets(b, chunks, Collective::all_reduce, "gradient all-reduce (bucketed)", b.plan().first_bucket_bytes,
+                     mk, true);
       return;
     }
     for (std::size_t c = 0; c < chunks.size(); ++c) {
       if (chunks[c].bytes <= 0) continue;
-      b.last_reduce = b.collective(Lane::reduce, fmt::format("all-reduce unit {}{}", c, mk),
-                                   "gradient all-reduce (per FSDP unit)", Collective::all_reduce, chunks[c].bytes,
-                                   FabricScope::all, {chunks[c].task});
+      b.last_reduce =
+          b.collective(Lane::reduce, fmt::format("all-reduce unit {}{}", c, mk), "gradient all-reduce (per FSDP unit)",
+                       Collective::all_reduce, chunks[c].bytes, FabricScope::all, {chunks[c].task});
     }
     if (b.last_reduce >= 0) b.mark_unhideable(b.last_reduce);
   }
@@ -43,8 +43,6 @@ class ReplicatedLowering final : public StrategyLowering {
 
 }  // namespace
 
-std::unique_ptr<StrategyLowering> replicated_lowering(Strategy s) {
-  return std::make_unique<ReplicatedLowering>(s);
-}
+std::unique_ptr<StrategyLowering> replicated_lowering(Strategy s) { return std::make_unique<ReplicatedLowering>(s); }
 
 }  // namespace stepcast::sim::lowering

@@ -57,17 +57,17 @@ void ShardedLowering::sharded_micro_step(Builder& b, std::int64_t k, bool last) 
   const double unit = keep_for_backward() ? 0.0 : gathered(p, layer_gather);
 
   // Forward: the root unit, then each layer gathered up to `pf` layers ahead of use.
-  const int ag_root = b.collective(Lane::gather, "all-gather root" + mk, "parameter all-gather (forward)",
-                                   Collective::all_gather, p.root_param_bytes, level, {},
-                                   keep_for_backward() ? 0.0 : gathered(p, p.root_param_bytes));
+  const int ag_root =
+      b.collective(Lane::gather, "all-gather root" + mk, "parameter all-gather (forward)", Collective::all_gather,
+                   p.root_param_bytes, level, {}, keep_for_backward() ? 0.0 : gathered(p, p.root_param_bytes));
   int ag_first = -1;
   ProgramHooks h;
   h.before_forward = [&](int i, const MicroStepTasks& t) {
     std::vector<int> deps;
     if (i - 1 - pf >= 1) deps.push_back(t.forward[i - 1 - pf]);
-    const int ag = b.collective(Lane::gather, fmt::format("all-gather L{} (fwd){}", i, mk),
-                                "parameter all-gather (forward)", Collective::all_gather, layer_gather, level,
-                                deps, unit);
+    const int ag =
+        b.collective(Lane::gather, fmt::format("all-gather L{} (fwd){}", i, mk), "parameter all-gather (forward)",
+                     Collective::all_gather, layer_gather, level, deps, unit);
     if (i == 1) ag_first = ag;
     return i == 1 ? std::vector<int>{ag, ag_root} : std::vector<int>{ag};
   };
@@ -80,8 +80,8 @@ void ShardedLowering::sharded_micro_step(Builder& b, std::int64_t k, bool last) 
     std::vector<int> deps;
     if (i + 1 + pf <= L) deps.push_back(t.backward[i + 1 + pf]);
     return std::vector<int>{b.collective(Lane::gather, fmt::format("all-gather L{} (bwd){}", i, mk),
-                                         "parameter all-gather (backward)", Collective::all_gather,
-                                         layer_gather, level, deps, unit)};
+                                         "parameter all-gather (backward)", Collective::all_gather, layer_gather, level,
+                                         deps, unit)};
   };
   h.backward_alloc_bytes = p.layer_grad_bytes;
   h.backward_extra_free_bytes = unit;
@@ -104,9 +104,9 @@ void ShardedLowering::reduce_unit(Builder& b, const std::string& what, double gr
   b.last_reduce = b.collective(Lane::reduce, "reduce-scatter " + what, "gradient reduce-scatter",
                                Collective::reduce_scatter, grad_bytes, shard_level(), {after}, 0, grad_bytes - shard);
   if (hybrid() && p.nodes > 1)
-    b.last_reduce = b.collective(Lane::reduce, "all-reduce across nodes " + what,
-                                 "gradient all-reduce across nodes (shard)", Collective::all_reduce, shard,
-                                 FabricScope::inter_node, {b.last_reduce});
+    b.last_reduce =
+        b.collective(Lane::reduce, "all-reduce across nodes " + what, "gradient all-reduce across nodes (shard)",
+                     Collective::all_reduce, shard, FabricScope::inter_node, {b.last_reduce});
 }
 
 }  // namespace

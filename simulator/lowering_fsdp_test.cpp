@@ -17,7 +17,8 @@ using namespace stepcast;
 using namespace stepcast::sim;
 using namespace stepcast::sim::testing;
 
-TEST_CASE("ZeRO-3: every unit gathered for forward, every layer again for backward, every unit reduced, per micro-step") {
+TEST_CASE(
+    "ZeRO-3: every unit gathered for forward, every layer again for backward, every unit reduced, per micro-step") {
   const int m = 3;
   const StepGraph g = lower_step(plan(Strategy::zero3, m));
   CHECK(count_ops(g, "parameter all-gather (forward)") == 5 * m);
@@ -73,8 +74,8 @@ TEST_CASE("more prefetch never makes the step slower") {
 }
 
 TEST_CASE("sharded strategies on one GPU lower as replicated: no gather, no reduction") {
-  for (Strategy st : {Strategy::zero3, Strategy::fsdp_full_shard, Strategy::fsdp_shard_grad_op,
-                      Strategy::fsdp_hybrid_shard}) {
+  for (Strategy st :
+       {Strategy::zero3, Strategy::fsdp_full_shard, Strategy::fsdp_shard_grad_op, Strategy::fsdp_hybrid_shard}) {
     StepPlan p = plan(st, 2);
     p.gpus = p.nodes = p.gpus_per_node = 1;
     const StepGraph g = lower_step(p);

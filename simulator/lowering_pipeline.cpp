@@ -107,12 +107,12 @@ class PipelineBuilder {
 
   const StepPlan& p_;
   StepGraph g_;
-  int P_ = 1, V_ = 1, M_ = 1;                 ///< stages, virtual stages, micro-batches
+  int P_ = 1, V_ = 1, M_ = 1;                    ///< stages, virtual stages, micro-batches
   std::vector<int> chunk_layers_, first_layer_;  ///< per virtual stage
   std::vector<int> stage_layers_;
   std::vector<StageStreams> st_;
-  std::vector<OpTasks> fwd_, bwd_;            ///< per m·V + k; bwd_: the whole backward or B
-  std::vector<int> stage_last_;               ///< each stage's last compute task
+  std::vector<OpTasks> fwd_, bwd_;  ///< per m·V + k; bwd_: the whole backward or B
+  std::vector<int> stage_last_;     ///< each stage's last compute task
   /// Per stage, the tasks of the last micro-batch that finish a layer's weight gradients
   /// (its whole or weight backward), in the order they run (overlap_grad_reduce).
   std::vector<std::vector<int>> grad_ready_;
@@ -203,9 +203,9 @@ int PipelineBuilder::tp_after(int stage, const std::vector<TpCollective>& list, 
     for (int n = 0; n < c.count; ++n) {
       std::string purpose = fmt::format("tensor-parallel {}", name(c.op));
       std::vector<CollectivePhase> phases = tp_phases(p_, c, purpose);
-      const auto ids = g_.add_collective(fmt::format("tp {} {}", name(c.op), what), std::move(purpose),
-                                         FabricScope::intra_node, c.op, c.bytes, std::move(phases),
-                                         {{st_[stage].compute, {last}}});
+      const auto ids =
+          g_.add_collective(fmt::format("tp {} {}", name(c.op), what), std::move(purpose), FabricScope::intra_node,
+                            c.op, c.bytes, std::move(phases), {{st_[stage].compute, {last}}});
       g_.ops[g_.tasks[ids[0]].op].ranks = p_.tp;
       last = ids[0];
     }
@@ -217,8 +217,8 @@ int PipelineBuilder::tp_after(int stage, const std::vector<TpCollective>& list, 
 int PipelineBuilder::cp_after(int stage, const std::vector<LayerCollective>& list, int after, const std::string& what) {
   int last = after;
   for (const LayerCollective& c : list) {
-    const auto ids = g_.add_collective(fmt::format("{} {} {}", c.tag, name(c.op), what), c.purpose, FabricScope::all, c.op,
-                                       c.bytes, c.phases, {{st_[stage].compute, {last}}});
+    const auto ids = g_.add_collective(fmt::format("{} {} {}", c.tag, name(c.op), what), c.purpose, FabricScope::all,
+                                       c.op, c.bytes, c.phases, {{st_[stage].compute, {last}}});
     g_.ops[g_.tasks[ids[0]].op].ranks = c.ranks;
     last = ids[0];
   }
@@ -279,10 +279,18 @@ void PipelineBuilder::play_programs(const std::vector<StageProgram>& programs) {
       const std::size_t at = static_cast<std::size_t>(op.micro_batch) * V_ + k;
       OpTasks t;
       switch (op.kind) {
-        case PipeOp::forward: t = fwd_[at] = forward(op.micro_batch, k); break;
-        case PipeOp::backward: t = bwd_[at] = backward(op.micro_batch, k, Part::whole); break;
-        case PipeOp::backward_input: t = bwd_[at] = backward(op.micro_batch, k, Part::input); break;
-        case PipeOp::backward_weight: t = backward(op.micro_batch, k, Part::weight); break;
+        case PipeOp::forward:
+          t = fwd_[at] = forward(op.micro_batch, k);
+          break;
+        case PipeOp::backward:
+          t = bwd_[at] = backward(op.micro_batch, k, Part::whole);
+          break;
+        case PipeOp::backward_input:
+          t = bwd_[at] = backward(op.micro_batch, k, Part::input);
+          break;
+        case PipeOp::backward_weight:
+          t = backward(op.micro_batch, k, Part::weight);
+          break;
       }
       stage_last_[i] = t.last;
     }
@@ -319,18 +327,19 @@ int PipelineBuilder::p2p(int from, int to, bool forward, int m, int k, int after
       // faster than the node's share of the uplinks (collective.cpp apply_spine).
       ph.spine_load = load * p_.pp_fabric.spine->crossing;
       if (ph.spine_load > 0)
-        ph.algbw_GBps = std::min(ph.algbw_GBps, g_.links[g_.classes[from].spine_resource].capacity_GBps / ph.spine_load);
+        ph.algbw_GBps =
+            std::min(ph.algbw_GBps, g_.links[g_.classes[from].spine_resource].capacity_GBps / ph.spine_load);
     }
     ph.algorithm = "p2p";
     ph.protocol = "Simple";
     phases.push_back(ph);
   }
-  const std::string n = fmt::format("p2p {} m{} vs{}->vs{}", forward ? "activation" : "gradient", m, k,
-                                    forward ? k + 1 : k - 1);
+  const std::string n =
+      fmt::format("p2p {} m{} vs{}->vs{}", forward ? "activation" : "gradient", m, k, forward ? k + 1 : k - 1);
   const auto ids = g_.add_collective(
       n, forward ? "pipeline p2p (activations)" : "pipeline p2p (gradients)",
-      inter ? FabricScope::inter_node : FabricScope::intra_node, Collective::broadcast, p_.p2p_bytes,
-      std::move(phases), {{p2p_stream(from, forward, true), {after}}, {p2p_stream(to, forward, false), {}}});
+      inter ? FabricScope::inter_node : FabricScope::intra_node, Collective::broadcast, p_.p2p_bytes, std::move(phases),
+      {{p2p_stream(from, forward, true), {after}}, {p2p_stream(to, forward, false), {}}});
   g_.ops[g_.tasks[ids[0]].op].ranks = 2;
   return ids[1];
 }

@@ -183,8 +183,9 @@ TEST_CASE("each stage reduces its own gradients: ddp all-reduce, zero1 reduce-sc
   CHECK(simulate(o).step_s() <= simulate(z).step_s());
 }
 
-TEST_CASE("overlap_grad_reduce: each stage reduces its gradients in buckets as its last backward finishes their "
-          "layers, the same bytes, never later than after it") {
+TEST_CASE(
+    "overlap_grad_reduce: each stage reduces its gradients in buckets as its last backward finishes their "
+    "layers, the same bytes, never later than after it") {
   // As above: 230, 200, 200, 220 MB on stages 0..3, 100 MB a layer; 150 MB buckets close
   // after every second layer of the last micro-batch (2 layers a stage: one bucket, the
   // stage's extra bytes in it).

@@ -126,7 +126,6 @@ TEST_CASE("bucket counts in closed form, bounded; no absurd vector is built") {
   CHECK_THROWS_AS(lower_step(p), InternalError);
 }
 
-
 // Fuzz finding F3 (a record with grad_accum 0 reached lower_step): an internal error the
 // caller can catch, never an assert that aborts.
 TEST_CASE("a plan without micro-steps, layers or GPUs is an internal error") {

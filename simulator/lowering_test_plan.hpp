@@ -39,7 +39,8 @@ inline StepPlan plan(Strategy st, std::int64_t micro_steps = 1) {
 }
 
 inline int count_ops(const StepGraph& g, const std::string& purpose) {
-  return static_cast<int>(std::count_if(g.ops.begin(), g.ops.end(), [&](const CollectiveOp& o) { return o.purpose == purpose; }));
+  return static_cast<int>(
+      std::count_if(g.ops.begin(), g.ops.end(), [&](const CollectiveOp& o) { return o.purpose == purpose; }));
 }
 
 inline int task_named(const StepGraph& g, const std::string& name) {

@@ -71,7 +71,8 @@ TEST_CASE("TP collectives cost the step what they take alone on the TP fabric: t
   StepPlan without = with;
   without.tp_forward.clear();
   without.tp_backward.clear();
-  const double extra = 1e-9 * static_cast<double>(simulate(lower_step(with)).step_ns - simulate(lower_step(without)).step_ns);
+  const double extra =
+      1e-9 * static_cast<double>(simulate(lower_step(with)).step_ns - simulate(lower_step(without)).step_ns);
   // 16 all-reduces of 32 MiB on 2 GPUs at 240 GB/s: each at least S / busbw = 33.5e6 / 240e9.
   CHECK(extra >= 16 * 4096.0 * 4096 * 2 / 240e9);
   CHECK(extra < 16 * 4096.0 * 4096 * 2 / 240e9 * 3);
@@ -88,8 +89,9 @@ LayerCollective cp_exchange(const char* purpose, double s) {
 }
 }  // namespace
 
-TEST_CASE("CP: each layer's K/V exchange follows its forward, backward and recompute on the compute stream, and "
-          "the step waits for it") {
+TEST_CASE(
+    "CP: each layer's K/V exchange follows its forward, backward and recompute on the compute stream, and "
+    "the step waits for it") {
   StepPlan p = plan(Strategy::ddp, 2);
   const double step = simulate(lower_step(p), {}).step_s();
   p.cp_forward = {cp_exchange("context-parallel fwd", 1e-3)};

@@ -31,8 +31,8 @@ class Zero12Lowering final : public StrategyLowering {
     const std::vector<Chunk> chunks = replicated_micro_step(b, k, gather_first ? gather_hooks(b) : ProgramHooks{});
     if (b.plan().gpus == 1) return;
     if (strategy_ == Strategy::zero2 || last)
-      reduce_buckets(b, chunks, Collective::reduce_scatter, "gradient reduce-scatter (bucketed)",
-                     b.plan().bucket_bytes, micro_suffix(b.plan(), k), last);
+      reduce_buckets(b, chunks, Collective::reduce_scatter, "gradient reduce-scatter (bucketed)", b.plan().bucket_bytes,
+                     micro_suffix(b.plan(), k), last);
   }
 
   void after_optimizer(Builder& b, int opt) const override {
@@ -40,9 +40,9 @@ class Zero12Lowering final : public StrategyLowering {
     if (p.gpus == 1 || p.overlap_param_gather) return;
     const auto sizes = bucket_sizes(p.layers * p.layer_grad_bytes + p.root_grad_bytes, p.bucket_bytes, p.bucket_bytes);
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-      const int t = b.collective(Lane::gather, fmt::format("all-gather params bucket {}", i),
-                                 "parameter all-gather (after step)", Collective::all_gather, sizes[i],
-                                 FabricScope::all, {opt});
+      const int t =
+          b.collective(Lane::gather, fmt::format("all-gather params bucket {}", i), "parameter all-gather (after step)",
+                       Collective::all_gather, sizes[i], FabricScope::all, {opt});
       b.mark_unhideable(t);
     }
   }

@@ -49,8 +49,9 @@ TEST_CASE("ZeRO-1 reduces only in the last micro-step; ZeRO-2 in every one") {
   CHECK(z1.tasks[rs].stream != z1.tasks[ag].stream);
 }
 
-TEST_CASE("overlap_param_gather: the all-gathers open the step in forward order, each layer's first forward waits "
-          "for its bucket, none follows the optimizer") {
+TEST_CASE(
+    "overlap_param_gather: the all-gathers open the step in forward order, each layer's first forward waits "
+    "for its bucket, none follows the optimizer") {
   StepPlan p = plan(Strategy::zero1, 2);
   const StepGraph after = lower_step(p);
   p.overlap_param_gather = true;

@@ -27,11 +27,11 @@ struct UtilizationSample {
 };
 
 struct Resource {
-  std::string name;              ///< "node0 intra (nvlink3)", "node0 NICs (8x ib-ndr)"
-  double capacity_Bps = 0;       ///< bytes per second
+  std::string name;         ///< "node0 intra (nvlink3)", "node0 NICs (8x ib-ndr)"
+  double capacity_Bps = 0;  ///< bytes per second
   // Results.
-  double bytes = 0;              ///< carried, load-weighted
-  Time busy_ns = 0;              ///< time with any load
+  double bytes = 0;  ///< carried, load-weighted
+  Time busy_ns = 0;  ///< time with any load
   std::vector<UtilizationSample> timeline;
 };
 
@@ -58,8 +58,8 @@ class Network : public Component {
 
   /// Starts a flow of `bytes` at no more than `max_rate_Bps` (> 0). Calls
   /// listener->flow_done(cookie) when it ends (at once, through the engine, for 0 bytes).
-  void start(Engine& engine, double bytes, double max_rate_Bps, std::vector<ResourceUse> uses,
-             Listener* listener, std::uint64_t cookie);
+  void start(Engine& engine, double bytes, double max_rate_Bps, std::vector<ResourceUse> uses, Listener* listener,
+             std::uint64_t cookie);
 
   /// Each resource's carried bytes and busy time as of `now` (>= the last event), without
   /// moving any flow: for snapshots between events.
@@ -76,25 +76,25 @@ class Network : public Component {
 
  private:
   struct Flow {
-    double remaining = 0;        ///< bytes
-    double max_rate = 0;         ///< bytes/s
-    double rate = 0;             ///< bytes/s, current
+    double remaining = 0;  ///< bytes
+    double max_rate = 0;   ///< bytes/s
+    double rate = 0;       ///< bytes/s, current
     std::vector<ResourceUse> uses;
     Listener* listener = nullptr;
     std::uint64_t cookie = 0;
-    std::uint32_t version = 0;   ///< bumped on every reschedule; stale events are ignored
+    std::uint32_t version = 0;  ///< bumped on every reschedule; stale events are ignored
     bool active = false;
   };
 
-  void advance(Time now);                ///< moves every active flow's bytes up to now
-  void reallocate(Engine& engine);       ///< max-min rates, then reschedules every end
+  void advance(Time now);           ///< moves every active flow's bytes up to now
+  void reallocate(Engine& engine);  ///< max-min rates, then reschedules every end
   void record_usage(Time now);
 
   std::vector<Resource> resources_;
   std::vector<Flow> flows_;
   std::vector<int> free_slots_;
-  std::vector<int> active_;              ///< flow ids, in start order
-  std::vector<double> usage_Bps_;        ///< per resource, current
+  std::vector<int> active_;                              ///< flow ids, in start order
+  std::vector<double> usage_Bps_;                        ///< per resource, current
   std::vector<double> scratch_capacity_, scratch_load_;  ///< reallocate()'s working space
   std::vector<char> scratch_frozen_;
   Time last_ = 0;

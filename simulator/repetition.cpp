@@ -104,7 +104,7 @@ void shift_samples(std::vector<UtilizationSample>& tl, Time from, Time by) {
 struct Periods {
   std::vector<Time> shift;  ///< per stream; streams without middle tasks: the widest
   Time widest = 0;
-  bool uniform = true;      ///< every stream moves by the widest period
+  bool uniform = true;  ///< every stream moves by the widest period
   bool exact = true;
 };
 

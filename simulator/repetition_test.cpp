@@ -65,43 +65,44 @@ TEST_CASE("micro-steps in closed form give the explicit simulation's step, to th
   for (Strategy st : {Strategy::ddp, Strategy::fsdp_no_shard, Strategy::zero1, Strategy::zero2, Strategy::zero3,
                       Strategy::fsdp_shard_grad_op, Strategy::fsdp_full_shard, Strategy::fsdp_hybrid_shard}) {
     for (double nic : {0.125, 12.5, 1000.0}) {
-      for (int m = 2; m <= 12; ++m) for (int e : {4, 6}) {
-        StepPlan p = plan(st, m);
-        p.fabric.inter->bw_GBps = nic;
-        p.comm_slowdown = 0.1;
-        p.activation_bytes_per_layer = 3e8;
-        p.static_memory_bytes = 1e9;
-        p.max_explicit_micro_steps = 1 << 20;
-        const StepGraph eg = lower_step(p);
-        const SimResult explicit_run = simulate(eg);
-        p.max_explicit_micro_steps = e;
-        const StepGraph cg = lower_step(p);
-        const SimResult closed = simulate(cg);
-        CAPTURE(name(st));
-        CAPTURE(nic);
-        CAPTURE(m);
-        CAPTURE(e);
-        CHECK(closed.micro_steps_repeated == std::max(0, m - e));
-        const auto tol = static_cast<Time>(explicit_run.events);
-        CHECK(std::abs(closed.step_ns - explicit_run.step_ns) <= tol);
-        CHECK(std::abs(closed.compute_busy_ns - explicit_run.compute_busy_ns) <= tol);
-        CHECK(std::abs(closed.comm_busy_ns - explicit_run.comm_busy_ns) <= tol);
-        CHECK(std::abs(closed.overlap_ns - explicit_run.overlap_ns) <= tol);
-        // The network integrates rate x time, each end rounded up to the ns: bytes agree to
-        // that rounding (rate x 1 ns per event).
-        for (std::size_t l = 0; l < closed.links.size(); ++l)
-          CHECK(closed.links[l].bytes == doctest::Approx(explicit_run.links[l].bytes).epsilon(1e-5));
-        // A backlog of reductions that grows each micro-step (ZeRO-2 on a slow NIC) moves
-        // the streams by different periods: events are extrapolated, not counted.
-        if (!closed.repetition_exact) continue;
-        CHECK(closed.events_represented == explicit_run.events);
-        // Memory that drifts each micro-step (gradient shards kept) peaks as explicitly.
-        for (std::size_t c = 0; c < closed.peak_memory_bytes.size(); ++c)
-          CHECK(closed.peak_memory_bytes[c] == doctest::Approx(explicit_run.peak_memory_bytes[c]).epsilon(1e-12));
-        const StepBounds be = closed_form_bounds(eg), bc = closed_form_bounds(cg);
-        CHECK(bc.no_overlap_s == doctest::Approx(be.no_overlap_s).epsilon(1e-12));
-        CHECK(bc.perfect_overlap_s == doctest::Approx(be.perfect_overlap_s).epsilon(1e-12));
-      }
+      for (int m = 2; m <= 12; ++m)
+        for (int e : {4, 6}) {
+          StepPlan p = plan(st, m);
+          p.fabric.inter->bw_GBps = nic;
+          p.comm_slowdown = 0.1;
+          p.activation_bytes_per_layer = 3e8;
+          p.static_memory_bytes = 1e9;
+          p.max_explicit_micro_steps = 1 << 20;
+          const StepGraph eg = lower_step(p);
+          const SimResult explicit_run = simulate(eg);
+          p.max_explicit_micro_steps = e;
+          const StepGraph cg = lower_step(p);
+          const SimResult closed = simulate(cg);
+          CAPTURE(name(st));
+          CAPTURE(nic);
+          CAPTURE(m);
+          CAPTURE(e);
+          CHECK(closed.micro_steps_repeated == std::max(0, m - e));
+          const auto tol = static_cast<Time>(explicit_run.events);
+          CHECK(std::abs(closed.step_ns - explicit_run.step_ns) <= tol);
+          CHECK(std::abs(closed.compute_busy_ns - explicit_run.compute_busy_ns) <= tol);
+          CHECK(std::abs(closed.comm_busy_ns - explicit_run.comm_busy_ns) <= tol);
+          CHECK(std::abs(closed.overlap_ns - explicit_run.overlap_ns) <= tol);
+          // The network integrates rate x time, each end rounded up to the ns: bytes agree to
+          // that rounding (rate x 1 ns per event).
+          for (std::size_t l = 0; l < closed.links.size(); ++l)
+            CHECK(closed.links[l].bytes == doctest::Approx(explicit_run.links[l].bytes).epsilon(1e-5));
+          // A backlog of reductions that grows each micro-step (ZeRO-2 on a slow NIC) moves
+          // the streams by different periods: events are extrapolated, not counted.
+          if (!closed.repetition_exact) continue;
+          CHECK(closed.events_represented == explicit_run.events);
+          // Memory that drifts each micro-step (gradient shards kept) peaks as explicitly.
+          for (std::size_t c = 0; c < closed.peak_memory_bytes.size(); ++c)
+            CHECK(closed.peak_memory_bytes[c] == doctest::Approx(explicit_run.peak_memory_bytes[c]).epsilon(1e-12));
+          const StepBounds be = closed_form_bounds(eg), bc = closed_form_bounds(cg);
+          CHECK(bc.no_overlap_s == doctest::Approx(be.no_overlap_s).epsilon(1e-12));
+          CHECK(bc.perfect_overlap_s == doctest::Approx(be.perfect_overlap_s).epsilon(1e-12));
+        }
     }
   }
 }

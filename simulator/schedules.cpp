@@ -25,9 +25,7 @@ StageProgram gpipe_stage(int micro_batches) {
 }
 
 /// Warm-up forwards of stage i in the non-interleaved 1F1B family: min(p - i - 1, m).
-int warmup_1f1b(int stages, int micro_batches, int stage) {
-  return std::min(stages - stage - 1, micro_batches);
-}
+int warmup_1f1b(int stages, int micro_batches, int stage) { return std::min(stages - stage - 1, micro_batches); }
 
 /// 1F1B (PipeDream-Flush): w = min(p-i-1, m) warm-up forwards, then m - w pairs of
 /// (forward w+k, backward k), then the w remaining backwards (cool-down). Stage i holds at
@@ -84,28 +82,26 @@ PipeOp interleaved_op(Kind kind, int k, int stages, int chunks) {
 /// (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving).
 StageProgram interleaved_stage(int stages, int micro_batches, int chunks, int stage) {
   const int total = micro_batches * chunks;
-  const int warmup = micro_batches == stages
-                         ? total
-                         : std::min(2 * (stages - stage - 1) + (chunks - 1) * stages, total);
+  const int warmup =
+      micro_batches == stages ? total : std::min(2 * (stages - stage - 1) + (chunks - 1) * stages, total);
   StageProgram prog;
   for (int k = 0; k < warmup; ++k) prog.push_back(interleaved_op(PipeOp::forward, k, stages, chunks));
   for (int k = 0; k < total - warmup; ++k) {
     prog.push_back(interleaved_op(PipeOp::forward, warmup + k, stages, chunks));
     prog.push_back(interleaved_op(PipeOp::backward, k, stages, chunks));
   }
-  for (int k = total - warmup; k < total; ++k)
-    prog.push_back(interleaved_op(PipeOp::backward, k, stages, chunks));
+  for (int k = total - warmup; k < total; ++k) prog.push_back(interleaved_op(PipeOp::backward, k, stages, chunks));
   return prog;
 }
 
 std::string context(int stages, int micro_batches, int chunks) {
-  return " (stages " + std::to_string(stages) + ", micro_batches " + std::to_string(micro_batches) +
-         ", chunks " + std::to_string(chunks) + ")";
+  return " (stages " + std::to_string(stages) + ", micro_batches " + std::to_string(micro_batches) + ", chunks " +
+         std::to_string(chunks) + ")";
 }
 
 void check_parameters(std::string_view name, int stages, int micro_batches, int chunks) {
-  const std::string where = "pipeline schedule \"" + std::string(name) + "\"" +
-                            context(stages, micro_batches, chunks) + ": ";
+  const std::string where =
+      "pipeline schedule \"" + std::string(name) + "\"" + context(stages, micro_batches, chunks) + ": ";
   if (stages < 1) throw std::invalid_argument(where + "stages must be >= 1");
   if (micro_batches < 1) throw std::invalid_argument(where + "micro_batches must be >= 1");
   if (chunks < 1) throw std::invalid_argument(where + "chunks must be >= 1");
@@ -151,10 +147,14 @@ std::vector<StageProgram> schedule(std::string_view name, int stages, int micro_
   check_parameters(name, stages, micro_batches, chunks);
   std::vector<StageProgram> programs;
   for (int i = 0; i < stages; ++i) {
-    if (name == "gpipe") programs.push_back(gpipe_stage(micro_batches));
-    else if (name == "1f1b") programs.push_back(one_f_one_b_stage(stages, micro_batches, i));
-    else if (name == "interleaved") programs.push_back(interleaved_stage(stages, micro_batches, chunks, i));
-    else programs.push_back(zb_h1_stage(stages, micro_batches, i));
+    if (name == "gpipe")
+      programs.push_back(gpipe_stage(micro_batches));
+    else if (name == "1f1b")
+      programs.push_back(one_f_one_b_stage(stages, micro_batches, i));
+    else if (name == "interleaved")
+      programs.push_back(interleaved_stage(stages, micro_batches, chunks, i));
+    else
+      programs.push_back(zb_h1_stage(stages, micro_batches, i));
   }
   return programs;
 }
@@ -198,8 +198,8 @@ std::string completeness_violation(const std::vector<StageProgram>& programs, co
       if (c[PipeOp::forward] != 1 || !(whole || split))
         return "micro-batch " + std::to_string(k) + ", chunk " + std::to_string(vs / s.stages) + " on stage " +
                std::to_string(vs % s.stages) + ": needs one forward and one backward (or one B and one W), has " +
-               std::to_string(c[0]) + " forward, " + std::to_string(c[1]) + " backward, " +
-               std::to_string(c[2]) + " B, " + std::to_string(c[3]) + " W";
+               std::to_string(c[0]) + " forward, " + std::to_string(c[1]) + " backward, " + std::to_string(c[2]) +
+               " B, " + std::to_string(c[3]) + " W";
     }
   return "";
 }
@@ -216,17 +216,22 @@ std::vector<std::size_t> dependencies(const PipeOp& o, int stage, const Shape& s
     case PipeOp::backward_input:
       if (vs < last) return {s.slot(vs, o.micro_batch, kForward), s.slot(vs + 1, o.micro_batch, kInputGrad)};
       return {s.slot(vs, o.micro_batch, kForward)};
-    case PipeOp::backward_weight: return {s.slot(vs, o.micro_batch, kInputGrad)};
+    case PipeOp::backward_weight:
+      return {s.slot(vs, o.micro_batch, kInputGrad)};
   }
   return {};
 }
 
 double duration_of(Kind kind, const PipeOpDurations& d) {
   switch (kind) {
-    case PipeOp::forward: return d.forward;
-    case PipeOp::backward: return d.backward;
-    case PipeOp::backward_input: return d.backward_input;
-    case PipeOp::backward_weight: return d.backward_weight;
+    case PipeOp::forward:
+      return d.forward;
+    case PipeOp::backward:
+      return d.backward;
+    case PipeOp::backward_input:
+      return d.backward_input;
+    case PipeOp::backward_weight:
+      return d.backward_weight;
   }
   return 0;
 }
@@ -234,10 +239,14 @@ double duration_of(Kind kind, const PipeOpDurations& d) {
 /// The progress slots an op completes: a whole backward completes both B and W.
 std::vector<int> completes(Kind kind) {
   switch (kind) {
-    case PipeOp::forward: return {kForward};
-    case PipeOp::backward: return {kInputGrad, kWeightGrad};
-    case PipeOp::backward_input: return {kInputGrad};
-    case PipeOp::backward_weight: return {kWeightGrad};
+    case PipeOp::forward:
+      return {kForward};
+    case PipeOp::backward:
+      return {kInputGrad, kWeightGrad};
+    case PipeOp::backward_input:
+      return {kInputGrad};
+    case PipeOp::backward_weight:
+      return {kWeightGrad};
   }
   return {};
 }
@@ -311,8 +320,7 @@ std::string dependency_violation(const std::vector<StageProgram>& programs, int 
   return play(programs, s, {PipeOpDurations{}}).stuck;
 }
 
-PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks,
-                  const PipeOpDurations& d) {
+PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks, const PipeOpDurations& d) {
   for (double t : {d.forward, d.backward, d.backward_input, d.backward_weight, d.send})
     if (!(t >= 0) || !std::isfinite(t))
       throw std::invalid_argument("pipeline replay: op durations must be finite and >= 0");
@@ -339,8 +347,10 @@ namespace {
 int peak_held(const StageProgram& program, Kind release) {
   int held = 0, peak = 0;
   for (const PipeOp& o : program) {
-    if (o.kind == PipeOp::forward) peak = std::max(peak, ++held);
-    else if (o.kind == PipeOp::backward || o.kind == release) --held;
+    if (o.kind == PipeOp::forward)
+      peak = std::max(peak, ++held);
+    else if (o.kind == PipeOp::backward || o.kind == release)
+      --held;
   }
   return peak;
 }
@@ -349,8 +359,6 @@ int peak_held(const StageProgram& program, Kind release) {
 
 int peak_in_flight(const StageProgram& program) { return peak_held(program, PipeOp::backward_input); }
 
-int peak_awaiting_weight_gradient(const StageProgram& program) {
-  return peak_held(program, PipeOp::backward_weight);
-}
+int peak_awaiting_weight_gradient(const StageProgram& program) { return peak_held(program, PipeOp::backward_weight); }
 
 }  // namespace stepcast::sim

@@ -102,11 +102,11 @@ TEST_CASE("interleaved takes micro-batches in groups of p and walks chunks down 
   // The k-th forward: group k / (p v), chunk (k mod p v) / p, micro-batch group·p + k mod p;
   // the k-th backward the same with chunk v-1 minus that.
   const auto progs = schedule("interleaved", 2, 4, 2);
-  const StageProgram stage1 = {F(0, 0), F(1, 0),                     // warm-up
-                               F(0, 1), Bk(0, 1), F(1, 1), Bk(1, 1),  // k = 0, 1
-                               F(2, 0), Bk(0, 0), F(3, 0), Bk(1, 0),  // k = 2, 3
-                               F(2, 1), Bk(2, 1), F(3, 1), Bk(3, 1),  // k = 4, 5
-                               Bk(2, 0), Bk(3, 0)};                   // cool-down
+  const StageProgram stage1 = {F(0, 0),  F(1, 0),                      // warm-up
+                               F(0, 1),  Bk(0, 1), F(1, 1), Bk(1, 1),  // k = 0, 1
+                               F(2, 0),  Bk(0, 0), F(3, 0), Bk(1, 0),  // k = 2, 3
+                               F(2, 1),  Bk(2, 1), F(3, 1), Bk(3, 1),  // k = 4, 5
+                               Bk(2, 0), Bk(3, 0)};                    // cool-down
   CHECK(progs[1] == stage1);
   // Stage 0 warms up with 2(p-0-1) + (v-1)p = 4 forwards: the whole first group.
   const StageProgram warmup0(progs[0].begin(), progs[0].begin() + 4);
@@ -157,9 +157,11 @@ TEST_CASE("the dependency checker names a missing, duplicated or out-of-range op
 
 TEST_CASE("an op ordered before what it waits for is a deadlock") {
   // Same stage: the backward before its own forward.
-  CHECK(dependency_violation(std::vector<StageProgram>{{Bk(0), F(0)}}, 1, 1).find("deadlock: backward of micro-batch 0") != std::string::npos);
+  CHECK(dependency_violation(std::vector<StageProgram>{{Bk(0), F(0)}}, 1, 1)
+            .find("deadlock: backward of micro-batch 0") != std::string::npos);
   // W before its B.
-  CHECK(dependency_violation(std::vector<StageProgram>{{F(0), W(0), B(0)}}, 1, 1).find("deadlock") != std::string::npos);
+  CHECK(dependency_violation(std::vector<StageProgram>{{F(0), W(0), B(0)}}, 1, 1).find("deadlock") !=
+        std::string::npos);
   // Across stages (p = 2, m = 2): stage 0 runs B0 before F1, but stage 1 runs F1 before B0,
   // so stage 0's B0 waits for stage 1's B0, which waits for F1 on stage 1, which waits for
   // F1 on stage 0, which is behind B0.
@@ -172,7 +174,8 @@ TEST_CASE("an op ordered before what it waits for is a deadlock") {
 TEST_CASE("replay refuses negative or non-finite durations") {
   const auto progs = schedule("1f1b", 2, 2, 1);
   CHECK_THROWS_AS(replay(progs, 2, 1, PipeOpDurations{-1, 2, 1, 1}), std::invalid_argument);
-  CHECK_THROWS_AS(replay(progs, 2, 1, PipeOpDurations{1, std::numeric_limits<double>::infinity(), 1, 1}), std::invalid_argument);
+  CHECK_THROWS_AS(replay(progs, 2, 1, PipeOpDurations{1, std::numeric_limits<double>::infinity(), 1, 1}),
+                  std::invalid_argument);
   // Zero-time ops are fine: the step is then 0.
   CHECK(replay(progs, 2, 1, PipeOpDurations{0, 0, 0, 0}).step == 0);
 }
@@ -220,10 +223,10 @@ TEST_CASE("interleaved takes (m + (p-1)/v)(tf + tb) with a stage's tf = v chunk 
   // Per chunk tf = 1, tb = 2, so a whole stage's tf = v, tb = 2v and the formula in chunk
   // units is (m + (p-1)/v) x 3v = 3(m v + p - 1): the bubble is 3(p-1), v times smaller than
   // 1f1b's 3v(p-1) for the same stage. Exact in the replay, m = p and m > p alike.
-  CHECK(step("interleaved", 4, 8, 2) == 3 * (8 * 2 + 3));   // 57
-  CHECK(step("interleaved", 4, 16, 4) == 3 * (16 * 4 + 3)); // 201
-  CHECK(step("interleaved", 4, 4, 3) == 3 * (4 * 3 + 3));   // 45, m = p
-  CHECK(step("interleaved", 2, 8, 2) == 3 * (8 * 2 + 1));   // 51
+  CHECK(step("interleaved", 4, 8, 2) == 3 * (8 * 2 + 3));    // 57
+  CHECK(step("interleaved", 4, 16, 4) == 3 * (16 * 4 + 3));  // 201
+  CHECK(step("interleaved", 4, 4, 3) == 3 * (4 * 3 + 3));    // 45, m = p
+  CHECK(step("interleaved", 2, 8, 2) == 3 * (8 * 2 + 1));    // 51
   // The same model on 1f1b (a stage's forward v = 2, backward 4): (8 + 3) x 6 = 66 > 57.
   CHECK(replay(schedule("1f1b", 4, 8, 1), 8, 1, PipeOpDurations{2, 4, 2, 2}).step == 66);
 }

@@ -27,7 +27,8 @@ class Executor final : public Component, public Network::Listener {
     const std::size_t n = g_.tasks.size();
     if (n >= (std::size_t{1} << 28)) throw InternalError(fmt::format("a step graph of {} tasks", n));
     mark_of_.assign(n, -1);
-    for (std::size_t i = 0; i < g_.micro_steps.size(); ++i) mark_of_[g_.micro_steps[i].first_task] = static_cast<int>(i);
+    for (std::size_t i = 0; i < g_.micro_steps.size(); ++i)
+      mark_of_[g_.micro_steps[i].first_task] = static_cast<int>(i);
     marks_.resize(g_.micro_steps.size());
     pending_.assign(n, 0);
     succ_.assign(n, {});
@@ -40,7 +41,8 @@ class Executor final : public Component, public Network::Listener {
     queue_.assign(g_.streams.size(), {});
     compute_streams_.assign(g_.classes.size(), {});
     for (std::size_t s = 0; s < g_.streams.size(); ++s)
-      if (g_.streams[s].kind == StreamKind::compute) compute_streams_[g_.streams[s].rank_class].push_back(static_cast<int>(s));
+      if (g_.streams[s].kind == StreamKind::compute)
+        compute_streams_[g_.streams[s].rank_class].push_back(static_cast<int>(s));
     head_.assign(g_.streams.size(), 0);
     for (std::size_t t = 0; t < n; ++t) {
       const Task& task = g_.tasks[t];
@@ -100,9 +102,14 @@ class Executor final : public Component, public Network::Listener {
       case kComputeEnd:
         if (static_cast<std::uint32_t>(tg) == version_[id] && state_[id] == State::running) finish_task(id);
         break;
-      case kPhaseStart: start_flow(e, id); break;
-      case kOpFinish: finish_op(id); break;
-      default: throw InternalError(fmt::format("an event of unknown kind {}", kind));
+      case kPhaseStart:
+        start_flow(e, id);
+        break;
+      case kOpFinish:
+        finish_op(id);
+        break;
+      default:
+        throw InternalError(fmt::format("an event of unknown kind {}", kind));
     }
   }
 
@@ -133,8 +140,14 @@ class Executor final : public Component, public Network::Listener {
     const int i = mark_of_[t];
     if (i < 0 || marks_[i].at >= 0) return;
     const Time now = engine_.now();
-    marks_[i] = MarkSnapshot{now,      res_.compute_busy_ns, res_.comm_busy_ns, res_.overlap_ns, engine_.events_fired(),
-                             net_.usage_at(now), memory_, {}};
+    marks_[i] = MarkSnapshot{now,
+                             res_.compute_busy_ns,
+                             res_.comm_busy_ns,
+                             res_.overlap_ns,
+                             engine_.events_fired(),
+                             net_.usage_at(now),
+                             memory_,
+                             {}};
     segment_ = i + 1;
     segment_peak_[segment_] = memory_;
   }
@@ -143,12 +156,13 @@ class Executor final : public Component, public Network::Listener {
     if (delta == 0) return;
     memory_[cls] += delta;
     res_.peak_memory_bytes[cls] = std::max(res_.peak_memory_bytes[cls], memory_[cls]);
-    if (!segment_peak_.empty())
-      segment_peak_[segment_][cls] = std::max(segment_peak_[segment_][cls], memory_[cls]);
+    if (!segment_peak_.empty()) segment_peak_[segment_][cls] = std::max(segment_peak_[segment_][cls], memory_[cls]);
     if (cls == 0 && opt_.record_timelines) {
       auto& tl = res_.memory_timeline;
-      if (!tl.empty() && tl.back().at == engine_.now()) tl.back().bytes = memory_[0];
-      else tl.push_back({engine_.now(), memory_[0]});
+      if (!tl.empty() && tl.back().at == engine_.now())
+        tl.back().bytes = memory_[0];
+      else
+        tl.push_back({engine_.now(), memory_[0]});
     }
   }
 
@@ -277,8 +291,8 @@ class Executor final : public Component, public Network::Listener {
   Network net_;
   SimResult res_;
 
-  std::vector<int> mark_of_;          ///< per task: the micro-step it starts, or -1
-  std::vector<MarkSnapshot> marks_;   ///< per explicit micro-step
+  std::vector<int> mark_of_;         ///< per task: the micro-step it starts, or -1
+  std::vector<MarkSnapshot> marks_;  ///< per explicit micro-step
   /// Peak memory per class between marks: [0] before the first, [i + 1] from mark i on.
   std::vector<std::vector<double>> segment_peak_;
   std::size_t segment_ = 0;
@@ -319,8 +333,8 @@ void check_step_invariants(const StepGraph& g, const SimOptions& options, const 
                      r.step_ns, r.compute_busy_ns, r.comm_busy_ns, r.overlap_ns));
   if (r.overlap_ns > std::min(r.compute_busy_ns, r.comm_busy_ns) || r.compute_busy_ns > r.step_ns ||
       r.comm_busy_ns > r.step_ns)
-    fail(fmt::format("busy times beyond the step ({} ns): compute {} ns, communication {} ns, overlap {} ns",
-                     r.step_ns, r.compute_busy_ns, r.comm_busy_ns, r.overlap_ns));
+    fail(fmt::format("busy times beyond the step ({} ns): compute {} ns, communication {} ns, overlap {} ns", r.step_ns,
+                     r.compute_busy_ns, r.comm_busy_ns, r.overlap_ns));
   for (std::size_t s = 0; s < r.streams.size(); ++s)
     if (r.streams[s].busy_ns < 0 || r.streams[s].busy_ns > r.step_ns)
       fail(fmt::format("stream {} busy {} ns in a step of {} ns", s, r.streams[s].busy_ns, r.step_ns));

@@ -41,19 +41,19 @@ struct StreamStats {
 };
 
 struct SimResult {
-  Time step_ns = 0;                     ///< end of the last task
-  std::vector<TaskRecord> tasks;        ///< parallel to StepGraph::tasks
-  std::vector<StreamStats> streams;     ///< parallel to StepGraph::streams
-  std::vector<Resource> links;          ///< parallel to StepGraph::links, with usage
+  Time step_ns = 0;                  ///< end of the last task
+  std::vector<TaskRecord> tasks;     ///< parallel to StepGraph::tasks
+  std::vector<StreamStats> streams;  ///< parallel to StepGraph::streams
+  std::vector<Resource> links;       ///< parallel to StepGraph::links, with usage
   /// Representative rank (class 0): time its compute stream ran, time any collective of it
   /// ran, and the time both did.
   Time compute_busy_ns = 0;
   Time comm_busy_ns = 0;
   Time overlap_ns = 0;
-  std::vector<int> critical_path;       ///< task ids, first to last
-  std::vector<double> peak_memory_bytes;    ///< per rank class
-  std::vector<MemorySample> memory_timeline; ///< class 0, when recorded
-  std::uint64_t events = 0;             ///< events the engine fired
+  std::vector<int> critical_path;             ///< task ids, first to last
+  std::vector<double> peak_memory_bytes;      ///< per rank class
+  std::vector<MemorySample> memory_timeline;  ///< class 0, when recorded
+  std::uint64_t events = 0;                   ///< events the engine fired
   /// Events the whole step stands for: `events` plus those of the micro-steps accounted in
   /// closed form (repetition.hpp).
   std::uint64_t events_represented = 0;

@@ -43,8 +43,8 @@ StepGraph one_class(double nic_GBps = 1.0, double slowdown = 0.0) {
 
 int collective(StepGraph& g, int stream, double bytes, double algbw_GBps, std::vector<int> deps = {},
                double latency_s = 0) {
-  return g.add_collective("ar", "test", FabricScope::all, Collective::all_reduce, bytes, {phase(bytes, algbw_GBps, latency_s)},
-                          {{stream, std::move(deps)}})[0];
+  return g.add_collective("ar", "test", FabricScope::all, Collective::all_reduce, bytes,
+                          {phase(bytes, algbw_GBps, latency_s)}, {{stream, std::move(deps)}})[0];
 }
 
 }  // namespace
@@ -117,7 +117,7 @@ TEST_CASE("a collective starts only when every rank class has reached it; classe
     rc.compute_speed = k == 0 ? 1.0 : 0.5;
     g.classes.push_back(rc);
     g.classes[k].nic_resource = g.add_link("nic " + rc.name, 1.0);
-    g.add_stream("compute", StreamKind::compute, k);  // stream 2k
+    g.add_stream("compute", StreamKind::compute, k);     // stream 2k
     g.add_stream("nccl", StreamKind::communication, k);  // stream 2k+1
   }
   const int c0 = g.add_compute(0, "bwd", TaskCategory::backward, 1.0, 0);

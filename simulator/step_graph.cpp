@@ -8,16 +8,26 @@ namespace stepcast::sim {
 
 std::string_view name(TaskCategory c) {
   switch (c) {
-    case TaskCategory::forward: return "forward";
-    case TaskCategory::backward: return "backward";
-    case TaskCategory::recompute: return "recompute";
-    case TaskCategory::optimizer: return "optimizer";
-    case TaskCategory::head: return "head";
-    case TaskCategory::all_reduce: return "all_reduce";
-    case TaskCategory::all_gather: return "all_gather";
-    case TaskCategory::reduce_scatter: return "reduce_scatter";
-    case TaskCategory::broadcast: return "broadcast";
-    case TaskCategory::all_to_all: return "all_to_all";
+    case TaskCategory::forward:
+      return "forward";
+    case TaskCategory::backward:
+      return "backward";
+    case TaskCategory::recompute:
+      return "recompute";
+    case TaskCategory::optimizer:
+      return "optimizer";
+    case TaskCategory::head:
+      return "head";
+    case TaskCategory::all_reduce:
+      return "all_reduce";
+    case TaskCategory::all_gather:
+      return "all_gather";
+    case TaskCategory::reduce_scatter:
+      return "reduce_scatter";
+    case TaskCategory::broadcast:
+      return "broadcast";
+    case TaskCategory::all_to_all:
+      return "all_to_all";
   }
   return "?";
 }
@@ -30,11 +40,16 @@ TaskCategory parse_task_category(std::string_view n) {
 
 TaskCategory category_of(Collective c) {
   switch (c) {
-    case Collective::all_reduce: return TaskCategory::all_reduce;
-    case Collective::all_gather: return TaskCategory::all_gather;
-    case Collective::reduce_scatter: return TaskCategory::reduce_scatter;
-    case Collective::broadcast: return TaskCategory::broadcast;
-    case Collective::all_to_all: return TaskCategory::all_to_all;
+    case Collective::all_reduce:
+      return TaskCategory::all_reduce;
+    case Collective::all_gather:
+      return TaskCategory::all_gather;
+    case Collective::reduce_scatter:
+      return TaskCategory::reduce_scatter;
+    case Collective::broadcast:
+      return TaskCategory::broadcast;
+    case Collective::all_to_all:
+      return TaskCategory::all_to_all;
   }
   return TaskCategory::all_reduce;
 }
@@ -79,9 +94,8 @@ int StepGraph::add_compute(int stream, std::string name, Category category, doub
   return static_cast<int>(tasks.size()) - 1;
 }
 
-std::vector<int> StepGraph::add_collective(std::string name, std::string purpose, FabricScope level,
-                                           Collective c, double bytes,
-                                           std::vector<CollectivePhase> phases,
+std::vector<int> StepGraph::add_collective(std::string name, std::string purpose, FabricScope level, Collective c,
+                                           double bytes, std::vector<CollectivePhase> phases,
                                            const std::vector<std::pair<int, std::vector<int>>>& members) {
   if (members.empty()) throw InternalError("collective \"" + name + "\" without members");
   if (tasks.size() + members.size() > static_cast<std::size_t>(kMaxTasks))

@@ -20,16 +20,16 @@ namespace stepcast::sim {
 
 /// Data-parallel ranks that behave alike, simulated once.
 struct RankClass {
-  std::string name;           ///< "all ranks", "straggler"
-  int ranks = 1;              ///< GPUs in this class
-  int nodes = 1;              ///< nodes they span (for reports)
-  double compute_speed = 1.0; ///< relative to the GPU's modelled speed (a straggler: < 1)
+  std::string name;            ///< "all ranks", "straggler"
+  int ranks = 1;               ///< GPUs in this class
+  int nodes = 1;               ///< nodes they span (for reports)
+  double compute_speed = 1.0;  ///< relative to the GPU's modelled speed (a straggler: < 1)
   /// Fraction of compute throughput lost while a collective runs on the same GPU: NCCL
   /// runs one CUDA block per channel on its own SM (NCCL_MIN/MAX_NCHANNELS docs), so
   /// channels / SMs of the GPU.
   double comm_slowdown = 0.0;
-  int intra_resource = -1;    ///< this class's intra-node ring link (-1: none)
-  int nic_resource = -1;      ///< this class's node NICs (-1: one node)
+  int intra_resource = -1;  ///< this class's intra-node ring link (-1: none)
+  int nic_resource = -1;    ///< this class's node NICs (-1: one node)
   /// This class's node's share of a rail fat tree's spine uplinks (-1: none crossed)
   int spine_resource = -1;
   double static_memory_bytes = 0;  ///< weights, gradients, optimizer, buffers: held all step
@@ -38,7 +38,7 @@ struct RankClass {
 enum class StreamKind { compute, communication };
 
 struct Stream {
-  std::string name;           ///< "compute", "nccl all-gather", "nccl reduce-scatter"
+  std::string name;  ///< "compute", "nccl all-gather", "nccl reduce-scatter"
   StreamKind kind = StreamKind::compute;
   int rank_class = 0;
 };
@@ -83,22 +83,22 @@ class Category {
 };
 
 struct Task {
-  std::string name;           ///< "fwd L12", "all-gather L12 (fwd)"
-  Category category;          ///< forward, backward, ..., all_gather (printed by name())
+  std::string name;   ///< "fwd L12", "all-gather L12 (fwd)"
+  Category category;  ///< forward, backward, ..., all_gather (printed by name())
   TaskKind kind = TaskKind::compute;
   int stream = 0;
-  double work_s = 0;          ///< compute: duration at full speed, seconds
-  double flops = 0;           ///< compute: FLOPs (for reports)
-  int op = -1;                ///< collective: index into StepGraph::ops
-  std::vector<int> deps;      ///< tasks that must end first
-  double alloc_bytes = 0;     ///< memory allocated when the task starts
-  double free_bytes = 0;      ///< memory freed when it ends
+  double work_s = 0;       ///< compute: duration at full speed, seconds
+  double flops = 0;        ///< compute: FLOPs (for reports)
+  int op = -1;             ///< collective: index into StepGraph::ops
+  std::vector<int> deps;   ///< tasks that must end first
+  double alloc_bytes = 0;  ///< memory allocated when the task starts
+  double free_bytes = 0;   ///< memory freed when it ends
 };
 
 /// A collective across rank classes (one member task per class taking part).
 struct CollectiveOp {
-  std::string name;                     ///< "all-gather L12 (fwd)"
-  std::string purpose;                  ///< "parameter all-gather (forward)", for summaries
+  std::string name;                      ///< "all-gather L12 (fwd)"
+  std::string purpose;                   ///< "parameter all-gather (forward)", for summaries
   FabricScope level = FabricScope::all;  ///< which GPUs it spans
   Collective collective = Collective::all_reduce;
   double bytes = 0;                     ///< nccl-tests S
@@ -120,7 +120,7 @@ void for_each_link_load(const RankClass& rc, const CollectivePhase& ph, Use use)
 /// A link resource of the simulated step.
 struct LinkResource {
   std::string name;
-  double capacity_GBps = 0;   ///< per direction, GB/s (1e9 B/s)
+  double capacity_GBps = 0;  ///< per direction, GB/s (1e9 B/s)
 };
 
 /// Most tasks a step graph may hold: 2^23, about 1.5 GB and ten seconds of simulation. The
@@ -175,8 +175,7 @@ struct StepGraph {
   }
   /// Adds a collective with one member per (stream, deps) pair, one per rank class; returns
   /// the member task ids in that order.
-  std::vector<int> add_collective(std::string name, std::string purpose, FabricScope level,
-                                  Collective c, double bytes,
+  std::vector<int> add_collective(std::string name, std::string purpose, FabricScope level, Collective c, double bytes,
                                   std::vector<CollectivePhase> phases,
                                   const std::vector<std::pair<int, std::vector<int>>>& members);
 };

@@ -18,7 +18,8 @@ TEST_CASE("task categories print their historical names and parse back") {
   CHECK(name(TaskCategory::recompute) == "recompute");
   CHECK(name(TaskCategory::optimizer) == "optimizer");
   CHECK(name(TaskCategory::head) == "head");
-  for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter, Collective::broadcast})
+  for (Collective c :
+       {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter, Collective::broadcast})
     CHECK(name(category_of(c)) == name(c));  // "all_reduce", ...: the collective's own name
   for (int i = 0; i <= static_cast<int>(TaskCategory::broadcast); ++i)
     CHECK(parse_task_category(name(static_cast<TaskCategory>(i))) == static_cast<TaskCategory>(i));

@@ -40,10 +40,9 @@ struct MeasuredRow {
 };
 
 NetworkTopology parse_network_topology(JsonObject& o, const std::string& key) {
-  const std::string s = o.choice(key, {std::string(name(NetworkTopology::single_switch)),
-                                       std::string(name(NetworkTopology::rail_fat_tree))});
-  return s == name(NetworkTopology::single_switch) ? NetworkTopology::single_switch
-                                                   : NetworkTopology::rail_fat_tree;
+  const std::string s = o.choice(
+      key, {std::string(name(NetworkTopology::single_switch)), std::string(name(NetworkTopology::rail_fat_tree))});
+  return s == name(NetworkTopology::single_switch) ? NetworkTopology::single_switch : NetworkTopology::rail_fat_tree;
 }
 
 std::vector<MeasuredRow> load_rows(const JsonDoc& doc) {
@@ -63,8 +62,9 @@ std::vector<MeasuredRow> load_rows(const JsonDoc& doc) {
     r.busbw_GBps = o.optional_positive("measured_busbw_GBps");
     r.time_us = o.optional_positive("measured_time_us");
     if (r.busbw_GBps.has_value() == r.time_us.has_value())
-      throw o.error("measured_busbw_GBps", "exactly one of measured_busbw_GBps and "
-                                           "measured_time_us");
+      throw o.error("measured_busbw_GBps",
+                    "exactly one of measured_busbw_GBps and "
+                    "measured_time_us");
     o.string("nccl");
     o.string("source");
     r.fed_constant = o.nullable_string("fed_constant");
@@ -79,8 +79,7 @@ std::vector<MeasuredRow> load_rows(const JsonDoc& doc) {
       net->finish();
       r.network = n;
     }
-    if (r.skip.empty() && r.nodes > 1 && !r.network)
-      throw o.error("network", "a network for a multi-node row");
+    if (r.skip.empty() && r.nodes > 1 && !r.network) throw o.error("network", "a network for a multi-node row");
     o.finish();
     rows.push_back(std::move(r));
   }
@@ -89,18 +88,22 @@ std::vector<MeasuredRow> load_rows(const JsonDoc& doc) {
 
 std::string size_text(double bytes) {
   char buf[32];
-  if (bytes >= 1073741824.0) std::snprintf(buf, sizeof buf, "%g GB", bytes / 1073741824.0);
-  else if (bytes >= 1048576.0) std::snprintf(buf, sizeof buf, "%g MB", bytes / 1048576.0);
-  else if (bytes >= 1024.0) std::snprintf(buf, sizeof buf, "%g KB", bytes / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%g B", bytes);
+  if (bytes >= 1073741824.0)
+    std::snprintf(buf, sizeof buf, "%g GB", bytes / 1073741824.0);
+  else if (bytes >= 1048576.0)
+    std::snprintf(buf, sizeof buf, "%g MB", bytes / 1048576.0);
+  else if (bytes >= 1024.0)
+    std::snprintf(buf, sizeof buf, "%g KB", bytes / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%g B", bytes);
   return buf;
 }
 
 }  // namespace
 
 TEST_CASE("collective model vs measured NCCL numbers") {
-  const JsonDoc doc = JsonDoc::load(std::filesystem::path(STEPCAST_SOURCE_DIR) / "tests" /
-                                    "data" / "nccl_measured.json");
+  const JsonDoc doc =
+      JsonDoc::load(std::filesystem::path(STEPCAST_SOURCE_DIR) / "tests" / "data" / "nccl_measured.json");
   const std::vector<MeasuredRow> rows = load_rows(doc);
   REQUIRE(rows.size() >= 40);
 
@@ -118,8 +121,8 @@ TEST_CASE("collective model vs measured NCCL numbers") {
     const std::string shape = std::to_string(r.nodes) + "x" + std::to_string(r.gpus_per_node);
     if (!r.skip.empty()) {
       ++skipped;
-      table += "| " + r.system + " | " + shape + " | " + std::string(name(r.collective)) + " | " +
-               size_text(r.bytes) + " | SKIPPED: " + r.skip + " |\n";
+      table += "| " + r.system + " | " + shape + " | " + std::string(name(r.collective)) + " | " + size_text(r.bytes) +
+               " | SKIPPED: " + r.skip + " |\n";
       continue;
     }
     CAPTURE(r.system);
@@ -136,8 +139,7 @@ TEST_CASE("collective model vs measured NCCL numbers") {
       const CommFabric fabric = topo.fabric(r.nodes, r.gpus_per_node);
       cost = collective_cost(r.collective, r.bytes, fabric, r.algorithm);
     } catch (const std::exception& e) {
-      table += "| " + r.system + " | " + shape + " | " + size_text(r.bytes) + " | ERROR: " +
-               e.what() + " |\n";
+      table += "| " + r.system + " | " + shape + " | " + size_text(r.bytes) + " | ERROR: " + e.what() + " |\n";
       FAIL_CHECK(r.system << " " << shape << ": " << e.what());
       continue;
     }
@@ -166,10 +168,9 @@ TEST_CASE("collective model vs measured NCCL numbers") {
     }
     char line[512];
     std::snprintf(line, sizeof line, "| %s | %s | %s | %s | %s | %.4g%s | %.4g%s (%s/%s) | %+.1f%% | ",
-                  r.system.c_str(), shape.c_str(), std::string(name(r.collective)).c_str(),
-                  size_text(r.bytes).c_str(), r.algorithm.c_str(), measured, unit.c_str(),
-                  predicted, unit.c_str(), cost.algorithm.c_str(), cost.protocol.c_str(),
-                  100.0 * error);
+                  r.system.c_str(), shape.c_str(), std::string(name(r.collective)).c_str(), size_text(r.bytes).c_str(),
+                  r.algorithm.c_str(), measured, unit.c_str(), predicted, unit.c_str(), cost.algorithm.c_str(),
+                  cost.protocol.c_str(), 100.0 * error);
     table += line + r.fed_constant.value_or("no") + " |\n";
     ++compared;
     CHECK_MESSAGE(std::abs(error) <= tolerance, line);

@@ -37,6 +37,6 @@ TEST_CASE("in-step fractions: attention_fraction = isolated attention time / mea
 
 TEST_CASE("in-step fractions: with both fractions the fitted run's simulated step is its measured step") {
   const double model_flops = 6 * kParams * kSeq + kAttentionModelFlops;  // 4.475e14 per GPU
-  const double measured_step_s = model_flops / (kTotalTflops * 1e12);      // 0.9706 s
+  const double measured_step_s = model_flops / (kTotalTflops * 1e12);    // 0.9706 s
   CHECK(predict(fitted_run()).step_time_s == doctest::Approx(measured_step_s).epsilon(0.01));
 }

@@ -27,32 +27,53 @@ constexpr double kGemmFraction = 0.8, kAttentionFraction = 0.9;
 /// the given GEMM and attention kernel time per step.
 nlohmann::json probe_record(const std::string& id, const nlohmann::json& model, int micro_batch, double gemm_s,
                             double attention_s) {
-  auto metric = [](const char* name, double v) { return nlohmann::json{{"metric", name}, {"value", v}, {"unit", "s"}}; };
-  return {{"id", id},
-          {"source", {{"type", "repo"}, {"repo", "stepcast"}, {"path", "calibrate/data/synthetic/runs.jsonl"},
-                      {"locator", "synthetic"}}},
-          {"trust", "high"},
-          {"model", model},
-          {"hardware", {{"gpu", "h100-sxm5-80gb"}, {"gpus", 1}, {"gpus_per_node", 1}, {"nodes", 1},
-                        {"intra_node", nullptr}, {"inter_node", nullptr}}},
-          {"strategy", {{"data_parallel", "ddp"}, {"tp", 1}, {"pp", 1}, {"sp", false},
-                        {"activation_checkpointing", "none"}, {"precision", "bf16_mixed"}, {"offload", "none"},
-                        {"framework", "pytorch-ddp"}, {"extras", {"flash_attention"}}}},
-          {"batch", {{"micro_batch", micro_batch}, {"grad_accum", 1}, {"global_batch", micro_batch}}},
-          {"measured", {{"metric", "step_time_s"}, {"value", 1.0}, {"definition", "median step"},
-                        {"secondary", {metric("gemm_time_s", gemm_s), metric("attention_time_s", attention_s),
-                                       metric("memory_bound_time_s", 0.01), metric("communication_time_s", 0.0),
-                                       metric("idle_time_s", 0.001)}}}},
-          {"notes", "synthetic"},
-          {"raw", nullptr}};
+  auto metric = [](const char* name, double v) {
+    return nlohmann::json{{"metric", name}, {"value", v}, {"unit", "s"}};
+  };
+  return {
+      {"id", id},
+      {"source",
+       {{"type", "repo"},
+        {"repo", "stepcast"},
+        {"path", "calibrate/data/synthetic/runs.jsonl"},
+        {"locator", "synthetic"}}},
+      {"trust", "high"},
+      {"model", model},
+      {"hardware",
+       {{"gpu", "h100-sxm5-80gb"},
+        {"gpus", 1},
+        {"gpus_per_node", 1},
+        {"nodes", 1},
+        {"intra_node", nullptr},
+        {"inter_node", nullptr}}},
+      {"strategy",
+       {{"data_parallel", "ddp"},
+        {"tp", 1},
+        {"pp", 1},
+        {"sp", false},
+        {"activation_checkpointing", "none"},
+        {"precision", "bf16_mixed"},
+        {"offload", "none"},
+        {"framework", "pytorch-ddp"},
+        {"extras", {"flash_attention"}}}},
+      {"batch", {{"micro_batch", micro_batch}, {"grad_accum", 1}, {"global_batch", micro_batch}}},
+      {"measured",
+       {{"metric", "step_time_s"},
+        {"value", 1.0},
+        {"definition", "median step"},
+        {"secondary",
+         {metric("gemm_time_s", gemm_s), metric("attention_time_s", attention_s), metric("memory_bound_time_s", 0.01),
+          metric("communication_time_s", 0.0), metric("idle_time_s", 0.001)}}}},
+      {"notes", "synthetic"},
+      {"raw", nullptr}};
 }
 
 const nlohmann::json kGpt2Xl = {{"name", "gpt2-xl"}, {"arch", "gpt2"}, {"params", 1557611200}, {"layers", 48},
-                                {"hidden", 1600}, {"heads", 25}, {"kv_heads", 25}, {"ffn_hidden", 6400},
-                                {"vocab", 50257}, {"seq_len", 1024}};
+                                {"hidden", 1600},    {"heads", 25},    {"kv_heads", 25},       {"ffn_hidden", 6400},
+                                {"vocab", 50257},    {"seq_len", 1024}};
 const nlohmann::json kGpt2M = {{"name", "gpt2-medium"}, {"arch", "gpt2"}, {"params", 354823168}, {"layers", 24},
-                               {"hidden", 1024}, {"heads", 16}, {"kv_heads", 16}, {"ffn_hidden", 4096},
-                               {"vocab", 50257}, {"seq_len", 1024}};
+                               {"hidden", 1024},        {"heads", 16},    {"kv_heads", 16},      {"ffn_hidden", 4096},
+                               {"vocab", 50257},        {"seq_len", 1024}};
 
 MeasuredRun parse(const nlohmann::json& r) { return parse_measured_run(r.dump(), "runs.jsonl", 1); }
 

@@ -60,10 +60,10 @@ TEST_CASE("new data-center GPUs keep the dense ladder: tf32 = bf16 / 2, fp16 = b
 }
 
 TEST_CASE("SM (compute unit) counts of the new GPUs are the datasheets' cores / cores per SM") {
-  CHECK(gpu("l4-24gb").sm_count == 7424 / 128);             // L4 datasheet: 7,424 CUDA cores
-  CHECK(gpu("rtx-6000-ada-48gb").sm_count == 18176 / 128);  // 18,176 CUDA cores
-  CHECK(gpu("rtx-5090-32gb").sm_count == 21760 / 128);      // RTX Blackwell whitepaper: 21,760 cores
-  CHECK(gpu("mi300x-192gb").sm_count == 304);               // AMD: 304 compute units
+  CHECK(gpu("l4-24gb").sm_count == 7424 / 128);                          // L4 datasheet: 7,424 CUDA cores
+  CHECK(gpu("rtx-6000-ada-48gb").sm_count == 18176 / 128);               // 18,176 CUDA cores
+  CHECK(gpu("rtx-5090-32gb").sm_count == 21760 / 128);                   // RTX Blackwell whitepaper: 21,760 cores
+  CHECK(gpu("mi300x-192gb").sm_count == 304);                            // AMD: 304 compute units
   CHECK(gpu("gb200-186gb").sm_count == gpu("b200-sxm-180gb").sm_count);  // the same GPU
 }
 
@@ -120,8 +120,8 @@ TEST_CASE("cloud instances hold the GPUs and NICs their pages give") {
     double nic_Gbps;
   };
   const Row rows[] = {{"aws-p5e", "h200-sxm-141gb", 32, 100},        {"aws-p5en", "h200-sxm-141gb", 16, 200},
-                      {"gcp-a3-high", "h100-sxm5-80gb", 4, 200},      {"gcp-a3-mega", "h100-sxm5-80gb", 8, 200},
-                      {"gcp-a3-ultra", "h200-sxm-141gb", 8, 400},     {"azure-nd-h100-v5", "h100-sxm5-80gb", 8, 400},
+                      {"gcp-a3-high", "h100-sxm5-80gb", 4, 200},     {"gcp-a3-mega", "h100-sxm5-80gb", 8, 200},
+                      {"gcp-a3-ultra", "h200-sxm-141gb", 8, 400},    {"azure-nd-h100-v5", "h100-sxm5-80gb", 8, 400},
                       {"azure-nd-h200-v5", "h200-sxm-141gb", 8, 400}};
   for (const Row& r : rows) {
     CAPTURE(r.box);
@@ -139,21 +139,22 @@ TEST_CASE("a user catalog adds GPUs, Gb/s links and boxes naming them; a name al
   // 150 Gb/s written in Gb/s is 18.75 GB/s.
   add_links(JsonDoc::parse(R"({"links": [{"name": "user-150g", "class": "network", "line_rate_Gbps": 150,
     "effective_Gbps": 140, "latency_us": 0, "nvls": false,
-    "source": "a user catalog entry of this test, https://example.org/nic-datasheet"}]})", "mine/links.json"));
+    "source": "a user catalog entry of this test, https://example.org/nic-datasheet"}]})",
+                           "mine/links.json"));
   REQUIRE(find_link("user-150g") != nullptr);
   CHECK(find_link("user-150g")->line_rate_GBps == 18.75);
   CHECK(find_link("user-150g")->effective_GBps == 17.5);
   add_boxes(JsonDoc::parse(R"({"boxes": [{"name": "user-box", "display_name": "User box", "gpu": "user-gpu-a",
     "gpus": 4, "fabric": "pcie", "pcie": "pcie5-x16", "pcie_switches": 0, "cpus": 1, "p2p": true,
     "nic": "user-150g", "nics": 2, "source": "a user catalog entry of this test, https://example.org/server"}]})",
-                              "mine/boxes.json"));
+                           "mine/boxes.json"));
   CHECK(one_box("user-box").fabric(1, 4).intra.ranks == 4);
 
   // The same name as a built-in entry (any case), or twice in one file: refused, naming the
   // file and the entry; nothing of that file is added.
   const std::size_t gpus = gpu_catalog().size();
-  std::string what = error_of(add_gpus, R"({"gpus": [)" + user_gpu("user-gpu-b") + "," + user_gpu("H100-SXM5-80GB") + "]}",
-                              "mine/gpus.json");
+  std::string what = error_of(
+      add_gpus, R"({"gpus": [)" + user_gpu("user-gpu-b") + "," + user_gpu("H100-SXM5-80GB") + "]}", "mine/gpus.json");
   CHECK_MESSAGE(what.find("mine/gpus.json") != std::string::npos, what);
   CHECK_MESSAGE(what.find("/gpus/1") != std::string::npos, what);
   CHECK_MESSAGE(what.find("already in the catalog") != std::string::npos, what);
@@ -163,11 +164,13 @@ TEST_CASE("a user catalog adds GPUs, Gb/s links and boxes naming them; a name al
   CHECK_MESSAGE(what.find("/gpus/1") != std::string::npos, what);
   // Strict: an unknown key gets its path and a "did you mean".
   what = error_of(add_links, R"({"links": [{"name": "x", "class": "network", "line_rate_GBps": 1,
-    "effective_GBps": 1, "latency_us": 0, "latency_usec": 0, "nvls": false, "source": "t"}]})", "mine/links.json");
+    "effective_GBps": 1, "latency_us": 0, "latency_usec": 0, "nvls": false, "source": "t"}]})",
+                  "mine/links.json");
   CHECK_MESSAGE(what.find("/links/0/latency_usec") != std::string::npos, what);
   CHECK_MESSAGE(what.find("did you mean \"latency_us\"") != std::string::npos, what);
   what = error_of(add_links, R"({"links": [{"name": "x", "class": "network", "line_rate_GBps": 1, "line_rate_Gbps": 8,
-    "effective_GBps": 1, "latency_us": 0, "nvls": false, "source": "t"}]})", "mine/links.json");
+    "effective_GBps": 1, "latency_us": 0, "nvls": false, "source": "t"}]})",
+                  "mine/links.json");
   CHECK_MESSAGE(what.find("not both") != std::string::npos, what);
 }
 

@@ -6,16 +6,20 @@ namespace stepcast {
 
 std::string_view name(FabricScope s) {
   switch (s) {
-    case FabricScope::all: return "all";
-    case FabricScope::intra_node: return "intra-node";
-    case FabricScope::inter_node: return "inter-node";
+    case FabricScope::all:
+      return "all";
+    case FabricScope::intra_node:
+      return "intra-node";
+    case FabricScope::inter_node:
+      return "inter-node";
   }
   return "?";
 }
 
 CommFabric restrict_fabric(const CommFabric& f, FabricScope scope) {
   switch (scope) {
-    case FabricScope::all: return f;
+    case FabricScope::all:
+      return f;
     case FabricScope::intra_node: {
       CommFabric g;  // field by field: copying and resetting `inter` trips GCC 12's -Wmaybe-uninitialized
       g.arch = f.arch;

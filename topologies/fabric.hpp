@@ -23,7 +23,7 @@ std::string_view name(FabricScope);
 
 /// One level of the fabric as the collective model sees it, derived from the topology graph.
 struct FabricLevel {
-  int ranks = 1;                  ///< members: GPUs in a node (intra) or nodes (inter)
+  int ranks = 1;                       ///< members: GPUs in a node (intra) or nodes (inter)
   LinkClass link = LinkClass::nvlink;  ///< which NCCL hardware-latency row applies
   /// Ring bottleneck bandwidth, GB/s (1e9 B/s) per direction: what one rank (intra) or one
   /// node (inter, all its NICs together) can push around a ring, at the link kind's
@@ -31,7 +31,7 @@ struct FabricLevel {
   double bw_GBps = 0;
   /// Extra latency per hop beyond NCCL's hardware rows, µs (e.g. a TCP socket stack).
   double latency_us = 0;
-  std::string kind;               ///< link kind name for reports, e.g. "nvlink3", "eth-1g"
+  std::string kind;  ///< link kind name for reports, e.g. "nvlink3", "eth-1g"
   /// Channels NCCL would build (0: derive). Intra: rings inside the node (derived as
   /// round(bw_GBps / 20), 2..32). Inter: NICs per node, used as NVLSTree heads (derived as
   /// one per GPU when 0).
@@ -55,13 +55,13 @@ struct SpineLevel {
 
 struct CommFabric {
   GpuArch arch = GpuArch::ampere;
-  FabricLevel intra;                  ///< ranks = GPUs per node taking part
-  std::optional<FabricLevel> inter;   ///< ranks = nodes; absent on one node
+  FabricLevel intra;                 ///< ranks = GPUs per node taking part
+  std::optional<FabricLevel> inter;  ///< ranks = nodes; absent on one node
   /// Present when some of the inter level's bytes cross an oversubscribed rail fat tree's
   /// spine (at 1:1 a node's share of the uplinks equals its NICs' rate, below what the
   /// NICs already cap, so the level is left out).
   std::optional<SpineLevel> spine;
-  bool nvls = false;                  ///< NVLink SHARP in the node's NVSwitches
+  bool nvls = false;  ///< NVLink SHARP in the node's NVSwitches
   /// Identical collectives that share the node's NICs at once (one per GPU of the node, as
   /// in the rails of a hierarchical collective); inter.bw_GBps is already divided by it.
   int nic_sharing = 1;

@@ -33,8 +33,7 @@ bool arch_has(GpuArch arch, Dtype d) {
     case Dtype::bf16:
       return arch != GpuArch::volta && arch != GpuArch::turing;
     case Dtype::fp8:
-      return arch == GpuArch::ada || arch == GpuArch::hopper || arch == GpuArch::blackwell ||
-             arch == GpuArch::cdna3;
+      return arch == GpuArch::ada || arch == GpuArch::hopper || arch == GpuArch::blackwell || arch == GpuArch::cdna3;
   }
   return false;
 }
@@ -50,12 +49,11 @@ std::map<Dtype, double> parse_peaks(JsonObject& peaks, GpuArch arch) {
       throw peaks.error(key, e.what());
     }
     if (!arch_has(arch, d))
-      throw peaks.error(key, "a " + std::string(name(arch)) + " GPU has no " +
-                                 std::string(name(d)) + " tensor-core path; remove this key");
+      throw peaks.error(key, "a " + std::string(name(arch)) + " GPU has no " + std::string(name(d)) +
+                                 " tensor-core path; remove this key");
     out[d] = peaks.number(key, limits::kMinPeakTflops, limits::kMaxPeakTflops);
   }
-  if (!out.count(Dtype::fp32))
-    throw peaks.error("fp32", "missing; expected the non-tensor FP32 peak in TFLOP/s");
+  if (!out.count(Dtype::fp32)) throw peaks.error("fp32", "missing; expected the non-tensor FP32 peak in TFLOP/s");
   peaks.finish();
   return out;
 }
@@ -115,15 +113,15 @@ GpuSpec parse_gpu(JsonObject& obj) {
   // Datasheet "GB" for HBM and GDDR is binary: an A100-SXM4-80GB reports 81920 MiB in
   // nvidia-smi, and CUDA sees 85,056,798,720 B (> 80e9) after its own reservations.
   g.memory_bytes = obj.positive("memory_GiB", limits::kMaxGpuMemoryGiB) * kBytesPerGiB;
-  g.memory_bw_GBps =
-      obj.number("memory_bw_GBps", limits::kMinBandwidth_GBps, limits::kMaxBandwidth_GBps);
+  g.memory_bw_GBps = obj.number("memory_bw_GBps", limits::kMinBandwidth_GBps, limits::kMaxBandwidth_GBps);
 
   g.nvlink_gen = obj.int32("nvlink_gen", 0, 5);
   g.nvlink_links = obj.int32("nvlink_links", 0, limits::kMaxNvlinkLinks);
   g.nvlink_GBps_per_link = obj.non_negative("nvlink_GBps_per_link", limits::kMaxBandwidth_GBps);
   if (g.nvlink_GBps_per_link > 0 && g.nvlink_GBps_per_link < limits::kMinBandwidth_GBps)
-    throw obj.error("nvlink_GBps_per_link", "expected 0 (no NVLink) or a bandwidth >= "
-                                                "limits::kMinBandwidth_GBps (1e-3 GB/s)");
+    throw obj.error("nvlink_GBps_per_link",
+                    "expected 0 (no NVLink) or a bandwidth >= "
+                    "limits::kMinBandwidth_GBps (1e-3 GB/s)");
   const bool any_nvlink = g.nvlink_gen > 0 || g.nvlink_links > 0 || g.nvlink_GBps_per_link > 0;
   const bool all_nvlink = g.nvlink_gen > 0 && g.nvlink_links > 0 && g.nvlink_GBps_per_link > 0;
   if (any_nvlink && !all_nvlink)
@@ -131,7 +129,7 @@ GpuSpec parse_gpu(JsonObject& obj) {
                     "nvlink_gen, nvlink_links and nvlink_GBps_per_link must be all 0 (no NVLink) "
                     "or all > 0");
 
-  g.pcie_gen = obj.int32("pcie_gen", 1, 6);    // PCIe generations 1..6 exist
+  g.pcie_gen = obj.int32("pcie_gen", 1, 6);       // PCIe generations 1..6 exist
   g.pcie_lanes = obj.int32("pcie_lanes", 1, 16);  // a GPU has at most an x16 slot
   g.tdp_w = obj.optional_positive("tdp_w", limits::kMaxTdpW).value_or(0.0);
   g.source = obj.string("source");
@@ -146,8 +144,8 @@ namespace {
 std::deque<GpuSpec>& gpu_store() {
   static std::deque<GpuSpec> store = [] {
     std::deque<GpuSpec> out;
-    catalog_store::append(JsonDoc::load(data_dir() / "topologies" / "catalog" / "gpus.json"), "gpus", parse_gpu,
-                          out, "GPU");
+    catalog_store::append(JsonDoc::load(data_dir() / "topologies" / "catalog" / "gpus.json"), "gpus", parse_gpu, out,
+                          "GPU");
     return out;
   }();
   return store;

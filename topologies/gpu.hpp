@@ -17,22 +17,22 @@ class JsonDoc;
 class JsonObject;
 
 struct GpuSpec {
-  std::string name;           ///< catalog key, as in measured-run records: "a100-sxm4-80gb"
-  std::string display_name;   ///< "NVIDIA A100-SXM4-80GB"
+  std::string name;          ///< catalog key, as in measured-run records: "a100-sxm4-80gb"
+  std::string display_name;  ///< "NVIDIA A100-SXM4-80GB"
   GpuArch arch = GpuArch::ampere;
-  int sm_count = 0; ///< streaming multiprocessors (SMs), from the architecture whitepaper/datasheet
+  int sm_count = 0;                     ///< streaming multiprocessors (SMs), from the architecture whitepaper/datasheet
   std::map<Dtype, double> peak_tflops;  ///< dense peak per dtype, TFLOP/s (1e12 FLOP/s); absent = unsupported
   /// HBM/GDDR capacity, bytes. The JSON gives "memory_GiB": NVIDIA's on-board "80GB" is
   /// binary (an A100-SXM4-80GB shows 81920 MiB in nvidia-smi), so 80 -> 80 x 2^30 B.
   double memory_bytes = 0;
-  double memory_bw_GBps = 0;   ///< memory bandwidth, GB/s
-  int nvlink_gen = 0;          ///< 0 when the GPU has no NVLink
-  int nvlink_links = 0;        ///< NVLink links per GPU
+  double memory_bw_GBps = 0;        ///< memory bandwidth, GB/s
+  int nvlink_gen = 0;               ///< 0 when the GPU has no NVLink
+  int nvlink_links = 0;             ///< NVLink links per GPU
   double nvlink_GBps_per_link = 0;  ///< per link, per direction, GB/s (datasheet line rate)
-  int pcie_gen = 0;            ///< host interface generation (3, 4, 5)
+  int pcie_gen = 0;                 ///< host interface generation (3, 4, 5)
   int pcie_lanes = 16;
-  double tdp_w = 0;            ///< board power, W (informational)
-  std::string source;          ///< datasheet(s)
+  double tdp_w = 0;    ///< board power, W (informational)
+  std::string source;  ///< datasheet(s)
   /// Best achievable dense matmul per dtype, TFLOP/s: the "maximum achievable matmul
   /// FLOPS" (MAMF) of a brute-force shape search, not the datasheet peak. Absent where no
   /// measurement was published; the compute model then takes its documented default.

@@ -33,13 +33,15 @@ GpuSpec parse_inline(const std::string& text) {
 }
 
 /// A valid inline GPU body (an A100-like part) into which tests splice one change.
-std::string inline_gpu(const std::string& extra = "", const std::string& peaks =
-                           R"("fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312)") {
+std::string inline_gpu(const std::string& extra = "",
+                       const std::string& peaks = R"("fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312)") {
   return R"({"name": "my-gpu", "display_name": "My GPU", "arch": "ampere", "sm_count": 108,
-             "peak_tflops": {)" + peaks + R"(},
+             "peak_tflops": {)" +
+         peaks + R"(},
              "memory_GiB": 40, "memory_bw_GBps": 1555,
              "nvlink_gen": 3, "nvlink_links": 12, "nvlink_GBps_per_link": 25,
-             "pcie_gen": 4, "pcie_lanes": 16, "source": "test")" + extra + "}";
+             "pcie_gen": 4, "pcie_lanes": 16, "source": "test")" +
+         extra + "}";
 }
 
 }  // namespace
@@ -65,10 +67,9 @@ TEST_CASE("every catalog GPU loads with a source, positive peaks, memory and ban
 TEST_CASE("catalog keys cover the measured-run record GPU enum") {
   // validation/README.md, hardware.gpu; h100-sxm5-94gb is left out: no NVIDIA datasheet
   // gives an SXM5 94 GB part (the 94 GB H100 is the PCIe "H100 NVL").
-  for (const char* key : {"v100-sxm2-16gb", "v100-sxm2-32gb", "v100-pcie-16gb", "a100-sxm4-40gb",
-                          "a100-sxm4-80gb", "a100-pcie-80gb", "h100-sxm5-80gb", "h100-pcie-80gb",
-                          "h200-sxm-141gb", "b200-sxm-180gb", "titan-rtx-24gb", "a10-24gb",
-                          "rtx-3090-24gb", "rtx-4090-24gb"})
+  for (const char* key : {"v100-sxm2-16gb", "v100-sxm2-32gb", "v100-pcie-16gb", "a100-sxm4-40gb", "a100-sxm4-80gb",
+                          "a100-pcie-80gb", "h100-sxm5-80gb", "h100-pcie-80gb", "h200-sxm-141gb", "b200-sxm-180gb",
+                          "titan-rtx-24gb", "a10-24gb", "rtx-3090-24gb", "rtx-4090-24gb"})
     CHECK_MESSAGE(find_gpu(key) != nullptr, key);
   CHECK(find_gpu("l40s-48gb") != nullptr);
   CHECK(find_gpu("t4-16gb") != nullptr);
@@ -115,8 +116,8 @@ TEST_CASE("tensor peak = SMs x clock x dense FLOP per clock per SM (datasheets a
 }
 
 TEST_CASE("dense rate ladder: tf32 = bf16 / 2 and fp8 = 2 x bf16 on data-center tensor cores") {
-  for (const char* key : {"a100-sxm4-40gb", "a100-pcie-80gb", "h100-sxm5-80gb", "h100-pcie-80gb",
-                          "h200-sxm-141gb", "b200-sxm-180gb", "l40s-48gb", "a10-24gb"}) {
+  for (const char* key : {"a100-sxm4-40gb", "a100-pcie-80gb", "h100-sxm5-80gb", "h100-pcie-80gb", "h200-sxm-141gb",
+                          "b200-sxm-180gb", "l40s-48gb", "a10-24gb"}) {
     const GpuSpec& g = gpu(key);
     CAPTURE(g.name);
     CHECK(close(g.peak(Dtype::tf32) * 2, g.peak(Dtype::bf16), 0.02));
@@ -240,8 +241,8 @@ TEST_CASE("sm_count: every catalog GPU has one, known values match the whitepape
     CHECK(std::string(e.what()).find("sm_count") != std::string::npos);
   }
 
-  for (const char* bad : {R"("sm_count": 0)", R"("sm_count": -4)", R"("sm_count": 108.5)",
-                          R"("sm_count": "108")", R"("sm_count": 3000000000)"}) {
+  for (const char* bad : {R"("sm_count": 0)", R"("sm_count": -4)", R"("sm_count": 108.5)", R"("sm_count": "108")",
+                          R"("sm_count": 3000000000)"}) {
     CAPTURE(bad);
     std::string body = inline_gpu();
     body.replace(body.find(R"("sm_count": 108)"), 15, bad);
@@ -288,10 +289,8 @@ TEST_CASE("GPU numbers outside their physical bounds (base/limits.hpp) are Input
   CHECK(gpu_error_path(R"("fp32": 19.5)", R"("fp32": 1e-300)") == "/gpu/peak_tflops/fp32");
   CHECK(gpu_error_path(R"("sm_count": 108)", R"("sm_count": 4294967404)") == "/gpu/sm_count");
   CHECK(gpu_error_path(R"("memory_GiB": 40)", R"("memory_GiB": 1e300)") == "/gpu/memory_GiB");
-  CHECK(gpu_error_path(R"("memory_bw_GBps": 1555)", R"("memory_bw_GBps": 1e-300)") ==
-        "/gpu/memory_bw_GBps");
-  CHECK(gpu_error_path(R"("nvlink_links": 12)", R"("nvlink_links": 4294967308)") ==
-        "/gpu/nvlink_links");
+  CHECK(gpu_error_path(R"("memory_bw_GBps": 1555)", R"("memory_bw_GBps": 1e-300)") == "/gpu/memory_bw_GBps");
+  CHECK(gpu_error_path(R"("nvlink_links": 12)", R"("nvlink_links": 4294967308)") == "/gpu/nvlink_links");
   CHECK(gpu_error_path(R"("nvlink_GBps_per_link": 25)", R"("nvlink_GBps_per_link": 1e-300)") ==
         "/gpu/nvlink_GBps_per_link");
   CHECK(gpu_error_path(R"("pcie_gen": 4)", R"("pcie_gen": 4294967300)") == "/gpu/pcie_gen");

@@ -40,8 +40,7 @@ Machine parse_machine(JsonObject& obj) {
     gpu.index = g.integer("index", 0, limits::kMaxGpusPerBox - 1);
     gpu.name = g.string("name");
     gpu.sm_count = g.integer("sm_count", 1, limits::kMaxSmCount);
-    gpu.memory_bytes = g.integer(
-        "memory_bytes", 1, static_cast<std::int64_t>(limits::kMaxGpuMemoryGiB * (1LL << 30)));
+    gpu.memory_bytes = g.integer("memory_bytes", 1, static_cast<std::int64_t>(limits::kMaxGpuMemoryGiB * (1LL << 30)));
     gpu.compute_capability = text_or_number(g, "compute_capability");
     g.finish();
     m.gpus.push_back(std::move(gpu));
@@ -61,8 +60,7 @@ HardwareFile parse_hardware(const JsonDoc& doc) {
   JsonObject root(doc.root(), doc.file(), "");
   const std::string format = root.string("format");
   if (format != kHardwareFormat)
-    throw root.error("format", std::string("expected \"") + kHardwareFormat + "\", got \"" +
-                                   format + "\"");
+    throw root.error("format", std::string("expected \"") + kHardwareFormat + "\", got \"" + format + "\"");
   HardwareFile hw;
   hw.file = doc.file();
   {
@@ -99,8 +97,7 @@ HardwareFile parse_hardware(const JsonDoc& doc) {
   hw.memory.h2d_GBps = mem.optional_number("h2d_GBps", kMinBw, kMaxBw);
   hw.memory.d2h_GBps = mem.optional_number("d2h_GBps", kMinBw, kMaxBw);
   if (hw.memory.device_bw_GBps.has_value() != hw.memory.memory_efficiency.has_value())
-    throw mem.error("memory_efficiency",
-                    "device_bw_GBps and memory_efficiency come together (both or neither)");
+    throw mem.error("memory_efficiency", "device_bw_GBps and memory_efficiency come together (both or neither)");
   mem.finish();
 
   JsonArray colls = root.array("collectives");
@@ -118,8 +115,7 @@ HardwareFile parse_hardware(const JsonDoc& doc) {
     f.model_latency_us = c.optional_positive("model_latency_us", limits::kMaxCollectiveLatency_us);
     f.model_busbw_GBps = c.optional_positive("model_busbw_GBps", kMaxBw);
     if (f.model_latency_us.has_value() != f.model_busbw_GBps.has_value())
-      throw c.error("model_busbw_GBps",
-                    "model_latency_us and model_busbw_GBps come together (both or neither)");
+      throw c.error("model_busbw_GBps", "model_latency_us and model_busbw_GBps come together (both or neither)");
     if (f.nodes > f.ranks) throw c.error("nodes", "expected at most `ranks` nodes");
     c.finish();
     hw.collectives.push_back(f);
@@ -131,9 +127,7 @@ HardwareFile parse_hardware(const JsonDoc& doc) {
   return hw;
 }
 
-HardwareFile load_hardware(const std::filesystem::path& path) {
-  return parse_hardware(JsonDoc::load(path));
-}
+HardwareFile load_hardware(const std::filesystem::path& path) { return parse_hardware(JsonDoc::load(path)); }
 
 nlohmann::ordered_json hardware_document(const HardwareFile& hw) {
   using J = nlohmann::ordered_json;

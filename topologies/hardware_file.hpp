@@ -31,10 +31,10 @@ inline constexpr const char* kHardwareFormat = "stepcast-hardware-v1";
 /// One GPU as the calibration run saw it (CUDA device properties).
 struct MachineGpu {
   std::int64_t index = 0;
-  std::string name;                 ///< as the driver names it, e.g. "NVIDIA H100 80GB HBM3"
-  std::int64_t sm_count = 0;        ///< streaming multiprocessors
-  std::int64_t memory_bytes = 0;    ///< total device memory, bytes
-  std::string compute_capability;   ///< "9.0" (a JSON number is kept as its text)
+  std::string name;                ///< as the driver names it, e.g. "NVIDIA H100 80GB HBM3"
+  std::int64_t sm_count = 0;       ///< streaming multiprocessors
+  std::int64_t memory_bytes = 0;   ///< total device memory, bytes
+  std::string compute_capability;  ///< "9.0" (a JSON number is kept as its text)
 };
 
 /// The machine a calibration run was made on; informational, copied verbatim into the
@@ -46,8 +46,8 @@ struct Machine {
   std::string driver_version;
   std::string cuda_runtime_version;
   std::string nccl_version;
-  std::string nvidia_smi_topo;      ///< `nvidia-smi topo -m` output
-  std::string nvidia_smi_list;      ///< `nvidia-smi -L` output
+  std::string nvidia_smi_topo;  ///< `nvidia-smi topo -m` output
+  std::string nvidia_smi_list;  ///< `nvidia-smi -L` output
   std::vector<std::string> nics;
   std::vector<std::string> notes;
 };
@@ -57,10 +57,10 @@ Machine parse_machine(JsonObject& obj);
 
 /// A fitted GEMM efficiency curve for one dtype (the compute model's GemmEfficiency).
 struct FittedGemm {
-  double max_fraction = 0;       ///< fraction of dense peak the largest GEMMs reach
-  double half_flops = 0;         ///< FLOPs of one call at which half of max_fraction is reached
-  double rms_rel_residual = 0;   ///< RMS of (fitted - measured) / measured efficiency
-  std::int64_t points = 0;       ///< GEMM rows the fit used
+  double max_fraction = 0;      ///< fraction of dense peak the largest GEMMs reach
+  double half_flops = 0;        ///< FLOPs of one call at which half of max_fraction is reached
+  double rms_rel_residual = 0;  ///< RMS of (fitted - measured) / measured efficiency
+  std::int64_t points = 0;      ///< GEMM rows the fit used
 };
 
 /// Achieved copy bandwidths, from the largest copy of each kind (absent: not measured).
@@ -78,19 +78,19 @@ struct FittedCollective {
   Collective collective = Collective::all_reduce;
   std::int64_t ranks = 1;
   std::int64_t nodes = 1;
-  double latency_us = 0;         ///< fitted alpha, µs
-  double algbw_GBps = 0;         ///< fitted beta (nccl-tests algbw convention), GB/s
-  double busbw_GBps = 0;         ///< algbw_GBps x nccl-tests bus factor, GB/s
-  double rms_rel_residual = 0;   ///< RMS of (fitted - measured) / measured time
-  std::int64_t points = 0;       ///< sizes the fit used
-  std::optional<double> model_latency_us;   ///< model time at the smallest measured size, µs
-  std::optional<double> model_busbw_GBps;   ///< model busbw at the largest measured size, GB/s
+  double latency_us = 0;                   ///< fitted alpha, µs
+  double algbw_GBps = 0;                   ///< fitted beta (nccl-tests algbw convention), GB/s
+  double busbw_GBps = 0;                   ///< algbw_GBps x nccl-tests bus factor, GB/s
+  double rms_rel_residual = 0;             ///< RMS of (fitted - measured) / measured time
+  std::int64_t points = 0;                 ///< sizes the fit used
+  std::optional<double> model_latency_us;  ///< model time at the smallest measured size, µs
+  std::optional<double> model_busbw_GBps;  ///< model busbw at the largest measured size, GB/s
 };
 
 struct HardwareFile {
   Machine machine;
-  std::string gpu;               ///< GPU catalog key the fit was made against
-  std::string source;            ///< "stepcast fit <raw file>"
+  std::string gpu;     ///< GPU catalog key the fit was made against
+  std::string source;  ///< "stepcast fit <raw file>"
   std::map<Dtype, FittedGemm> gemm;
   FittedMemory memory;
   std::vector<FittedCollective> collectives;
@@ -99,7 +99,7 @@ struct HardwareFile {
   std::int64_t excluded_rows = 0;  ///< rows whose check was not "ok"
   /// The kernel model's parameters (optional "kernel_model"; empty: not measured).
   KernelCalibration kernel_model;
-  std::string file;              ///< where it was read from ("" when built in memory)
+  std::string file;  ///< where it was read from ("" when built in memory)
 };
 
 /// Reads a hardware file strictly; throws InputError naming the file and the JSON path.

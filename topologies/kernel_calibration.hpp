@@ -34,37 +34,37 @@ struct CalibratedGemm {
 
 /// One attention curve as measured: the shape of an attention_kernels.json row.
 struct CalibratedAttentionCurve {
-  std::string kernel;               ///< "flash2", "flash3", "cudnn", "mem_efficient", ...
+  std::string kernel;  ///< "flash2", "flash3", "cudnn", "mem_efficient", ...
   std::int64_t head_dim = 128;
   bool causal = true;
-  bool backward = false;            ///< "pass": "backward" (else "forward")
+  bool backward = false;                                 ///< "pass": "backward" (else "forward")
   std::vector<std::pair<double, double>> tflops_by_seq;  ///< (seq_len, TFLOP/s), ascending
-  double rms_rel_residual = 0;      ///< spread of the rows around each point's median
-  std::int64_t points = 0;          ///< rows behind the curve
+  double rms_rel_residual = 0;                           ///< spread of the rows around each point's median
+  std::int64_t points = 0;                               ///< rows behind the curve
   std::string source;
 };
 
 /// Achieved bandwidth of one memory-bound op class at its largest measured size.
 struct CalibratedMemoryOp {
-  std::string op;        ///< "copy", "add", "layernorm", "rmsnorm", "softmax", "cross_entropy", "adamw"
-  std::string profile;   ///< "eager" or "compiled"
-  double GBps = 0;       ///< bytes as the kernel model counts them / time
+  std::string op;       ///< "copy", "add", "layernorm", "rmsnorm", "softmax", "cross_entropy", "adamw"
+  std::string profile;  ///< "eager" or "compiled"
+  double GBps = 0;      ///< bytes as the kernel model counts them / time
   double fraction_of_datasheet = 0;
   std::int64_t points = 0;
 };
 
 struct KernelCalibration {
-  std::optional<std::int64_t> sm_count;              ///< feeds DeviceRates::sm_count
+  std::optional<std::int64_t> sm_count;  ///< feeds DeviceRates::sm_count
   std::map<Dtype, CalibratedGemm> gemm;
-  std::vector<CalibratedAttentionCurve> attention;   ///< feeds DeviceRates::attention
+  std::vector<CalibratedAttentionCurve> attention;  ///< feeds DeviceRates::attention
   /// Median achieved fraction of datasheet bandwidth over memory_ops: feeds
   /// DeviceRates::memory_efficiency (ahead of the copy-based memory.memory_efficiency).
   std::optional<double> memory_efficiency;
-  std::vector<CalibratedMemoryOp> memory_ops;        ///< per op class (informational)
-  std::optional<double> launch_s;             ///< CPU cost of one kernel launch: DeviceRates::launch_s
-  std::optional<double> graph_launch_s;       ///< per kernel replayed from a CUDA graph (informational)
-  std::optional<double> eager_forward_op_s;   ///< DeviceRates::eager_forward_op_s
-  std::optional<double> eager_backward_op_s;  ///< DeviceRates::eager_backward_op_s
+  std::vector<CalibratedMemoryOp> memory_ops;  ///< per op class (informational)
+  std::optional<double> launch_s;              ///< CPU cost of one kernel launch: DeviceRates::launch_s
+  std::optional<double> graph_launch_s;        ///< per kernel replayed from a CUDA graph (informational)
+  std::optional<double> eager_forward_op_s;    ///< DeviceRates::eager_forward_op_s
+  std::optional<double> eager_backward_op_s;   ///< DeviceRates::eager_backward_op_s
   /// Throughput a GEMM loses beside a collective (1 - t_alone / t_beside): feeds the
   /// simulator's compute slowdown while a collective runs.
   std::optional<double> compute_slowdown;
@@ -72,9 +72,8 @@ struct KernelCalibration {
   std::int64_t overlap_points = 0;
 
   bool empty() const {
-    return !sm_count && gemm.empty() && attention.empty() && !memory_efficiency && memory_ops.empty() &&
-           !launch_s && !graph_launch_s && !eager_forward_op_s && !eager_backward_op_s && !compute_slowdown &&
-           !collective_slowdown;
+    return !sm_count && gemm.empty() && attention.empty() && !memory_efficiency && memory_ops.empty() && !launch_s &&
+           !graph_launch_s && !eager_forward_op_s && !eager_backward_op_s && !compute_slowdown && !collective_slowdown;
   }
 };
 

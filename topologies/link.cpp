@@ -42,10 +42,9 @@ LinkSpec parse_link(JsonObject& obj) {
   l.line_rate_GBps = rate_GBps(obj, "line_rate");
   l.effective_GBps = rate_GBps(obj, "effective");
   if (l.effective_GBps > l.line_rate_GBps)
-    throw obj.error(obj.has("effective_Gbps") ? "effective_Gbps" : "effective_GBps",
-                    "expected at most the line rate (" +
-                                          std::to_string(l.line_rate_GBps) +
-                                          " GB/s); no link beats its line rate");
+    throw obj.error(
+        obj.has("effective_Gbps") ? "effective_Gbps" : "effective_GBps",
+        "expected at most the line rate (" + std::to_string(l.line_rate_GBps) + " GB/s); no link beats its line rate");
   l.latency_us = obj.non_negative("latency_us", limits::kMaxLinkLatency_us);
   l.nvls = obj.boolean("nvls");
   if (l.nvls && l.nccl_class != LinkClass::nvlink)
@@ -61,8 +60,8 @@ namespace {
 std::deque<LinkSpec>& link_store() {
   static std::deque<LinkSpec> store = [] {
     std::deque<LinkSpec> out;
-    catalog_store::append(JsonDoc::load(data_dir() / "topologies" / "catalog" / "links.json"), "links",
-                          parse_link, out, "link kind");
+    catalog_store::append(JsonDoc::load(data_dir() / "topologies" / "catalog" / "links.json"), "links", parse_link, out,
+                          "link kind");
     return out;
   }();
   return store;

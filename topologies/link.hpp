@@ -17,7 +17,7 @@ class JsonDoc;
 class JsonObject;
 
 struct LinkSpec {
-  std::string name;        ///< catalog key: "nvlink3", "pcie4-x16", "ib-hdr", "eth-1g", ...
+  std::string name;                           ///< catalog key: "nvlink3", "pcie4-x16", "ib-hdr", "eth-1g", ...
   LinkClass nccl_class = LinkClass::network;  ///< NCCL hardware-latency row
   /// Nominal line rate per direction, GB/s (1e9 B/s). Network links: Gb/s / 8.
   double line_rate_GBps = 0;
@@ -28,7 +28,7 @@ struct LinkSpec {
   /// Latency per hop added on top of NCCL's hardware row, µs (0 for RDMA and NVLink; the
   /// socket stack for TCP).
   double latency_us = 0;
-  bool nvls = false;       ///< NVSwitch with NVLink SHARP (third-generation NVSwitch and later)
+  bool nvls = false;  ///< NVSwitch with NVLink SHARP (third-generation NVSwitch and later)
   std::string source;
   bool operator==(const LinkSpec&) const = default;
 };

@@ -20,9 +20,7 @@ const LinkSpec& link(const std::string& name) {
   return *l;
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
 /// Parses `text` as an inline link at JSON path /link of a file named "inline.json".
 LinkSpec parse_inline(const std::string& text) {
@@ -35,8 +33,10 @@ LinkSpec parse_inline(const std::string& text) {
 std::string inline_link(const std::string& cls = "network", const std::string& effective = "24",
                         const std::string& extra = "") {
   return R"({"name": "my-link", "class": ")" + cls + R"(", "line_rate_GBps": 25,
-             "effective_GBps": )" + effective + R"(, "latency_us": 0, "nvls": false,
-             "source": "test")" + extra + "}";
+             "effective_GBps": )" +
+         effective + R"(, "latency_us": 0, "nvls": false,
+             "source": "test")" +
+         extra + "}";
 }
 
 }  // namespace
@@ -79,12 +79,12 @@ TEST_CASE("TCP Ethernet efficiency falls with speed and sockets pay latency that
 }
 
 TEST_CASE("NVLink effective rates are NCCL's topo.h per-generation figures") {
-  CHECK(link("nvlink1").effective_GBps == 18.0);   // SM60
-  CHECK(link("nvlink2").effective_GBps == 20.0);   // SM70
-  CHECK(link("nvlink3").effective_GBps == 20.0);   // SM80
+  CHECK(link("nvlink1").effective_GBps == 18.0);         // SM60
+  CHECK(link("nvlink2").effective_GBps == 20.0);         // SM70
+  CHECK(link("nvlink3").effective_GBps == 20.0);         // SM80
   CHECK(link("nvlink3-bridge").effective_GBps == 12.0);  // SM86
-  CHECK(link("nvlink4").effective_GBps == 20.6);   // SM90
-  CHECK(link("nvlink5").effective_GBps == 40.1);   // SM100
+  CHECK(link("nvlink4").effective_GBps == 20.6);         // SM90
+  CHECK(link("nvlink5").effective_GBps == 40.1);         // SM100
   for (const char* gen : {"2", "3", "4", "5"})
     CHECK(link(std::string("nvswitch-nvlink") + gen).effective_GBps ==
           link(std::string("nvlink") + gen).effective_GBps);

@@ -21,8 +21,7 @@ namespace {
 
 constexpr std::array<std::string_view, 3> kIntraFabric{"nvswitch", "nvlink_mesh", "pcie"};
 constexpr std::array<std::string_view, 2> kNetwork{"single_switch", "rail_fat_tree"};
-constexpr std::array<std::string_view, 6> kDevice{"gpu", "nvswitch", "pcie_switch", "cpu", "nic",
-                                                   "network_switch"};
+constexpr std::array<std::string_view, 6> kDevice{"gpu", "nvswitch", "pcie_switch", "cpu", "nic", "network_switch"};
 
 template <std::size_t N>
 std::vector<std::string> names_of(const std::array<std::string_view, N>& a) {
@@ -43,8 +42,8 @@ std::string link_kind(JsonObject& obj, const std::string& key) {
   if (!find_link(kind)) {
     std::vector<std::string> names;
     for (const LinkSpec& l : link_catalog()) names.push_back(l.name);
-    throw obj.error(key, "unknown link kind \"" + kind + "\"" + did_you_mean(kind, names) +
-                             " (see `stepcast catalog links`)");
+    throw obj.error(
+        key, "unknown link kind \"" + kind + "\"" + did_you_mean(kind, names) + " (see `stepcast catalog links`)");
   }
   return kind;
 }
@@ -161,11 +160,11 @@ NetworkSpec parse_network(JsonObject& obj) {
   n.topology = enum_of<NetworkTopology>(obj.choice("topology", names_of(kNetwork)), kNetwork);
   if (n.topology == NetworkTopology::rail_fat_tree) {
     n.oversubscription = obj.number("oversubscription", 1, limits::kMaxOversubscription);
-    if (auto p = obj.optional_int32("nodes_per_leaf", 1, static_cast<int>(limits::kMaxClusterGpus))) n.nodes_per_leaf = *p;
+    if (auto p = obj.optional_int32("nodes_per_leaf", 1, static_cast<int>(limits::kMaxClusterGpus)))
+      n.nodes_per_leaf = *p;
   } else {
     for (const char* key : {"oversubscription", "nodes_per_leaf"})
-      if (obj.has(key))
-        throw obj.error(key, "applies to rail_fat_tree only: single_switch is one non-blocking switch");
+      if (obj.has(key)) throw obj.error(key, "applies to rail_fat_tree only: single_switch is one non-blocking switch");
   }
   obj.finish();
   return n;
@@ -182,20 +181,17 @@ ClusterSpec parse_cluster(JsonObject& obj) {
   c.nodes = obj.int32("nodes", 1);
   if (static_cast<std::int64_t>(c.nodes) * box->gpus > limits::kMaxClusterGpus)
     throw obj.error("nodes", "expected at most " + std::to_string(limits::kMaxClusterGpus) +
-                                 " GPUs in a cluster (limits::kMaxClusterGpus), got " +
-                                 std::to_string(c.nodes) + " nodes x " + std::to_string(box->gpus) +
-                                 " GPUs");
+                                 " GPUs in a cluster (limits::kMaxClusterGpus), got " + std::to_string(c.nodes) +
+                                 " nodes x " + std::to_string(box->gpus) + " GPUs");
   if (auto net = obj.optional_object("network")) {
     c.network = parse_network(*net);
     if (c.network->nics_per_node > limits::kMaxNicsPerGpu * box->gpus)
-      throw net->error("nics_per_node",
-                       "expected at most " + std::to_string(limits::kMaxNicsPerGpu) + " NICs per GPU " +
-                           "(limits::kMaxNicsPerGpu) of " + box->name + " (" +
-                           std::to_string(box->gpus) + " GPUs), got " +
-                           std::to_string(c.network->nics_per_node));
+      throw net->error("nics_per_node", "expected at most " + std::to_string(limits::kMaxNicsPerGpu) +
+                                            " NICs per GPU " + "(limits::kMaxNicsPerGpu) of " + box->name + " (" +
+                                            std::to_string(box->gpus) + " GPUs), got " +
+                                            std::to_string(c.network->nics_per_node));
   }
-  if (c.nodes > 1 && !c.network)
-    throw obj.error("network", "missing; a cluster of more than one node needs a network");
+  if (c.nodes > 1 && !c.network) throw obj.error("network", "missing; a cluster of more than one node needs a network");
   c.source = obj.string("source");
   obj.finish();
   return c;

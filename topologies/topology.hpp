@@ -37,9 +37,9 @@ std::string_view name(IntraFabric);
 /// The host of a box (its CPUs and their memory), what CPU offload runs on. Optional in
 /// the catalog: a box without it cannot be predicted with offload.
 struct HostSpec {
-  std::string cpu;           ///< "2x AMD EPYC 7742"
-  int cores = 0;             ///< physical cores, all sockets
-  double memory_GiB = 0;     ///< host memory
+  std::string cpu;        ///< "2x AMD EPYC 7742"
+  int cores = 0;          ///< physical cores, all sockets
+  double memory_GiB = 0;  ///< host memory
   /// DRAM wire rate of all sockets, GB/s: channels x MT/s x 8 bytes.
   double memory_bw_GBps = 0;
   std::string source;
@@ -47,23 +47,23 @@ struct HostSpec {
 };
 
 struct BoxSpec {
-  std::string name;          ///< "dgx-a100"
+  std::string name;  ///< "dgx-a100"
   std::string display_name;
-  std::string gpu;           ///< GPU catalog key
+  std::string gpu;  ///< GPU catalog key
   int gpus = 0;
   IntraFabric fabric = IntraFabric::pcie;
-  std::string nvlink;        ///< link kind of NVLink edges (nvswitch / nvlink_mesh)
-  int nvswitches = 0;        ///< switch chips (nvswitch)
-  int links_per_gpu = 0;     ///< NVLink links from each GPU into the switch plane (nvswitch)
+  std::string nvlink;     ///< link kind of NVLink edges (nvswitch / nvlink_mesh)
+  int nvswitches = 0;     ///< switch chips (nvswitch)
+  int links_per_gpu = 0;  ///< NVLink links from each GPU into the switch plane (nvswitch)
   /// Direct NVLink edges (nvlink_mesh): {gpu a, gpu b, number of links}.
   std::vector<std::array<int, 3>> nvlink_edges;
-  std::string pcie;          ///< link kind of GPU/NIC PCIe connections
-  int pcie_switches = 0;     ///< 0: GPUs hang off CPU root ports directly
+  std::string pcie;       ///< link kind of GPU/NIC PCIe connections
+  int pcie_switches = 0;  ///< 0: GPUs hang off CPU root ports directly
   int cpus = 1;
-  std::string cpu_link;      ///< link kind between CPU sockets (UPI/xGMI), "" with one CPU
-  bool p2p = true;           ///< GPU peer-to-peer over PCIe allowed (false: via host memory)
-  std::string nic;           ///< default NIC link kind ("" = none)
-  int nics = 0;              ///< NICs per box
+  std::string cpu_link;          ///< link kind between CPU sockets (UPI/xGMI), "" with one CPU
+  bool p2p = true;               ///< GPU peer-to-peer over PCIe allowed (false: via host memory)
+  std::string nic;               ///< default NIC link kind ("" = none)
+  int nics = 0;                  ///< NICs per box
   std::optional<HostSpec> host;  ///< the CPUs and host memory ("host"); absent: not catalogued
   std::string source;
   bool operator==(const BoxSpec&) const = default;
@@ -91,13 +91,13 @@ const BoxSpec* box_with_gpu(const std::string& gpu, std::optional<IntraFabric> f
 
 /// How boxes are joined.
 enum class NetworkTopology {
-  single_switch,   ///< every NIC on one non-blocking switch
-  rail_fat_tree,   ///< NIC i of every box on leaf (rail) switch i, leaves joined by spines
+  single_switch,  ///< every NIC on one non-blocking switch
+  rail_fat_tree,  ///< NIC i of every box on leaf (rail) switch i, leaves joined by spines
 };
 std::string_view name(NetworkTopology);
 
 struct NetworkSpec {
-  std::string nic;           ///< link kind of each NIC and its switch port
+  std::string nic;  ///< link kind of each NIC and its switch port
   int nics_per_node = 1;
   NetworkTopology topology = NetworkTopology::single_switch;
   /// Leaf-to-spine oversubscription (rail_fat_tree): 1 = non-blocking.
@@ -112,7 +112,7 @@ struct NetworkSpec {
 /// N boxes on a network (topologies/catalog/clusters.json, or a scenario's hardware).
 struct ClusterSpec {
   std::string name;
-  std::string box;                     ///< box catalog key
+  std::string box;  ///< box catalog key
   int nodes = 1;
   std::optional<NetworkSpec> network;  ///< required when nodes > 1
   std::string source;
@@ -132,20 +132,19 @@ std::string_view name(DeviceKind);
 
 struct Device {
   DeviceKind kind = DeviceKind::gpu;
-  int node = -1;   ///< box index, -1 for network switches
-  int index = 0;   ///< index within the box (or switch number)
+  int node = -1;  ///< box index, -1 for network switches
+  int index = 0;  ///< index within the box (or switch number)
 };
 
 /// A full-duplex connection: `bw_GBps` in each direction.
 struct Connection {
   const LinkSpec* link = nullptr;
-  int lanes = 1;            ///< parallel links bundled in this edge (e.g. 2 NVLinks)
-  double bw_GBps = 0;       ///< effective bandwidth per direction = lanes x link effective
-  double latency_us = 0;    ///< the link kind's added latency
+  int lanes = 1;          ///< parallel links bundled in this edge (e.g. 2 NVLinks)
+  double bw_GBps = 0;     ///< effective bandwidth per direction = lanes x link effective
+  double latency_us = 0;  ///< the link kind's added latency
 };
 
-using HardwareGraph =
-    boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, Device, Connection>;
+using HardwareGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, Device, Connection>;
 
 /// The built hardware of a cluster.
 class Topology {

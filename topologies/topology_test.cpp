@@ -177,7 +177,8 @@ TEST_CASE("the inter-node level is the sum of a node's NICs") {
 
   const ClusterSpec* p4d = find_cluster("aws-p4d-4");
   REQUIRE(p4d);
-  CHECK(Topology::build(*p4d).fabric(4, 8).inter->bw_GBps == doctest::Approx(4 * find_link("efa-100g")->effective_GBps));
+  CHECK(Topology::build(*p4d).fabric(4, 8).inter->bw_GBps ==
+        doctest::Approx(4 * find_link("efa-100g")->effective_GBps));
 }
 
 TEST_CASE("more GPUs than the box or nodes than the cluster is rejected") {
@@ -208,8 +209,8 @@ TEST_CASE("a multi-node cluster without a network is rejected") {
 
 TEST_CASE("box and cluster counts are checked against int range and physical bounds, never wrapped") {
   const auto box_path = [](const std::string& gpus) {
-    JsonDoc doc = JsonDoc::parse(R"({"name": "x", "display_name": "x", "gpu": "a100-sxm4-80gb", "gpus": )" +
-                                     gpus + R"(, "fabric": "pcie", "pcie": "pcie4-x16", "pcie_switches": 0,
+    JsonDoc doc = JsonDoc::parse(R"({"name": "x", "display_name": "x", "gpu": "a100-sxm4-80gb", "gpus": )" + gpus +
+                                     R"(, "fabric": "pcie", "pcie": "pcie4-x16", "pcie_switches": 0,
       "cpus": 1, "p2p": true, "nics": 0, "source": "test"})",
                                  "box.json");
     JsonObject o(doc.root(), doc.file(), "");
@@ -233,7 +234,8 @@ TEST_CASE("box and cluster counts are checked against int range and physical bou
   CHECK(cluster_what("1000000").find("kMaxClusterGpus") != std::string::npos);
   // NICs in proportion to the GPUs: a thousand NICs on an 8-GPU node is no machine.
   JsonDoc doc = JsonDoc::parse(R"({"name": "c", "box": "dgx-a100", "nodes": 2, "network": {"nic": "ib-hdr",
-    "nics_per_node": 1000, "topology": "single_switch"}, "source": "t"})", "n.json");
+    "nics_per_node": 1000, "topology": "single_switch"}, "source": "t"})",
+                               "n.json");
   JsonObject o(doc.root(), doc.file(), "");
   try {
     parse_cluster(o);
@@ -274,14 +276,14 @@ TEST_CASE("spine crossing: 0 inside one leaf group, stride / P of a node's bytes
   // A rail-aligned ring leaves each leaf group it passes once; a leaf group of P nodes holds
   // P / stride of its member nodes, so stride / P of a node's bytes leave (at most all).
   const Topology big = Topology::build(rail_cluster(128, 8));  // 4 leaf groups of 32
-  CHECK(big.spine_crossing(1) == 0);         // one node: nothing crosses the network
-  CHECK(big.spine_crossing(4) == 0);         // 4 nodes tile a leaf group of 32
-  CHECK(big.spine_crossing(32) == 0);        // exactly one leaf group
-  CHECK(big.spine_crossing(64) == doctest::Approx(1.0 / 32));   // two leaf groups, adjacent nodes
+  CHECK(big.spine_crossing(1) == 0);                           // one node: nothing crosses the network
+  CHECK(big.spine_crossing(4) == 0);                           // 4 nodes tile a leaf group of 32
+  CHECK(big.spine_crossing(32) == 0);                          // exactly one leaf group
+  CHECK(big.spine_crossing(64) == doctest::Approx(1.0 / 32));  // two leaf groups, adjacent nodes
   CHECK(big.spine_crossing(128) == doctest::Approx(1.0 / 32));
-  CHECK(big.spine_crossing(2, 16) == 0);     // span 32 = one leaf group
+  CHECK(big.spine_crossing(2, 16) == 0);                           // span 32 = one leaf group
   CHECK(big.spine_crossing(4, 16) == doctest::Approx(16.0 / 32));  // span 64: 2 members per leaf group
-  CHECK(big.spine_crossing(2, 64) == 1.0);   // every member in its own leaf group: every byte crosses
+  CHECK(big.spine_crossing(2, 64) == 1.0);                    // every member in its own leaf group: every byte crosses
   CHECK(big.spine_crossing(3) == doctest::Approx(1.0 / 32));  // 3 does not tile 32: groups straddle leaves
   // One leaf group in the whole cluster, or one switch: nothing climbs to a spine.
   CHECK(Topology::build(rail_cluster(32, 8)).spine_crossing(32) == 0);
@@ -321,5 +323,6 @@ TEST_CASE("oversubscription and nodes_per_leaf belong to a rail fat tree: one sw
                                  "oversubscription": 8})");
   CHECK_MESSAGE(e.find("/network/oversubscription: applies to rail_fat_tree only") != std::string::npos, e);
   CHECK(what(R"({"nic": "ib-hdr", "nics_per_node": 8, "topology": "rail_fat_tree", "oversubscription": 1,
-                 "nodes_per_leaf": 0})").find("/network/nodes_per_leaf") != std::string::npos);
+                 "nodes_per_leaf": 0})")
+            .find("/network/nodes_per_leaf") != std::string::npos);
 }

@@ -46,8 +46,7 @@ std::optional<double> median_without(const std::vector<SourceError>& outcomes, c
 
 /// The key among `keys` (ascending) with the lowest median without `left_out`; medians
 /// within 1e-9 percentage points are a tie, won by the smaller key.
-std::optional<long long> best_of(Outcomes& outcomes, const std::vector<long long>& keys,
-                                 const std::string& left_out) {
+std::optional<long long> best_of(Outcomes& outcomes, const std::vector<long long>& keys, const std::string& left_out) {
   constexpr double kTie_pct = 1e-9;
   std::optional<long long> best;
   double best_median = 0;
@@ -70,8 +69,8 @@ std::vector<long long> grid(double from, double to, double step) {
 }
 
 /// The coarse minimum for `left_out`, then the fine grid within one coarse step of it.
-std::optional<long long> search(Outcomes& outcomes, const std::vector<long long>& coarse,
-                                const GenerationFitOptions& o, const std::string& left_out) {
+std::optional<long long> search(Outcomes& outcomes, const std::vector<long long>& coarse, const GenerationFitOptions& o,
+                                const std::string& left_out) {
   const std::optional<long long> rough = best_of(outcomes, coarse, left_out);
   if (!rough || !(o.refine > 0)) return rough;
   const double centre = fraction_of(*rough);
@@ -84,12 +83,13 @@ std::optional<long long> search(Outcomes& outcomes, const std::vector<long long>
 GenerationFitResult fit_generation_gemm(const FractionEvaluator& evaluate, const GenerationFitOptions& o,
                                         double fallback) {
   if (!(o.from > 0) || !(o.to <= 1) || !(o.from <= o.to))
-    throw std::invalid_argument(fmt::format("the searched range must lie in (0, 1] with from <= to (got {} to {})",
-                                            o.from, o.to));
+    throw std::invalid_argument(
+        fmt::format("the searched range must lie in (0, 1] with from <= to (got {} to {})", o.from, o.to));
   if (!(o.step > 0) || o.step > o.to - o.from + 1e-12 || o.refine < 0 || (o.refine > 0 && o.refine > o.step))
-    throw std::invalid_argument(fmt::format("the grid step must be in (0, to - from] and the refinement in [0, "
-                                            "step] (got step {}, refine {})",
-                                            o.step, o.refine));
+    throw std::invalid_argument(
+        fmt::format("the grid step must be in (0, to - from] and the refinement in [0, "
+                    "step] (got step {}, refine {})",
+                    o.step, o.refine));
   Outcomes outcomes(evaluate);
   const std::vector<long long> coarse = grid(o.from, o.to, o.step);
   const std::optional<long long> all = search(outcomes, coarse, o, "");
@@ -130,11 +130,12 @@ FractionEvaluator validation_evaluator(std::vector<MeasuredRun> runs, InStepFrac
     g.gemm = fraction;
     g.source = fmt::format("{} GEMM fraction {:.3f} (a candidate of `stepcast fit generation`)", name(arch), fraction);
     candidate.generations.push_back(g);
-    const std::vector<ValidationRow> rows = validate_runs(*records, nullptr, "", threads, {}, true,
-                                                          std::make_shared<const InStepFractions>(candidate));
+    const std::vector<ValidationRow> rows =
+        validate_runs(*records, nullptr, "", threads, {}, true, std::make_shared<const InStepFractions>(candidate));
     std::vector<SourceError> out;
     for (const ValidationRow& row : rows)
-      if (row.status == "ok" && row.trust != "low" && row.error_pct) out.push_back({row.source, std::abs(*row.error_pct)});
+      if (row.status == "ok" && row.trust != "low" && row.error_pct)
+        out.push_back({row.source, std::abs(*row.error_pct)});
     return out;
   };
 }

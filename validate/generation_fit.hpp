@@ -24,7 +24,7 @@ namespace stepcast {
 
 struct GenerationFitOptions {
   GpuArch arch = GpuArch::ampere;
-  double from = 0.5;      ///< searched range of the fraction, within (0, 1]
+  double from = 0.5;  ///< searched range of the fraction, within (0, 1]
   double to = 1.0;
   double step = 0.02;     ///< the coarse grid
   double refine = 0.005;  ///< the fine grid around each coarse minimum (0: none)
@@ -59,7 +59,6 @@ GenerationFitResult fit_generation_gemm(const FractionEvaluator& evaluate, const
 /// validated with `base`'s fractions and the generation's GEMM fraction set to the
 /// candidate; each trusted record compared gives its |error|.
 FractionEvaluator validation_evaluator(std::vector<MeasuredRun> runs, InStepFractions base, GpuArch arch,
-                                       unsigned threads,
-                                       std::function<void(double fraction)> progress = {});
+                                       unsigned threads, std::function<void(double fraction)> progress = {});
 
 }  // namespace stepcast

@@ -15,7 +15,7 @@
 namespace stepcast {
 
 struct ProbeKernelTimes {
-  std::string skip_reason;  ///< set: the record gives nothing (why)
+  std::string skip_reason;                                      ///< set: the record gives nothing (why)
   std::optional<double> measured_gemm_s, measured_attention_s;  ///< the record's gemm_time_s, attention_time_s
   double isolated_gemm_s = 0;       ///< Prediction::compute_by_kernel.gemm_s at isolated rates
   double isolated_attention_s = 0;  ///< ... attention_s; 0 when the attention is not a fused kernel

@@ -56,8 +56,7 @@ void metaseq_defaults(MeasuredRun& r, std::vector<std::string>& assumed) {
                     "metaseq's OPT launcher passes --checkpoint-activations (opt_baselines.py)", assumed);
   fill<std::string>(r.offload, "none", "CPU offload", "metaseq's OPT launcher offloads nothing (opt_baselines.py)",
                     assumed);
-  fill<std::int64_t>(r.grad_accum, 1, "gradient accumulation", "metaseq's OPT launcher sets --update-freq 1",
-                     assumed);
+  fill<std::int64_t>(r.grad_accum, 1, "gradient accumulation", "metaseq's OPT launcher sets --update-freq 1", assumed);
   if (!r.hidden || (*r.hidden != 12288 && *r.hidden != 9216)) return;  // OPT-175B, OPT-66B
   fill<std::int64_t>(r.tp, 8, "tensor parallel degree",
                      "metaseq's opt_job_constants.py runs OPT-66B and OPT-175B at model_parallel 8", assumed);

@@ -24,7 +24,8 @@ using nlohmann::json;
 constexpr std::int64_t kAnyCount = std::numeric_limits<std::int64_t>::max();
 
 /// Null, or one of the format's names for this field.
-std::optional<std::string> nullable_choice(JsonObject& o, const std::string& key, const std::vector<std::string>& allowed) {
+std::optional<std::string> nullable_choice(JsonObject& o, const std::string& key,
+                                           const std::vector<std::string>& allowed) {
   std::optional<std::string> v = o.nullable_string(key);
   if (v && std::find(allowed.begin(), allowed.end(), *v) == allowed.end()) {
     std::string names;
@@ -70,8 +71,8 @@ void read_hardware(JsonObject& h, MeasuredRun& r) {
     JsonObject in(inter, h.file(), h.path_of("inter_node"));
     r.multi_node_fabric_given = true;
     r.inter_fabric = nullable_choice(in, "fabric", {"infiniband", "roce", "ethernet-tcp", "efa", "omnipath"});
-    r.inter_gbps_per_node = in.nullable_number("gbps_per_node", std::numeric_limits<double>::min(),
-                                               std::numeric_limits<double>::max());
+    r.inter_gbps_per_node =
+        in.nullable_number("gbps_per_node", std::numeric_limits<double>::min(), std::numeric_limits<double>::max());
     in.finish();
   }
   h.finish();
@@ -81,8 +82,10 @@ void read_strategy(JsonObject& s, MeasuredRun& r) {
   r.data_parallel = s.string("data_parallel");
   r.tp = s.nullable_integer("tp", 1, limits::kMaxGpus);
   r.pp = s.nullable_integer("pp", 1, limits::kMaxGpus);
-  if (const auto& sp = s.raw("sp"); sp.is_boolean()) r.sp = sp.get<bool>();
-  else if (!sp.is_null()) throw s.error("sp", "expected true, false or null");
+  if (const auto& sp = s.raw("sp"); sp.is_boolean())
+    r.sp = sp.get<bool>();
+  else if (!sp.is_null())
+    throw s.error("sp", "expected true, false or null");
   r.checkpointing = nullable_choice(s, "activation_checkpointing", {"none", "full", "selective"});
   r.precision = nullable_choice(s, "precision", {"fp32", "fp16_mixed", "bf16_mixed", "bf16_pure", "fp8_mixed"});
   r.offload = s.nullable_string("offload");

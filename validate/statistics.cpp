@@ -47,7 +47,9 @@ using RowKey = std::array<std::int64_t, kBase + kKnobs>;
 
 class Interner {
  public:
-  std::int64_t id(const std::string& s) { return ids_.try_emplace(s, static_cast<std::int64_t>(ids_.size())).first->second; }
+  std::int64_t id(const std::string& s) {
+    return ids_.try_emplace(s, static_cast<std::int64_t>(ids_.size())).first->second;
+  }
 
  private:
   std::unordered_map<std::string, std::int64_t> ids_;
@@ -64,9 +66,9 @@ std::int64_t bits_of(double v) {
 std::string layout_of(const ValidationRow& r) { return fmt::format("{}x{}x{}x{}", r.tp, r.pp, r.cp, r.vpp); }
 
 RowKey key_of(const ValidationRow& r, Interner& text) {
-  return {text.id(r.source), text.id(r.metric),   text.id(r.model),     r.seq_len,         text.id(r.precision),
-          text.id(r.gpu),    text.id(r.attention), r.gpus,              text.id(r.strategy),  bits_of(r.link_gbps), r.micro_batch,
-          text.id(layout_of(r))};
+  return {text.id(r.source),    text.id(r.metric),    text.id(r.model),     r.seq_len,
+          text.id(r.precision), text.id(r.gpu),       text.id(r.attention), r.gpus,
+          text.id(r.strategy),  bits_of(r.link_gbps), r.micro_batch,        text.id(layout_of(r))};
 }
 
 std::vector<RowKey> keys_of(const std::vector<const ValidationRow*>& rows) {

@@ -40,9 +40,12 @@ struct Skip {
 const BoxSpec& box_for(const MeasuredRun& r, const std::string& gpu, std::vector<std::string>& assumed) {
   std::optional<IntraFabric> fabric;
   if (r.intra_node) {
-    if (*r.intra_node == "nvswitch") fabric = IntraFabric::nvswitch;
-    else if (*r.intra_node == "pcie") fabric = IntraFabric::pcie;
-    else fabric = IntraFabric::nvlink_mesh;  // nvlink-mesh, nvlink-bridge
+    if (*r.intra_node == "nvswitch")
+      fabric = IntraFabric::nvswitch;
+    else if (*r.intra_node == "pcie")
+      fabric = IntraFabric::pcie;
+    else
+      fabric = IntraFabric::nvlink_mesh;  // nvlink-mesh, nvlink-bridge
   } else if (box_with_gpu(gpu, IntraFabric::pcie) && box_with_gpu(gpu, IntraFabric::nvlink_mesh)) {
     fabric = IntraFabric::pcie;
   }
@@ -76,10 +79,11 @@ std::pair<std::string, int> stated_fabric_nics(const std::string& fabric, const 
   const BoxSpec* with = box.nic.rfind(family, 0) == 0 ? &box : nullptr;
   for (const BoxSpec& b : box_catalog())
     if (!with && b.gpu == box.gpu && b.nic.rfind(family, 0) == 0) with = &b;
-  if (!with) throw Skip{"inter-node fabric " + fabric + " stated without a rate, and no catalog box of the " +
-                        box.gpu + " has it"};
-  assumed.push_back(fmt::format("the {}'s network, {} x {} per node (the record names {} but not its rate)",
-                                with->name, with->nics, with->nic, fabric));
+  if (!with)
+    throw Skip{"inter-node fabric " + fabric + " stated without a rate, and no catalog box of the " + box.gpu +
+               " has it"};
+  assumed.push_back(fmt::format("the {}'s network, {} x {} per node (the record names {} but not its rate)", with->name,
+                                with->nics, with->nic, fabric));
   return {with->nic, with->nics};
 }
 
@@ -125,7 +129,8 @@ std::optional<std::int64_t> parameter_count_with_table(TransformerSpec m, std::i
 void apply_stated_shape(const MeasuredRun& r, TransformerSpec& m, std::vector<std::string>& assumed) {
   const auto take = [&](const std::optional<std::int64_t>& stated, std::int64_t& field, const char* what) {
     if (!stated || *stated == field) return;
-    assumed.push_back(fmt::format("{} {} as the record states (the catalog's {} has {})", what, *stated, m.name, field));
+    assumed.push_back(
+        fmt::format("{} {} as the record states (the catalog's {} has {})", what, *stated, m.name, field));
     field = *stated;
   };
   take(r.layers, m.layers, "layers");
@@ -174,9 +179,10 @@ TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assume
     apply_stated_shape(r, m, assumed);
     if (m.positional == Positional::learned && r.seq_len && *r.seq_len > m.max_positions &&
         r.params == parameter_count_with_table(m, *r.seq_len)) {
-      assumed.push_back(fmt::format("a learned position table of {} rows, sized to the run's sequence (the record's "
-                                    "parameter count; the catalog's {} has {})",
-                                    *r.seq_len, m.name, m.max_positions));
+      assumed.push_back(
+          fmt::format("a learned position table of {} rows, sized to the run's sequence (the record's "
+                      "parameter count; the catalog's {} has {})",
+                      *r.seq_len, m.name, m.max_positions));
       m.max_positions = *r.seq_len;
     }
     return m;
@@ -184,8 +190,8 @@ TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assume
   if (!r.layers || !r.hidden || !r.heads || !r.vocab || !r.seq_len)
     throw Skip{"model " + r.model_name + " is not in the catalog and its shape is incomplete"};
   if (*r.hidden % *r.heads != 0)
-    throw Skip{fmt::format("cannot represent a head dimension other than hidden / heads (hidden {}, {} heads)", *r.hidden,
-                           *r.heads)};
+    throw Skip{fmt::format("cannot represent a head dimension other than hidden / heads (hidden {}, {} heads)",
+                           *r.hidden, *r.heads)};
   TransformerSpec m;
   m.name = r.model_name;
   m.layers = *r.layers;
@@ -214,8 +220,8 @@ int extra_degree(const MeasuredRun& r, std::string_view prefix) {
   for (const std::string& e : r.extras) {
     if (e.size() <= prefix.size() || e.compare(0, prefix.size(), prefix) != 0) continue;
     const std::string digits = e.substr(prefix.size());
-    const bool whole = digits.size() <= 5 && std::all_of(digits.begin(), digits.end(),
-                                                         [](char c) { return c >= '0' && c <= '9'; });
+    const bool whole =
+        digits.size() <= 5 && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
     const int n = whole ? std::stoi(digits) : 0;
     if (n < 2 || n > 65536) throw Skip{"extra \"" + e + "\": expected a degree from 2 to 65,536"};
     return n;
@@ -250,10 +256,18 @@ void check_representable(const MeasuredRun& r) {
 /// lora_r*, context_parallel_*, virtual_pipeline_* and pp_schedule_interleaved_1f1b;
 /// cpu_offload_activations is a skip).
 void unmodelled_extras(const MeasuredRun& r, std::vector<std::string>& assumed) {
-  static const std::set<std::string, std::less<>> read{
-      "flash_attention", "fsdp_mp_default", "fsdp_mp_pure", "torch_compile", "float8_allgather", "tp_comm_overlap", "async_tp",
-      "overlap_param_gather", "overlap_grad_reduce", "liger_kernel", "deepspeed_transformer_kernels",
-      "bf16_optimizer"};
+  static const std::set<std::string, std::less<>> read{"flash_attention",
+                                                       "fsdp_mp_default",
+                                                       "fsdp_mp_pure",
+                                                       "torch_compile",
+                                                       "float8_allgather",
+                                                       "tp_comm_overlap",
+                                                       "async_tp",
+                                                       "overlap_param_gather",
+                                                       "overlap_grad_reduce",
+                                                       "liger_kernel",
+                                                       "deepspeed_transformer_kernels",
+                                                       "bf16_optimizer"};
   const bool fp8 = r.precision && *r.precision == "fp8_mixed";
   std::string left;
   for (const std::string& e : r.extras) {
@@ -289,7 +303,7 @@ TrainingSpec training_for(const MeasuredRun& r, const TransformerSpec& model) {
   t.micro_batch = *r.micro_batch;
   const std::int64_t cp = extra_degree(r, "context_parallel_");
   const std::int64_t model_parallel = *r.tp * *r.pp * cp;
-  if (*r.gpus % model_parallel != 0)
+  if (!layout_divides_gpus(*r.gpus, static_cast<int>(*r.tp), static_cast<int>(cp), static_cast<int>(*r.pp)))
     throw Skip{fmt::format("TP {} x PP {} x CP {} does not divide the {} GPUs", *r.tp, *r.pp, cp, *r.gpus)};
   const std::int64_t gpus = *r.gpus / model_parallel;  // data-parallel replicas
   if (r.grad_accum) {
@@ -349,8 +363,9 @@ void launch_blocking_for(const MeasuredRun& r, Scenario& s, std::vector<std::str
   if (r.source.rfind("bigscience-workshop/bigscience · train/tr11-176B-ml/", 0) != 0 || !r.gpus || *r.gpus < 320)
     return;
   s.training.launch_blocking = true;
-  assumed.push_back("CUDA_LAUNCH_BLOCKING=1 (BigScience tr11 at 320 GPUs or more: asynchronous launches \"always "
-                    "hang\" there, chronicles-prequel.md; tr11-176B-ml.slurm exports it)");
+  assumed.push_back(
+      "CUDA_LAUNCH_BLOCKING=1 (BigScience tr11 at 320 GPUs or more: asynchronous launches \"always "
+      "hang\" there, chronicles-prequel.md; tr11-176B-ml.slurm exports it)");
 }
 
 /// How a record's micro-steps add up and reduce their gradients: DeepSpeed's BF16_Optimizer
@@ -364,9 +379,10 @@ void grad_accumulation_for(const MeasuredRun& r, Scenario& s, std::vector<std::s
   if (!has_extra(r, "bf16_optimizer")) return;
   s.training.grad_accumulation = GradAccumulation::bf16_optimizer;
   s.strategy.reduce_fp32 = true;
-  assumed.push_back("gradients added up by DeepSpeed's BF16_Optimizer (the record's extras): each micro-step's "
-                    "bf16 gradients cast to fp32 and added, 18 B per parameter, and reduced across data-parallel "
-                    "ranks in fp32 (its pipeline engine reduces the optimizer's fp32 gradient buffers)");
+  assumed.push_back(
+      "gradients added up by DeepSpeed's BF16_Optimizer (the record's extras): each micro-step's "
+      "bf16 gradients cast to fp32 and added, 18 B per parameter, and reduced across data-parallel "
+      "ranks in fp32 (its pipeline engine reduces the optimizer's fp32 gradient buffers)");
 }
 
 /// The kernels a record's framework runs, each listed as an assumption:
@@ -385,9 +401,10 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
     t.fused_loss = true;
     t.metric_loss_passes = 2;
     if (t.flash_attention) t.attention_kernel = foundry_attention(r);
-    assumed.push_back(fmt::format("llm-foundry kernels: eager ops, {} attention, fused cross-entropy, 2 metric "
-                                  "cross-entropy passes per micro-batch",
-                                  t.attention_kernel ? name(*t.attention_kernel) : "unfused"));
+    assumed.push_back(
+        fmt::format("llm-foundry kernels: eager ops, {} attention, fused cross-entropy, 2 metric "
+                    "cross-entropy passes per micro-batch",
+                    t.attention_kernel ? name(*t.attention_kernel) : "unfused"));
   } else if (has_extra(r, "liger_kernel") || has_extra(r, "deepspeed_transformer_kernels") ||
              framework_is(r, "megatron")) {
     t.kernel_profile = KernelProfile::fused;
@@ -404,8 +421,9 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
   grad_accumulation_for(r, s, assumed);
   if (framework_is(r, "nanotron") && s.strategy.pp > 1) {
     s.strategy.pp_split = StageSplit::balanced;
-    assumed.push_back("pipeline stages split by cost with the LM head counted (nanotron's build_model balances "
-                      "get_block_compute_costs)");
+    assumed.push_back(
+        "pipeline stages split by cost with the LM head counted (nanotron's build_model balances "
+        "get_block_compute_costs)");
   }
   if (has_extra(r, "fsdp_mp_default")) {
     s.strategy.reduce_fp32 = true;
@@ -423,9 +441,11 @@ void parallel_extras_for(const MeasuredRun& r, Scenario& s, std::vector<std::str
     const std::int64_t seq = s.training.seq_len;
     if (!s.training.flash_attention)
       throw Skip{"context parallelism without a flash-class attention kernel is not modelled"};
-    if (seq % (2LL * cp) != 0 || (s.strategy.sp && seq % (static_cast<std::int64_t>(s.strategy.tp) * cp) != 0))
-      throw Skip{fmt::format("context parallelism {} does not split the {}-token sequence into 2 x cp chunks (and "
-                             "tp x cp shards under sequence parallelism)", cp, seq)};
+    if (seq % cp_sequence_chunks(s.model, cp) != 0 || (s.strategy.sp && !sp_splits_sequence(seq, s.strategy.tp, cp)))
+      throw Skip{
+          fmt::format("context parallelism {} does not split the {}-token sequence into 2 x cp chunks (and "
+                      "tp x cp shards under sequence parallelism)",
+                      cp, seq)};
     if (s.training.lora) throw Skip{"LoRA with context parallelism is not modelled"};
     s.strategy.cp = cp;
     const bool pytorch = framework_is(r, "torchtitan");  // PyTorch's context_parallel
@@ -443,14 +463,18 @@ void parallel_extras_for(const MeasuredRun& r, Scenario& s, std::vector<std::str
   if (s.model.layers < static_cast<std::int64_t>(pp) * vpp)
     throw Skip{fmt::format("{} stages x {} model chunks exceed the {} layers", pp, vpp, s.model.layers)};
   if (s.training.grad_accum % pp != 0)
-    throw Skip{fmt::format("the interleaved schedule as modelled runs micro-batches in groups of pp = {}; the "
-                           "record's {} micro-batches are not", pp, s.training.grad_accum)};
+    throw Skip{
+        fmt::format("the interleaved schedule as modelled runs micro-batches in groups of pp = {}; the "
+                    "record's {} micro-batches are not",
+                    pp, s.training.grad_accum)};
   if (s.strategy.pp_split == StageSplit::balanced)
     throw Skip{"the interleaved schedule with cost-balanced stages is not modelled"};
   s.strategy.vpp = vpp;
   s.strategy.schedule = "interleaved";
-  assumed.push_back(fmt::format("pipeline schedule interleaved 1F1B, {} model chunks per stage (the record's "
-                                "virtual_pipeline_{})", vpp, vpp));
+  assumed.push_back(
+      fmt::format("pipeline schedule interleaved 1F1B, {} model chunks per stage (the record's "
+                  "virtual_pipeline_{})",
+                  vpp, vpp));
 }
 
 /// The catalog box of the record's GPU, the nodes the GPUs fill, and the network between
@@ -484,8 +508,8 @@ HardwareChoice hardware_for(const MeasuredRun& r, const std::string& gpu, std::v
       if (box.nic.empty()) throw Skip{"inter-node network not stated and the box has no standard NIC"};
       net.nic = box.nic;
       net.nics_per_node = box.nics;
-      assumed.push_back(fmt::format("the {}'s standard network, {} x {} per node (not stated)", box.name, box.nics,
-                                    box.nic));
+      assumed.push_back(
+          fmt::format("the {}'s standard network, {} x {} per node (not stated)", box.name, box.nics, box.nic));
     }
     net.topology = NetworkTopology::rail_fat_tree;
     h.cluster.network = net;
@@ -496,20 +520,23 @@ HardwareChoice hardware_for(const MeasuredRun& r, const std::string& gpu, std::v
 /// The record's CPU offload: optimizer_cpu is ZeRO-Offload's optimizer on the host,
 /// param_optimizer_cpu the parameters too (DeepSpeed offload_param, FSDP CPUOffload). The
 /// record format states no host, so with `assume_host` (the default) it is taken from the box
-/// catalog and printed as an assumption (a box without one: an explicit skip). No delayed parameter update (DeepSpeed's default).
+/// catalog and printed as an assumption (a box without one: an explicit skip). No delayed parameter update (DeepSpeed's
+/// default).
 void offload_for(const MeasuredRun& r, Scenario& s, bool assume_host, std::vector<std::string>& assumed) {
   if (*r.offload == "none") return;
   s.strategy.offload = *r.offload == "optimizer_cpu" ? OffloadKind::optimizer : OffloadKind::parameters;
   if (!offload_supported(s.strategy.offload, s.strategy.kind))
     throw Skip{fmt::format("CPU offload ({}) with {} is not modelled", *r.offload, name(s.strategy.kind))};
   if (!assume_host)
-    throw Skip{"CPU offload: the record does not state its host (CPUs, memory bandwidth), which sets the offload's "
-               "cost (validate without --no-assume-host takes the catalog box's)"};
+    throw Skip{
+        "CPU offload: the record does not state its host (CPUs, memory bandwidth), which sets the offload's "
+        "cost (validate without --no-assume-host takes the catalog box's)"};
   const BoxSpec* box = find_box(s.hardware.cluster.box);
   if (!box || !box->host) throw Skip{"CPU offload on a box whose host (CPU, memory) is not in the catalog"};
-  assumed.push_back(fmt::format("CPU offload of the {} on the {}'s host ({}; not stated, the catalog box's), no "
-                                "delayed parameter update",
-                                name(s.strategy.offload), box->name, box->host->cpu));
+  assumed.push_back(
+      fmt::format("CPU offload of the {} on the {}'s host ({}; not stated, the catalog box's), no "
+                  "delayed parameter update",
+                  name(s.strategy.offload), box->name, box->host->cpu));
 }
 
 /// Where each checked value of the record's scenario came from in the record.
@@ -528,9 +555,8 @@ ScenarioSource source_of(const MeasuredRun& r) {
   return w;
 }
 
-Scenario build(MeasuredRun r, std::vector<std::string>& assumed,
-               const std::shared_ptr<const HardwareFile>& calibration, const std::string& calibration_file,
-               bool assume_host) {
+Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shared_ptr<const HardwareFile>& calibration,
+               const std::string& calibration_file, bool assume_host) {
   apply_framework_defaults(r, assumed);
   check_representable(r);
   Scenario s;
@@ -542,9 +568,11 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed,
   s.training = training_for(r, s.model);
   s.strategy.kind = strategy_for(r, assumed);
   s.strategy.tp = static_cast<int>(*r.tp);  // <= kMaxGpus, checked against the node by check_scenario
-  if (const auto t = *r.tp; s.model.heads % t != 0 || s.model.kv_heads % t != 0 || s.model.ffn_hidden % t != 0)
-    throw Skip{fmt::format("TP {} does not divide the model's {} heads, {} KV heads and MLP width {} (Megatron's "
-                           "split)", t, s.model.heads, s.model.kv_heads, s.model.ffn_hidden)};
+  if (const auto t = *r.tp; !tp_splits_model(s.model, static_cast<int>(t)))
+    throw Skip{
+        fmt::format("TP {} does not divide the model's {} heads, {} KV heads and MLP width {} (Megatron's "
+                    "split)",
+                    t, s.model.heads, s.model.kv_heads, s.model.ffn_hidden)};
   s.strategy.sp = r.sp.value_or(false) && *r.tp > 1;
   s.strategy.pp = static_cast<int>(*r.pp);
   if (*r.pp > 1) {
@@ -575,41 +603,46 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed,
   unmodelled_extras(r, assumed);
   if (has_extra(r, "overlap_grad_reduce") && s.strategy.pp > 1) {  // without PP: what stepcast does already
     s.strategy.overlap_grad_reduce = true;
-    assumed.push_back("each pipeline stage reduces its gradients during its last backward (the record's "
-                      "overlap_grad_reduce: Megatron-Core's --overlap-grad-reduce)");
+    assumed.push_back(
+        "each pipeline stage reduces its gradients during its last backward (the record's "
+        "overlap_grad_reduce: Megatron-Core's --overlap-grad-reduce)");
   }
   if (has_extra(r, "async_tp") && !has_extra(r, "tp_comm_overlap")) {
     if (!s.strategy.sp) throw Skip{"extra \"async_tp\" without sequence parallelism is not modelled"};
     s.strategy.tp_comm_overlap = true;
-    assumed.push_back("async_tp as TP collectives beside their GEMMs: PyTorch's micro-pipelined TP cuts each all-gather "
-                      "before a GEMM and reduce-scatter after one into a ring of chunks beside the chunk GEMMs, as "
-                      "Transformer Engine's userbuffers do (modelled as tp_comm_overlap)");
+    assumed.push_back(
+        "async_tp as TP collectives beside their GEMMs: PyTorch's micro-pipelined TP cuts each all-gather "
+        "before a GEMM and reduce-scatter after one into a ring of chunks beside the chunk GEMMs, as "
+        "Transformer Engine's userbuffers do (modelled as tp_comm_overlap)");
   }
   if (has_extra(r, "tp_comm_overlap")) {
     if (!s.strategy.sp) throw Skip{"extra \"tp_comm_overlap\" without sequence parallelism is not modelled"};
     s.strategy.tp_comm_overlap = true;
-    assumed.push_back("TP collectives beside their GEMMs (the record's tp_comm_overlap: Megatron-Core's "
-                      "--tp-comm-overlap)");
+    assumed.push_back(
+        "TP collectives beside their GEMMs (the record's tp_comm_overlap: Megatron-Core's "
+        "--tp-comm-overlap)");
   }
   if (s.strategy.sp && !s.strategy.tp_comm_overlap && (framework_is(r, "megatron") || framework_is(r, "nemo"))) {
     s.strategy.tp_backward_overlap = true;
-    assumed.push_back("the QKV and MLP-up backward's TP collectives beside their input- and weight-gradient GEMMs "
-                      "(Megatron's linear layers with sequence parallelism, LinearWithGradAccumulationAndAsync"
-                      "Communication)");
+    assumed.push_back(
+        "the QKV and MLP-up backward's TP collectives beside their input- and weight-gradient GEMMs "
+        "(Megatron's linear layers with sequence parallelism, LinearWithGradAccumulationAndAsync"
+        "Communication)");
   }
   if (has_extra(r, "overlap_param_gather")) {
     if (s.strategy.kind != Strategy::zero1 && s.strategy.kind != Strategy::zero2)
       throw Skip{"extra \"overlap_param_gather\" without a ZeRO-1/2 (distributed) optimizer is not modelled"};
     s.strategy.overlap_param_gather = true;
-    assumed.push_back("the updated parameters all-gathered beside the next forward (the record's "
-                      "overlap_param_gather: Megatron-Core's --overlap-param-gather)");
+    assumed.push_back(
+        "the updated parameters all-gathered beside the next forward (the record's "
+        "overlap_param_gather: Megatron-Core's --overlap-param-gather)");
   }
   if (calibration && calibration->gpu == gpu) {
     s.hardware.calibration = calibration;
     s.hardware.calibration_file = calibration_file;
     assumed.push_back("calibration " + calibration_file);
   }
-  s.dataset.tokens = 1e9;  // unused: no record metric here depends on the data set size
+  s.dataset.tokens = 1e9;           // unused: no record metric here depends on the data set size
   check_scenario(s, source_of(r));  // the checks every scenario file goes through
   return s;
 }
@@ -627,7 +660,7 @@ double predicted_metric(const MeasuredRun& r, const Prediction& p) {
     const auto says = [&](const char* what) { return r.definition.find(what) != std::string::npos; };
     const bool hardware =
         says("recompute") && !says("no recompute") && !says("without recompute") && !says("recompute excluded");
-    const double flops = hardware ? p.hardware_flops_per_step
+    const double flops = hardware                   ? p.hardware_flops_per_step
                          : says("causal attention") ? p.causal_model_flops_per_step
                                                     : p.model_flops_per_step;
     return flops / p.step_time_s / p.gpus / 1e12;
@@ -651,9 +684,10 @@ RunScenario scenario_for(const MeasuredRun& run, const std::shared_ptr<const Har
 void set_prediction(ValidationRow& row, const MeasuredRun& run, double predicted) {
   const double error_pct = 100.0 * (predicted - run.value) / run.value;
   if (!std::isfinite(predicted) || !std::isfinite(error_pct))
-    throw std::logic_error(fmt::format("{}:{}: record {}: the predicted {} is {} (error {}%), not a finite number; "
-                                       "this is a bug in stepcast, please report it with this record",
-                                       run.file, run.line, run.id, run.metric, predicted, error_pct));
+    throw std::logic_error(
+        fmt::format("{}:{}: record {}: the predicted {} is {} (error {}%), not a finite number; "
+                    "this is a bug in stepcast, please report it with this record",
+                    run.file, run.line, run.id, run.metric, predicted, error_pct));
   row.predicted = predicted;
   row.error_pct = error_pct;
   row.status = "ok";
@@ -688,7 +722,9 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   row.cp = rs.scenario->strategy.cp;
   row.vpp = rs.scenario->strategy.vpp;
   const TrainingSpec& t = rs.scenario->training;
-  row.attention = !t.flash_attention ? "unfused" : t.attention_kernel ? std::string(name(*t.attention_kernel)) : "flash";
+  row.attention = !t.flash_attention   ? "unfused"
+                  : t.attention_kernel ? std::string(name(*t.attention_kernel))
+                                       : "flash";
   // Leave one source out: a record of a source the in-step fractions were fitted on is
   // predicted with the isolated benchmarks' rates. The fit-free prediction always is.
   // A generation's GEMM fraction fitted on end-to-end runs is the one fitted without this
@@ -702,8 +738,9 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   const bool own_source = std::find(fitted_on.begin(), fitted_on.end(), run.source) != fitted_on.end();
   sc.training.in_step_rates = !own_source;
   if (own_source)
-    row.assumptions.push_back("isolated kernel rates: the in-step fractions were fitted on this record's source "
-                              "(leave one source out)");
+    row.assumptions.push_back(
+        "isolated kernel rates: the in-step fractions were fitted on this record's source "
+        "(leave one source out)");
   // Only an explicit reason skips a record; any other exception while predicting is a
   // failure and propagates.
   const Prediction p = predict(sc);
@@ -720,8 +757,8 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   row.predicted_fit_free = fit_free;
   row.error_pct_fit_free = 100.0 * (fit_free - run.value) / run.value;
   const KernelTimes& k = p.compute_by_kernel;
-  row.breakdown = ValidationRow::Breakdown{p.step_time_s, p.compute_busy_s, p.comm_busy_s, p.comm_exposed_s,
-                                           k.gemm_s, k.attention_s, k.memory_s, k.launch_s, p.optimizer_s};
+  row.breakdown = ValidationRow::Breakdown{p.step_time_s, p.compute_busy_s, p.comm_busy_s, p.comm_exposed_s, k.gemm_s,
+                                           k.attention_s, k.memory_s,       k.launch_s,    p.optimizer_s};
   if (run.categories) row.categories = compare_categories(*run.categories, p);
   return row;
 }
@@ -730,8 +767,7 @@ std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs,
                                          const std::shared_ptr<const HardwareFile>& calibration,
                                          const std::string& calibration_file, unsigned threads,
                                          const std::function<void(std::size_t, std::size_t)>& progress,
-                                         bool assume_host,
-                                         const std::shared_ptr<const InStepFractions>& in_step) {
+                                         bool assume_host, const std::shared_ptr<const InStepFractions>& in_step) {
   const std::size_t n = runs.size();
   std::vector<ValidationRow> rows(n);
   std::vector<std::exception_ptr> failures(n);

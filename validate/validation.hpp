@@ -22,9 +22,9 @@ namespace stepcast {
 /// One measured-run record, the fields stepcast reads (nullable ones as optional).
 struct MeasuredRun {
   std::string id;
-  std::string source;          ///< "repo · path", or the URL: groups records for ordering
-  std::string locator;         ///< where in the source (a table and row), if stated
-  std::string trust;           ///< "high", "medium", "low"
+  std::string source;   ///< "repo · path", or the URL: groups records for ordering
+  std::string locator;  ///< where in the source (a table and row), if stated
+  std::string trust;    ///< "high", "medium", "low"
   // model
   std::string model_name;
   std::string arch;
@@ -33,7 +33,7 @@ struct MeasuredRun {
   std::string gpu;
   std::optional<std::int64_t> gpus, gpus_per_node, nodes;
   std::optional<std::string> intra_node;
-  bool multi_node_fabric_given = false;        ///< inter_node object present
+  bool multi_node_fabric_given = false;  ///< inter_node object present
   std::optional<std::string> inter_fabric;
   std::optional<double> inter_gbps_per_node;
   // strategy
@@ -42,7 +42,7 @@ struct MeasuredRun {
   std::optional<bool> sp;
   std::optional<std::string> checkpointing, precision, offload, framework;
   std::vector<std::string> extras;
-  std::string notes;           ///< the record's free-text notes (kernels a source names)
+  std::string notes;  ///< the record's free-text notes (kernels a source names)
   // batch
   std::optional<std::int64_t> micro_batch, grad_accum, global_batch;
   // measured
@@ -50,7 +50,7 @@ struct MeasuredRun {
   double value = 0;
   std::string definition;
   std::optional<KernelCategories> categories;  ///< per-step kernel time by category (probe records)
-  std::string file;            ///< where it was read from
+  std::string file;                            ///< where it was read from
   int line = 0;
 };
 
@@ -66,8 +66,8 @@ MeasuredRun parse_measured_run(const std::string& json_line, const std::string& 
 /// line and JSON paths: a record that fails them is an InputError, never a skip.
 struct RunScenario {
   std::optional<Scenario> scenario;
-  std::string skip_reason;                 ///< set when scenario is empty
-  std::vector<std::string> assumptions;    ///< what was inferred to build it
+  std::string skip_reason;               ///< set when scenario is empty
+  std::vector<std::string> assumptions;  ///< what was inferred to build it
 };
 /// `calibration` (optional): a `stepcast fit` hardware file, used for records on its GPU.
 /// `assume_host`: a record with CPU offload, which states no host (its CPUs and memory
@@ -87,19 +87,19 @@ struct ValidationRow {
   std::string metric;
   double measured = 0;
   std::optional<double> predicted;
-  std::optional<double> error_pct;        ///< 100 (predicted - measured) / measured
+  std::optional<double> error_pct;  ///< 100 (predicted - measured) / measured
   /// The same with the isolated benchmarks' kernel rates (nothing fitted to any run).
   std::optional<double> predicted_fit_free;
   std::optional<double> error_pct_fit_free;
-  std::string status;                      ///< "ok" or "skipped: <reason>"
+  std::string status;  ///< "ok" or "skipped: <reason>"
   std::vector<std::string> assumptions;
   // Knobs for ordering pairs.
   std::int64_t gpus = 0;
   double link_gbps = 0;
   std::int64_t micro_batch = 0;
-  std::int64_t tp = 0, pp = 0;             ///< parallel layout as stated (0: not stated)
-  std::int64_t cp = 1, vpp = 1;            ///< context parallelism and model chunks per stage
-  std::string attention;                   ///< the attention kernel the record's scenario runs
+  std::int64_t tp = 0, pp = 0;   ///< parallel layout as stated (0: not stated)
+  std::int64_t cp = 1, vpp = 1;  ///< context parallelism and model chunks per stage
+  std::string attention;         ///< the attention kernel the record's scenario runs
   std::int64_t global_batch = 0;
   std::string model;
   std::int64_t seq_len = 0;
@@ -112,7 +112,6 @@ struct ValidationRow {
   };
   std::optional<Breakdown> breakdown;
 };
-
 
 /// Marks `row` "ok" with `predicted` and its error against the record's measured value.
 /// Throws std::logic_error (an internal error, exit 1) when either is not finite: a record
@@ -144,8 +143,8 @@ std::vector<ValidationRow> validate_runs(const std::vector<MeasuredRun>& runs,
 double percentile(std::vector<double> v, double q);
 
 struct ErrorSummary {
-  std::string group;                       ///< "all", "source: ...", "strategy: ...", "gpu: ..."
-  int count = 0;                           ///< rows compared (ok, trusted)
+  std::string group;  ///< "all", "source: ...", "strategy: ...", "gpu: ..."
+  int count = 0;      ///< rows compared (ok, trusted)
   int skipped = 0;
   double median_abs_error_pct = 0;
   double p90_abs_error_pct = 0;
@@ -153,7 +152,7 @@ struct ErrorSummary {
   /// Pairs one knob apart (GPUs, strategy, link, micro-batch or TP/PP/CP/chunks layout) with different
   /// measured values.
   std::int64_t ordering_pairs = 0;
-  double ordering_accuracy = 0;            ///< fraction of them predicted in the same strict order (1 if none)
+  double ordering_accuracy = 0;  ///< fraction of them predicted in the same strict order (1 if none)
 };
 
 /// Summary of `rows` (low-trust rows shown but kept out): overall, then per source, per

@@ -45,8 +45,8 @@ nlohmann::json small_record() {
   std::getline(in, line);
   nlohmann::json r = nlohmann::json::parse(line);
   r["id"] = "small";
-  r["model"] = {{"name", "test-shape"}, {"arch", "gpt2"}, {"params", nullptr}, {"layers", 4}, {"hidden", 512},
-                {"heads", 8}, {"kv_heads", 8}, {"ffn_hidden", 2048}, {"vocab", 1000}, {"seq_len", 512}};
+  r["model"] = {{"name", "test-shape"}, {"arch", "gpt2"}, {"params", nullptr},  {"layers", 4},   {"hidden", 512},
+                {"heads", 8},           {"kv_heads", 8},  {"ffn_hidden", 2048}, {"vocab", 1000}, {"seq_len", 512}};
   r["hardware"]["gpus"] = 8;
   r["hardware"]["nodes"] = 1;
   r["hardware"]["inter_node"] = nullptr;
@@ -106,8 +106,9 @@ TEST_CASE("summary: median and p90 of |error|, low-trust rows shown but left out
   CHECK(s.ordering_accuracy == doctest::Approx(2.0 / 3));
 }
 
-TEST_CASE("ordering: the TP/PP layout is a knob, so a pair with another layout and another micro-batch is two "
-          "knobs apart") {
+TEST_CASE(
+    "ordering: the TP/PP layout is a knob, so a pair with another layout and another micro-batch is two "
+    "knobs apart") {
   // BigScience's 48-node table: dp4 pp12 at micro-batch 2 against dp8 pp6 at micro-batch 1.
   ValidationRow a = row("pp12-mb2", 134.0, 121.6, 384), b = row("pp6-mb1", 139.8, 115.7, 384);
   a.tp = b.tp = 8;
@@ -120,8 +121,9 @@ TEST_CASE("ordering: the TP/PP layout is a knob, so a pair with another layout a
   CHECK(s.ordering_accuracy == 0);
 }
 
-TEST_CASE("the attention kernel a record's notes name: FlashAttention-3 on Hopper runs flash3; FlashAttention-4 "
-          "on Blackwell has no kernel table, so the record is skipped with that reason") {
+TEST_CASE(
+    "the attention kernel a record's notes name: FlashAttention-3 on Hopper runs flash3; FlashAttention-4 "
+    "on Blackwell has no kernel table, so the record is skipped with that reason") {
   nlohmann::json r = small_record();  // 8 H100
   r["strategy"]["framework"] = "hf transformers";
   r["strategy"]["extras"] = {"flash_attention"};
@@ -150,7 +152,7 @@ TEST_CASE("BigScience's tr11 runs at 320 GPUs or more run under CUDA_LAUNCH_BLOC
     CHECK(said == rs.scenario->training.launch_blocking);
     return rs.scenario->training.launch_blocking;
   };
-  CHECK(blocking("bigscience-prequel-a100-181b-g384-dp4tp8pp12-mbs1"));  // 384 GPUs, after the workaround
+  CHECK(blocking("bigscience-prequel-a100-181b-g384-dp4tp8pp12-mbs1"));      // 384 GPUs, after the workaround
   CHECK_FALSE(blocking("bigscience-prequel-a100-80l-n10-dp1tp8pp10-fp16"));  // 80 GPUs, "Best TFLOPs"
 }
 
@@ -195,8 +197,8 @@ TEST_CASE("a record goes through the scenario checks: bad counts are InputErrors
 
 TEST_CASE("a record's sequence beyond a catalog model's learned table is an InputError, unless its params size it") {
   nlohmann::json r = small_record();
-  r["model"] = {{"name", "gpt2"}, {"arch", "gpt2"}, {"params", nullptr}, {"layers", 12}, {"hidden", 768},
-                {"heads", 12}, {"kv_heads", 12}, {"ffn_hidden", 3072}, {"vocab", 50257}, {"seq_len", 1024}};
+  r["model"] = {{"name", "gpt2"}, {"arch", "gpt2"}, {"params", nullptr},  {"layers", 12},   {"hidden", 768},
+                {"heads", 12},    {"kv_heads", 12}, {"ffn_hidden", 3072}, {"vocab", 50257}, {"seq_len", 1024}};
   CHECK(outcome(r) == "ok");
   r["model"]["seq_len"] = 65536;
   CHECK(starts(outcome(r), "error: runs.jsonl:3: /model/seq_len: expected at most 1024 (the learned position table"));
@@ -210,8 +212,8 @@ TEST_CASE("a record's sequence beyond a catalog model's learned table is an Inpu
 
 TEST_CASE("a record's stated shape overrides the catalog model its name resolves to, and says so") {
   nlohmann::json r = small_record();
-  r["model"] = {{"name", "gpt2"}, {"arch", "gpt2"}, {"params", nullptr}, {"layers", 12}, {"hidden", 768},
-                {"heads", 12}, {"kv_heads", 12}, {"ffn_hidden", 3072}, {"vocab", 50257}, {"seq_len", 1024}};
+  r["model"] = {{"name", "gpt2"}, {"arch", "gpt2"}, {"params", nullptr},  {"layers", 12},   {"hidden", 768},
+                {"heads", 12},    {"kv_heads", 12}, {"ffn_hidden", 3072}, {"vocab", 50257}, {"seq_len", 1024}};
   const ValidationRow same = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
   CHECK_FALSE(says(same, "as the record states"));
   // nanoGPT pads GPT-2's vocabulary to 50,304: the padded LM head is what ran.
@@ -229,8 +231,9 @@ TEST_CASE("a record outside the catalog takes the architecture of its arch's cat
   nlohmann::json r = small_record();
   r["model"]["arch"] = "bloom";
   const ValidationRow bloom = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
-  CHECK(says(bloom, "the architecture of the catalog's bloom-176b (arch bloom): alibi positions, layernorm, a norm "
-                    "after the embeddings, linear biases"));
+  CHECK(says(bloom,
+             "the architecture of the catalog's bloom-176b (arch bloom): alibi positions, layernorm, a norm "
+             "after the embeddings, linear biases"));
   r["model"]["arch"] = "falcon";
   const ValidationRow falcon = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
   CHECK(says(falcon, "parallel attention and MLP"));
@@ -274,7 +277,8 @@ TEST_CASE("a record's row is ok only with a finite prediction and error; otherwi
   CHECK(std::isfinite(*row.error_pct));
   for (double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
     ValidationRow r;
-    CHECK_THROWS_WITH_AS(set_prediction(r, run, bad), doctest::Contains("runs.jsonl:3: record small"), std::logic_error);
+    CHECK_THROWS_WITH_AS(set_prediction(r, run, bad), doctest::Contains("runs.jsonl:3: record small"),
+                         std::logic_error);
     CHECK(r.status.empty());
   }
 }
@@ -344,8 +348,9 @@ TEST_CASE("summaries are O(n log n): 200,000 rows one knob apart summarize at on
   CHECK(s.ordering_pairs == 200000LL * 199999 / 2 - 200LL * 199 / 2 * 1000);  // all pairs but equal measured
 }
 
-TEST_CASE("TFLOP/s per GPU follows the record's definition: hardware FLOPs with recompute, or causal model "
-          "FLOPs with recompute excluded, or model FLOPs") {
+TEST_CASE(
+    "TFLOP/s per GPU follows the record's definition: hardware FLOPs with recompute, or causal model "
+    "FLOPs with recompute excluded, or model FLOPs") {
   nlohmann::json r = small_record();
   r["measured"]["metric"] = "tflops_per_gpu";
   r["measured"]["value"] = 100;
@@ -423,7 +428,8 @@ TEST_CASE("a CPU-offload record states no host: the catalog box's is assumed, sk
   r["strategy"]["data_parallel"] = "zero2";
   r["strategy"]["offload"] = "optimizer_cpu";
   const MeasuredRun run = parse_measured_run(r.dump(), "runs.jsonl", 3);
-  CHECK(starts(validate_run(run, nullptr, "", false).status, "skipped: CPU offload: the record does not state its host"));
+  CHECK(
+      starts(validate_run(run, nullptr, "", false).status, "skipped: CPU offload: the record does not state its host"));
   const ValidationRow row = validate_run(run);
   CHECK(row.status == "ok");
   CHECK(says(row, "CPU offload of the optimizer"));
@@ -435,8 +441,9 @@ TEST_CASE("a CPU-offload record states no host: the catalog box's is assumed, sk
   CHECK(starts(outcome(r), "skipped: CPU offload (nvme) is not modelled"));
 }
 
-TEST_CASE("context_parallel_<n> and virtual_pipeline_<n> extras set CP and the interleaved schedule; what the "
-          "scenario checks refuse is a skip") {
+TEST_CASE(
+    "context_parallel_<n> and virtual_pipeline_<n> extras set CP and the interleaved schedule; what the "
+    "scenario checks refuse is a skip") {
   nlohmann::json r = small_record();  // 8 GPUs, 4 layers, seq 512, micro-batch 2, global batch 32
   r["strategy"]["extras"] = {"flash_attention", "context_parallel_2"};
   ValidationRow row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
@@ -469,8 +476,9 @@ TEST_CASE("context_parallel_<n> and virtual_pipeline_<n> extras set CP and the i
   CHECK_FALSE(says(row, "pipeline schedule 1F1B (PipeDream-Flush"));
   // The interleaved schedule named without its chunk count cannot be guessed.
   p["strategy"]["extras"] = {"flash_attention", "pp_schedule_interleaved_1f1b"};
-  CHECK(outcome(p) == "skipped: interleaved pipeline schedule without its model chunks per stage (extra "
-                      "virtual_pipeline_<n>)");
+  CHECK(outcome(p) ==
+        "skipped: interleaved pipeline schedule without its model chunks per stage (extra "
+        "virtual_pipeline_<n>)");
   // 2 stages x 4 chunks need 8 layers; the model has 4.
   p["strategy"]["extras"] = {"flash_attention", "virtual_pipeline_4"};
   CHECK(outcome(p) == "skipped: 2 stages x 4 model chunks exceed the 4 layers");

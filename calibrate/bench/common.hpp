@@ -25,8 +25,7 @@ inline void check_cuda(cudaError_t status, const char* expr, const char* file, i
   if (status != cudaSuccess) {
     // Clear a non-sticky error (an allocation failure) so the next row starts clean.
     (void)cudaGetLastError();
-    fail(std::string(expr) + ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")",
-         file, line);
+    fail(std::string(expr) + ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")", file, line);
   }
 }
 

@@ -113,8 +113,7 @@ void list_nics(Machine& m) {
       // speed is in Mb/s (Linux ABI, sysfs-class-net); unreadable for interfaces that are
       // down or virtual.
       m.nics.push_back("net " + iface.filename().string() + ": speed_Mbps=" + first_line(iface / "speed") +
-                       ", operstate=" + first_line(iface / "operstate") + ", mtu_bytes=" +
-                       first_line(iface / "mtu"));
+                       ", operstate=" + first_line(iface / "operstate") + ", mtu_bytes=" + first_line(iface / "mtu"));
     }
   } else {
     m.notes.push_back("nics: no /sys/class/net");
@@ -182,8 +181,8 @@ Machine describe_machine() {
   }
   m.notes.push_back("cublasLt_version_code=" + std::to_string(cublasLtGetVersion()) +
                     " (cuBLASLt encodes major*10000 + minor*100 + patch)");
-  m.notes.push_back("built with: CUDA runtime header " + cuda_version_text(CUDART_VERSION) +
-                    ", nccl.h " + nccl_version_text(NCCL_VERSION_CODE));
+  m.notes.push_back("built with: CUDA runtime header " + cuda_version_text(CUDART_VERSION) + ", nccl.h " +
+                    nccl_version_text(NCCL_VERSION_CODE));
 
   m.nvidia_smi_topo = capture("nvidia-smi topo -m");
   m.nvidia_smi_list = capture("nvidia-smi -L");

@@ -54,7 +54,8 @@ void add_conventions(Raw& raw, const Options& o, int argc, char** argv, const Pr
       "compute type; tflops = 2 m n k / time_s_median / 1e12");
   notes.push_back(
       "gemm check: " + std::to_string(o.gemm_samples) +
-      " sampled outputs (the 4 corners, the rest at random) against a double-precision dot product of the stored inputs on the GPU; "
+      " sampled outputs (the 4 corners, the rest at random) against a double-precision dot product of the stored "
+      "inputs on the GPU; "
       "ok if |got - ref| <= tol * sqrt(sum_p (w_p x_p)^2) + 2 u_out |ref|, tol fp32 1e-4, tf32 1e-2, bf16 1e-2, fp16 "
       "1e-2, fp8 5e-2, u_out the output type's unit roundoff");
   notes.push_back(
@@ -151,9 +152,10 @@ int run(int argc, char** argv, ProcessGroup& group) {
     for (const auto& r : raw.gemm) failed += r.check == "failed" ? 1 : 0;
     for (const auto& r : raw.nccl) failed += r.check == "failed" ? 1 : 0;
     for (const auto& r : raw.launch) failed += r.check == "failed" ? 1 : 0;
-    std::fprintf(stderr,
-                 "stepcast-calibrate: wrote %s: %zu gemm, %zu memory, %zu nccl, %zu launch rows; %d failed their check\n",
-                 options.out.c_str(), raw.gemm.size(), raw.memory.size(), raw.nccl.size(), raw.launch.size(), failed);
+    std::fprintf(
+        stderr,
+        "stepcast-calibrate: wrote %s: %zu gemm, %zu memory, %zu nccl, %zu launch rows; %d failed their check\n",
+        options.out.c_str(), raw.gemm.size(), raw.memory.size(), raw.nccl.size(), raw.launch.size(), failed);
     if (status == 0 && failed > 0) status = 3;
   }
   return status;

@@ -17,9 +17,7 @@ namespace {
 MemoryRow measure_copy(const char* kind, void* destination, const void* source, std::size_t size,
                        cudaMemcpyKind direction, std::int64_t counted_bytes, Stream& stream, EventPair& events,
                        const TimingConfig& timing) {
-  const auto copy = [&] {
-    STEPCAST_CUDA(cudaMemcpyAsync(destination, source, size, direction, stream.get()));
-  };
+  const auto copy = [&] { STEPCAST_CUDA(cudaMemcpyAsync(destination, source, size, direction, stream.get())); };
   for (int i = 0; i < timing.warmup_calls; ++i) copy();
   STEPCAST_CUDA(cudaStreamSynchronize(stream.get()));
   const Timing t = measure(
@@ -37,8 +35,8 @@ MemoryRow measure_copy(const char* kind, void* destination, const void* source, 
   row.time_s_median = t.median_s;
   row.GBps = static_cast<double>(counted_bytes) / t.median_s / 1e9;  // GB = 1e9 B, as nccl-tests
   std::fprintf(stderr, "[memory] %-16s copy %s: %.4g ms/call median (%lld calls x %d), %.1f GB/s counted\n", kind,
-               format_bytes(static_cast<double>(size)).c_str(), t.median_s * 1e3,
-               static_cast<long long>(t.iterations), timing.repeats, row.GBps);
+               format_bytes(static_cast<double>(size)).c_str(), t.median_s * 1e3, static_cast<long long>(t.iterations),
+               timing.repeats, row.GBps);
   return row;
 }
 

@@ -31,11 +31,16 @@ std::int64_t parse_size(const std::string& text, const std::string& option) {
   if (errno != 0 || end == text.c_str() || value < 0) throw UsageError(option + ": not a size: " + text);
   std::int64_t scale = 1;
   const std::string suffix(end);
-  if (suffix == "K" || suffix == "k") scale = std::int64_t{1} << 10;
-  else if (suffix == "M" || suffix == "m") scale = std::int64_t{1} << 20;
-  else if (suffix == "G" || suffix == "g") scale = std::int64_t{1} << 30;
-  else if (suffix == "T" || suffix == "t") scale = std::int64_t{1} << 40;
-  else if (!suffix.empty()) throw UsageError(option + ": unknown suffix in " + text);
+  if (suffix == "K" || suffix == "k")
+    scale = std::int64_t{1} << 10;
+  else if (suffix == "M" || suffix == "m")
+    scale = std::int64_t{1} << 20;
+  else if (suffix == "G" || suffix == "g")
+    scale = std::int64_t{1} << 30;
+  else if (suffix == "T" || suffix == "t")
+    scale = std::int64_t{1} << 40;
+  else if (!suffix.empty())
+    throw UsageError(option + ": unknown suffix in " + text);
   return static_cast<std::int64_t>(value) * scale;
 }
 
@@ -140,8 +145,8 @@ Options parse_options(int argc, char** argv) {
     o.command = "help";
     return o;
   }
-  if (o.command != "all" && o.command != "machine" && o.command != "gemm" && o.command != "memory" && o.command != "launch" &&
-      o.command != "nccl") {
+  if (o.command != "all" && o.command != "machine" && o.command != "gemm" && o.command != "memory" &&
+      o.command != "launch" && o.command != "nccl") {
     throw UsageError("unknown command '" + o.command + "'");
   }
   // --quick sets defaults that any explicit option overrides, wherever it stands.
@@ -157,26 +162,47 @@ Options parse_options(int argc, char** argv) {
     }
     if (i + 1 >= argc) throw UsageError(option + ": missing value (or unknown option)");
     const std::string value = argv[++i];
-    if (option == "--out") o.out = value;
-    else if (option == "--device") o.device = parse_int(value, option, 0);
-    else if (option == "--min-time-ms") o.timing.min_measurement_s = parse_int(value, option, 1) * 1e-3;
-    else if (option == "--repeats") o.timing.repeats = parse_int(value, option, 1);
-    else if (option == "--warmup") o.timing.warmup_calls = parse_int(value, option, 0);
-    else if (option == "--gemm-dtypes") o.gemm_dtypes = parse_names(value, option, {"fp32", "tf32", "bf16", "fp16", "fp8"});
-    else if (option == "--gemm-hidden") o.gemm_hidden = parse_sizes(value, option);
-    else if (option == "--gemm-tokens") o.gemm_tokens = parse_sizes(value, option);
-    else if (option == "--gemm-shapes") o.gemm_shapes = parse_names(value, option, {"qkv", "attn_out", "mlp_up", "mlp_down", "lm_head", "wave", "square"});
-    else if (option == "--gemm-vocab") o.gemm_vocab = parse_size(value, option);
-    else if (option == "--gemm-llama-ffn") o.gemm_llama_ffn = parse_size(value, option);
-    else if (option == "--gemm-samples") o.gemm_samples = parse_int(value, option, 1);
-    else if (option == "--gemm-workspace-mib") o.gemm_workspace_bytes = parse_int(value, option, 0) * kMiB;
-    else if (option == "--memory-bytes") o.memory_bytes = parse_sizes(value, option);
-    else if (option == "--nccl-collectives") o.nccl_collectives = parse_names(value, option, {"all_reduce", "all_gather", "reduce_scatter", "broadcast"});
-    else if (option == "--nccl-dtypes") o.nccl_dtypes = parse_names(value, option, {"float", "bfloat16"});
-    else if (option == "--nccl-min-bytes") o.nccl_min_bytes = parse_size(value, option);
-    else if (option == "--nccl-max-bytes") o.nccl_max_bytes = parse_size(value, option);
-    else if (option == "--nccl-gpus") o.nccl_gpus = parse_int(value, option, 0);
-    else throw UsageError("unknown option " + option);
+    if (option == "--out")
+      o.out = value;
+    else if (option == "--device")
+      o.device = parse_int(value, option, 0);
+    else if (option == "--min-time-ms")
+      o.timing.min_measurement_s = parse_int(value, option, 1) * 1e-3;
+    else if (option == "--repeats")
+      o.timing.repeats = parse_int(value, option, 1);
+    else if (option == "--warmup")
+      o.timing.warmup_calls = parse_int(value, option, 0);
+    else if (option == "--gemm-dtypes")
+      o.gemm_dtypes = parse_names(value, option, {"fp32", "tf32", "bf16", "fp16", "fp8"});
+    else if (option == "--gemm-hidden")
+      o.gemm_hidden = parse_sizes(value, option);
+    else if (option == "--gemm-tokens")
+      o.gemm_tokens = parse_sizes(value, option);
+    else if (option == "--gemm-shapes")
+      o.gemm_shapes =
+          parse_names(value, option, {"qkv", "attn_out", "mlp_up", "mlp_down", "lm_head", "wave", "square"});
+    else if (option == "--gemm-vocab")
+      o.gemm_vocab = parse_size(value, option);
+    else if (option == "--gemm-llama-ffn")
+      o.gemm_llama_ffn = parse_size(value, option);
+    else if (option == "--gemm-samples")
+      o.gemm_samples = parse_int(value, option, 1);
+    else if (option == "--gemm-workspace-mib")
+      o.gemm_workspace_bytes = parse_int(value, option, 0) * kMiB;
+    else if (option == "--memory-bytes")
+      o.memory_bytes = parse_sizes(value, option);
+    else if (option == "--nccl-collectives")
+      o.nccl_collectives = parse_names(value, option, {"all_reduce", "all_gather", "reduce_scatter", "broadcast"});
+    else if (option == "--nccl-dtypes")
+      o.nccl_dtypes = parse_names(value, option, {"float", "bfloat16"});
+    else if (option == "--nccl-min-bytes")
+      o.nccl_min_bytes = parse_size(value, option);
+    else if (option == "--nccl-max-bytes")
+      o.nccl_max_bytes = parse_size(value, option);
+    else if (option == "--nccl-gpus")
+      o.nccl_gpus = parse_int(value, option, 0);
+    else
+      throw UsageError("unknown option " + option);
   }
   for (const auto h : o.gemm_hidden) {
     if (h <= 0) throw UsageError("--gemm-hidden: sizes must be positive");

@@ -60,9 +60,7 @@ struct Options {
   std::int64_t nccl_max_bytes = 1 * kGiB;
   int nccl_gpus = 0;  // single-process mode: use the first N visible GPUs; 0 = all
 
-  bool wants(const std::string& section) const {
-    return command == "all" || command == section;
-  }
+  bool wants(const std::string& section) const { return command == "all" || command == section; }
 };
 
 std::string usage();

@@ -16,11 +16,11 @@ class ProcessGroup {
   virtual bool distributed() const = 0;  // true under MPI
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual int local_rank() const = 0;  // rank among the processes on this host
-  virtual std::vector<std::string> hostnames() const = 0;  // one per rank, in rank order
+  virtual int local_rank() const = 0;                         // rank among the processes on this host
+  virtual std::vector<std::string> hostnames() const = 0;     // one per rank, in rank order
   virtual void broadcast(void* data, std::size_t bytes) = 0;  // from rank 0 to every rank
-  virtual double max(double value) = 0;                   // over all ranks
-  virtual long long sum(long long value) = 0;             // over all ranks
+  virtual double max(double value) = 0;                       // over all ranks
+  virtual long long sum(long long value) = 0;                 // over all ranks
   virtual void barrier() = 0;
   [[noreturn]] virtual void abort(int exit_code) = 0;
 };

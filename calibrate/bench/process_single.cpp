@@ -23,8 +23,6 @@ class SingleProcess final : public ProcessGroup {
 
 }  // namespace
 
-std::unique_ptr<ProcessGroup> make_process_group(int*, char***) {
-  return std::make_unique<SingleProcess>();
-}
+std::unique_ptr<ProcessGroup> make_process_group(int*, char***) { return std::make_unique<SingleProcess>(); }
 
 }  // namespace stepcast::cal

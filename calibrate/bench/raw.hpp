@@ -33,11 +33,11 @@ struct Machine {
 };
 
 struct GemmRow {
-  std::string name;   // qkv, attn_out, mlp_up, mlp_down, lm_head
-  std::string dtype;  // fp32, tf32, bf16, fp16, fp8
-  std::int64_t m = 0;  // tokens
-  std::int64_t n = 0;  // output features
-  std::int64_t k = 0;  // input features (the contracted dimension)
+  std::string name;             // qkv, attn_out, mlp_up, mlp_down, lm_head
+  std::string dtype;            // fp32, tf32, bf16, fp16, fp8
+  std::int64_t m = 0;           // tokens
+  std::int64_t n = 0;           // output features
+  std::int64_t k = 0;           // input features (the contracted dimension)
   std::int64_t iterations = 0;  // back-to-back calls in each timed measurement
   double time_s_median = 0.0;
   double time_s_min = 0.0;
@@ -47,7 +47,7 @@ struct GemmRow {
 };
 
 struct MemoryRow {
-  std::string kind;  // device_to_device, host_to_device, device_to_host
+  std::string kind;        // device_to_device, host_to_device, device_to_host
   std::int64_t bytes = 0;  // bytes moved per call as counted for GBps (read + write for d2d)
   std::int64_t iterations = 0;
   double time_s_median = 0.0;

@@ -30,7 +30,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   expect(json::string("plain"), "\"plain\"", "plain string");
-  expect(json::string("a\"b\\c\nd\te\x01" "f"), "\"a\\\"b\\\\c\\nd\\te\\u0001f\"", "escapes");
+  expect(json::string("a\"b\\c\nd\te\x01"
+                      "f"),
+         "\"a\\\"b\\\\c\\nd\\te\\u0001f\"", "escapes");
   expect(json::string("GPU \xc3\xa9"), "\"GPU \xc3\xa9\"", "UTF-8 passes through");
   expect(json::number(0.1), "0.1", "0.1");
   expect(json::number(2.5e-06), "2.5e-06", "small time");

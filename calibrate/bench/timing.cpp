@@ -22,8 +22,7 @@ Timing measure(const std::function<double(std::int64_t)>& batch, const TimingCon
     // at most 1000x per step (our choices: a bounded number of steps, no runaway on a 0 s read).
     const double wanted = elapsed > 0.0 ? static_cast<double>(n) * 1.25 * config.min_measurement_s / elapsed
                                         : static_cast<double>(n) * 1000.0;
-    const double grown = std::clamp(std::ceil(wanted), 2.0 * static_cast<double>(n),
-                                    1000.0 * static_cast<double>(n));
+    const double grown = std::clamp(std::ceil(wanted), 2.0 * static_cast<double>(n), 1000.0 * static_cast<double>(n));
     n = static_cast<std::int64_t>(std::min(grown, static_cast<double>(config.max_iterations)));
     elapsed = batch(n);
   }

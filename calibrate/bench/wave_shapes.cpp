@@ -17,9 +17,9 @@ std::vector<SweepShape> gemm_sweep_shapes(int sm_count, bool quick) {
     for (long long rows = std::max(1LL, boundary_rows - 3); rows <= boundary_rows + 3; ++rows)
       out.push_back({"wave", rows * kTile, kN, kK});
   }
-  std::vector<long long> edges = quick ? std::vector<long long>{4096, 8192}
-                                       : std::vector<long long>{4096, 6144, 8192 - 64, 8192, 8192 + 64, 10240, 12288,
-                                                                14336, 16384};
+  std::vector<long long> edges =
+      quick ? std::vector<long long>{4096, 8192}
+            : std::vector<long long>{4096, 6144, 8192 - 64, 8192, 8192 + 64, 10240, 12288, 14336, 16384};
   for (long long e : edges) out.push_back({"square", e, e, e});
   return out;
 }

@@ -24,9 +24,12 @@ namespace stepcast {
 
 std::string_view name(CopyKind k) {
   switch (k) {
-    case CopyKind::device_to_device: return "device_to_device";
-    case CopyKind::host_to_device: return "host_to_device";
-    case CopyKind::device_to_host: return "device_to_host";
+    case CopyKind::device_to_device:
+      return "device_to_device";
+    case CopyKind::host_to_device:
+      return "host_to_device";
+    case CopyKind::device_to_host:
+      return "device_to_host";
   }
   return "?";
 }
@@ -37,8 +40,7 @@ namespace {
 constexpr const char* kCheckOk = "ok";
 
 std::vector<std::string> copy_kind_names() {
-  return {std::string(name(CopyKind::device_to_device)),
-          std::string(name(CopyKind::host_to_device)),
+  return {std::string(name(CopyKind::device_to_device)), std::string(name(CopyKind::host_to_device)),
           std::string(name(CopyKind::device_to_host))};
 }
 
@@ -55,13 +57,12 @@ double measured(JsonObject& row, const std::string& key, bool ok, double max) {
 void require_measured(JsonObject& row, std::int64_t iterations, double time_s_median, bool ok) {
   if (!ok) return;
   if (iterations < 1)
-    throw row.error("iterations", "expected an integer >= 1 on a row whose check is \"ok\", got " +
-                                      std::to_string(iterations));
+    throw row.error("iterations",
+                    "expected an integer >= 1 on a row whose check is \"ok\", got " + std::to_string(iterations));
   if (!(time_s_median >= limits::kMinMeasuredTime_s))
-    throw row.error("time_s_median",
-                    fmt::format("expected a time of at least {:g} s (limits::kMinMeasuredTime_s) "
-                                "on a row whose check is \"ok\", got {:g}",
-                                limits::kMinMeasuredTime_s, time_s_median));
+    throw row.error("time_s_median", fmt::format("expected a time of at least {:g} s (limits::kMinMeasuredTime_s) "
+                                                 "on a row whose check is \"ok\", got {:g}",
+                                                 limits::kMinMeasuredTime_s, time_s_median));
 }
 
 RawGemm parse_gemm(JsonObject& o) {
@@ -90,11 +91,10 @@ RawMemory parse_memory(JsonObject& o) {
   const std::string kind = o.choice("kind", copy_kind_names());
   m.kind = kind == name(CopyKind::device_to_device) ? CopyKind::device_to_device
            : kind == name(CopyKind::host_to_device) ? CopyKind::host_to_device
-                                                     : CopyKind::device_to_host;
+                                                    : CopyKind::device_to_host;
   m.bytes = o.integer("bytes", 1, limits::kMaxMeasuredBytes);
   m.iterations = o.integer("iterations", 1, limits::kMaxIterations);
-  m.time_s_median =
-      o.number("time_s_median", limits::kMinMeasuredTime_s, limits::kMaxMeasuredTime_s);
+  m.time_s_median = o.number("time_s_median", limits::kMinMeasuredTime_s, limits::kMaxMeasuredTime_s);
   m.GBps = o.positive("GBps", limits::kMaxBandwidth_GBps);
   o.finish();
   return m;
@@ -110,9 +110,8 @@ RawCollective parse_collective_row(JsonObject& o) {
   c.nodes = o.integer("nodes", 1, limits::kMaxClusterGpus);
   c.gpus_per_node = o.integer("gpus_per_node", 1, limits::kMaxGpusPerBox);
   if (c.nodes * c.gpus_per_node != c.ranks)
-    throw o.error("ranks", fmt::format("expected nodes x gpus_per_node = {} x {} = {}, got {}",
-                                       c.nodes, c.gpus_per_node, c.nodes * c.gpus_per_node,
-                                       c.ranks));
+    throw o.error("ranks", fmt::format("expected nodes x gpus_per_node = {} x {} = {}, got {}", c.nodes,
+                                       c.gpus_per_node, c.nodes * c.gpus_per_node, c.ranks));
   c.bytes = o.integer("bytes", 1, limits::kMaxMeasuredBytes);
   c.dtype = o.string("dtype");
   c.iterations = o.integer("iterations", 0, limits::kMaxIterations);
@@ -175,8 +174,7 @@ RawCalibration parse_raw_calibration(const JsonDoc& doc) {
   JsonObject root(doc.root(), doc.file(), "");
   const std::string format = root.string("format");
   if (format != kRawCalibrationFormat)
-    throw root.error("format", std::string("expected \"") + kRawCalibrationFormat +
-                                   "\", got \"" + format + "\"");
+    throw root.error("format", std::string("expected \"") + kRawCalibrationFormat + "\", got \"" + format + "\"");
   RawCalibration raw;
   raw.file = doc.file();
   {
@@ -215,14 +213,12 @@ RawCalibration load_raw_calibration(const std::filesystem::path& path) {
 GemmCurveFit fit_gemm_curve(const std::vector<GemmSample>& samples) {
   std::vector<double> sizes;
   for (const GemmSample& s : samples) {
-    if (!(s.flops > 0) || !(s.efficiency > 0) || !std::isfinite(s.flops) ||
-        !std::isfinite(s.efficiency))
+    if (!(s.flops > 0) || !(s.efficiency > 0) || !std::isfinite(s.flops) || !std::isfinite(s.efficiency))
       throw FitError("GEMM samples need FLOPs > 0 and efficiency > 0");
     sizes.push_back(s.flops);
   }
   if (distinct(sizes) < 2)
-    throw FitError(fmt::format("{} GEMM size(s); the curve needs at least 2 distinct sizes",
-                               distinct(sizes)));
+    throw FitError(fmt::format("{} GEMM size(s); the curve needs at least 2 distinct sizes", distinct(sizes)));
   const Eigen::Index n = static_cast<Eigen::Index>(samples.size());
   Eigen::VectorXd flops(n), eff(n);
   for (Eigen::Index i = 0; i < n; ++i) {
@@ -292,8 +288,7 @@ GemmCurveFit fit_gemm_curve(const std::vector<GemmSample>& samples) {
         accepted = true;
         // Converged: the step changes the parameters below double precision's resolution
         // at this scale, or the cost no longer falls measurably.
-        converged = (std::abs(step(0)) <= 1e-15 * p0 && std::abs(step(1)) <= 1e-15) ||
-                    gain <= 1e-30 + 1e-15 * cost;
+        converged = (std::abs(step(0)) <= 1e-15 * p0 && std::abs(step(1)) <= 1e-15) || gain <= 1e-30 + 1e-15 * cost;
       } else {
         lambda *= 10;
       }
@@ -320,8 +315,7 @@ AlphaBetaFit fit_alpha_beta(const std::vector<CollectiveSample>& samples) {
     sizes.push_back(s.bytes);
   }
   if (distinct(sizes) < 2)
-    throw FitError(fmt::format("{} message size(s); alpha-beta needs at least 2 distinct sizes",
-                               distinct(sizes)));
+    throw FitError(fmt::format("{} message size(s); alpha-beta needs at least 2 distinct sizes", distinct(sizes)));
   const Eigen::Index n = static_cast<Eigen::Index>(samples.size());
   // Weighted least squares with weights 1/t_i^2: minimise sum ((alpha + b_i g - t_i)/t_i)^2,
   // i.e. rows [1/t_i, b_i/t_i] against 1, with g = 1/beta in s/B.
@@ -343,8 +337,7 @@ AlphaBetaFit fit_alpha_beta(const std::vector<CollectiveSample>& samples) {
     g = b_over_t.sum() / b_over_t.squaredNorm();
     out.alpha_clamped = true;
   }
-  if (!(g > 0))
-    throw FitError("the time does not grow with the message size (fitted bandwidth <= 0)");
+  if (!(g > 0)) throw FitError("the time does not grow with the message size (fitted bandwidth <= 0)");
   out.alpha_s = alpha;
   out.beta_GBps = 1.0 / g / 1e9;
   out.points = static_cast<int>(n);
@@ -392,9 +385,7 @@ namespace {
 const GpuSpec& choose_gpu(const RawCalibration& raw, const FitOptions& options, FitResult& out) {
   if (!options.gpu.empty()) {
     const GpuSpec* g = find_gpu(options.gpu);
-    if (!g)
-      throw FitOptionError("--gpu " + options.gpu +
-                           ": not a GPU of the catalog (see `stepcast catalog gpus`)");
+    if (!g) throw FitOptionError("--gpu " + options.gpu + ": not a GPU of the catalog (see `stepcast catalog gpus`)");
     out.gpu_mapped_from = "--gpu " + options.gpu;
     return *g;
   }
@@ -405,8 +396,9 @@ const GpuSpec& choose_gpu(const RawCalibration& raw, const FitOptions& options, 
   const auto key = catalog_gpu_for_device(device);
   if (!key)
     throw InputError(raw.file, "/machine/gpus/0/name",
-                     "\"" + device + "\" is not a GPU stepcast knows by that name; pass --gpu "
-                     "CATALOG_NAME (see `stepcast catalog gpus`)");
+                     "\"" + device +
+                         "\" is not a GPU stepcast knows by that name; pass --gpu "
+                         "CATALOG_NAME (see `stepcast catalog gpus`)");
   const GpuSpec* g = find_gpu(*key);
   if (!g) throw std::logic_error("GPU alias table names " + *key + ", absent from the catalog");
   out.gpu_mapped_from = "machine.gpus[0].name \"" + device + "\"";
@@ -416,11 +408,8 @@ const GpuSpec& choose_gpu(const RawCalibration& raw, const FitOptions& options, 
 const BoxSpec* choose_box(const GpuSpec& gpu, const FitOptions& options) {
   if (!options.box.empty()) {
     const BoxSpec* b = find_box(options.box);
-    if (!b)
-      throw FitOptionError("--box " + options.box +
-                           ": not a box of the catalog (see `stepcast catalog boxes`)");
-    if (b->gpu != gpu.name)
-      throw FitOptionError("--box " + options.box + " holds " + b->gpu + ", not " + gpu.name);
+    if (!b) throw FitOptionError("--box " + options.box + ": not a box of the catalog (see `stepcast catalog boxes`)");
+    if (b->gpu != gpu.name) throw FitOptionError("--box " + options.box + " holds " + b->gpu + ", not " + gpu.name);
     return b;
   }
   return box_with_gpu(gpu.name);
@@ -438,17 +427,16 @@ void fit_gemms(const RawCalibration& raw, const GpuSpec& gpu, FitResult& out) {
                                    gpu.name, name(dtype)));
     const double peak_flops_per_s = gpu.peak(dtype) * 1e12;  // TFLOP/s -> FLOP/s
     std::vector<GemmSample> samples;
-    for (const RawGemm* g : rows)
-      samples.push_back({g->flops(), g->flops() / g->time_s_median / peak_flops_per_s});
+    for (const RawGemm* g : rows) samples.push_back({g->flops(), g->flops() / g->time_s_median / peak_flops_per_s});
     try {
       const GemmCurveFit f = fit_gemm_curve(samples);
       out.hardware.gemm[dtype] = FittedGemm{f.max_fraction, f.half_flops, f.rms_rel_residual, f.points};
       out.gemm_details.push_back(f);
       if (f.max_fraction > 1)
-        out.warnings.push_back(fmt::format(
-            "gemm {}: fitted max_fraction {:.3f} > 1: the GPU ran above the catalog's dense "
-            "peak ({} TFLOP/s); check the GPU (--gpu) or the clocks",
-            name(dtype), f.max_fraction, gpu.peak(dtype)));
+        out.warnings.push_back(
+            fmt::format("gemm {}: fitted max_fraction {:.3f} > 1: the GPU ran above the catalog's dense "
+                        "peak ({} TFLOP/s); check the GPU (--gpu) or the clocks",
+                        name(dtype), f.max_fraction, gpu.peak(dtype)));
     } catch (const FitError& e) {
       out.not_fitted.push_back({fmt::format("gemm {}", name(dtype)), e.what()});
     }
@@ -456,8 +444,7 @@ void fit_gemms(const RawCalibration& raw, const GpuSpec& gpu, FitResult& out) {
 }
 
 void fit_memory(const RawCalibration& raw, const GpuSpec& gpu, FitResult& out) {
-  for (CopyKind kind :
-       {CopyKind::device_to_device, CopyKind::host_to_device, CopyKind::device_to_host}) {
+  for (CopyKind kind : {CopyKind::device_to_device, CopyKind::host_to_device, CopyKind::device_to_host}) {
     std::int64_t largest = 0;
     for (const RawMemory& m : raw.memory)
       if (m.kind == kind) largest = std::max(largest, m.bytes);
@@ -477,9 +464,10 @@ void fit_memory(const RawCalibration& raw, const GpuSpec& gpu, FitResult& out) {
       bw.push_back(GBps);
       // The benchmark's own GBps is bytes / time; 2% allows for rounding of printed figures.
       if (std::abs(m.GBps - GBps) > 0.02 * GBps)
-        out.warnings.push_back(fmt::format("{}: GBps {:.1f} differs from bytes / time_s_median "
-                                           "= {:.1f}; the fit uses bytes and time",
-                                           m.json_path, m.GBps, GBps));
+        out.warnings.push_back(
+            fmt::format("{}: GBps {:.1f} differs from bytes / time_s_median "
+                        "= {:.1f}; the fit uses bytes and time",
+                        m.json_path, m.GBps, GBps));
     }
     const double GBps = median(bw);
     switch (kind) {
@@ -487,18 +475,21 @@ void fit_memory(const RawCalibration& raw, const GpuSpec& gpu, FitResult& out) {
         out.hardware.memory.device_bw_GBps = GBps;
         out.hardware.memory.memory_efficiency = GBps / gpu.memory_bw_GBps;
         if (GBps > gpu.memory_bw_GBps)
-          out.warnings.push_back(fmt::format(
-              "device-to-device copy reached {:.0f} GB/s, above the datasheet {:.0f} GB/s of {}",
-              GBps, gpu.memory_bw_GBps, gpu.name));
+          out.warnings.push_back(
+              fmt::format("device-to-device copy reached {:.0f} GB/s, above the datasheet {:.0f} GB/s of {}", GBps,
+                          gpu.memory_bw_GBps, gpu.name));
         break;
-      case CopyKind::host_to_device: out.hardware.memory.h2d_GBps = GBps; break;
-      case CopyKind::device_to_host: out.hardware.memory.d2h_GBps = GBps; break;
+      case CopyKind::host_to_device:
+        out.hardware.memory.h2d_GBps = GBps;
+        break;
+      case CopyKind::device_to_host:
+        out.hardware.memory.d2h_GBps = GBps;
+        break;
     }
   }
 }
 
-void fit_collectives(const RawCalibration& raw, const GpuSpec& gpu, const BoxSpec* box,
-                     FitResult& out) {
+void fit_collectives(const RawCalibration& raw, const GpuSpec& gpu, const BoxSpec* box, FitResult& out) {
   using Key = std::tuple<Collective, std::int64_t, std::int64_t>;
   std::vector<Key> order;
   std::map<Key, std::vector<const RawCollective*>> groups;
@@ -513,8 +504,8 @@ void fit_collectives(const RawCalibration& raw, const GpuSpec& gpu, const BoxSpe
 
   for (const Key& key : order) {
     const auto& [collective, ranks, nodes] = key;
-    const std::string what = fmt::format("{} {} ranks {} node{}", name(collective), ranks, nodes,
-                                         nodes == 1 ? "" : "s");
+    const std::string what =
+        fmt::format("{} {} ranks {} node{}", name(collective), ranks, nodes, nodes == 1 ? "" : "s");
     if (ranks < 2) {
       out.not_fitted.push_back({what, "one rank moves no data"});
       continue;
@@ -534,8 +525,9 @@ void fit_collectives(const RawCalibration& raw, const GpuSpec& gpu, const BoxSpe
       continue;
     }
     if (f.alpha_clamped)
-      out.warnings.push_back(what + ": the free fit gave a negative latency; refitted with "
-                                    "latency 0");
+      out.warnings.push_back(what +
+                             ": the free fit gave a negative latency; refitted with "
+                             "latency 0");
     FittedCollective fc;
     fc.collective = collective;
     fc.ranks = ranks;
@@ -574,7 +566,8 @@ void fit_kernel_model(const RawCalibration& raw, const GpuSpec& gpu, FitResult& 
   KernelCalibration& k = out.hardware.kernel_model;
   const int sm_count = raw.machine.gpus.empty() ? gpu.sm_count : static_cast<int>(raw.machine.gpus.front().sm_count);
   k.sm_count = sm_count;
-  const double bw = out.hardware.memory.device_bw_GBps.value_or(gpu.memory_bw_GBps * default_memory_efficiency(gpu.arch));
+  const double bw =
+      out.hardware.memory.device_bw_GBps.value_or(gpu.memory_bw_GBps * default_memory_efficiency(gpu.arch));
   std::map<Dtype, std::vector<GemmTiming>> gemms;
   for (const RawGemm& g : raw.gemm)
     if (g.check == kCheckOk) gemms[g.dtype].push_back({g.m, g.n, g.k, g.time_s_median});
@@ -632,9 +625,9 @@ FitResult fit_calibration(const RawCalibration& raw, const FitOptions& options) 
         break;
       }
     if (first.sm_count != gpu.sm_count)
-      out.warnings.push_back(fmt::format(
-          "GPU 0 has {} SMs, the catalog's {} has {}: a different model or a partition (MIG)?",
-          first.sm_count, gpu.name, gpu.sm_count));
+      out.warnings.push_back(
+          fmt::format("GPU 0 has {} SMs, the catalog's {} has {}: a different model or a partition (MIG)?",
+                      first.sm_count, gpu.name, gpu.sm_count));
   }
 
   for (const RawGemm& g : raw.gemm)

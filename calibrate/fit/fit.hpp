@@ -43,12 +43,12 @@ struct RawGemm {
   Dtype dtype = Dtype::bf16;
   std::int64_t m = 1, n = 1, k = 1;
   std::int64_t iterations = 1;
-  double time_s_median = 0;     ///< seconds per call
+  double time_s_median = 0;  ///< seconds per call
   double time_s_min = 0;
   double time_s_max = 0;
-  double tflops = 0;            ///< as the benchmark computed it (informational)
-  std::string check;            ///< "ok" or why the result is not trusted
-  std::string json_path;        ///< e.g. "/gemm/3", for messages
+  double tflops = 0;      ///< as the benchmark computed it (informational)
+  std::string check;      ///< "ok" or why the result is not trusted
+  std::string json_path;  ///< e.g. "/gemm/3", for messages
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
 };
 
@@ -62,7 +62,7 @@ struct RawMemory {
   std::int64_t bytes = 0;
   std::int64_t iterations = 1;
   double time_s_median = 0;
-  double GBps = 0;              ///< bytes / time_s_median / 1e9, as the benchmark computed it
+  double GBps = 0;  ///< bytes / time_s_median / 1e9, as the benchmark computed it
   std::string json_path;
 };
 
@@ -71,14 +71,14 @@ struct RawCollective {
   std::int64_t ranks = 1;
   std::int64_t nodes = 1;
   std::int64_t gpus_per_node = 1;
-  std::int64_t bytes = 0;       ///< nccl-tests S (whole buffer)
-  std::string dtype;            ///< NCCL data type name, as the benchmark wrote it
+  std::int64_t bytes = 0;  ///< nccl-tests S (whole buffer)
+  std::string dtype;       ///< NCCL data type name, as the benchmark wrote it
   std::int64_t iterations = 1;
-  double time_s_median = 0;     ///< seconds per call
+  double time_s_median = 0;  ///< seconds per call
   double time_s_min = 0;
-  double algbw_GBps = 0;        ///< as the benchmark computed it (informational)
+  double algbw_GBps = 0;  ///< as the benchmark computed it (informational)
   double busbw_GBps = 0;
-  std::string nccl_algo;        ///< NCCL_ALGO of the run (or what the benchmark wrote)
+  std::string nccl_algo;  ///< NCCL_ALGO of the run (or what the benchmark wrote)
   std::string nccl_proto;
   std::string check;
   std::string json_path;
@@ -131,7 +131,7 @@ struct GemmCurveFit {
   double half_flops = 0;
   double rms_rel_residual = 0;
   int points = 0;
-  int iterations = 0;   ///< Levenberg-Marquardt iterations taken
+  int iterations = 0;  ///< Levenberg-Marquardt iterations taken
 };
 
 /// Least-squares fit of eff(F) = max_fraction · F / (F + half_flops) on the relative
@@ -146,8 +146,8 @@ struct CollectiveSample {
 };
 
 struct AlphaBetaFit {
-  double alpha_s = 0;          ///< latency, s
-  double beta_GBps = 0;        ///< bandwidth, GB/s (1e9 B/s)
+  double alpha_s = 0;    ///< latency, s
+  double beta_GBps = 0;  ///< bandwidth, GB/s (1e9 B/s)
   double rms_rel_residual = 0;
   int points = 0;
   bool alpha_clamped = false;  ///< the free fit gave alpha < 0; refitted with alpha = 0
@@ -172,7 +172,7 @@ struct FitOptions {
 
 /// A part of the raw file that gave no fitted value, and why.
 struct NotFitted {
-  std::string what;     ///< "gemm bf16", "all_reduce 8 ranks 1 node"
+  std::string what;  ///< "gemm bf16", "all_reduce 8 ranks 1 node"
   std::string reason;
 };
 
@@ -185,21 +185,21 @@ struct ExcludedRow {
 /// Per-collective detail for the report: the model's algorithm and protocol at the
 /// largest size, or why the model has no figure.
 struct CollectiveModelNote {
-  std::string algorithm;   ///< at the largest measured size ("" when no model figure)
+  std::string algorithm;  ///< at the largest measured size ("" when no model figure)
   std::string protocol;
-  std::string why_none;    ///< non-empty when the model has no figure for this run
+  std::string why_none;  ///< non-empty when the model has no figure for this run
   double min_bytes = 0;
   double max_bytes = 0;
 };
 
 struct FitResult {
   HardwareFile hardware;
-  std::string raw_file;                    ///< the raw file as named in FitOptions::raw_name
-  const GpuSpec* gpu = nullptr;            ///< the catalog GPU used for peaks
-  std::string gpu_mapped_from;             ///< "--gpu" or the device name it was mapped from
+  std::string raw_file;          ///< the raw file as named in FitOptions::raw_name
+  const GpuSpec* gpu = nullptr;  ///< the catalog GPU used for peaks
+  std::string gpu_mapped_from;   ///< "--gpu" or the device name it was mapped from
   std::vector<NotFitted> not_fitted;
   std::vector<ExcludedRow> excluded;
-  std::vector<CollectiveModelNote> model_notes;   ///< parallel to hardware.collectives
+  std::vector<CollectiveModelNote> model_notes;  ///< parallel to hardware.collectives
   std::vector<GemmCurveFit> gemm_details;        ///< parallel to hardware.gemm (map order)
   std::vector<std::string> warnings;
 };

@@ -59,8 +59,7 @@ TEST_CASE("gemm_curve_one_percent_noise_recovers_parameters_within_one_percent")
   p.noise = 0.01;
   const FitResult r = fit_synthetic(p);
   const FittedGemm& g = r.hardware.gemm.at(Dtype::bf16);
-  MESSAGE("max_fraction " << g.max_fraction << ", half_flops " << g.half_flops << ", rms "
-                          << g.rms_rel_residual);
+  MESSAGE("max_fraction " << g.max_fraction << ", half_flops " << g.half_flops << ", rms " << g.rms_rel_residual);
   CHECK(rel(g.max_fraction, 0.72) < kNoisy);
   CHECK(rel(g.half_flops, 3e9) < kNoisy);
   // Uniform noise of amplitude 1% has an RMS of 1%/sqrt(3) = 0.58%; the fit's residual is
@@ -273,8 +272,8 @@ TEST_CASE("device_names_map_to_catalog_gpus") {
   CHECK(catalog_gpu_for_device("a10-24gb") == "a10-24gb");
   CHECK_FALSE(catalog_gpu_for_device("NVIDIA H100 NVL").has_value());
   // Every mapped key is in the catalog.
-  for (const char* n : {"NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA A100-SXM4-80GB",
-                        "NVIDIA A100-SXM4-40GB", "A100-SXM-80GB"})
+  for (const char* n :
+       {"NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB", "A100-SXM-80GB"})
     CHECK(find_gpu(*catalog_gpu_for_device(n)) != nullptr);
 }
 
@@ -325,8 +324,8 @@ TEST_CASE("collective_model_figures_come_from_one_node_of_the_catalog_box") {
   const FittedCollective& c = r.hardware.collectives.at(0);
   REQUIRE(c.model_latency_us.has_value());
   REQUIRE(c.model_busbw_GBps.has_value());
-  CHECK(*c.model_latency_us > 1);     // µs: an NCCL all-reduce is never below a microsecond
-  CHECK(*c.model_busbw_GBps > 100);   // GB/s: NVLink 4 through NVSwitch
+  CHECK(*c.model_latency_us > 1);    // µs: an NCCL all-reduce is never below a microsecond
+  CHECK(*c.model_busbw_GBps > 100);  // GB/s: NVLink 4 through NVSwitch
   CHECK_FALSE(r.model_notes.at(0).algorithm.empty());
 }
 

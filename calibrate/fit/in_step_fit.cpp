@@ -63,15 +63,18 @@ InStepFit fit_in_step(const std::vector<InStepObservation>& records) {
   if (gpus.size() > 1) {
     std::string list;
     for (const std::string& g : gpus) list += (list.empty() ? "" : ", ") + g;
-    throw InStepFitError("records of several GPUs (" + list + "): the fractions are one machine's; fit each "
+    throw InStepFitError("records of several GPUs (" + list +
+                         "): the fractions are one machine's; fit each "
                          "machine's probe file on its own");
   }
   if (gemm.empty())
-    throw InStepFitError("no record has a GEMM time both measured (gemm_time_s > 0) and predicted; "
-                         "records of the training probe (calibrate/probe/train_probe.py) carry it");
+    throw InStepFitError(
+        "no record has a GEMM time both measured (gemm_time_s > 0) and predicted; "
+        "records of the training probe (calibrate/probe/train_probe.py) carry it");
   if (attention.empty())
-    throw InStepFitError("no record has a fused-attention time both measured (attention_time_s > 0) and "
-                         "predicted (a flash-class attention kernel); records of the training probe carry it");
+    throw InStepFitError(
+        "no record has a fused-attention time both measured (attention_time_s > 0) and "
+        "predicted (a flash-class attention kernel); records of the training probe carry it");
   fit.gpu = *gpus.begin();
   fit.gemm = fit_in_step_category(std::move(gemm));
   fit.attention = fit_in_step_category(std::move(attention));
@@ -93,16 +96,19 @@ std::string method_text(const InStepFit& fit) {
   return part("gemm_fraction", "GEMM", fit.gemm) + part("attention_fraction", "attention", fit.attention) +
          "The probe measures each category's kernel time directly (torch.profiler, calibrate/probe/categories.py), "
          "so both fractions are direct per-category ratios; the whole-step fit the catalog's gemm_fraction needed "
-         "(model/catalog/in_step.json) is not used. Fitted on one machine (" + fit.gpu +
-         "): the fractions apply to the GPU they were measured on. Bounds: (0, 1].";
+         "(model/catalog/in_step.json) is not used. Fitted on one machine (" +
+         fit.gpu + "): the fractions apply to the GPU they were measured on. Bounds: (0, 1].";
 }
 
 nlohmann::ordered_json runs_json(const InStepFit& fit) {
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   auto add = [&](const char* category, const InStepCategoryFit& c) {
     for (const InStepRatio& r : c.runs)
-      runs.push_back({{"id", r.run_id}, {"category", category}, {"isolated_s", r.isolated_s},
-                      {"measured_s", r.measured_s}, {"ratio", r.ratio()}});
+      runs.push_back({{"id", r.run_id},
+                      {"category", category},
+                      {"isolated_s", r.isolated_s},
+                      {"measured_s", r.measured_s},
+                      {"ratio", r.ratio()}});
   };
   add("gemm", fit.gemm);
   add("attention", fit.attention);
@@ -137,12 +143,12 @@ nlohmann::ordered_json in_step_json(const InStepFit& fit, const InStepProvenance
 }
 
 std::string in_step_report_text(const InStepFit& fit, const std::string& output_file) {
-  std::string out = fmt::format("In-step fractions on {} (isolated predicted / measured kernel time per step)\n\n",
-                                fit.gpu);
+  std::string out =
+      fmt::format("In-step fractions on {} (isolated predicted / measured kernel time per step)\n\n", fit.gpu);
   auto category = [&](const char* name, const InStepCategoryFit& c) {
-    out += fmt::format("{}: {:.6f} over {} records (RMS relative residual {:.1f}%){}\n", name, c.fraction,
-                       c.runs.size(), 100 * c.rms_rel_residual,
-                       c.unclamped > 1 ? fmt::format("; clamped from {:.6f}", c.unclamped) : "");
+    out +=
+        fmt::format("{}: {:.6f} over {} records (RMS relative residual {:.1f}%){}\n", name, c.fraction, c.runs.size(),
+                    100 * c.rms_rel_residual, c.unclamped > 1 ? fmt::format("; clamped from {:.6f}", c.unclamped) : "");
     for (const InStepRatio& r : c.runs)
       out += fmt::format("  {:<60} isolated {:9.3f} ms  measured {:9.3f} ms  ratio {:.4f}\n", r.run_id,
                          1e3 * r.isolated_s, 1e3 * r.measured_s, r.ratio());

@@ -48,9 +48,9 @@ struct InStepRatio {
 
 /// The fit of one category.
 struct InStepCategoryFit {
-  double fraction = 1;         ///< in (0, 1]
-  double unclamped = 1;        ///< before the bound; > 1 means clamped
-  double rms_rel_residual = 0; ///< sqrt(mean (ratio_i / unclamped - 1)²) over the records
+  double fraction = 1;          ///< in (0, 1]
+  double unclamped = 1;         ///< before the bound; > 1 means clamped
+  double rms_rel_residual = 0;  ///< sqrt(mean (ratio_i / unclamped - 1)²) over the records
   std::vector<InStepRatio> runs;
 };
 

@@ -57,7 +57,8 @@ RawLaunch parse_raw_launch(JsonObject& o) {
 
 double RawAttention::flops() const {
   const double b = static_cast<double>(batch), s = static_cast<double>(seq_len);
-  const double fwd = 4.0 * b * s * s * static_cast<double>(heads) * static_cast<double>(head_dim) * (causal ? 0.5 : 1.0);
+  const double fwd =
+      4.0 * b * s * s * static_cast<double>(heads) * static_cast<double>(head_dim) * (causal ? 0.5 : 1.0);
   return backward ? 2.5 * fwd : fwd;
 }
 
@@ -121,10 +122,13 @@ RawOverlap parse_raw_overlap(JsonObject& o) {
 
 double gemm_elem_bytes(Dtype d) {
   switch (d) {
-    case Dtype::fp8: return 1;
+    case Dtype::fp8:
+      return 1;
     case Dtype::fp16:
-    case Dtype::bf16: return 2;
-    default: return 4;
+    case Dtype::bf16:
+      return 2;
+    default:
+      return 4;
   }
 }
 
@@ -132,7 +136,8 @@ CalibratedGemm fit_gemm_ceiling(const std::vector<GemmTiming>& rows, double elem
                                 double memory_GBps) {
   if (rows.empty()) throw FitError("no GEMM row to fit a ceiling to");
   double best = 0;
-  for (const GemmTiming& r : rows) best = std::max(best, 2.0 * double(r.m) * double(r.n) * double(r.k) / r.time_s / 1e12);
+  for (const GemmTiming& r : rows)
+    best = std::max(best, 2.0 * double(r.m) * double(r.n) * double(r.k) / r.time_s / 1e12);
   auto cost = [&](double log_c) {
     double sum = 0;
     for (const GemmTiming& r : rows) {
@@ -266,9 +271,10 @@ std::string kernel_model_report_text(const KernelCalibration& k) {
   std::string out = "\nKernel model (the hardware file's kernel_model; -> the rate it sets)\n";
   if (k.sm_count) out += fmt::format("  SMs: {} -> sm_count\n", *k.sm_count);
   for (const auto& [dtype, g] : k.gemm)
-    out += fmt::format("  GEMM {}: ceiling {:.1f} TFLOP/s (best row {:.1f}), tile/wave model RMS residual {:.2f}% "
-                       "over {} rows -> gemm_ceiling_tflops\n",
-                       name(dtype), g.ceiling_tflops, g.best_measured_tflops, 100 * g.wave_rms_rel_residual, g.points);
+    out += fmt::format(
+        "  GEMM {}: ceiling {:.1f} TFLOP/s (best row {:.1f}), tile/wave model RMS residual {:.2f}% "
+        "over {} rows -> gemm_ceiling_tflops\n",
+        name(dtype), g.ceiling_tflops, g.best_measured_tflops, 100 * g.wave_rms_rel_residual, g.points);
   for (const CalibratedAttentionCurve& c : k.attention) {
     std::string points;
     for (const auto& [seq, tf] : c.tflops_by_seq) points += fmt::format(" {:.0f}:{:.0f}", seq, tf);
@@ -290,9 +296,10 @@ std::string kernel_model_report_text(const KernelCalibration& k) {
   us("eager op forward", k.eager_forward_op_s, " -> eager_forward_op_s");
   us("eager op backward", k.eager_backward_op_s, " -> eager_backward_op_s");
   if (k.compute_slowdown)
-    out += fmt::format("  beside an all-reduce: GEMM {:.1f}% slower -> compute slowdown while NCCL runs; "
-                       "all-reduce {:.1f}% slower (informational); {} rows\n",
-                       100 * *k.compute_slowdown, 100 * k.collective_slowdown.value_or(0), k.overlap_points);
+    out += fmt::format(
+        "  beside an all-reduce: GEMM {:.1f}% slower -> compute slowdown while NCCL runs; "
+        "all-reduce {:.1f}% slower (informational); {} rows\n",
+        100 * *k.compute_slowdown, 100 * k.collective_slowdown.value_or(0), k.overlap_points);
   return out;
 }
 

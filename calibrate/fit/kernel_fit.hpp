@@ -29,19 +29,19 @@ struct GpuSpec;
 
 /// "launch" rows: `ops` kernels (or eager ops) per timed loop.
 struct RawLaunch {
-  std::string kind;         ///< launch, graph_launch, eager_forward_op, eager_backward_op
+  std::string kind;  ///< launch, graph_launch, eager_forward_op, eager_backward_op
   std::int64_t ops = 1;
   std::int64_t iterations = 1;
-  double time_s_median = 0; ///< one loop of `ops`
-  double time_s_per_op = 0; ///< as the benchmark computed it
+  double time_s_median = 0;  ///< one loop of `ops`
+  double time_s_per_op = 0;  ///< as the benchmark computed it
   std::string check;
   std::string json_path;
 };
 
 /// "attention" rows (calibrate/bench/torch_bench.py).
 struct RawAttention {
-  std::string kernel;       ///< the kernel model's name: flash2, flash3, cudnn, mem_efficient, ...
-  std::string backend;      ///< how it was called: "sdpa:flash", "flash_attn", ...
+  std::string kernel;   ///< the kernel model's name: flash2, flash3, cudnn, mem_efficient, ...
+  std::string backend;  ///< how it was called: "sdpa:flash", "flash_attn", ...
   std::string dtype;
   std::int64_t batch = 1, heads = 1, seq_len = 1, head_dim = 64;
   bool causal = true;
@@ -58,7 +58,7 @@ struct RawAttention {
 /// "memory_kernels" rows: one memory-bound op, bytes as the kernel model counts them.
 struct RawMemoryKernel {
   std::string op;
-  std::string profile;      ///< eager, compiled
+  std::string profile;  ///< eager, compiled
   std::string dtype;
   std::int64_t elements = 1;
   std::int64_t bytes = 1;

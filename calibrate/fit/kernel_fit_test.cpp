@@ -25,17 +25,16 @@ namespace {
 
 double rel(double got, double want) { return std::abs(got - want) / std::abs(want); }
 
-constexpr double kCeiling = 700;   // TFLOP/s, the known bf16 ceiling
-constexpr int kSms = 132;          // H100 SXM5
-constexpr double kBw = 2800;       // GB/s achieved
+constexpr double kCeiling = 700;  // TFLOP/s, the known bf16 ceiling
+constexpr int kSms = 132;         // H100 SXM5
+constexpr double kBw = 2800;      // GB/s achieved
 
 /// A wave sweep: n = 1024 (8 tiles of 128), m stepping by one tile row across 1, 2 and 3
 /// full waves of 132 SMs, and a few large squares.
 std::vector<GemmTiming> wave_sweep(double ceiling, double noise = 0) {
   Noise rng(noise, 7);
   std::vector<GemmTiming> rows;
-  for (std::int64_t m = 128; m <= 128 * 60; m += 256)
-    rows.push_back({m, 1024, 4096, 0});
+  for (std::int64_t m = 128; m <= 128 * 60; m += 256) rows.push_back({m, 1024, 4096, 0});
   for (std::int64_t e : {4096, 8192, 12288}) rows.push_back({e, e, e, 0});
   for (GemmTiming& r : rows)
     r.time_s = gemm_time_s(r.m, r.n, r.k, 1, 2, ceiling, kSms, kBw) * (noise > 0 ? rng.factor() : 1.0);
@@ -133,7 +132,7 @@ TEST_CASE("fit_memory_ops: bytes over time at each op's largest size; the effici
     return r;
   };
   const std::vector<RawMemoryKernel> rows{row("copy", 1 << 30, 3000), row("add", 1 << 20, 500),
-                                          row("add", 1 << 30, 2600),  row("softmax", 1 << 30, 2000),
+                                          row("add", 1 << 30, 2600), row("softmax", 1 << 30, 2000),
                                           row("rmsnorm", 1 << 30, 1800)};
   const auto ops = fit_memory_ops(rows, 3350);
   REQUIRE(ops.size() == 4);
@@ -182,17 +181,36 @@ TEST_CASE("fit_launch and fit_overlap: medians per op, slowdowns as 1 - alone / 
 
 TEST_CASE("fit_calibration: the kernel sections of a raw file land in the hardware file, which reads back") {
   nlohmann::json doc = synthetic_raw(SyntheticParams{});
-  doc["launch"] = nlohmann::json::array({{{"kind", "launch"}, {"ops", 1000}, {"iterations", 10},
-                                          {"time_s_median", 4.5e-3}, {"time_s_per_op", 4.5e-6}, {"check", "ok"}}});
+  doc["launch"] = nlohmann::json::array({{{"kind", "launch"},
+                                          {"ops", 1000},
+                                          {"iterations", 10},
+                                          {"time_s_median", 4.5e-3},
+                                          {"time_s_per_op", 4.5e-6},
+                                          {"check", "ok"}}});
   doc["attention"] = nlohmann::json::array();
   const RawAttention a = attention_row(2048, true, false, 400);
-  doc["attention"].push_back({{"kernel", a.kernel}, {"backend", a.backend}, {"dtype", a.dtype}, {"batch", a.batch},
-                              {"heads", a.heads}, {"seq_len", a.seq_len}, {"head_dim", a.head_dim},
-                              {"causal", a.causal}, {"pass", "forward"}, {"iterations", 10},
-                              {"time_s_median", a.time_s_median}, {"tflops", 400}, {"check", "ok"}});
-  doc["memory_kernels"] = nlohmann::json::array(
-      {{{"op", "softmax"}, {"profile", "compiled"}, {"dtype", "bf16"}, {"elements", 1 << 28}, {"bytes", 1LL << 30},
-        {"iterations", 10}, {"time_s_median", (1LL << 30) / 2.5e12}, {"GBps", 2500}, {"check", "ok"}}});
+  doc["attention"].push_back({{"kernel", a.kernel},
+                              {"backend", a.backend},
+                              {"dtype", a.dtype},
+                              {"batch", a.batch},
+                              {"heads", a.heads},
+                              {"seq_len", a.seq_len},
+                              {"head_dim", a.head_dim},
+                              {"causal", a.causal},
+                              {"pass", "forward"},
+                              {"iterations", 10},
+                              {"time_s_median", a.time_s_median},
+                              {"tflops", 400},
+                              {"check", "ok"}});
+  doc["memory_kernels"] = nlohmann::json::array({{{"op", "softmax"},
+                                                  {"profile", "compiled"},
+                                                  {"dtype", "bf16"},
+                                                  {"elements", 1 << 28},
+                                                  {"bytes", 1LL << 30},
+                                                  {"iterations", 10},
+                                                  {"time_s_median", (1LL << 30) / 2.5e12},
+                                                  {"GBps", 2500},
+                                                  {"check", "ok"}}});
   const FitResult r = fit_calibration(parse_raw_text(doc), {});
   const KernelCalibration& k = r.hardware.kernel_model;
   CHECK(k.sm_count == 132);
@@ -210,7 +228,8 @@ TEST_CASE("fit_calibration: the kernel sections of a raw file land in the hardwa
   CHECK(said);
   const HardwareFile back = parse_hardware(JsonDoc::parse(hardware_json(r.hardware), "hw.json"));
   CHECK(back.kernel_model.attention.size() == 1);
-  CHECK(back.kernel_model.gemm.at(Dtype::bf16).ceiling_tflops == doctest::Approx(k.gemm.at(Dtype::bf16).ceiling_tflops));
+  CHECK(back.kernel_model.gemm.at(Dtype::bf16).ceiling_tflops ==
+        doctest::Approx(k.gemm.at(Dtype::bf16).ceiling_tflops));
   CHECK(*back.kernel_model.launch_s == doctest::Approx(4.5e-6));
   CHECK(hardware_json(back) == hardware_json(r.hardware));
 
@@ -242,7 +261,8 @@ TEST_CASE("kernel_model in the hardware file: strict reading, each part optional
   CHECK(parse(R"({"launch": {"launch_s": 3e-6}})").kernel_model.launch_s == 3e-6);
   CHECK(parse(R"({})").kernel_model.empty());
   CHECK(error_path(R"({"launch": {"launch_us": 3}})") == "/kernel_model/launch/launch_us");
-  CHECK(error_path(R"({"overlap": {"compute_slowdown": 1.0, "points": 1}})") == "/kernel_model/overlap/compute_slowdown");
+  CHECK(error_path(R"({"overlap": {"compute_slowdown": 1.0, "points": 1}})") ==
+        "/kernel_model/overlap/compute_slowdown");
   CHECK(error_path(R"({"gemm": {"bf17": {}}})") == "/kernel_model/gemm/bf17");
   CHECK(error_path(R"({"attention": [{"kernel": "flash2", "head_dim": 128, "causal": true, "pass": "sideways",
                      "tflops_by_seq": {"512": 1}, "rms_rel_residual": 0, "points": 1, "source": ""}]})") ==

@@ -44,8 +44,10 @@ class TextTable {
       for (std::size_t c = 0; c < cols_.size(); ++c) {
         const std::string fill(w[c] - columns(cells[c]), ' ');
         const bool last = c + 1 == cols_.size();
-        if (cols_[c].number) out += fill + cells[c];
-        else out += last ? cells[c] : cells[c] + fill;
+        if (cols_[c].number)
+          out += fill + cells[c];
+        else
+          out += last ? cells[c] : cells[c] + fill;
         if (!last) out += "  ";
       }
       out.erase(out.find_last_not_of(' ') + 1);  // no trailing blanks from empty cells
@@ -76,9 +78,12 @@ std::string bytes_text(double b) {
 
 std::string copy_name(CopyKind k) {
   switch (k) {
-    case CopyKind::device_to_device: return "device to device (read + write)";
-    case CopyKind::host_to_device: return "host to device";
-    case CopyKind::device_to_host: return "device to host";
+    case CopyKind::device_to_device:
+      return "device to device (read + write)";
+    case CopyKind::host_to_device:
+      return "host to device";
+    case CopyKind::device_to_host:
+      return "device to host";
   }
   return "?";
 }
@@ -94,18 +99,19 @@ std::string fit_report_text(const FitResult& result, const std::string& output_f
   out += "Machine\n";
   out += fmt::format("  host {}, measured {} (UTC)\n", hw.machine.hostname, hw.machine.date_utc);
   if (!hw.machine.gpus.empty())
-    out += fmt::format("  {} x {} ({} SMs, {:.1f} GiB, compute capability {})\n",
-                       hw.machine.gpus.size(), hw.machine.gpus[0].name, hw.machine.gpus[0].sm_count,
-                       double(hw.machine.gpus[0].memory_bytes) / double(1LL << 30),
-                       hw.machine.gpus[0].compute_capability);
+    out +=
+        fmt::format("  {} x {} ({} SMs, {:.1f} GiB, compute capability {})\n", hw.machine.gpus.size(),
+                    hw.machine.gpus[0].name, hw.machine.gpus[0].sm_count,
+                    double(hw.machine.gpus[0].memory_bytes) / double(1LL << 30), hw.machine.gpus[0].compute_capability);
   out += fmt::format("  driver {}, CUDA runtime {}, NCCL {}\n", hw.machine.driver_version,
                      hw.machine.cuda_runtime_version, hw.machine.nccl_version);
-  out += fmt::format("  compared with catalog GPU {} ({}), from {}\n", gpu.name, gpu.display_name,
-                     result.gpu_mapped_from);
+  out +=
+      fmt::format("  compared with catalog GPU {} ({}), from {}\n", gpu.name, gpu.display_name, result.gpu_mapped_from);
   out += fmt::format("  rows left out (check not \"ok\"): {}\n\n", hw.excluded_rows);
 
-  out += "GEMM efficiency: eff(F) = max_fraction x F / (F + half_flops), F = 2mnk FLOP per call,\n"
-         "eff = achieved / dense peak; least squares on relative residuals\n";
+  out +=
+      "GEMM efficiency: eff(F) = max_fraction x F / (F + half_flops), F = 2mnk FLOP per call,\n"
+      "eff = achieved / dense peak; least squares on relative residuals\n";
   if (hw.gemm.empty()) {
     out += "  (no GEMM fitted)\n";
   } else {
@@ -117,11 +123,9 @@ std::string fit_report_text(const FitResult& result, const std::string& output_f
                  {"RMS residual (%)"},
                  {"points"}});
     for (const auto& [dtype, g] : hw.gemm)
-      t.add({std::string(name(dtype)), fmt::format("{:.1f}", gpu.peak(dtype)),
-             fmt::format("{:.4f}", g.max_fraction),
-             fmt::format("{:.1f}", g.max_fraction * gpu.peak(dtype)),
-             fmt::format("{:.3f}", g.half_flops / 1e9), fmt::format("{:.2f}", 100 * g.rms_rel_residual),
-             fmt::format("{}", g.points)});
+      t.add({std::string(name(dtype)), fmt::format("{:.1f}", gpu.peak(dtype)), fmt::format("{:.4f}", g.max_fraction),
+             fmt::format("{:.1f}", g.max_fraction * gpu.peak(dtype)), fmt::format("{:.3f}", g.half_flops / 1e9),
+             fmt::format("{:.2f}", 100 * g.rms_rel_residual), fmt::format("{}", g.points)});
     out += t.render();
   }
   out += "\n";
@@ -133,19 +137,20 @@ std::string fit_report_text(const FitResult& result, const std::string& output_f
     auto cell = [](const std::optional<double>& v, double scale = 1.0) {
       return v ? fmt::format("{:.1f}", *v * scale) : std::string("-");
     };
-    t.add({copy_name(CopyKind::device_to_device), cell(m.device_bw_GBps),
-           fmt::format("{:.0f}", gpu.memory_bw_GBps), cell(m.memory_efficiency, 100)});
+    t.add({copy_name(CopyKind::device_to_device), cell(m.device_bw_GBps), fmt::format("{:.0f}", gpu.memory_bw_GBps),
+           cell(m.memory_efficiency, 100)});
     t.add({copy_name(CopyKind::host_to_device), cell(m.h2d_GBps), "", ""});
     t.add({copy_name(CopyKind::device_to_host), cell(m.d2h_GBps), "", ""});
     out += t.render();
   }
   out += "\n";
 
-  out += "Collectives: t = latency + bytes / algbw, weighted least squares (weights 1/t^2);\n"
-         "busbw = algbw x nccl-tests bus factor. Model: the catalog's collective model on one\n"
-         "node of " +
-         (hw.model_box ? *hw.model_box : std::string("(no box)")) +
-         ": its time at the smallest size measured and its busbw at the largest.\n";
+  out +=
+      "Collectives: t = latency + bytes / algbw, weighted least squares (weights 1/t^2);\n"
+      "busbw = algbw x nccl-tests bus factor. Model: the catalog's collective model on one\n"
+      "node of " +
+      (hw.model_box ? *hw.model_box : std::string("(no box)")) +
+      ": its time at the smallest size measured and its busbw at the largest.\n";
   if (hw.collectives.empty()) {
     out += "  (no collective fitted)\n";
   } else {
@@ -166,28 +171,24 @@ std::string fit_report_text(const FitResult& result, const std::string& output_f
       const bool model = c.model_latency_us.has_value();
       t.add({std::string(name(c.collective)), fmt::format("{}", c.ranks), fmt::format("{}", c.nodes),
              fmt::format("{} ({}..{})", c.points, bytes_text(n.min_bytes), bytes_text(n.max_bytes)),
-             fmt::format("{:.2f}", c.latency_us),
-             model ? fmt::format("{:.2f}", *c.model_latency_us) : "-",
-             fmt::format("{:.1f}", c.busbw_GBps),
-             model ? fmt::format("{:.1f}", *c.model_busbw_GBps) : "-",
+             fmt::format("{:.2f}", c.latency_us), model ? fmt::format("{:.2f}", *c.model_latency_us) : "-",
+             fmt::format("{:.1f}", c.busbw_GBps), model ? fmt::format("{:.1f}", *c.model_busbw_GBps) : "-",
              model ? fmt::format("{:.3f}", c.busbw_GBps / *c.model_busbw_GBps) : "-",
-             fmt::format("{:.2f}", 100 * c.rms_rel_residual),
-             model ? n.algorithm + "/" + n.protocol : "-"});
+             fmt::format("{:.2f}", 100 * c.rms_rel_residual), model ? n.algorithm + "/" + n.protocol : "-"});
     }
     out += t.render();
     for (std::size_t i = 0; i < hw.collectives.size(); ++i) {
       const FittedCollective& c = hw.collectives[i];
       if (!c.model_latency_us)
-        out += fmt::format("  no model figure for {} over {} ranks on {} node(s): {}\n",
-                           name(c.collective), c.ranks, c.nodes, result.model_notes[i].why_none);
+        out += fmt::format("  no model figure for {} over {} ranks on {} node(s): {}\n", name(c.collective), c.ranks,
+                           c.nodes, result.model_notes[i].why_none);
     }
   }
 
   out += kernel_model_report_text(hw.kernel_model);
   if (!result.excluded.empty()) {
     out += "\nRows left out of the fits\n";
-    for (const ExcludedRow& e : result.excluded)
-      out += fmt::format("  {}: check \"{}\"\n", e.json_path, e.check);
+    for (const ExcludedRow& e : result.excluded) out += fmt::format("  {}: check \"{}\"\n", e.json_path, e.check);
   }
   if (!result.not_fitted.empty()) {
     out += "\nNot fitted\n";
@@ -208,12 +209,10 @@ std::string fit_report_json(const FitResult& result, const std::string& output_f
   doc["gpu_mapped_from"] = result.gpu_mapped_from;
   doc["hardware"] = hardware_document(result.hardware);
   J excluded = J::array();
-  for (const ExcludedRow& e : result.excluded)
-    excluded.push_back(J{{"json_path", e.json_path}, {"check", e.check}});
+  for (const ExcludedRow& e : result.excluded) excluded.push_back(J{{"json_path", e.json_path}, {"check", e.check}});
   doc["excluded"] = std::move(excluded);
   J not_fitted = J::array();
-  for (const NotFitted& n : result.not_fitted)
-    not_fitted.push_back(J{{"what", n.what}, {"reason", n.reason}});
+  for (const NotFitted& n : result.not_fitted) not_fitted.push_back(J{{"what", n.what}, {"reason", n.reason}});
   doc["not_fitted"] = std::move(not_fitted);
   doc["warnings"] = result.warnings;
   return doc.dump(2) + "\n";

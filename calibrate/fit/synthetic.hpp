@@ -37,14 +37,14 @@ class Noise {
 
 /// The parameters a synthetic file is generated from (the brief's test values).
 struct SyntheticParams {
-  std::string device_name = "NVIDIA H100 80GB HBM3";   ///< maps to h100-sxm5-80gb
-  std::string catalog_gpu = "h100-sxm5-80gb";          ///< whose bf16 peak defines eff
+  std::string device_name = "NVIDIA H100 80GB HBM3";  ///< maps to h100-sxm5-80gb
+  std::string catalog_gpu = "h100-sxm5-80gb";         ///< whose bf16 peak defines eff
   double max_fraction = 0.72;
   double half_flops = 3e9;
   double alpha_s = 12e-6;
   double beta_GBps = 180;
   int ranks = 8;
-  double noise = 0;          ///< amplitude of the multiplicative noise on times (0.01 = ±1%)
+  double noise = 0;  ///< amplitude of the multiplicative noise on times (0.01 = ±1%)
   std::uint64_t seed = 20240601;
 };
 
@@ -97,29 +97,53 @@ inline nlohmann::json synthetic_raw(const SyntheticParams& p) {
     const double flops = 2.0 * double(m) * double(n) * double(k);
     const double eff = p.max_fraction * flops / (flops + p.half_flops);
     const double t = flops / (eff * gpu->peak(Dtype::bf16) * 1e12) * noise.factor();
-    gemm.push_back({{"name", "square"}, {"dtype", "bf16"}, {"m", m}, {"n", n}, {"k", k},
-                    {"iterations", 20}, {"time_s_median", t}, {"time_s_min", t},
-                    {"time_s_max", t}, {"tflops", flops / t / 1e12}, {"check", "ok"}});
+    gemm.push_back({{"name", "square"},
+                    {"dtype", "bf16"},
+                    {"m", m},
+                    {"n", n},
+                    {"k", k},
+                    {"iterations", 20},
+                    {"time_s_median", t},
+                    {"time_s_min", t},
+                    {"time_s_max", t},
+                    {"tflops", flops / t / 1e12},
+                    {"check", "ok"}});
   }
   // Copies of a 1 GiB buffer; a device copy counts read + write, 2 GiB (as the benchmark).
   const double gib = double(1LL << 30);
-  nlohmann::json memory = {
-      {{"kind", "device_to_device"}, {"bytes", 2LL << 30}, {"iterations", 20},
-       {"time_s_median", 2 * gib / 3000e9}, {"GBps", 3000.0}},
-      {{"kind", "host_to_device"}, {"bytes", 1LL << 30}, {"iterations", 20},
-       {"time_s_median", gib / 50e9}, {"GBps", 50.0}},
-      {{"kind", "device_to_host"}, {"bytes", 1LL << 30}, {"iterations", 20},
-       {"time_s_median", gib / 50e9}, {"GBps", 50.0}}};
+  nlohmann::json memory = {{{"kind", "device_to_device"},
+                            {"bytes", 2LL << 30},
+                            {"iterations", 20},
+                            {"time_s_median", 2 * gib / 3000e9},
+                            {"GBps", 3000.0}},
+                           {{"kind", "host_to_device"},
+                            {"bytes", 1LL << 30},
+                            {"iterations", 20},
+                            {"time_s_median", gib / 50e9},
+                            {"GBps", 50.0}},
+                           {{"kind", "device_to_host"},
+                            {"bytes", 1LL << 30},
+                            {"iterations", 20},
+                            {"time_s_median", gib / 50e9},
+                            {"GBps", 50.0}}};
   nlohmann::json nccl = nlohmann::json::array();
   for (std::int64_t bytes = 8; bytes <= (1LL << 30); bytes *= 2) {
     const double t = (p.alpha_s + double(bytes) / (p.beta_GBps * 1e9)) * noise.factor();
     const double algbw = double(bytes) / t / 1e9;
-    nccl.push_back({{"collective", "all_reduce"}, {"ranks", p.ranks}, {"nodes", 1},
-                    {"gpus_per_node", p.ranks}, {"bytes", bytes}, {"dtype", "float"},
-                    {"iterations", 20}, {"time_s_median", t}, {"time_s_min", t},
+    nccl.push_back({{"collective", "all_reduce"},
+                    {"ranks", p.ranks},
+                    {"nodes", 1},
+                    {"gpus_per_node", p.ranks},
+                    {"bytes", bytes},
+                    {"dtype", "float"},
+                    {"iterations", 20},
+                    {"time_s_median", t},
+                    {"time_s_min", t},
                     {"algbw_GBps", algbw},
                     {"busbw_GBps", algbw * bus_bandwidth_factor(Collective::all_reduce, p.ranks)},
-                    {"nccl_algo", "auto"}, {"nccl_proto", "auto"}, {"check", "ok"}});
+                    {"nccl_algo", "auto"},
+                    {"nccl_proto", "auto"},
+                    {"check", "ok"}});
   }
   return {{"format", kRawCalibrationFormat},
           {"machine", synthetic_machine(p.device_name)},
