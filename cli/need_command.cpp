@@ -1,5 +1,17 @@
+/// \file
+/// `stepcast need SCENARIO --exposed-comm 5%`: its options, help and run.
 #include "cli/need_command.hpp"
 
+#include "cli/command.hpp"
+#include "cli/progress.hpp"
+#include "base/json_input.hpp"
+#include "report/need_view.hpp"
+#include "scenario/scenario.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <stdexcept>
 #include <string>
 
 namespace stepcast::cli {
@@ -44,6 +56,50 @@ NeedOptions need_options(const NeedArgs& a) {
   o.tolerance = a.tolerance;
   o.curve_points = a.curve_points;
   return o;
+}
+
+namespace {
+
+CLI::App* add_need_command(CLI::App& app, cli::NeedArgs& na) {
+  CLI::App* cmd = app.add_subcommand("need", "Find the inter-node bandwidth at which communication hides");
+  cli::add_need_options(*cmd, na);
+  cmd->footer(footer(
+      cli::need_help(),
+      examples({{"stepcast need scenarios/seeds/rule-of-thumb-10b-4x8a100-100g.json --exposed-comm 5%",
+                 "seed 4: the link per node for at most 5% exposed communication"},
+                {"stepcast need scenarios/seeds/rule-of-thumb-10b-4x8a100-100g.json --json", "as one JSON object"}}),
+      true));
+  return cmd;
+}
+
+int run_need(const cli::NeedArgs& args) {
+  const Scenario s = load_scenario(args.scenario);
+  NeedOptions options;
+  try {
+    options = cli::need_options(args);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(fmt::format("--exposed-comm: {}", e.what()));
+  }
+  options.progress = cli::terminal_progress("need");
+  NeedResult result;
+  try {
+    result = need(s, options);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw UserError(fmt::format("{}: {}", s.file, e.what()));
+  }
+  cli::clear_progress();
+  write(args.json ? cli::need_json(result) : cli::need_text(result));
+  return kExitOk;
+}
+
+}  // namespace
+
+Command need_command(CLI::App& app) {
+  auto args = std::make_shared<NeedArgs>();
+  CLI::App* cmd = add_need_command(app, *args);
+  return {cmd, true, [args] { return run_need(*args); }};
 }
 
 }  // namespace stepcast::cli
