@@ -6,7 +6,7 @@
 /// Per benchmark scenario (scenarios/bench/*.json) it times
 ///  (a) predict(): topology build, compute and memory model, lowering, simulation, bounds
 ///      and the report fields, i.e. everything `stepcast predict` does but reading the file;
-///  (b) lower_step() + simulate() alone, on the StepPlan predict() built (kept with
+///  (b) lower_step() + simulate() alone, on the CostedStep predict() built (kept with
 ///      PredictOptions::keep_simulation).
 /// The rank-class sweep lowers and simulates the 1,024-GPU plan split into 1..32 rank
 /// classes, each a slightly different compute speed so that no two behave alike.
@@ -77,7 +77,7 @@ constexpr double kTargetRssMiB = 1000.0 * 1000 * 1000 / (1024 * 1024);  // 1 GB
 
 /// `plan` split into `classes` rank classes of equal size, class k at compute speed
 /// 1 - k/1000 (so no two classes are alike). Ranks and nodes must divide evenly.
-sim::StepPlan with_classes(sim::StepPlan plan, int classes) {
+sim::CostedStep with_classes(sim::CostedStep plan, int classes) {
   plan.groups.clear();
   for (int k = 0; k < classes; ++k) {
     sim::RankGroup g;
@@ -166,7 +166,7 @@ std::string grouped(std::uint64_t n) {
 std::string verdict(bool met) { return met ? "met" : "MISSED"; }
 
 /// Times predict() and lower+simulate for each benchmark scenario; keeps the sweep case's plan.
-std::vector<CaseResult> time_cases(const std::string& scenario_dir, int repeat, sim::StepPlan& sweep_plan,
+std::vector<CaseResult> time_cases(const std::string& scenario_dir, int repeat, sim::CostedStep& sweep_plan,
                                    std::uint64_t& sink) {
   std::vector<CaseResult> cases;
   for (const CaseSpec& spec : kCases) {
@@ -174,7 +174,7 @@ std::vector<CaseResult> time_cases(const std::string& scenario_dir, int repeat, 
     PredictOptions keep;
     keep.keep_simulation = true;
     const Prediction p = predict(s, keep);
-    const sim::StepPlan plan = p.simulation->plan;
+    const sim::CostedStep plan = p.simulation->step;
     CaseResult c;
     c.label = spec.label;
     c.scenario = s.name;
@@ -194,10 +194,10 @@ std::vector<CaseResult> time_cases(const std::string& scenario_dir, int repeat, 
 }
 
 /// Times lower+simulate of `plan` split into each of kSweepClasses rank classes.
-std::vector<SweepRow> time_sweep(const sim::StepPlan& sweep_plan, int repeat, std::uint64_t& sink) {
+std::vector<SweepRow> time_sweep(const sim::CostedStep& sweep_plan, int repeat, std::uint64_t& sink) {
   std::vector<SweepRow> sweep;
   for (int n : kSweepClasses) {
-    const sim::StepPlan plan = with_classes(sweep_plan, n);
+    const sim::CostedStep plan = with_classes(sweep_plan, n);
     const sim::StepGraph graph = sim::lower_step(plan);
     const sim::SimResult r = sim::simulate(graph);
     SweepRow row;
@@ -363,7 +363,7 @@ int main(int argc, char** argv) {
   std::vector<CaseResult> cases;
   std::vector<SweepRow> sweep;
   try {
-    sim::StepPlan sweep_plan;
+    sim::CostedStep sweep_plan;
     cases = time_cases(scenario_dir, repeat, sweep_plan, sink);
     sweep = time_sweep(sweep_plan, repeat, sink);
   } catch (const std::exception& e) {

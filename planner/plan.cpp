@@ -294,7 +294,7 @@ double modelled_s(Collective op, double bytes, const CommFabric& fabric, const s
   return t;
 }
 
-double tp_layer_s(const sim::StepPlan& plan, const std::vector<TpCollective>& list) {
+double tp_layer_s(const sim::CostedStep& plan, const std::vector<TpCollective>& list) {
   double t = 0;
   if (plan.tp > 1)
     for (const TpCollective& c : list)
@@ -314,7 +314,7 @@ double cp_layer_s(const std::vector<sim::LayerCollective>& list) {
 /// One pipeline send alone (lowering_pipeline.cpp's p2p phase): its latency, then its
 /// bytes at the pp link's rate (the NICs across nodes, else the intra-node link); a spine
 /// can only slow it.
-double p2p_alone_s(const sim::StepPlan& p) {
+double p2p_alone_s(const sim::CostedStep& p) {
   const double GBps = p.pp_fabric.inter ? p.pp_fabric.inter->bw_GBps : p.pp_fabric.intra.bw_GBps;
   return p.p2p_latency_s + (p.p2p_bytes > 0 && GBps > 0 ? p.p2p_bytes / (GBps * 1e9) : 0.0);
 }
@@ -322,7 +322,7 @@ double p2p_alone_s(const sim::StepPlan& p) {
 /// Stage 0 after its last backward: its gradient reduction over the data-parallel group,
 /// its optimizer share, and under zero1 the parameter all-gather (lowering_pipeline.cpp's
 /// pass 3, with stage 0's bytes and parameter share).
-double stage0_tail_s(const sim::StepPlan& p, const std::vector<int>& stage_layers) {
+double stage0_tail_s(const sim::CostedStep& p, const std::vector<int>& stage_layers) {
   const double grad = stage_layers[0] * p.layer_grad_bytes + p.root_grad_bytes - p.head_grad_bytes;
   const double params = stage_layers[0] * p.layer_param_bytes + p.root_param_bytes - p.head_param_bytes;
   const double all = p.layers * p.layer_param_bytes + p.root_param_bytes;
@@ -344,7 +344,7 @@ double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& c, Schedu
   const auto key = std::make_tuple(std::string(l.schedule), l.pp, m, l.vpp);
   auto it = programs.find(key);
   if (it == programs.end()) it = programs.emplace(key, sim::schedule(l.schedule, l.pp, m, l.vpp)).first;
-  const sim::StepPlan plan = step_plan(job, costs, PredictOptions{});
+  const sim::CostedStep plan = costed_step(job, costs, PredictOptions{});
   // Measured collectives (a calibration) may beat the model: then compute alone.
   const bool modelled = job.measured_collectives.empty();
   // Per layer at full speed: the forward and its TP collectives, the backward and its TP
@@ -352,12 +352,13 @@ double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& c, Schedu
   // its collectives, with B too. The layer's context-parallel exchanges run before its TP
   // collectives, chained alike.
   const LayerTimes& lt = costs.per_layer;
-  const double f = lt.forward_s + (modelled ? tp_layer_s(plan, plan.tp_forward) + cp_layer_s(plan.cp_forward) : 0);
-  const double tb = modelled ? tp_layer_s(plan, plan.tp_backward) + cp_layer_s(plan.cp_backward) : 0;
+  const double f =
+      lt.forward_s + (modelled ? tp_layer_s(plan, plan.tp_forward) + cp_layer_s(plan.exchange_forward) : 0);
+  const double tb = modelled ? tp_layer_s(plan, plan.tp_backward) + cp_layer_s(plan.exchange_backward) : 0;
   const double b = lt.backward_s;
   const double rec =
       lt.recompute_s > 0
-          ? lt.recompute_s + (modelled ? tp_layer_s(plan, plan.tp_recompute) + cp_layer_s(plan.cp_recompute) : 0)
+          ? lt.recompute_s + (modelled ? tp_layer_s(plan, plan.tp_recompute) + cp_layer_s(plan.exchange_recompute) : 0)
           : 0;
   // The LM head on the last chunk: its forward after the layers, its backward (with B) before.
   const double head_f = lt.head_forward_s + (modelled ? tp_layer_s(plan, plan.tp_head_forward) : 0);

@@ -237,7 +237,7 @@ TEST_CASE("across nodes the pipeline bound counts each send at its time alone an
     ++checked;
     const Scenario scenario = with_layout(s.base, c.layout);
     const Job job = resolve(scenario);
-    const sim::StepPlan plan = step_plan(job, cost(job), PredictOptions{});
+    const sim::CostedStep plan = costed_step(job, cost(job), PredictOptions{});
     REQUIRE(plan.pp_fabric.inter.has_value());
     const double send_s = plan.p2p_latency_s + plan.p2p_bytes / (plan.pp_fabric.inter->bw_GBps * 1e9);
     CHECK(send_s > 1e-3);

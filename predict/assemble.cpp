@@ -199,7 +199,7 @@ Prediction assemble(const Job& job, const Costs& costs, Lowered lowered, sim::Si
   assemble_throughput(job, costs, p);
   if (options.keep_simulation) {
     auto kept = std::make_shared<StepSimulation>();
-    kept->plan = std::move(lowered.plan);
+    kept->step = std::move(lowered.step);
     kept->graph = std::move(lowered.graph);
     kept->result = std::move(result);
     p.simulation = std::move(kept);

@@ -205,7 +205,7 @@ LayerTimes layer_times(const MicroStepTimes& micro, int layers) {
 namespace {
 
 /// The layers of stage 0 (all its chunks), the report's representative rank under a pipeline.
-double stage_zero_layers(const Job& job) {
+double first_pipeline_stage_layers(const Job& job) {
   const StrategySpec& st = job.scenario.strategy;
   const std::vector<int> chunks = split_layers_per_chunk(job.scenario.model, job.pp, st.vpp, st.pp_split);
   double layers0 = 0;
@@ -216,9 +216,9 @@ double stage_zero_layers(const Job& job) {
 /// Under a pipeline the report's compute parts are those of stage 0's GPU (the report's
 /// representative rank): its layers (layers_per_stage), no LM head; the plan keeps c.micro
 /// whole. The optimizer and the kernel split scale by the same share of the compute.
-void stage_zero_share(const Job& job, Costs& c) {
+void first_pipeline_stage_share(const Job& job, Costs& c) {
   const double m = static_cast<double>(job.scenario.training.grad_accum);
-  const double layers0 = stage_zero_layers(job);
+  const double layers0 = first_pipeline_stage_layers(job);
   const double whole = c.forward_s + c.backward_s + c.recompute_s;
   c.forward_s = m * layers0 * c.per_layer.forward_s;
   c.backward_s = m * layers0 * c.per_layer.backward_s;
@@ -399,7 +399,7 @@ void cost_grad_accumulation(const Job& job, Costs& c) {
   c.backward_s += m * micro_s;
   c.kernels.memory_s += m * micro_s;
   // The report's rank: under a pipeline stage 0, its layers' adds (the root's go with the head).
-  c.grad_accumulation_s = job.pp > 1 ? layer_s * stage_zero_layers(job) : micro_s;
+  c.grad_accumulation_s = job.pp > 1 ? layer_s * first_pipeline_stage_layers(job) : micro_s;
 }
 
 /// One layer's GEMMs on one GPU under tensor parallelism (model/parallel.hpp
@@ -492,7 +492,7 @@ Costs cost(const Job& job, const MicroStepTimes& micro) {
       job, shards_optimizer(job.scenario.strategy.kind) ? c.trainable : c.trainable - routed + routed / job.ep);
   cost_bytes(job, c);
   cost_grad_accumulation(job, c);  // before the stage share: it adds to every layer's backward
-  if (job.pp > 1) stage_zero_share(job, c);
+  if (job.pp > 1) first_pipeline_stage_share(job, c);
   cost_offload(job, c);
   c.compute_s = c.forward_s + c.backward_s + c.recompute_s + c.optimizer_s;
   cost_flops(job, c);

@@ -1,6 +1,6 @@
 /// \file
 /// Stages lower, simulate and bound (stages.hpp): the job and its costs as the simulator's
-/// StepPlan, lowered to a step graph, simulated, and bounded in closed form.
+/// CostedStep, lowered to a step graph, simulated, and bounded in closed form.
 #include "predict/stages.hpp"
 
 #include "model/parallel.hpp"
@@ -20,9 +20,9 @@ namespace stepcast {
 
 namespace {
 
-/// Tensor parallelism in the plan: the TP group's fabric and the costed collectives of each
+/// Tensor parallelism in the costed step: the TP group's fabric and the costed collectives of each
 /// layer (forward, backward, the full recompute's repeat of the forward's) and of the head.
-void plan_tensor_parallel(const Job& job, const Costs& c, sim::StepPlan& plan) {
+void fill_tensor_parallel(const Job& job, const Costs& c, sim::CostedStep& plan) {
   plan.tp = job.tp;
   if (job.tp == 1) return;
   plan.tp_fabric = job.tp_fabric;
@@ -33,10 +33,10 @@ void plan_tensor_parallel(const Job& job, const Costs& c, sim::StepPlan& plan) {
   plan.tp_head_backward = c.tp_head.backward;
 }
 
-/// Pipeline parallelism in the plan: stages, chunks, schedule, the costed send between stages,
+/// Pipeline parallelism in the costed step: stages, chunks, schedule, the costed send between stages,
 /// the stage link, and each stage's static memory. The lowering takes the whole model's
 /// times and gives each stage its share.
-void plan_pipeline(const Job& job, const Costs& c, sim::StepPlan& plan) {
+void fill_pipeline(const Job& job, const Costs& c, sim::CostedStep& plan) {
   plan.pp = job.pp;
   if (job.pp == 1) return;
   const StrategySpec& st = job.scenario.strategy;
@@ -55,9 +55,9 @@ void plan_pipeline(const Job& job, const Costs& c, sim::StepPlan& plan) {
 
 }  // namespace
 
-sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& options) {
+sim::CostedStep costed_step(const Job& job, const Costs& c, const PredictOptions& options) {
   const Scenario& s = job.scenario;
-  sim::StepPlan plan;
+  sim::CostedStep plan;
   plan.strategy = s.strategy.kind;
   plan.micro_steps = s.training.grad_accum;
   plan.layers = static_cast<int>(s.model.layers);
@@ -84,17 +84,17 @@ sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& op
   plan.nodes = job.nodes;
   plan.gpus_per_node = std::max(1, job.gpus_per_node / job.tp);  // DP ranks per node
   plan.fabric = job.fabric;
-  plan_tensor_parallel(job, c, plan);
-  plan_pipeline(job, c, plan);
-  plan.cp_forward = c.cp_forward;
-  plan.cp_backward = c.cp_backward;
+  fill_tensor_parallel(job, c, plan);
+  fill_pipeline(job, c, plan);
+  plan.exchange_forward = c.cp_forward;
+  plan.exchange_backward = c.cp_backward;
   // Full and selective recompute both rerun the attention, and with it the K/V exchange.
-  if (s.training.recompute != Recompute::none) plan.cp_recompute = c.cp_forward;
+  if (s.training.recompute != Recompute::none) plan.exchange_recompute = c.cp_forward;
   // The MoE all-to-alls after the K/V exchange; a full recompute reruns the dispatch too.
-  plan.cp_forward.insert(plan.cp_forward.end(), c.ep_forward.begin(), c.ep_forward.end());
-  plan.cp_backward.insert(plan.cp_backward.end(), c.ep_backward.begin(), c.ep_backward.end());
+  plan.exchange_forward.insert(plan.exchange_forward.end(), c.ep_forward.begin(), c.ep_forward.end());
+  plan.exchange_backward.insert(plan.exchange_backward.end(), c.ep_backward.begin(), c.ep_backward.end());
   if (s.training.recompute == Recompute::full)
-    plan.cp_recompute.insert(plan.cp_recompute.end(), c.ep_forward.begin(), c.ep_forward.end());
+    plan.exchange_recompute.insert(plan.exchange_recompute.end(), c.ep_forward.begin(), c.ep_forward.end());
   plan.algorithm = s.strategy.algorithm;
   plan.comm_on_compute_stream = options.comm_on_compute_stream;
   plan.measured_collectives = job.measured_collectives;
@@ -108,8 +108,8 @@ sim::StepPlan step_plan(const Job& job, const Costs& c, const PredictOptions& op
 
 Lowered lower(const Job& job, const Costs& costs, const PredictOptions& options) {
   Lowered out;
-  out.plan = step_plan(job, costs, options);
-  out.graph = sim::lower_step(out.plan);
+  out.step = costed_step(job, costs, options);
+  out.graph = sim::lower_step(out.step);
   return out;
 }
 
@@ -123,7 +123,7 @@ sim::SimResult simulate(const sim::StepGraph& graph, const PredictOptions& optio
 sim::SimResult simulate(Lowered& lowered, const PredictOptions& options) {
   sim::SimResult result = simulate(lowered.graph, options);
   if (result.repetition_exact) return result;
-  std::optional<sim::StepGraph> every_micro_step = sim::lower_step_explicit(lowered.plan, lowered.graph);
+  std::optional<sim::StepGraph> every_micro_step = sim::lower_step_explicit(lowered.step, lowered.graph);
   if (!every_micro_step) return result;
   lowered.graph = std::move(*every_micro_step);
   return simulate(lowered.graph, options);

@@ -60,7 +60,7 @@ struct LinkUse {
 
 /// The plan, the lowered step and its simulation, for traces and benchmarks.
 struct StepSimulation {
-  sim::StepPlan plan;
+  sim::CostedStep step;
   sim::StepGraph graph;
   sim::SimResult result;
 };

@@ -108,7 +108,7 @@ void resolve_buckets(Job& job) {
   const StrategySpec& strat = job.scenario.strategy;
   const Strategy st = strat.kind;
   const double wb = working_bytes(job.scenario.training.precision);
-  job.bucket_bytes = sim::StepPlan{}.bucket_bytes;
+  job.bucket_bytes = sim::CostedStep{}.bucket_bytes;
   if (strat.bucket_given) {
     job.bucket_bytes = strat.bucket_bytes;
   } else if (zero12(st) && strat.overlap_param_gather) {

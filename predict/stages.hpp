@@ -8,7 +8,7 @@
 ///   cost(Job)                          -> Costs    per-layer compute times and FLOPs, byte
 ///                                                  counts, memory terms, every collective's
 ///                                                  size and exposed part; pure
-///   lower(Job, Costs, PredictOptions)  -> Lowered  the StepPlan and its StepGraph
+///   lower(Job, Costs, PredictOptions)  -> Lowered  the CostedStep and its StepGraph
 ///                                                  (sim::lower_step)
 ///   simulate(Lowered, PredictOptions) -> SimResult  every micro-step lowered where the
 ///                                                  closed form is not exact
@@ -219,12 +219,12 @@ LayerTimes layer_times(const MicroStepTimes& micro, int layers);
 
 /// The plan the lowering reads and the step graph it made of it.
 struct Lowered {
-  sim::StepPlan plan;
+  sim::CostedStep step;
   sim::StepGraph graph;
 };
 
-/// The StepPlan of the job with its costs: plain numbers for sim::lower_step.
-sim::StepPlan step_plan(const Job& job, const Costs& costs, const PredictOptions& options);
+/// The CostedStep of the job with its costs: plain numbers for sim::lower_step.
+sim::CostedStep costed_step(const Job& job, const Costs& costs, const PredictOptions& options);
 
 /// Lowers the step: step_plan, then sim::lower_step.
 Lowered lower(const Job& job, const Costs& costs, const PredictOptions& options);

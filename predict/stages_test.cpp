@@ -304,7 +304,7 @@ TEST_CASE("step_plan: the plan carries the costs and the resolved job unchanged"
   const Costs c = cost(job);
   PredictOptions o;
   o.comm_on_compute_stream = true;
-  const sim::StepPlan plan = step_plan(job, c, o);
+  const sim::CostedStep plan = costed_step(job, c, o);
   CHECK(plan.micro_steps == 3);
   CHECK(plan.optimizer_s == c.optimizer_s);
   CHECK(plan.layer_grad_bytes == c.layer_grad_bytes);
@@ -614,13 +614,13 @@ TEST_CASE(
   // Ring bytes per layer: 3 steps x 2 x b·s/cp·kv_dim·w = 3 x 2 x 4·256·1600·2.
   CHECK(cb.cp_forward[0].bytes == doctest::Approx(3 * 2 * 4.0 * 256 * 1600 * 2));
   CHECK(cb.cp_backward[0].bytes == doctest::Approx(2 * cb.cp_forward[0].bytes));
-  const sim::StepPlan plan = step_plan(b, cb, PredictOptions{});
-  CHECK(plan.gpus == 16);                // the lowering's collectives span the DP x CP ranks
-  CHECK(plan.cp_recompute.size() == 1);  // full recompute repeats the forward's exchange
+  const sim::CostedStep plan = costed_step(b, cb, PredictOptions{});
+  CHECK(plan.gpus == 16);                      // the lowering's collectives span the DP x CP ranks
+  CHECK(plan.exchange_recompute.size() == 1);  // full recompute repeats the forward's exchange
   Scenario no_recompute = cp;
   no_recompute.training.recompute = Recompute::none;
   const Job jn = resolve(no_recompute);
-  CHECK(step_plan(jn, cost(jn), PredictOptions{}).cp_recompute.empty());
+  CHECK(costed_step(jn, cost(jn), PredictOptions{}).exchange_recompute.empty());
   // The step's figures count dp replicas: a quarter of the global batch and FLOPs.
   const Prediction pa = predict(plain), pb = predict(cp);
   CHECK(pb.global_batch_samples == doctest::Approx(pa.global_batch_samples / 4));
@@ -690,7 +690,7 @@ TEST_CASE(
   const double linear = static_cast<double>(pb.attention + pb.mlp) / 32;
   CHECK(c8.layer_gather_bytes == doctest::Approx(linear + 2 * (static_cast<double>(pb.per_layer) - linear)));
   CHECK(c8.layer_gather_bytes < 0.51 * c8.layer_param_bytes);
-  const sim::StepPlan plan = step_plan(resolve(fp8), c8, PredictOptions{});
+  const sim::CostedStep plan = costed_step(resolve(fp8), c8, PredictOptions{});
   const sim::StepGraph g = sim::lower_step(plan);
   bool found = false;
   for (const sim::CollectiveOp& op : g.ops)
@@ -738,8 +738,8 @@ TEST_CASE(
     CHECK(op.phases[0].bytes == doctest::Approx(bytes));
   }
   const Lowered low = lower(job, c, PredictOptions{});
-  CHECK(low.plan.cp_forward.size() == 2);
-  CHECK(low.plan.cp_recompute.size() == 2);
+  CHECK(low.step.exchange_forward.size() == 2);
+  CHECK(low.step.exchange_recompute.size() == 2);
   int all_to_alls = 0;
   for (const auto& t : low.graph.tasks)
     if (t.category == sim::TaskCategory::all_to_all) ++all_to_alls;
@@ -747,7 +747,7 @@ TEST_CASE(
   CHECK(all_to_alls == 32 * 2 * 6);
   // Selective recompute reruns attention only, not the dispatch.
   const Job sel = resolve(moe_scenario(8, "selective"));
-  CHECK(lower(sel, cost(sel), PredictOptions{}).plan.cp_recompute.empty());
+  CHECK(lower(sel, cost(sel), PredictOptions{}).step.exchange_recompute.empty());
   // ep = 1: no all-to-all; every expert's gradient reduces over the 8 ranks.
   const Job one = resolve(moe_scenario(1));
   CHECK(cost(one).ep_forward.empty());

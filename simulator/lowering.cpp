@@ -61,7 +61,7 @@ std::unique_ptr<StrategyLowering> lowering_for(Strategy s) {
 namespace {
 
 /// The micro-steps the graph holds: all of them, or the first e-1 and the last.
-std::vector<std::int64_t> explicit_micro_steps(const StepPlan& p, std::int64_t e) {
+std::vector<std::int64_t> explicit_micro_steps(const CostedStep& p, std::int64_t e) {
   const std::int64_t n = p.micro_steps;
   std::vector<std::int64_t> ks;
   for (std::int64_t k = 0; k < (n <= e ? n : e - 1); ++k) ks.push_back(k);
@@ -79,7 +79,7 @@ std::string_view lowering_family(Strategy s) {
 
 namespace {
 
-StepGraph lower_micro_steps(const StepPlan& plan, const std::vector<std::int64_t>& ks) {
+StepGraph lower_micro_steps(const CostedStep& plan, const std::vector<std::int64_t>& ks) {
   using namespace lowering;
   const std::unique_ptr<StrategyLowering> family = lowering_for(plan.strategy);
   Builder b(plan, family->streams());
@@ -101,7 +101,7 @@ StepGraph lower_micro_steps(const StepPlan& plan, const std::vector<std::int64_t
 
 }  // namespace
 
-StepGraph lower_step(const StepPlan& plan) {
+StepGraph lower_step(const CostedStep& plan) {
   if (plan.layers < 1 || plan.micro_steps < 1 || plan.gpus < 1)
     throw InternalError(fmt::format("lowering a step of {} layers, {} micro-steps on {} GPUs", plan.layers,
                                     plan.micro_steps, plan.gpus));
@@ -118,7 +118,7 @@ StepGraph lower_step(const StepPlan& plan) {
   return lower_micro_steps(plan, ks);
 }
 
-std::optional<StepGraph> lower_step_explicit(const StepPlan& plan, const StepGraph& closed_form) {
+std::optional<StepGraph> lower_step_explicit(const CostedStep& plan, const StepGraph& closed_form) {
   if (plan.pp > 1 || closed_form.repeat_count == 0) return std::nullopt;
   const MicroStepSpan& middle = closed_form.micro_steps[1];
   const double tasks = static_cast<double>(middle.end_task - middle.first_task) * static_cast<double>(plan.micro_steps);

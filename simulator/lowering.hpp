@@ -89,7 +89,7 @@ struct LayerCollective {
   std::string tag = "cp";  ///< task-name prefix: "cp" (K/V exchange), "ep" (MoE all-to-all)
 };
 
-struct StepPlan {
+struct CostedStep {
   Strategy strategy = Strategy::ddp;
   std::int64_t micro_steps = 1;
   /// Micro-steps held explicitly when there are more (>= 4: the first, at least two middle
@@ -139,10 +139,11 @@ struct StepPlan {
   CommFabric tp_fabric;
   std::vector<TpCollective> tp_forward, tp_backward, tp_recompute;
   std::vector<TpCollective> tp_head_forward, tp_head_backward;  ///< vocab-parallel head and loss
-  /// Context parallelism: per layer and micro-step, the K/V exchange after each layer's
-  /// forward, backward and recompute (full or selective: both rerun the attention), on the
-  /// compute stream (empty: none).
-  std::vector<LayerCollective> cp_forward, cp_backward, cp_recompute;
+  /// Per layer and micro-step, the exchanges after each layer's forward, backward and
+  /// recompute, on the compute stream (empty: none): context parallelism's K/V exchange
+  /// (full and selective recompute rerun the attention) and expert parallelism's dispatch and
+  /// combine all-to-alls (full recompute reruns the dispatch).
+  std::vector<LayerCollective> exchange_forward, exchange_backward, exchange_recompute;
   std::string algorithm = "auto";
 
   double activation_bytes_per_layer = 0;  ///< kept from forward to backward, per micro-step
@@ -188,12 +189,12 @@ struct StepPlan {
 
 /// The step graph of `plan`: a pipeline's stages as rank classes, or the micro-steps of one
 /// strategy family, the repeated middle ones in closed form (StepGraph::repeat_count).
-StepGraph lower_step(const StepPlan& plan);
+StepGraph lower_step(const CostedStep& plan);
 
 /// The same step with every micro-step explicit, for a `closed_form` (lower_step of `plan`)
 /// whose middle micro-steps the simulation found not to repeat exactly; nullopt when it
 /// holds none in closed form, is a pipeline, or would take more than kMaxExplicitTasks tasks.
-std::optional<StepGraph> lower_step_explicit(const StepPlan& plan, const StepGraph& closed_form);
+std::optional<StepGraph> lower_step_explicit(const CostedStep& plan, const StepGraph& closed_form);
 
 /// The name of the lowering family of strategy `s` ("replicated (DDP, FSDP NO_SHARD)",
 /// "ZeRO-1/2", "sharded (ZeRO-3, FSDP FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD)").

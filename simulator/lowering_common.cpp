@@ -15,20 +15,20 @@ std::vector<int> shifted(const std::vector<int>& deps, int k) {
 }
 
 /// The first of the plan's fabrics with a spine level, or null.
-const SpineLevel* plan_spine(const StepPlan& p) {
+const SpineLevel* plan_spine(const CostedStep& p) {
   for (const CommFabric* f : {&p.fabric, &p.tp_fabric, &p.pp_fabric})
     if (f->spine && f->spine->crossing > 0) return &*f->spine;
   return nullptr;
 }
 
-double spine_oversubscription(const StepPlan& p) {
+double spine_oversubscription(const CostedStep& p) {
   const SpineLevel* s = plan_spine(p);
   return s ? s->oversubscription : 1.0;
 }
 
 }  // namespace
 
-Builder::Builder(const StepPlan& plan, const StreamLayout& layout) : p_(plan) {
+Builder::Builder(const CostedStep& plan, const StreamLayout& layout) : p_(plan) {
   std::vector<RankGroup> groups = p_.groups;
   if (groups.empty()) groups.push_back(RankGroup{"all ranks", p_.gpus, p_.nodes, 1.0, 1.0});
   for (const RankGroup& grp : groups) add_class(grp, groups.size() > 1, layout);
@@ -93,7 +93,7 @@ int Builder::collective(Lane lane, std::string name, std::string purpose, Collec
   return ids[0];
 }
 
-std::vector<CollectivePhase> tp_phases(const StepPlan& p, const TpCollective& tc, std::string& purpose) {
+std::vector<CollectivePhase> tp_phases(const CostedStep& p, const TpCollective& tc, std::string& purpose) {
   std::vector<CollectivePhase> phases;
   if (p.tp > 1 && tc.bytes > 0) phases = collective_phases(tc.op, tc.bytes, p.tp_fabric, p.algorithm);
   if (tc.overlap == TpOverlap::none || phases.empty()) return phases;
@@ -162,18 +162,20 @@ void Builder::add_free(int task, double bytes) {
   for (int k = 0; k < classes_; ++k) g_.tasks[task + k].free_bytes += bytes;
 }
 
-double spine_GBps(const StepPlan& p) {
+double spine_GBps(const CostedStep& p) {
   const SpineLevel* s = plan_spine(p);
   return s ? s->bw_GBps : 0.0;
 }
 
-double node_nic_GBps(const StepPlan& p) {
+double node_nic_GBps(const CostedStep& p) {
   for (const CommFabric* f : {&p.fabric, &p.tp_fabric, &p.pp_fabric})
     if (f->inter) return f->inter->bw_GBps * f->nic_sharing;
   return 0.0;
 }
 
-std::string micro_suffix(const StepPlan& p, std::int64_t k) { return p.micro_steps > 1 ? fmt::format(" m{}", k) : ""; }
+std::string micro_suffix(const CostedStep& p, std::int64_t k) {
+  return p.micro_steps > 1 ? fmt::format(" m{}", k) : "";
+}
 
 namespace {
 
@@ -199,7 +201,7 @@ int layer_collectives(Builder& b, const std::vector<LayerCollective>& list, int 
 }  // namespace
 
 MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks& hooks) {
-  const StepPlan& p = b.plan();
+  const CostedStep& p = b.step();
   const std::string mk = micro_suffix(p, k);
   const int L = p.layers;
   MicroStepTasks t;
@@ -209,7 +211,7 @@ MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks
     const std::vector<int> deps = hooks.before_forward ? hooks.before_forward(i, t) : std::vector<int>{};
     t.forward[i] = b.compute(fmt::format("fwd L{}{}", i, mk), TaskCategory::forward, b.forward_s(),
                              p.layer_flops_forward, deps, p.activation_bytes_per_layer, hooks.forward_free_bytes);
-    const int cp = layer_collectives(b, p.cp_forward, t.forward[i], fmt::format("fwd L{}{}", i, mk));
+    const int cp = layer_collectives(b, p.exchange_forward, t.forward[i], fmt::format("fwd L{}{}", i, mk));
     tp_collectives(b, p.tp_forward, cp, fmt::format("fwd L{}{}", i, mk));
   }
   const int head = b.compute("fwd head" + mk, TaskCategory::head, p.micro.head_forward_s, p.head_flops_forward,
@@ -223,13 +225,13 @@ MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks
     if (b.recompute_s() > 0) {
       const int rec = b.compute(fmt::format("recompute L{}{}", i, mk), TaskCategory::recompute, b.recompute_s(),
                                 p.layer_flops_recompute, deps);
-      const int cp = layer_collectives(b, p.cp_recompute, rec, fmt::format("recompute L{}{}", i, mk));
+      const int cp = layer_collectives(b, p.exchange_recompute, rec, fmt::format("recompute L{}{}", i, mk));
       tp_collectives(b, p.tp_recompute, cp, fmt::format("recompute L{}{}", i, mk));
     }
     t.backward[i] =
         b.compute(fmt::format("bwd L{}{}", i, mk), TaskCategory::backward, b.backward_s(), p.layer_flops_backward, deps,
                   hooks.backward_alloc_bytes, p.activation_bytes_per_layer + hooks.backward_extra_free_bytes);
-    const int cp = layer_collectives(b, p.cp_backward, t.backward[i], fmt::format("bwd L{}{}", i, mk));
+    const int cp = layer_collectives(b, p.exchange_backward, t.backward[i], fmt::format("bwd L{}{}", i, mk));
     tp_collectives(b, p.tp_backward, cp, fmt::format("bwd L{}{}", i, mk));
     t.backward[i] = cp;  // the K/V weight gradients need the ring's dK and dV: ready after the exchange
     if (hooks.after_backward) hooks.after_backward(i, t.backward[i]);
@@ -238,7 +240,7 @@ MicroStepTasks micro_step_program(Builder& b, std::int64_t k, const ProgramHooks
 }
 
 std::vector<Chunk> replicated_micro_step(Builder& b, std::int64_t k, const ProgramHooks& hooks) {
-  const StepPlan& p = b.plan();
+  const CostedStep& p = b.step();
   const MicroStepTasks t = micro_step_program(b, k, hooks);
   std::vector<Chunk> chunks;
   chunks.push_back({t.head_backward, p.head_grad_bytes});
@@ -249,7 +251,7 @@ std::vector<Chunk> replicated_micro_step(Builder& b, std::int64_t k, const Progr
 
 void reduce_buckets(Builder& b, const std::vector<Chunk>& chunks, Collective c, const std::string& purpose,
                     double first_cap, const std::string& suffix, bool mark_last_unhideable) {
-  const StepPlan& p = b.plan();
+  const CostedStep& p = b.step();
   double total = 0;
   for (const Chunk& ch : chunks) total += ch.bytes;
   bucket_count(total, first_cap, p.bucket_bytes);  // InternalError beyond kMaxBuckets, before building any

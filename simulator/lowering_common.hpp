@@ -36,9 +36,9 @@ struct StreamLayout {
 /// is that id + c (the copies of one task are added together).
 class Builder {
  public:
-  Builder(const StepPlan& plan, const StreamLayout& layout);
+  Builder(const CostedStep& plan, const StreamLayout& layout);
 
-  const StepPlan& plan() const { return p_; }
+  const CostedStep& step() const { return p_; }
   StepGraph& graph() { return g_; }
 
   /// A collective across every rank class; `deps` are class-0 task ids.
@@ -48,7 +48,7 @@ class Builder {
   /// it), over the plan's TP fabric; `deps` are class-0 task ids.
   /// Under overlap (c.overlap) only the part its GEMM leaves exposed (tp_phases).
   int tp_collective(std::string name, std::string purpose, const TpCollective& c, const std::vector<int>& deps);
-  /// A costed layer collective (StepPlan::cp_forward, ...) on every rank class's compute
+  /// A costed layer collective (CostedStep::exchange_forward, ...) on every rank class's compute
   /// stream; `deps` are class-0 task ids.
   int layer_collective(std::string name, const LayerCollective& c, const std::vector<int>& deps);
   /// A compute task on every rank class.
@@ -73,7 +73,7 @@ class Builder {
   void add_class(const RankGroup& grp, bool several, const StreamLayout& layout);
   void use_measurement(CollectivePhase& ph, const CommFabric& f) const;
 
-  const StepPlan& p_;
+  const CostedStep& p_;
   StepGraph g_;
   std::vector<int> compute_, gather_, reduce_;  ///< streams per class
   int classes_ = 1;
@@ -83,19 +83,19 @@ class Builder {
 /// The phases of one TP collective over the plan's TP fabric; under overlap (tc.overlap)
 /// one latency-only phase of what its GEMM leaves exposed (model/parallel.hpp
 /// tp_overlap_exposed_s of the phases' time alone), with " (exposed part)" added to `purpose`.
-std::vector<CollectivePhase> tp_phases(const StepPlan& p, const TpCollective& tc, std::string& purpose);
+std::vector<CollectivePhase> tp_phases(const CostedStep& p, const TpCollective& tc, std::string& purpose);
 
 /// A node's share of an oversubscribed rail fat tree's spine uplinks (GB/s per direction,
 /// all rails) when any of the plan's fabrics (data-parallel, tensor-parallel, pipeline)
 /// sends bytes across it; 0 when none does (then no class gets a spine resource).
-double spine_GBps(const StepPlan& p);
+double spine_GBps(const CostedStep& p);
 
 /// A node's NICs, all rails (GB/s per direction): the inter level of the data-parallel,
 /// else the tensor-parallel, else the pipeline fabric, times its NIC sharing; 0 on one node.
-double node_nic_GBps(const StepPlan& p);
+double node_nic_GBps(const CostedStep& p);
 
 /// The micro-step suffix of task names: " m3" when there are several micro-steps.
-std::string micro_suffix(const StepPlan& p, std::int64_t k);
+std::string micro_suffix(const CostedStep& p, std::int64_t k);
 
 /// Ids of one micro-step's compute tasks (index 1..layers; 0 unused); under context
 /// parallelism a layer's backward is its K/V exchange, after which its gradients are ready.
@@ -153,7 +153,7 @@ std::unique_ptr<StrategyLowering> sharded_lowering(Strategy s);
 /// The pipeline-parallel lowering (lowering_pipeline.cpp), for plans with pp > 1.
 /// Throws std::invalid_argument for what it does not lower (sharding other than ddp or
 /// zero1, rank classes, an unknown schedule, ...).
-StepGraph lower_pipeline(const StepPlan& plan);
+StepGraph lower_pipeline(const CostedStep& plan);
 
 /// The family that lowers strategy `s`.
 std::unique_ptr<StrategyLowering> lowering_for(Strategy s);

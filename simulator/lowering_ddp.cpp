@@ -21,10 +21,10 @@ class ReplicatedLowering final : public StrategyLowering {
 
   void micro_step(Builder& b, std::int64_t k, bool last) const override {
     const std::vector<Chunk> chunks = replicated_micro_step(b, k);
-    if (b.plan().gpus == 1 || !last) return;
-    const std::string mk = micro_suffix(b.plan(), k);
+    if (b.step().gpus == 1 || !last) return;
+    const std::string mk = micro_suffix(b.step(), k);
     if (strategy_ == Strategy::ddp) {
-      reduce_buckets(b, chunks, Collective::all_reduce, "gradient all-reduce (bucketed)", b.plan().first_bucket_bytes,
+      reduce_buckets(b, chunks, Collective::all_reduce, "gradient all-reduce (bucketed)", b.step().first_bucket_bytes,
                      mk, true);
       return;
     }

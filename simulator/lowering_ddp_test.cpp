@@ -34,7 +34,7 @@ TEST_CASE("DDP: buckets fill in ready order, the first 1 MiB, all-reduced in the
 }
 
 TEST_CASE("recompute adds one task before each layer's backward") {
-  StepPlan p = plan(Strategy::ddp);
+  CostedStep p = plan(Strategy::ddp);
   p.micro.recompute_s = 0.2;
   const StepGraph g = lower_step(p);
   const int r = task_named(g, "recompute L3");
@@ -56,7 +56,7 @@ TEST_CASE("FSDP NO_SHARD: each unit's gradients all-reduced after its backward, 
 
 TEST_CASE("one GPU: no collective, whatever the strategy") {
   for (Strategy st : {Strategy::ddp, Strategy::fsdp_no_shard}) {
-    StepPlan p = plan(st, 3);
+    CostedStep p = plan(st, 3);
     p.gpus = p.nodes = p.gpus_per_node = 1;
     CHECK(lower_step(p).ops.empty());
   }

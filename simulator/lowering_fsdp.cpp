@@ -24,7 +24,7 @@ class ShardedLowering final : public StrategyLowering {
   StreamLayout streams() const override { return StreamLayout{"nccl all-gather", true}; }
 
   void micro_step(Builder& b, std::int64_t k, bool last) const override {
-    if (b.plan().gpus == 1) {  // nothing to gather or reduce
+    if (b.step().gpus == 1) {  // nothing to gather or reduce
       replicated_micro_step(b, k);
       return;
     }
@@ -35,9 +35,9 @@ class ShardedLowering final : public StrategyLowering {
   bool hybrid() const { return strategy_ == Strategy::fsdp_hybrid_shard; }
   bool keep_for_backward() const { return strategy_ == Strategy::fsdp_shard_grad_op; }
   FabricScope shard_level() const { return hybrid() ? FabricScope::intra_node : FabricScope::all; }
-  int shard_ranks(const StepPlan& p) const { return hybrid() ? p.gpus_per_node : p.gpus; }
+  int shard_ranks(const CostedStep& p) const { return hybrid() ? p.gpus_per_node : p.gpus; }
   /// Bytes a gathered unit adds on top of the shard already held.
-  double gathered(const StepPlan& p, double bytes) const { return bytes * (1.0 - 1.0 / shard_ranks(p)); }
+  double gathered(const CostedStep& p, double bytes) const { return bytes * (1.0 - 1.0 / shard_ranks(p)); }
 
   void sharded_micro_step(Builder& b, std::int64_t k, bool last) const;
   void reduce_unit(Builder& b, const std::string& what, double grad_bytes, int after) const;
@@ -46,7 +46,7 @@ class ShardedLowering final : public StrategyLowering {
 };
 
 void ShardedLowering::sharded_micro_step(Builder& b, std::int64_t k, bool last) const {
-  const StepPlan& p = b.plan();
+  const CostedStep& p = b.step();
   const std::string mk = micro_suffix(p, k);
   const FabricScope level = shard_level();
   const int L = p.layers;
@@ -99,7 +99,7 @@ void ShardedLowering::sharded_micro_step(Builder& b, std::int64_t k, bool last) 
 
 void ShardedLowering::reduce_unit(Builder& b, const std::string& what, double grad_bytes, int after) const {
   if (grad_bytes <= 0) return;
-  const StepPlan& p = b.plan();
+  const CostedStep& p = b.step();
   const double shard = grad_bytes / shard_ranks(p);
   b.last_reduce = b.collective(Lane::reduce, "reduce-scatter " + what, "gradient reduce-scatter",
                                Collective::reduce_scatter, grad_bytes, shard_level(), {after}, 0, grad_bytes - shard);

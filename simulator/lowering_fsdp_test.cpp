@@ -51,7 +51,7 @@ TEST_CASE("HYBRID_SHARD gathers and reduces inside the node, then all-reduces ea
 }
 
 TEST_CASE("prefetch: the all-gather of layer i may start once layer i-1-prefetch has run forward") {
-  StepPlan p = plan(Strategy::fsdp_full_shard);
+  CostedStep p = plan(Strategy::fsdp_full_shard);
   p.prefetch_layers = 0;
   StepGraph g = lower_step(p);
   CHECK(g.tasks[task_named(g, "all-gather L3 (fwd)")].deps == std::vector<int>{task_named(g, "fwd L2")});
@@ -64,7 +64,7 @@ TEST_CASE("prefetch: the all-gather of layer i may start once layer i-1-prefetch
 TEST_CASE("more prefetch never makes the step slower") {
   double previous = 1e300;
   for (int pf : {0, 1, 2, 4}) {
-    StepPlan p = plan(Strategy::fsdp_full_shard);
+    CostedStep p = plan(Strategy::fsdp_full_shard);
     p.prefetch_layers = pf;
     const double t = simulate(lower_step(p)).step_s();
     CAPTURE(pf);
@@ -76,7 +76,7 @@ TEST_CASE("more prefetch never makes the step slower") {
 TEST_CASE("sharded strategies on one GPU lower as replicated: no gather, no reduction") {
   for (Strategy st :
        {Strategy::zero3, Strategy::fsdp_full_shard, Strategy::fsdp_shard_grad_op, Strategy::fsdp_hybrid_shard}) {
-    StepPlan p = plan(st, 2);
+    CostedStep p = plan(st, 2);
     p.gpus = p.nodes = p.gpus_per_node = 1;
     const StepGraph g = lower_step(p);
     CHECK(g.ops.empty());

@@ -1,5 +1,5 @@
 /// \file
-/// Pipeline parallelism (StepPlan::pp > 1): each stage is one rank class
+/// Pipeline parallelism (CostedStep::pp > 1): each stage is one rank class
 /// (all its data-parallel and tensor-parallel ranks alike), and its compute stream plays the
 /// stage's program from schedules.hpp, so the bubble, the point-to-point sends and each
 /// stage's peak activation memory come out of the simulation.
@@ -17,7 +17,7 @@
 ///  - Point-to-point: the activation of (m, k) sent from virtual stage k to k+1 after the
 ///    forward, its gradient from k+1 to k after the backward (or B): a two-member collective
 ///    (the sender's and the receiver's p2p streams, one per direction and peer so that a
-///    send never waits behind an unrelated receive) of one phase: StepPlan::p2p_latency_s,
+///    send never waits behind an unrelated receive) of one phase: CostedStep::p2p_latency_s,
 ///    then p2p_bytes at the pp_fabric link's rate (the NICs when the stages sit on different
 ///    nodes, else the intra-node link), loading that link of both stages. The forward of
 ///    (m, k) waits for its activation, the backward of (m, k) for its gradient. Played as a
@@ -62,7 +62,7 @@ struct OpTasks {
 enum class Part { whole, input, weight };
 
 /// Throws std::invalid_argument when `p` cannot be lowered as a pipeline.
-void check_pipeline_plan(const StepPlan& p) {
+void check_pipeline_plan(const CostedStep& p) {
   auto refuse = [](const std::string& why) { throw std::invalid_argument("pipeline lowering: " + why); };
   if (p.vpp < 1) refuse(fmt::format("vpp {} must be >= 1", p.vpp));
   if (p.strategy != Strategy::ddp && p.strategy != Strategy::zero1)
@@ -82,7 +82,7 @@ void check_pipeline_plan(const StepPlan& p) {
 
 class PipelineBuilder {
  public:
-  explicit PipelineBuilder(const StepPlan& p);
+  explicit PipelineBuilder(const CostedStep& p);
   StepGraph build();
 
  private:
@@ -105,7 +105,7 @@ class PipelineBuilder {
   /// The stage's share of the model's parameter bytes (of its layers when there are none).
   double stage_share(int i) const;
 
-  const StepPlan& p_;
+  const CostedStep& p_;
   StepGraph g_;
   int P_ = 1, V_ = 1, M_ = 1;                    ///< stages, virtual stages, micro-batches
   std::vector<int> chunk_layers_, first_layer_;  ///< per virtual stage
@@ -119,7 +119,7 @@ class PipelineBuilder {
   double fwd_s_ = 0, bwd_s_ = 0, rec_s_ = 0;
 };
 
-PipelineBuilder::PipelineBuilder(const StepPlan& p) : p_(p) {
+PipelineBuilder::PipelineBuilder(const CostedStep& p) : p_(p) {
   P_ = p.pp;
   V_ = p.pp * p.vpp;
   M_ = static_cast<int>(p.micro_steps);
@@ -232,7 +232,7 @@ OpTasks PipelineBuilder::forward(int m, int k) {
     const std::string n = fmt::format("fwd L{} m{}", l, m);
     const int t = task(i, n, TaskCategory::forward, fwd_s_, p_.layer_flops_forward, p_.activation_bytes_per_layer, 0);
     if (ot.first < 0) ot.first = t;
-    ot.last = tp_after(i, p_.tp_forward, cp_after(i, p_.cp_forward, t, n), n);
+    ot.last = tp_after(i, p_.tp_forward, cp_after(i, p_.exchange_forward, t, n), n);
   }
   if (k == V_ - 1) {
     const std::string n = fmt::format("fwd head m{}", m);
@@ -260,13 +260,13 @@ OpTasks PipelineBuilder::backward(int m, int k, Part part) {
     if (part != Part::weight && rec_s_ > 0) {
       const std::string n = fmt::format("recompute L{} m{}", l, m);
       keep(task(i, n, TaskCategory::recompute, rec_s_, p_.layer_flops_recompute, 0, 0));
-      ot.last = tp_after(i, p_.tp_recompute, cp_after(i, p_.cp_recompute, ot.last, n), n);
+      ot.last = tp_after(i, p_.tp_recompute, cp_after(i, p_.exchange_recompute, ot.last, n), n);
     }
     const std::string n = fmt::format("{} L{} m{}", what, l, m);
     const double free = part == Part::input ? 0 : p_.activation_bytes_per_layer;
     keep(task(i, n, TaskCategory::backward, bwd_s_ * half, p_.layer_flops_backward * half, 0, free));
     if (m == M_ - 1 && part != Part::input) grad_ready_[i].push_back(ot.last);
-    if (part != Part::weight) ot.last = tp_after(i, p_.tp_backward, cp_after(i, p_.cp_backward, ot.last, n), n);
+    if (part != Part::weight) ot.last = tp_after(i, p_.tp_backward, cp_after(i, p_.exchange_backward, ot.last, n), n);
   }
   return ot;
 }
@@ -445,7 +445,7 @@ StepGraph PipelineBuilder::build() {
 
 }  // namespace
 
-StepGraph lower_pipeline(const StepPlan& plan) {
+StepGraph lower_pipeline(const CostedStep& plan) {
   check_pipeline_plan(plan);
   return PipelineBuilder(plan).build();
 }

@@ -23,8 +23,8 @@ namespace {
 /// 8 layers, one micro-batch through all of them: forward 0.8 s (0.1 s a layer), backward
 /// 1.6 s (0.2 s a layer), no LM-head time, no optimizer; one GPU per stage (dp = 1), the
 /// stages on one node joined by NVLink, p2p free (0 bytes, 0 latency).
-StepPlan pipe_plan(const std::string& schedule, int pp, std::int64_t m, int vpp = 1) {
-  StepPlan p = plan(Strategy::ddp, m);
+CostedStep pipe_plan(const std::string& schedule, int pp, std::int64_t m, int vpp = 1) {
+  CostedStep p = plan(Strategy::ddp, m);
   p.layers = 8;
   p.micro.forward_s = 0.8;
   p.micro.backward_s = 1.6;
@@ -42,15 +42,15 @@ StepPlan pipe_plan(const std::string& schedule, int pp, std::int64_t m, int vpp 
   return p;
 }
 
-double step_s(const StepPlan& p) { return simulate(lower_step(p)).step_s(); }
+double step_s(const CostedStep& p) { return simulate(lower_step(p)).step_s(); }
 
 /// (step - busy) / busy with busy = m (tf + tb) of one stage: the bubble fraction.
-double bubble(const StepPlan& p) {
+double bubble(const CostedStep& p) {
   const double busy = static_cast<double>(p.micro_steps) * (p.micro.forward_s + p.micro.backward_s) / p.pp;
   return (step_s(p) - busy) / busy;
 }
 
-std::string refusal(const StepPlan& p) {
+std::string refusal(const CostedStep& p) {
   try {
     lower_step(p);
   } catch (const std::invalid_argument& e) {
@@ -103,7 +103,7 @@ TEST_CASE("p2p sends on a slow link lie on the critical path") {
   // One stage per node, 100 MB per send over a 12.5 GB/s NIC: 8 ms + 10 us each. One
   // micro-batch is a chain: 4 x 0.6 s of compute plus 3 sends forward and 3 back,
   // 2.4 + 6 x 0.00801 = 2.44806 s.
-  StepPlan p = pipe_plan("1f1b", 4, 1);
+  CostedStep p = pipe_plan("1f1b", 4, 1);
   p.nodes = 4;
   p.gpus_per_node = 1;
   p.pp_fabric.inter = FabricLevel{2, LinkClass::network, 12.5, 0.0, "1x roce-100g", 1};
@@ -117,7 +117,7 @@ TEST_CASE("p2p sends on a slow link lie on the critical path") {
   const int recv = g.tasks[task_named(g, "fwd L3 m0")].deps.back();
   CHECK(g.ops[g.tasks[recv].op].name == "p2p activation m0 vs0->vs1");
   // Latency alone (0 bytes, 1 ms a send): 2.4 + 6 x 0.001 = 2.406 s.
-  StepPlan lat = p;
+  CostedStep lat = p;
   lat.p2p_bytes = 0;
   lat.p2p_latency_s = 1e-3;
   CHECK(step_s(lat) == doctest::Approx(2.406));
@@ -131,7 +131,7 @@ TEST_CASE("stage 0 keeps p micro-batches of activations under 1f1b and m under g
   // 1 GB of activations a layer, 2 layers a stage: 2 GB a micro-batch; 0.5 GB of logits on
   // the last stage. p = 4, m = 8.
   auto peak = [](const std::string& s, int v, int stage) {
-    StepPlan p = pipe_plan(s, 4, 8, v);
+    CostedStep p = pipe_plan(s, 4, 8, v);
     p.activation_bytes_per_layer = 1e9;
     p.logits_bytes = 0.5e9;
     return simulate(lower_step(p)).peak_memory_bytes[stage];
@@ -150,7 +150,7 @@ TEST_CASE("stage 0 keeps p micro-batches of activations under 1f1b and m under g
 TEST_CASE("each stage reduces its own gradients: ddp all-reduce, zero1 reduce-scatter and all-gather") {
   // dp = 2 inside the node: stage 0 holds 2 layers and the embeddings (50 - 20 MB), stage 3
   // 2 layers and the LM head (20 MB), the others 2 layers: 230, 200, 200, 220 MB.
-  StepPlan p = pipe_plan("1f1b", 4, 4);
+  CostedStep p = pipe_plan("1f1b", 4, 4);
   p.gpus = p.gpus_per_node = 8;
   p.fabric.intra.ranks = 2;
   p.optimizer_s = 0.085;
@@ -189,7 +189,7 @@ TEST_CASE(
   // As above: 230, 200, 200, 220 MB on stages 0..3, 100 MB a layer; 150 MB buckets close
   // after every second layer of the last micro-batch (2 layers a stage: one bucket, the
   // stage's extra bytes in it).
-  StepPlan p = pipe_plan("1f1b", 4, 4);
+  CostedStep p = pipe_plan("1f1b", 4, 4);
   p.gpus = p.gpus_per_node = 8;
   p.fabric.intra.ranks = 2;
   p.bucket_bytes = 150e6;
@@ -215,7 +215,7 @@ TEST_CASE(
 }
 
 TEST_CASE("the pipeline lowering refuses what it does not model, naming the rule") {
-  StepPlan p = pipe_plan("1f1b", 4, 8);
+  CostedStep p = pipe_plan("1f1b", 4, 8);
   p.strategy = Strategy::zero2;
   CHECK(refusal(p).find("only ddp or zero1") != std::string::npos);
   p.strategy = Strategy::ddp;
@@ -230,7 +230,7 @@ TEST_CASE("the pipeline lowering refuses what it does not model, naming the rule
 }
 
 TEST_CASE("pp = 1 leaves the data-parallel lowering as it was") {
-  StepPlan p = plan(Strategy::ddp, 2);
+  CostedStep p = plan(Strategy::ddp, 2);
   const StepGraph before = lower_step(p);
   p.schedule = "gpipe";
   p.p2p_bytes = 1e9;
@@ -243,7 +243,7 @@ TEST_CASE("pp = 1 leaves the data-parallel lowering as it was") {
 TEST_CASE("tensor parallelism inside a stage: each layer's TP collectives on that stage alone") {
   // TP 2 without SP: 2 all-reduces a layer forward and 2 backward (model/parallel.hpp), each
   // a one-member op on the stage's compute stream. p = 2, m = 2, 8 layers: 4 x 8 x 2 = 64.
-  StepPlan p = pipe_plan("1f1b", 2, 2);
+  CostedStep p = pipe_plan("1f1b", 2, 2);
   p.tp = 2;
   p.gpus = 4;
   p.tp_fabric.arch = GpuArch::ampere;
@@ -262,7 +262,7 @@ TEST_CASE("tensor parallelism inside a stage: each layer's TP collectives on tha
 TEST_CASE("a 16-stage interleaved pipeline holds tasks linear in layers x micro-batches") {
   // L = 128, p = 16, v = 4, m = 64, dp = 1: compute 2 L m + 2 m (head) + p (optimizers) =
   // 16528; sends (p v - 1) m each way, 2 members each: 63 x 64 x 4 = 16128.
-  StepPlan p = pipe_plan("interleaved", 16, 64, 4);
+  CostedStep p = pipe_plan("interleaved", 16, 64, 4);
   p.layers = 128;
   p.micro.head_forward_s = 0.01;
   p.micro.head_backward_s = 0.02;

@@ -30,7 +30,7 @@ TEST_CASE("bucket sizes: the first up to its own cap, the others full, the last 
 }
 
 TEST_CASE("rank groups become classes simulated apart; a straggler sets the pace") {
-  StepPlan p = plan(Strategy::ddp);
+  CostedStep p = plan(Strategy::ddp);
   const double alike = simulate(lower_step(p)).step_s();
   p.groups = {RankGroup{"most", 15, 2, 1.0, 1.0}, RankGroup{"straggler", 1, 1, 0.8, 1.0}};
   const StepGraph g = lower_step(p);
@@ -48,7 +48,7 @@ TEST_CASE("simulated steps lie between the closed-form bounds for every strategy
                       Strategy::fsdp_shard_grad_op, Strategy::fsdp_full_shard, Strategy::fsdp_hybrid_shard}) {
     for (double nic : {0.125, 12.5, 1000.0}) {
       for (int m : {1, 3}) {
-        StepPlan p = plan(st, m);
+        CostedStep p = plan(st, m);
         p.fabric.inter->bw_GBps = nic;
         p.comm_slowdown = 0.1;
         const StepGraph g = lower_step(p);
@@ -74,7 +74,7 @@ TEST_CASE("each strategy family has its own lowering, registered by strategy") {
 }
 
 TEST_CASE("huge but valid inputs give finite results within the step's own bounds") {
-  StepPlan p = plan(Strategy::zero3, 1'000'000);
+  CostedStep p = plan(Strategy::zero3, 1'000'000);
   p.groups = {RankGroup{"most", 15, 2, 1.0, 1.0}, RankGroup{"straggler", 1, 1, 1e-3, 1e-3}};
   const StepGraph g = lower_step(p);
   const SimResult r = simulate(g);  // throws if outside its bounds
@@ -87,7 +87,7 @@ TEST_CASE("huge but valid inputs give finite results within the step's own bound
 }
 
 TEST_CASE("a step that does not fit the clock is an internal error, never a wrapped time") {
-  StepPlan p = plan(Strategy::ddp);
+  CostedStep p = plan(Strategy::ddp);
   p.groups = {RankGroup{"most", 15, 2, 1.0, 1.0}, RankGroup{"straggler", 1, 1, 1e-300, 1.0}};
   CHECK_THROWS_AS(simulate(lower_step(p)), InternalError);  // 1e300 s of compute
   p = plan(Strategy::zero2);
@@ -121,7 +121,7 @@ TEST_CASE("bucket counts in closed form, bounded; no absurd vector is built") {
   CHECK_THROWS_AS(bucket_count(1e12, 1, 1), InternalError);  // bucket_mb 1e-6 of a 1 TB gradient
   CHECK_THROWS_AS(bucket_sizes(1e12, 1, 1), InternalError);
   CHECK_THROWS_AS(bucket_count(1e9, 0, 1e6), InternalError);
-  StepPlan p = plan(Strategy::ddp);
+  CostedStep p = plan(Strategy::ddp);
   p.bucket_bytes = p.first_bucket_bytes = 1e-3;
   CHECK_THROWS_AS(lower_step(p), InternalError);
 }
@@ -129,7 +129,7 @@ TEST_CASE("bucket counts in closed form, bounded; no absurd vector is built") {
 // Fuzz finding F3 (a record with grad_accum 0 reached lower_step): an internal error the
 // caller can catch, never an assert that aborts.
 TEST_CASE("a plan without micro-steps, layers or GPUs is an internal error") {
-  StepPlan p = plan(Strategy::ddp, 0);
+  CostedStep p = plan(Strategy::ddp, 0);
   CHECK_THROWS_AS(lower_step(p), InternalError);
   p = plan(Strategy::zero3);
   p.layers = 0;
@@ -142,7 +142,7 @@ TEST_CASE("a plan without micro-steps, layers or GPUs is an internal error") {
 // Fuzz finding F10 (10^8 layers: predict never finished): the graph's size is bounded, and
 // a step past it is refused before any of it is built.
 TEST_CASE("a step graph past kMaxTasks is an internal error, refused at once") {
-  StepPlan p = plan(Strategy::zero3);
+  CostedStep p = plan(Strategy::zero3);
   p.layers = 100'000'000;
   CHECK_THROWS_AS(lower_step(p), InternalError);
   p.layers = 10'000;  // 10^4 layers: well inside

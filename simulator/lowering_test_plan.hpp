@@ -15,8 +15,8 @@ namespace stepcast::sim::testing {
 
 /// 4 layers of 100 MB, a 50 MB root unit (20 MB of it an untied LM head), 16 GPUs on two
 /// nodes of 8 (NVLink 240 GB/s inside, one 100 GbE NIC per node at 12.5 GB/s).
-inline StepPlan plan(Strategy st, std::int64_t micro_steps = 1) {
-  StepPlan p;
+inline CostedStep plan(Strategy st, std::int64_t micro_steps = 1) {
+  CostedStep p;
   p.strategy = st;
   p.micro_steps = micro_steps;
   p.layers = 4;

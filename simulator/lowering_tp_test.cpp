@@ -16,8 +16,8 @@ using namespace stepcast::sim::testing;
 namespace {
 
 /// The shared plan with TP 2 inside each node: 8 DP ranks (4 per node), a TP group of 2.
-StepPlan tp_plan(Strategy st, bool sp, Recompute recompute, std::int64_t micro_steps = 1) {
-  StepPlan p = plan(st, micro_steps);
+CostedStep tp_plan(Strategy st, bool sp, Recompute recompute, std::int64_t micro_steps = 1) {
+  CostedStep p = plan(st, micro_steps);
   p.gpus = 8;
   p.gpus_per_node = 4;
   p.tp = 2;
@@ -67,8 +67,8 @@ TEST_CASE("full recompute repeats each layer's forward TP collectives before its
 }
 
 TEST_CASE("TP collectives cost the step what they take alone on the TP fabric: they do not overlap compute") {
-  StepPlan with = tp_plan(Strategy::ddp, false, Recompute::none);
-  StepPlan without = with;
+  CostedStep with = tp_plan(Strategy::ddp, false, Recompute::none);
+  CostedStep without = with;
   without.tp_forward.clear();
   without.tp_backward.clear();
   const double extra =
@@ -92,10 +92,10 @@ LayerCollective cp_exchange(const char* purpose, double s) {
 TEST_CASE(
     "CP: each layer's K/V exchange follows its forward, backward and recompute on the compute stream, and "
     "the step waits for it") {
-  StepPlan p = plan(Strategy::ddp, 2);
+  CostedStep p = plan(Strategy::ddp, 2);
   const double step = simulate(lower_step(p), {}).step_s();
-  p.cp_forward = {cp_exchange("context-parallel fwd", 1e-3)};
-  p.cp_backward = {cp_exchange("context-parallel bwd", 2e-3)};
+  p.exchange_forward = {cp_exchange("context-parallel fwd", 1e-3)};
+  p.exchange_backward = {cp_exchange("context-parallel bwd", 2e-3)};
   const StepGraph g = lower_step(p);
   int fwd = 0, bwd = 0;
   for (const CollectiveOp& op : g.ops) {
@@ -111,15 +111,15 @@ TEST_CASE(
 }
 
 TEST_CASE("TP comm overlap: a collective shorter than its GEMM's chunks adds nothing; a longer one adds its excess") {
-  StepPlan base = tp_plan(Strategy::ddp, true, Recompute::none);
+  CostedStep base = tp_plan(Strategy::ddp, true, Recompute::none);
   base.tp_backward.clear();
-  StepPlan none = base;
+  CostedStep none = base;
   none.tp_forward.clear();
-  const auto step_s = [](const StepPlan& p) { return 1e-9 * static_cast<double>(simulate(lower_step(p)).step_ns); };
+  const auto step_s = [](const CostedStep& p) { return 1e-9 * static_cast<double>(simulate(lower_step(p)).step_ns); };
   // Each forward GEMM far longer than its collective: fully hidden (ring exchange and the
   // pipelined reduce-scatter's last split aside: a quarter of the reduce-scatter, and the
   // reduce-scatter's SM share of the GEMM time it overlaps).
-  StepPlan hidden = base;
+  CostedStep hidden = base;
   TpLayerGemmTimes long_gemms;
   long_gemms.qkv_fprop = long_gemms.proj_fprop = long_gemms.fc1_fprop = long_gemms.fc2_fprop = 1.0;
   hidden.tp_forward = tp_layer_comm_overlapped(4096, 4096, 2, 2, long_gemms, 108).forward;
@@ -127,7 +127,7 @@ TEST_CASE("TP comm overlap: a collective shorter than its GEMM's chunks adds not
   CHECK(overlapped < blocking / 2);
   CHECK(overlapped >= 0);
   // GEMMs of zero time hide nothing: the ring exchange exposes the whole all-gather.
-  StepPlan bare = base;
+  CostedStep bare = base;
   bare.tp_forward = tp_layer_comm_overlapped(4096, 4096, 2, 2, TpLayerGemmTimes{}, 108).forward;
   CHECK(step_s(bare) - step_s(none) == doctest::Approx(blocking).epsilon(0.05));
 }

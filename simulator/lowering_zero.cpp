@@ -27,16 +27,16 @@ class Zero12Lowering final : public StrategyLowering {
   StreamLayout streams() const override { return StreamLayout{"nccl", true}; }
 
   void micro_step(Builder& b, std::int64_t k, bool last) const override {
-    const bool gather_first = k == 0 && b.plan().overlap_param_gather && b.plan().gpus > 1;
+    const bool gather_first = k == 0 && b.step().overlap_param_gather && b.step().gpus > 1;
     const std::vector<Chunk> chunks = replicated_micro_step(b, k, gather_first ? gather_hooks(b) : ProgramHooks{});
-    if (b.plan().gpus == 1) return;
+    if (b.step().gpus == 1) return;
     if (strategy_ == Strategy::zero2 || last)
-      reduce_buckets(b, chunks, Collective::reduce_scatter, "gradient reduce-scatter (bucketed)", b.plan().bucket_bytes,
-                     micro_suffix(b.plan(), k), last);
+      reduce_buckets(b, chunks, Collective::reduce_scatter, "gradient reduce-scatter (bucketed)", b.step().bucket_bytes,
+                     micro_suffix(b.step(), k), last);
   }
 
   void after_optimizer(Builder& b, int opt) const override {
-    const StepPlan& p = b.plan();
+    const CostedStep& p = b.step();
     if (p.gpus == 1 || p.overlap_param_gather) return;
     const auto sizes = bucket_sizes(p.layers * p.layer_grad_bytes + p.root_grad_bytes, p.bucket_bytes, p.bucket_bytes);
     for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -53,7 +53,7 @@ class Zero12Lowering final : public StrategyLowering {
   /// forward of layer i and of the head wait for the bucket holding their first byte in
   /// gradient order (head, layers L..1, embeddings with layer 1: replicated_micro_step).
   static ProgramHooks gather_hooks(Builder& b) {
-    const StepPlan& p = b.plan();
+    const CostedStep& p = b.step();
     const std::vector<double> sizes =
         bucket_sizes(p.layers * p.layer_grad_bytes + p.root_grad_bytes, p.bucket_bytes, p.bucket_bytes);
     std::vector<int> gather(sizes.size(), -1);

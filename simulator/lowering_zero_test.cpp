@@ -52,7 +52,7 @@ TEST_CASE("ZeRO-1 reduces only in the last micro-step; ZeRO-2 in every one") {
 TEST_CASE(
     "overlap_param_gather: the all-gathers open the step in forward order, each layer's first forward waits "
     "for its bucket, none follows the optimizer") {
-  StepPlan p = plan(Strategy::zero1, 2);
+  CostedStep p = plan(Strategy::zero1, 2);
   const StepGraph after = lower_step(p);
   p.overlap_param_gather = true;
   const StepGraph g = lower_step(p);
@@ -81,7 +81,7 @@ TEST_CASE(
 
 TEST_CASE("ZeRO-1/2 on one GPU: nothing to reduce or gather") {
   for (Strategy st : {Strategy::zero1, Strategy::zero2}) {
-    StepPlan p = plan(st, 2);
+    CostedStep p = plan(st, 2);
     p.gpus = p.nodes = p.gpus_per_node = 1;
     CHECK(lower_step(p).ops.empty());
   }

@@ -20,7 +20,7 @@ using namespace stepcast::sim;
 using namespace stepcast::sim::testing;
 
 TEST_CASE("gradient accumulation in closed form: the graph holds the first micro-steps and the last") {
-  StepPlan p = plan(Strategy::zero3, 1'000'000);
+  CostedStep p = plan(Strategy::zero3, 1'000'000);
   const StepGraph g = lower_step(p);
   REQUIRE(g.micro_steps.size() == 6);
   CHECK(g.micro_steps[4].index == 4);
@@ -35,7 +35,7 @@ TEST_CASE("gradient accumulation in closed form: the graph holds the first micro
 }
 
 TEST_CASE("lower_step_explicit lowers every micro-step of a closed form, and nothing else") {
-  StepPlan p = plan(Strategy::zero2, 12);
+  CostedStep p = plan(Strategy::zero2, 12);
   const StepGraph closed = lower_step(p);
   REQUIRE(closed.repeat_count == 12 - 6);
   const std::optional<StepGraph> every = lower_step_explicit(p, closed);
@@ -67,7 +67,7 @@ TEST_CASE("micro-steps in closed form give the explicit simulation's step, to th
     for (double nic : {0.125, 12.5, 1000.0}) {
       for (int m = 2; m <= 12; ++m)
         for (int e : {4, 6}) {
-          StepPlan p = plan(st, m);
+          CostedStep p = plan(st, m);
           p.fabric.inter->bw_GBps = nic;
           p.comm_slowdown = 0.1;
           p.activation_bytes_per_layer = 3e8;
