@@ -65,7 +65,7 @@ TEST_CASE("each object the reader reads allows exactly the keys the schema decla
   j["hardware"]["nodes"] = 2;
   j["hardware"]["gpus"] = 16;
   j["measured"] = {{"source", "test"}, {"step_time_s", 1.0}};
-  for (const auto& [pointer, object] :
+  for (const auto& at :
        std::vector<std::pair<std::string, std::string>>{{"", ""},
                                                         {"/training", "/training"},
                                                         {"/training/lora", "/training/lora"},
@@ -74,8 +74,9 @@ TEST_CASE("each object the reader reads allows exactly the keys the schema decla
                                                         {"/hardware/stragglers/0", "/hardware/stragglers/*"},
                                                         {"/dataset", "/dataset"},
                                                         {"/measured", "/measured"}}) {
+    const std::string& pointer = at.first;  // no structured binding: doctest's CAPTURE is a lambda
     CAPTURE(pointer);
-    CHECK(allowed_at(j, pointer) == declared(object));
+    CHECK(allowed_at(j, pointer) == declared(at.second));
   }
 }
 
