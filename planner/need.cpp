@@ -32,6 +32,7 @@ Job with_inter_node_rate(const Job& job, double node_Gbps) {
   Job out = job;
   for (CommFabric* f : {&out.fabric, &out.tp_fabric, &out.pp_fabric})
     if (f->inter) f->inter->bw_GBps *= k;
+  if (out.pp > 1) out.pp_send_latency_s = send_latency_s(out.pp_fabric);
   out.hardware += fmt::format(", inter-node link set to {:.4g} Gb/s per node", node_Gbps);
   return out;
 }

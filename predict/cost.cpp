@@ -447,15 +447,13 @@ void cost_tensor_parallel(const Job& job, Costs& c) {
   c.tp_head = tp_embedding_head_comm(tokens, h, w, job.tp, st.sp);
 }
 
-/// Pipeline parallelism: one send between adjacent stages, b·s·h·w bytes (/ t under SP), and
-/// its latency, that of a two-rank collective on the stage link (NCCL's tuning model).
+/// Pipeline parallelism: the bytes of one send between adjacent stages, b·s·h·w (/ t under SP);
+/// its latency is the link's (Job::pp_send_latency_s).
 void cost_pipeline_sends(const Job& job, Costs& c) {
   if (job.pp == 1) return;
   const TrainingSpec& tr = job.scenario.training;
   c.pp_send_bytes = pipeline_p2p_bytes(tr.micro_batch * (tr.seq_len / job.cp), job.scenario.model.hidden,
                                        working_bytes(tr.precision), job.tp, job.scenario.strategy.sp);
-  const auto phases = collective_phases(Collective::all_gather, 1.0, job.pp_fabric, "auto");
-  c.pp_send_latency_s = phases.empty() ? 0.0 : phases.front().latency_s;
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ void fill_pipeline(const Job& job, const Costs& c, sim::CostedStep& plan) {
   plan.gpus_per_node = job.gpus_per_node;
   plan.pp_fabric = job.pp_fabric;
   plan.p2p_bytes = c.pp_send_bytes;
-  plan.p2p_latency_s = c.pp_send_latency_s;
+  plan.p2p_latency_s = job.pp_send_latency_s;
   plan.stage_static_memory_bytes.assign(static_cast<std::size_t>(job.pp), c.static_memory_bytes);
   plan.optimizer_s = c.optimizer_s * job.pp;  // the whole model's; the lowering gives each stage its share
 }

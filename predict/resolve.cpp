@@ -201,6 +201,11 @@ std::string_view name(RateSource s) {
   return "?";
 }
 
+double send_latency_s(const CommFabric& link) {
+  const auto phases = collective_phases(Collective::all_gather, 1.0, link, "auto");
+  return phases.empty() ? 0.0 : phases.front().latency_s;
+}
+
 DeviceRates device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKernel kernel, const HardwareFile* cal,
                          const std::string& calibration_file, RateProvenance& provenance,
                          std::vector<std::string>& assumptions) {
@@ -346,6 +351,7 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
     job.pp_fabric = pp.ranks_per_node >= 2 ? topo.fabric(1, 2)
                                            : group_fabric(topo, GroupPlacement{2, 1, 2, pp.groups_sharing_a_node},
                                                           node_stride(layout, GroupKind::pp, gpn));
+    job.pp_send_latency_s = send_latency_s(job.pp_fabric);
   }
   job.assumptions.push_back(fmt::format(
       "parallel layout tp {} x dp {} x pp {} in Megatron order (TP fastest, then data, then pipeline stages); {}",

@@ -67,14 +67,17 @@ struct Job {
   int nodes = 1;
   int gpus_per_node = 1;
   int gpus = 1;
-  GpuSpec gpu;               ///< catalog entry of the box's GPU
-  std::string hardware;      ///< "2 x dgx-a100 (8x ib-hdr)" / "dgx-a100"
-  CommFabric fabric;         ///< what a data-parallel collective sees (all GPUs when tp = 1)
-  int tp = 1;                ///< tensor-parallel degree (strategy.tp)
-  int pp = 1;                ///< pipeline stages (strategy.pp)
-  int dp = 1;                ///< data-parallel replicas: gpus / (tp·pp·cp); gradients reduce over dp·cp
-  CommFabric tp_fabric;      ///< a TP group's fabric (tp GPUs of one node)
-  CommFabric pp_fabric;      ///< the link between adjacent stages, as one sending GPU sees it
+  GpuSpec gpu;           ///< catalog entry of the box's GPU
+  std::string hardware;  ///< "2 x dgx-a100 (8x ib-hdr)" / "dgx-a100"
+  CommFabric fabric;     ///< what a data-parallel collective sees (all GPUs when tp = 1)
+  int tp = 1;            ///< tensor-parallel degree (strategy.tp)
+  int pp = 1;            ///< pipeline stages (strategy.pp)
+  int dp = 1;            ///< data-parallel replicas: gpus / (tp·pp·cp); gradients reduce over dp·cp
+  CommFabric tp_fabric;  ///< a TP group's fabric (tp GPUs of one node)
+  CommFabric pp_fabric;  ///< the link between adjacent stages, as one sending GPU sees it
+  /// send_latency_s(pp_fabric): a property of the link, resolved once per layout family rather
+  /// than costed per micro-batch (the planner's screen costs every micro-batch).
+  double pp_send_latency_s = 0;
   int cp = 1;                ///< context-parallel degree (strategy.cp)
   CommFabric cp_fabric;      ///< a CP group's fabric (its all-gathers)
   CommFabric cp_hop_fabric;  ///< one ring step: a GPU's link to the next CP rank
@@ -113,6 +116,10 @@ Topology resolved_topology(const Scenario& scenario);
 /// resolve() on a topology already built (resolved_topology of a scenario on the same
 /// hardware): what a search over layouts of one hardware calls, building the graph once.
 Job resolve(const Scenario& scenario, const Topology& topology);
+
+/// Latency of one point-to-point send on `link` (two ranks): that of a two-rank collective of
+/// one byte in NCCL's tuning model (model/collective.hpp collective_phases).
+double send_latency_s(const CommFabric& link);
 
 /// The device rates of `gpu` training at `dtype` with attention by `kernel`: the catalog's
 /// (catalog_device_rates), then the calibration's measurements (`calibration`, may be null;
@@ -191,9 +198,8 @@ struct Costs {
   /// Tensor parallelism per layer and micro-batch: each layer's TP collectives (forward,
   /// backward) and the vocab-parallel head's (model/parallel.hpp); empty when tp = 1.
   TpLayerComm tp_layer, tp_head;
-  /// Pipeline parallelism: one send between adjacent stages, bytes and latency; 0 when pp = 1.
+  /// Pipeline parallelism: the bytes of one send between adjacent stages; 0 when pp = 1.
   double pp_send_bytes = 0;
-  double pp_send_latency_s = 0;
   OffloadTimes offload;            ///< CPU offload per optimizer step (zero without)
   double grad_accumulation_s = 0;  ///< adding up gradients, per micro-step, on the report's rank (stage 0)
   std::vector<std::string> assumptions;
