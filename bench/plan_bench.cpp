@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
                             screen.rejected[static_cast<int>(PlanRejectReason::memory)];
       PlanResult result;
       const Timing tp = screen_only ? Timing{} : time_it(repeat, [&] { result = plan(s, o); });
-      const std::string winner = result.top.empty() ? "" : result.top[0].layout.describe();
+      const std::string winner = result.top.empty() ? "" : result.top[0].point.describe();
       const double rate = static_cast<double>(costed) / ts.median_s;
       if (json_out) {
         rows.push_back({{"case", c.label},

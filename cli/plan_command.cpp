@@ -83,7 +83,7 @@ int run_plan(const PlanArgs& args) {
     if (!result.top.empty()) {
       PredictOptions traced;
       traced.keep_simulation = traced.record_timelines = true;
-      winner = predict(with_layout(s, result.top.front().layout), traced);
+      winner = predict(with_layout(s, result.top.front().point), traced);
     }
     write_file(args.html, cli::plan_html(s, result, winner ? &*winner : nullptr), "HTML report");
   }

@@ -80,23 +80,79 @@ ParallelLayout data_parallel_layout(DpSharding sharding, int gpus) {
   return l;
 }
 
-bool layout_divides_gpus(std::int64_t gpus, int tp, int cp, int pp) {
-  return gpus % (static_cast<std::int64_t>(tp) * cp * pp) == 0;
-}
-
-bool tp_splits_model(const TransformerSpec& spec, int tp) {
-  return spec.heads % tp == 0 && spec.kv_heads % tp == 0 && spec.ffn_hidden % tp == 0;
-}
-
-bool sp_splits_sequence(std::int64_t seq_len, int tp, int cp) {
-  return seq_len % (static_cast<std::int64_t>(tp) * cp) == 0;
-}
-
 std::int64_t cp_sequence_chunks(const TransformerSpec& spec, int cp) {
   return spec.kind == ModelKind::decoder ? 2LL * cp : cp;
 }
 
-bool pipeline_runs_strategy(Strategy strategy) { return strategy == Strategy::ddp || strategy == Strategy::zero1; }
+std::string_view describe(LayoutRule rule) {
+  switch (rule) {
+    case LayoutRule::degrees:
+      return "every degree (tp, pp, cp, vpp, ep) must be >= 1";
+    case LayoutRule::divides_gpus:
+      return "tp x cp x pp does not divide the GPUs";
+    case LayoutRule::tp_placement:
+      return "tp is neither a divisor of a node's GPUs nor whole nodes dividing the nodes";
+    case LayoutRule::tp_model:
+      return "tp does not divide the heads, KV heads and MLP width";
+    case LayoutRule::sp_needs_tp:
+      return "sequence parallelism needs tp >= 2";
+    case LayoutRule::sp_sequence:
+      return "sequence parallelism: tp x cp does not divide seq_len";
+    case LayoutRule::cp_sequence:
+      return "context parallelism: 2 x cp (causal; cp otherwise) does not divide seq_len";
+    case LayoutRule::cp_attention:
+      return "context parallelism without a flash-class attention kernel";
+    case LayoutRule::vpp_pipeline:
+      return "model chunks (vpp >= 2) without a pipeline";
+    case LayoutRule::pipeline_layers:
+      return "more stages x chunks than layers";
+    case LayoutRule::pipeline_strategy:
+      return "a pipeline with a strategy other than ddp or zero1";
+    case LayoutRule::interleaved_vpp:
+      return "the interleaved schedule and vpp >= 2 go together";
+    case LayoutRule::interleaved_groups:
+      return "interleaved schedule: the micro-batches are not a multiple of pp";
+    case LayoutRule::ep_model:
+      return "expert parallelism on a model without experts";
+    case LayoutRule::ep_experts:
+      return "ep does not divide the experts";
+    case LayoutRule::ep_ranks:
+      return "ep does not divide the data-parallel x context-parallel ranks of a stage";
+    case LayoutRule::moe_tp:
+      return "MoE and MLA models under tensor parallelism are not modelled";
+  }
+  return "?";
+}
+
+std::vector<LayoutRule> layout_violations(const ParallelLayout& l, const TransformerSpec& m, const LayoutContext& c) {
+  std::vector<LayoutRule> out;
+  if (l.tp < 1 || l.pp < 1 || l.cp < 1 || l.vpp < 1 || l.ep < 1) return {LayoutRule::degrees};
+  const std::int64_t model_parallel = static_cast<std::int64_t>(l.tp) * l.cp * l.pp;
+  const int gpn = c.gpus_per_node;
+  if (gpn > 0 && gpn % l.tp != 0 && (l.tp % gpn != 0 || c.nodes % (l.tp / gpn) != 0))
+    out.push_back(LayoutRule::tp_placement);
+  if (c.gpus % model_parallel != 0) out.push_back(LayoutRule::divides_gpus);
+  if (m.heads % l.tp != 0 || m.kv_heads % l.tp != 0 || m.ffn_hidden % l.tp != 0) out.push_back(LayoutRule::tp_model);
+  if (l.sp && l.tp < 2) out.push_back(LayoutRule::sp_needs_tp);
+  if (l.sp && c.seq_len % (static_cast<std::int64_t>(l.tp) * l.cp) != 0) out.push_back(LayoutRule::sp_sequence);
+  if (l.cp > 1 && c.seq_len % cp_sequence_chunks(m, l.cp) != 0) out.push_back(LayoutRule::cp_sequence);
+  if (l.cp > 1 && !c.flash_attention) out.push_back(LayoutRule::cp_attention);
+  if (l.pp == 1 && l.vpp > 1) out.push_back(LayoutRule::vpp_pipeline);
+  if (l.pp > 1) {
+    if (m.layers < static_cast<std::int64_t>(l.pp) * l.vpp) out.push_back(LayoutRule::pipeline_layers);
+    if (l.dp_sharding != Strategy::ddp && l.dp_sharding != Strategy::zero1)
+      out.push_back(LayoutRule::pipeline_strategy);
+    const bool interleaved = l.schedule == PipelineScheduleKind::interleaved;
+    if (interleaved != (l.vpp > 1)) out.push_back(LayoutRule::interleaved_vpp);
+    if (interleaved && c.micro_batches % l.pp != 0) out.push_back(LayoutRule::interleaved_groups);
+  }
+  if (l.ep > 1 && !m.moe) out.push_back(LayoutRule::ep_model);
+  if (m.moe && m.moe->experts % l.ep != 0) out.push_back(LayoutRule::ep_experts);
+  if (c.gpus % model_parallel == 0 && (c.gpus / (static_cast<std::int64_t>(l.tp) * l.pp)) % l.ep != 0)
+    out.push_back(LayoutRule::ep_ranks);
+  if ((m.moe || m.mla) && l.tp > 1) out.push_back(LayoutRule::moe_tp);
+  return out;
+}
 
 // ---------------------------------------------------------------------------------------
 

@@ -46,14 +46,19 @@ std::string_view name(GroupKind);
 GroupKind parse_group_kind(std::string_view);  ///< throws std::invalid_argument
 std::vector<std::string> group_kind_names();
 
-/// How a training run splits its GPUs: dp·tp·pp·cp GPUs.
+/// How a training run splits its GPUs: dp·tp·pp·cp GPUs, the one layout type of stepcast
+/// (the scenario's strategy, the resolved job, the planner's points and the lowering's input
+/// all hold one).
 struct ParallelLayout {
-  int dp = 1;       ///< data-parallel degree
+  int dp = 1;       ///< data-parallel degree (gpus / (tp·pp·cp); resolve derives it)
   int tp = 1;       ///< tensor-parallel degree
   int pp = 1;       ///< pipeline stages
   int cp = 1;       ///< context-parallel degree (sequence split for attention)
   bool sp = false;  ///< Megatron sequence parallelism inside the TP group
   int vpp = 1;      ///< model chunks per pipeline stage (interleaved schedule only)
+  /// Expert-parallel degree of a MoE model's expert layers: consecutive ranks of the DP x CP
+  /// group of a stage (Megatron-Core; expert_parallel_layout). 1: none.
+  int ep = 1;
   PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
   DpSharding dp_sharding = DpSharding::ddp;
   /// dp·tp·pp·cp in 64 bits (degrees are validated as positive first).
@@ -65,28 +70,57 @@ struct ParallelLayout {
 /// Today's flat data-parallel strategies as presets: tp = pp = cp = 1, dp = gpus.
 ParallelLayout data_parallel_layout(DpSharding sharding, int gpus);
 
-// ---- The rules of a parallel layout, each written once ---------------------------------
-// The scenario checks (an error with the JSON path), the planner (a reject count) and
-// validate (a skip) ask these predicates; each caller words its own refusal.
+// ---- The rules of a parallel layout, written once ---------------------------------------
+// The scenario checks (an error with the JSON path), the planner (a reject count), validate
+// (a skip) and resolve (an invalid_argument) ask layout_violations; each caller words its
+// own refusal.
 
-/// tp·cp·pp divides the GPUs, so the data-parallel replicas are whole.
-bool layout_divides_gpus(std::int64_t gpus, int tp, int cp, int pp);
+/// A rule of a parallel layout, in the order layout_violations checks them.
+enum class LayoutRule {
+  degrees,             ///< every degree >= 1
+  tp_placement,        ///< tp divides a node's GPUs or is whole nodes dividing the nodes (Megatron order)
+  divides_gpus,        ///< tp·cp·pp divides the GPUs (whole data-parallel replicas)
+  tp_model,            ///< tp divides the heads, the KV heads (query groups) and the MLP width
+  sp_needs_tp,         ///< sequence parallelism needs tp >= 2
+  sp_sequence,         ///< sequence parallelism: tp·cp divides seq_len
+  cp_sequence,         ///< context parallelism: cp_sequence_chunks divides seq_len
+  cp_attention,        ///< context parallelism runs on a flash-class attention kernel
+  vpp_pipeline,        ///< model chunks (vpp >= 2) need a pipeline (pp >= 2)
+  pipeline_layers,     ///< every stage's chunks hold a layer: pp·vpp <= layers
+  pipeline_strategy,   ///< a pipeline runs ddp or zero1 within each stage
+  interleaved_vpp,     ///< the interleaved schedule and vpp >= 2 go together
+  interleaved_groups,  ///< the interleaved schedule runs micro-batches in groups of pp
+  ep_model,            ///< expert parallelism needs a MoE model
+  ep_experts,          ///< ep divides the experts
+  ep_ranks,            ///< ep divides the DP x CP ranks of a stage
+  moe_tp,              ///< MoE and MLA models without tensor parallelism (not modelled)
+};
+/// One sentence: "tp does not divide the heads, KV heads and MLP width".
+std::string_view describe(LayoutRule);
 
-/// tp divides the heads, the KV heads (query groups) and the MLP width: Megatron's column-
-/// and row-parallel splits.
-bool tp_splits_model(const TransformerSpec& spec, int tp);
+/// What a layout is checked against besides the model.
+struct LayoutContext {
+  std::int64_t gpus = 1;
+  int gpus_per_node = 1;
+  int nodes = 1;
+  std::int64_t seq_len = 1;
+  std::int64_t micro_batches = 1;  ///< per optimizer step (grad_accum)
+  bool flash_attention = true;     ///< a flash-class attention kernel
+};
 
-/// Sequence parallelism splits each CP rank's tokens over the TP ranks: tp·cp divides seq_len.
-bool sp_splits_sequence(std::int64_t seq_len, int tp, int cp);
+/// Every rule `layout` breaks on `model` in `context`, in LayoutRule order; empty: a layout
+/// stepcast can predict. layout.dp is not checked (resolve derives it from the GPUs). The
+/// Megatron sources: column- and row-parallel splits (Shoeybi et al. 2019), the sequence
+/// split of SP and of CP's 2·cp load-balanced chunks, rank order "tp-cp-ep-dp-pp"
+/// (parallel_state.py), the interleaved schedule's groups of pp micro-batches; DeepSpeed's
+/// PipelineEngine asserts "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"
+/// (deepspeed/runtime/pipe/engine.py) and FSDP does not pipeline.
+std::vector<LayoutRule> layout_violations(const ParallelLayout& layout, const TransformerSpec& model,
+                                          const LayoutContext& context);
 
 /// The chunks context parallelism cuts a sequence into: 2·cp for causal (decoder) attention,
 /// the load-balanced split of Megatron-LM's context parallelism; cp otherwise.
 std::int64_t cp_sequence_chunks(const TransformerSpec& spec, int cp);
-
-/// A pipeline runs ddp or zero1 within each stage: Megatron's distributed optimizer is
-/// zero1, and DeepSpeed's PipelineEngine asserts "ZeRO-2 and ZeRO-3 are incompatible with
-/// pipeline parallelism" (deepspeed/runtime/pipe/engine.py); FSDP does not pipeline.
-bool pipeline_runs_strategy(Strategy strategy);
 
 // ---------------------------------------------------------------------------------------
 // Rank placement

@@ -57,21 +57,78 @@ TEST_CASE("old strategies are layouts with tp = pp = cp = 1") {
   CHECK(l.gpus() == 64);
 }
 
+namespace {
+/// The rules `l` breaks for Llama-2-70B on 64 GPUs (8 per node), sequences of 4,096 tokens,
+/// 16 micro-batches.
+std::vector<LayoutRule> broken_rules(const ParallelLayout& l, std::int64_t seq_len = 4096) {
+  LayoutContext c;
+  c.gpus = 64;
+  c.gpus_per_node = 8;
+  c.nodes = 8;
+  c.seq_len = seq_len;
+  c.micro_batches = 16;
+  return layout_violations(l, llama70b(), c);
+}
+ParallelLayout with(int tp, int cp, int pp) {
+  ParallelLayout l;
+  l.tp = tp, l.cp = cp, l.pp = pp;
+  return l;
+}
+using Rules = std::vector<LayoutRule>;
+}  // namespace
+
 TEST_CASE("layout rules at their boundaries: whole replicas, TP splits of the model and the sequence") {
-  const TransformerSpec m = llama70b();  // 64 heads, 8 KV heads, MLP 28672
-  CHECK(layout_divides_gpus(64, 8, 1, 4));
-  CHECK_FALSE(layout_divides_gpus(64, 8, 3, 1));  // 24 does not divide 64
-  CHECK(tp_splits_model(m, 8));
-  CHECK_FALSE(tp_splits_model(m, 16));    // divides the 64 heads, not the 8 KV heads
-  CHECK(sp_splits_sequence(4096, 8, 2));  // 2048 tokens per CP rank over 8 TP ranks
-  CHECK_FALSE(sp_splits_sequence(4100, 8, 2));
+  CHECK(broken_rules(with(8, 1, 4)).empty());
+  CHECK(broken_rules(with(8, 3, 1), 4608) == Rules{LayoutRule::divides_gpus});  // 24 does not divide 64
+  CHECK(broken_rules(with(16, 1, 1)) == Rules{LayoutRule::tp_model});  // divides the 64 heads, not the 8 KV heads
+  CHECK(broken_rules(with(3, 1, 1)) == Rules{LayoutRule::tp_placement, LayoutRule::divides_gpus, LayoutRule::tp_model});
+  ParallelLayout sp = with(8, 2, 1);
+  sp.sp = true;
+  CHECK(broken_rules(sp).empty());                                  // 2,048 tokens per CP rank over 8 TP ranks
+  CHECK(broken_rules(sp, 4100) == Rules{LayoutRule::sp_sequence});  // 2 x cp divides it, tp x cp not
+  CHECK(broken_rules(sp, 4098) == Rules{LayoutRule::sp_sequence, LayoutRule::cp_sequence});
+  sp.tp = 1;
+  CHECK(broken_rules(sp) == Rules{LayoutRule::sp_needs_tp});
 }
 
 TEST_CASE("a pipeline runs ddp or zero1 within each stage (DeepSpeed refuses ZeRO-2/3, FSDP does not pipeline)") {
-  CHECK(pipeline_runs_strategy(Strategy::ddp));
-  CHECK(pipeline_runs_strategy(Strategy::zero1));
-  for (Strategy s : {Strategy::zero2, Strategy::zero3, Strategy::fsdp_full_shard})
-    CHECK_FALSE(pipeline_runs_strategy(s));
+  ParallelLayout l = with(8, 1, 2);
+  for (Strategy s : {Strategy::ddp, Strategy::zero1}) {
+    l.dp_sharding = s;
+    CHECK(broken_rules(l).empty());
+  }
+  for (Strategy s : {Strategy::zero2, Strategy::zero3, Strategy::fsdp_full_shard}) {
+    l.dp_sharding = s;
+    CHECK(broken_rules(l) == Rules{LayoutRule::pipeline_strategy});
+  }
+}
+
+TEST_CASE("the interleaved schedule: vpp >= 2 with it and only with it, micro-batches in groups of pp") {
+  ParallelLayout l = with(8, 1, 4);
+  l.vpp = 2;
+  CHECK(broken_rules(l) == Rules{LayoutRule::interleaved_vpp});
+  l.schedule = PipelineScheduleKind::interleaved;
+  CHECK(broken_rules(l).empty());  // 16 micro-batches in groups of 4
+  l.pp = 8;
+  l.tp = 4;
+  CHECK(broken_rules(l).empty());
+  l.pp = 32, l.tp = 2;
+  CHECK(broken_rules(l) == Rules{LayoutRule::interleaved_groups});  // 16 micro-batches, groups of 32
+  l.pp = 16, l.tp = 4, l.vpp = 5;
+  CHECK(broken_rules(l).empty());  // 80 chunks of one layer
+  l.vpp = 6;
+  CHECK(broken_rules(l) == Rules{LayoutRule::pipeline_layers});  // 96 chunks, 80 layers
+  l.vpp = 2;
+  l.pp = 1;
+  CHECK(broken_rules(l) == Rules{LayoutRule::vpp_pipeline});
+}
+
+TEST_CASE("expert parallelism needs experts; a degree below 1 is the only rule then checked") {
+  ParallelLayout l = with(1, 1, 1);
+  l.ep = 2;
+  CHECK(broken_rules(l) == Rules{LayoutRule::ep_model});
+  l.ep = 0;
+  CHECK(broken_rules(l) == Rules{LayoutRule::degrees});
 }
 
 TEST_CASE("Megatron rank order is tp fastest, then cp, dp, pp") {

@@ -32,7 +32,7 @@ Job with_inter_node_rate(const Job& job, double node_Gbps) {
   Job out = job;
   for (CommFabric* f : {&out.fabric, &out.tp_fabric, &out.pp_fabric})
     if (f->inter) f->inter->bw_GBps *= k;
-  if (out.pp > 1) out.pp_send_latency_s = send_latency_s(out.pp_fabric);
+  if (out.layout().pp > 1) out.pp_send_latency_s = send_latency_s(out.pp_fabric);
   out.hardware += fmt::format(", inter-node link set to {:.4g} Gb/s per node", node_Gbps);
   return out;
 }
@@ -137,7 +137,7 @@ NeedResult need(const Scenario& scenario, const NeedOptions& options) {
 
   const Costs costs = cost(job);
   const double grad_dtype_bytes = scenario.strategy.reduce_fp32 ? 4.0 : working_bytes(scenario.training.precision);
-  r.gradient_bytes = costs.trainable * grad_dtype_bytes / (job.tp * job.pp);
+  r.gradient_bytes = costs.trainable * grad_dtype_bytes / (job.layout().tp * job.layout().pp);
   r.compute_s = costs.forward_s + costs.backward_s + costs.recompute_s;  // the optimizer follows the reduction
   r.rule_of_thumb_Gbps = 8.0 * r.gradient_bytes / r.compute_s / 1e9;
 

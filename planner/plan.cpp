@@ -33,7 +33,7 @@ constexpr int kMaxVpp = 8;
 struct PipeChoice {
   int pp = 1;
   int vpp = 1;
-  std::string_view schedule = "1f1b";
+  PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
 };
 
 /// No pipeline; then, for each pp >= 2 dividing `ranks` (the GPUs over tp) with a layer per
@@ -45,13 +45,13 @@ std::vector<PipeChoice> pipe_choices(std::int64_t ranks, std::int64_t layers, St
   for (std::int64_t pp = 2; pp <= std::min(ranks, layers); ++pp) {
     if (ranks % pp != 0) continue;
     for (const sim::ScheduleInfo& info : sim::pipeline_schedules()) {
-      const std::string_view name = info.name;  // the registry is static: the view stays valid
-      if (name != "interleaved") {
-        out.push_back({static_cast<int>(pp), 1, name});
+      const PipelineScheduleKind kind = parse_pipeline_schedule(info.name);
+      if (kind != PipelineScheduleKind::interleaved) {
+        out.push_back({static_cast<int>(pp), 1, kind});
         continue;
       }
       if (split == StageSplit::balanced) continue;
-      for (int v = 2; v <= kMaxVpp && pp * v <= layers; ++v) out.push_back({static_cast<int>(pp), v, name});
+      for (int v = 2; v <= kMaxVpp && pp * v <= layers; ++v) out.push_back({static_cast<int>(pp), v, kind});
     }
   }
   return out;
@@ -76,12 +76,12 @@ bool is_fsdp(Strategy st) {
 /// The base scenario on the planned GPUs, tensor parallelism off (each layout sets its own).
 Scenario planned_base(const Scenario& base, const PlanOptions& options) {
   Scenario s = base;
-  s.strategy.tp = 1;
-  s.strategy.sp = false;
-  s.strategy.pp = 1;
-  s.strategy.vpp = 1;
-  s.strategy.schedule = "1f1b";
-  s.strategy.cp = 1;  // each layout sets its own cp (its K/V exchange: the ring) and offload
+  s.strategy.layout.tp = 1;
+  s.strategy.layout.sp = false;
+  s.strategy.layout.pp = 1;
+  s.strategy.layout.vpp = 1;
+  s.strategy.layout.schedule = PipelineScheduleKind::one_f_one_b;
+  s.strategy.layout.cp = 1;  // each layout sets its own cp (its K/V exchange: the ring) and offload
   s.strategy.cp_comm = CpCommKind::ring;
   s.strategy.offload = OffloadKind::none;
   s.strategy.delayed_update = false;
@@ -103,26 +103,41 @@ void check_options(const Scenario& base, const PlanOptions& o) {
 
 /// A family of layouts: everything but the micro-batch and recompute.
 struct FamilyChoice {
-  Strategy strategy = Strategy::ddp;
-  int tp = 1;
-  bool sp = false;
-  int cp = 1;
-  PipeChoice pipe;
+  ParallelLayout layout;  ///< dp set from the GPUs
   OffloadKind offload = OffloadKind::none;
 };
 
 /// The reason a family is refused before any micro-batch, or none, in the order of
 /// PlanRejectReason. `host`: the box has a host in the catalog.
+/// The reject count of a broken layout rule; none for the rules the enumeration never
+/// breaks or that the scenario's checks count as `invalid`.
+std::optional<PlanRejectReason> plan_reason(LayoutRule rule) {
+  switch (rule) {
+    case LayoutRule::tp_model:
+      return PlanRejectReason::tp_model;
+    case LayoutRule::sp_sequence:
+      return PlanRejectReason::sp_sequence;
+    case LayoutRule::cp_sequence:
+      return PlanRejectReason::cp_sequence;
+    case LayoutRule::cp_attention:
+      return PlanRejectReason::cp_attention;
+    case LayoutRule::pipeline_strategy:
+      return PlanRejectReason::pipeline_strategy;
+    default:
+      return std::nullopt;
+  }
+}
+
+/// The reason a family is refused before any micro-batch, or none, in the order of
+/// PlanRejectReason. `host`: the box has a host in the catalog. The micro-batches are not
+/// known yet (dividing_micro_batches counts the interleaved grouping per micro-batch).
 std::optional<PlanRejectReason> family_reason(const Scenario& s, const FamilyChoice& f, bool host) {
-  const TransformerSpec& m = s.model;
-  const std::int64_t seq = s.training.seq_len;
-  if (!tp_splits_model(m, f.tp)) return PlanRejectReason::tp_model;
-  if (f.sp && !sp_splits_sequence(seq, f.tp, f.cp)) return PlanRejectReason::sp_sequence;
-  if (f.cp > 1 && seq % cp_sequence_chunks(m, f.cp) != 0) return PlanRejectReason::cp_sequence;
-  if (f.cp > 1 && !s.training.flash_attention) return PlanRejectReason::cp_attention;
-  if (f.pipe.pp > 1 && !pipeline_runs_strategy(f.strategy)) return PlanRejectReason::pipeline_strategy;
+  LayoutContext context = layout_context(s);
+  context.micro_batches = 0;
+  for (LayoutRule rule : layout_violations(f.layout, s.model, context))
+    if (auto why = plan_reason(rule)) return why;
   if (f.offload != OffloadKind::none && !host) return PlanRejectReason::offload_host;
-  if (f.offload != OffloadKind::none && f.pipe.pp > 1) return PlanRejectReason::offload_pipeline;
+  if (f.offload != OffloadKind::none && f.layout.pp > 1) return PlanRejectReason::offload_pipeline;
   return std::nullopt;
 }
 
@@ -149,8 +164,9 @@ std::vector<OffloadKind> offload_choices(Strategy st, const PlanOptions& o) {
 /// The micro-batches of a family that divide (micro_batch x dp divides the global batch; the
 /// interleaved schedule's grad_accum a multiple of pp), each counted as `recompute` layouts;
 /// the others' rejections counted.
-std::vector<std::size_t> dividing_micro_batches(PlanScreen& out, const std::vector<std::int64_t>& micro_batches, int dp,
-                                                const PipeChoice& pipe) {
+std::vector<std::size_t> dividing_micro_batches(PlanScreen& out, const std::vector<std::int64_t>& micro_batches,
+                                                const ParallelLayout& pipe) {
+  const int dp = pipe.dp;
   std::vector<std::size_t> keep;
   const auto per_mb = static_cast<std::int64_t>(std::size(kPlanRecompute));
   const std::int64_t per_replica = out.global_batch % dp == 0 ? out.global_batch / dp : 0;
@@ -191,19 +207,23 @@ struct MicroCache {
 /// vpp <= layers, grad_accum in groups of pp), so the variants share one family (its Job's
 /// vpp and schedule set per variant) or one refusal.
 struct LastResolve {
-  Strategy strategy = Strategy::ddp;
-  int tp = 0, pp = 0, cp = 0;
-  bool sp = false;
-  OffloadKind offload = OffloadKind::none;
+  FamilyChoice choice;
   int family = -2;  ///< index in PlanScreen::families; -1: refused; -2: none yet
 };
+
+/// The same family but for the pipeline's vpp and schedule.
+bool same_family(const FamilyChoice& a, const FamilyChoice& b) {
+  const ParallelLayout &x = a.layout, &y = b.layout;
+  return x.dp_sharding == y.dp_sharding && x.tp == y.tp && x.sp == y.sp && x.pp == y.pp && x.cp == y.cp &&
+         a.offload == b.offload;
+}
 
 /// Screens one resolved family: every dividing micro-batch and recompute, each costed and
 /// checked against memory. `first_index` is the family's first layout in enumeration order.
 void screen_family(PlanScreen& out, Job& job, int family, const std::vector<std::int64_t>& micro_batches,
-                   const std::vector<std::size_t>& dividing, std::string_view schedule, double memory_limit_bytes,
-                   int first_index, MicroCache& micro) {
-  const std::int64_t per_replica = out.global_batch / job.dp;
+                   const std::vector<std::size_t>& dividing, double memory_limit_bytes, int first_index,
+                   MicroCache& micro) {
+  const std::int64_t per_replica = out.global_batch / job.layout().dp;
   constexpr std::size_t kRc = std::size(kPlanRecompute);
   const StrategySpec& st = job.scenario.strategy;
   for (std::size_t i : dividing) {
@@ -223,8 +243,7 @@ void screen_family(PlanScreen& out, Job& job, int family, const std::vector<std:
         continue;
       }
       PlanCandidate c;
-      c.layout = Layout{st.kind, job.tp, st.sp,  mb,       tr.grad_accum, tr.recompute,
-                        job.dp,  job.pp, st.vpp, schedule, job.cp,        st.offload};
+      c.point = PlanPoint{job.layout(), mb, tr.grad_accum, tr.recompute, st.offload};
       c.index = first_index + static_cast<int>(i * kRc + r);
       c.family = family;
       c.compute_s = costs.compute_s;
@@ -240,14 +259,13 @@ void screen_family(PlanScreen& out, Job& job, int family, const std::vector<std:
 /// with the layouts counted when it cannot run: its scenario's own checks on its first
 /// dividing layout (the checks read no micro-batch but through the token bound, which the
 /// fixed global batch keeps constant, and the interleaved grouping, checked before).
-int resolve_family(PlanScreen& out, const Topology& topo, const Layout& first, std::int64_t layouts,
-                   LastResolve& last) {
-  if (last.family != -2 && last.strategy == first.strategy && last.tp == first.tp && last.sp == first.sp &&
-      last.pp == first.pp && last.cp == first.cp && last.offload == first.offload) {
+int resolve_family(PlanScreen& out, const Topology& topo, const FamilyChoice& f, const PlanPoint& first,
+                   std::int64_t layouts, LastResolve& last) {
+  if (last.family != -2 && same_family(last.choice, f)) {
     if (last.family < 0) out.rejected[static_cast<int>(PlanRejectReason::invalid)] += layouts;
     return last.family;
   }
-  last = LastResolve{first.strategy, first.tp, first.pp, first.cp, first.sp, first.offload, -1};
+  last = LastResolve{f, -1};
   const Scenario s = with_layout(out.base, first);
   ScenarioSource where;
   where.file = s.file;
@@ -273,11 +291,11 @@ double step_score(const PlanCandidate& c) {
 /// recompute (the rest of the layout is the family's).
 Job layout_job(const PlanScreen& screen, const PlanCandidate& c) {
   Job job = screen.families[static_cast<std::size_t>(c.family)];
-  job.scenario.strategy.vpp = c.layout.vpp;
-  job.scenario.strategy.schedule = std::string(c.layout.schedule);
-  job.scenario.training.micro_batch = c.layout.micro_batch;
-  job.scenario.training.grad_accum = c.layout.grad_accum;
-  job.scenario.training.recompute = c.layout.recompute;
+  job.scenario.strategy.layout.vpp = c.point.layout.vpp;
+  job.scenario.strategy.layout.schedule = c.point.layout.schedule;
+  job.scenario.training.micro_batch = c.point.micro_batch;
+  job.scenario.training.grad_accum = c.point.grad_accum;
+  job.scenario.training.recompute = c.point.recompute;
   return job;
 }
 
@@ -296,7 +314,7 @@ double modelled_s(Collective op, double bytes, const CommFabric& fabric, const s
 
 double tp_layer_s(const sim::CostedStep& plan, const std::vector<TpCollective>& list) {
   double t = 0;
-  if (plan.tp > 1)
+  if (plan.layout.tp > 1)
     for (const TpCollective& c : list)
       t += c.count * tp_overlap_exposed_s(c, modelled_s(c.op, c.bytes, plan.tp_fabric, plan.algorithm));
   return t;
@@ -327,7 +345,7 @@ double stage0_tail_s(const sim::CostedStep& p, const std::vector<int>& stage_lay
   const double params = stage_layers[0] * p.layer_param_bytes + p.root_param_bytes - p.head_param_bytes;
   const double all = p.layers * p.layer_param_bytes + p.root_param_bytes;
   const double share = all > 0 ? params / all : static_cast<double>(stage_layers[0]) / p.layers;
-  const bool zero1 = p.strategy == Strategy::zero1;
+  const bool zero1 = p.layout.dp_sharding == Strategy::zero1;
   double t = p.optimizer_s * share;
   t += modelled_s(zero1 ? Collective::reduce_scatter : Collective::all_reduce, grad, p.fabric, p.algorithm);
   if (zero1) t += modelled_s(Collective::all_gather, params, p.fabric, p.algorithm);
@@ -339,11 +357,11 @@ double stage0_tail_s(const sim::CostedStep& p, const std::vector<int>& stage_lay
 double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& c, ScheduleCache& programs) {
   const Job job = layout_job(screen, c);
   const Costs costs = cost(job);
-  const Layout& l = c.layout;
-  const int m = static_cast<int>(l.grad_accum);
-  const auto key = std::make_tuple(std::string(l.schedule), l.pp, m, l.vpp);
+  const ParallelLayout& l = c.point.layout;
+  const int m = static_cast<int>(c.point.grad_accum);
+  const auto key = std::make_tuple(l.schedule, l.pp, m, l.vpp);
   auto it = programs.find(key);
-  if (it == programs.end()) it = programs.emplace(key, sim::schedule(l.schedule, l.pp, m, l.vpp)).first;
+  if (it == programs.end()) it = programs.emplace(key, sim::schedule(name(l.schedule), l.pp, m, l.vpp)).first;
   const sim::CostedStep plan = costed_step(job, costs, PredictOptions{});
   // Measured collectives (a calibration) may beat the model: then compute alone.
   const bool modelled = job.measured_collectives.empty();
@@ -483,41 +501,40 @@ std::vector<std::string> plan_dimensions_not_enumerated(const PlanOptions& optio
   return out;
 }
 
-std::string Layout::describe() const {
-  std::string out(name(strategy));
-  if (tp > 1) out += fmt::format(" tp{}", tp);
-  if (sp) out += " sp";
-  if (cp > 1) out += fmt::format(" cp{}", cp);
-  if (pp > 1) out += vpp > 1 ? fmt::format(" pp{} vpp{} {}", pp, vpp, schedule) : fmt::format(" pp{} {}", pp, schedule);
+std::string PlanPoint::describe() const {
+  const ParallelLayout& l = layout;
+  std::string out(name(l.dp_sharding));
+  if (l.tp > 1) out += fmt::format(" tp{}", l.tp);
+  if (l.sp) out += " sp";
+  if (l.cp > 1) out += fmt::format(" cp{}", l.cp);
+  if (l.pp > 1)
+    out += l.vpp > 1 ? fmt::format(" pp{} vpp{} {}", l.pp, l.vpp, name(l.schedule))
+                     : fmt::format(" pp{} {}", l.pp, name(l.schedule));
   out += fmt::format(" mb{} ga{} {}", micro_batch, grad_accum, name(recompute));
   if (offload != OffloadKind::none) out += fmt::format(" offload_{}", name(offload));
   return out;
 }
 
-Scenario with_layout(const Scenario& base, const Layout& layout) {
+Scenario with_layout(const Scenario& base, const PlanPoint& point) {
   Scenario s = base;
-  s.strategy.kind = layout.strategy;
-  s.strategy.tp = layout.tp;
-  s.strategy.sp = layout.sp;
+  const ParallelLayout& l = point.layout;
+  s.strategy.layout = l;
+  s.strategy.layout.ep = base.strategy.layout.ep;
   // --tp-comm-overlap needs SP: the scenario's overlap applies to the layouts with SP.
-  s.strategy.tp_comm_overlap = base.strategy.tp_comm_overlap && layout.sp;
+  s.strategy.tp_comm_overlap = base.strategy.tp_comm_overlap && l.sp;
   // --overlap-param-gather is the distributed optimizer's: it applies to ZeRO-1/2 layouts.
   s.strategy.overlap_param_gather =
-      base.strategy.overlap_param_gather && (layout.strategy == Strategy::zero1 || layout.strategy == Strategy::zero2);
-  s.strategy.pp = layout.pp;
+      base.strategy.overlap_param_gather && (l.dp_sharding == Strategy::zero1 || l.dp_sharding == Strategy::zero2);
   // --overlap-grad-reduce changes the pipeline's reduction only: layouts with PP take it.
-  s.strategy.overlap_grad_reduce = base.strategy.overlap_grad_reduce && layout.pp > 1;
-  s.strategy.vpp = layout.vpp;
-  s.strategy.schedule = std::string(layout.schedule);
-  s.strategy.cp = layout.cp;
-  s.strategy.offload = layout.offload;
-  if (is_fsdp(layout.strategy) && s.strategy.bucket_given) {
+  s.strategy.overlap_grad_reduce = base.strategy.overlap_grad_reduce && l.pp > 1;
+  s.strategy.offload = point.offload;
+  if (is_fsdp(l.dp_sharding) && s.strategy.bucket_given) {
     s.strategy.bucket_given = false;
     s.strategy.bucket_bytes = StrategySpec{}.bucket_bytes;
   }
-  s.training.micro_batch = layout.micro_batch;
-  s.training.grad_accum = layout.grad_accum;
-  s.training.recompute = layout.recompute;
+  s.training.micro_batch = point.micro_batch;
+  s.training.grad_accum = point.grad_accum;
+  s.training.recompute = point.recompute;
   return s;
 }
 
@@ -527,7 +544,8 @@ namespace {
 /// data-parallel ranks on `gpus`.
 std::int64_t planned_global_batch(const Scenario& base, const PlanOptions& options, int gpus) {
   if (options.global_batch > 0) return options.global_batch;
-  const int model_ranks = std::max(1, base.strategy.tp) * std::max(1, base.strategy.pp) * std::max(1, base.strategy.cp);
+  const int model_ranks = std::max(1, base.strategy.layout.tp) * std::max(1, base.strategy.layout.pp) *
+                          std::max(1, base.strategy.layout.cp);
   return base.training.micro_batch * base.training.grad_accum * (gpus / model_ranks);
 }
 
@@ -543,22 +561,19 @@ void screen_one_family(PlanScreen& out, const Topology& topo, const PlanOptions&
     out.rejected[static_cast<int>(*why)] += per_family;
     return;
   }
-  const PipeChoice& pipe = f.pipe;
-  const int dp = out.gpus / (f.tp * f.cp * pipe.pp);
-  const std::vector<std::size_t> dividing = dividing_micro_batches(out, micro_batches, dp, pipe);
+  const int dp = f.layout.dp;
+  const std::vector<std::size_t> dividing = dividing_micro_batches(out, micro_batches, f.layout);
   if (dividing.empty()) return;
   const std::int64_t mb = micro_batches[dividing.front()];
-  const Layout first{
-      f.strategy, f.tp,          f.sp, mb,       out.global_batch / dp / mb, Recompute::none, dp, pipe.pp,
-      pipe.vpp,   pipe.schedule, f.cp, f.offload};
+  const PlanPoint first{f.layout, mb, out.global_batch / dp / mb, Recompute::none, f.offload};
   const auto layouts = static_cast<std::int64_t>(dividing.size() * std::size(kPlanRecompute));
-  const int family = resolve_family(out, topo, first, layouts, last);
+  const int family = resolve_family(out, topo, f, first, layouts, last);
   if (family < 0) return;
   Job& job = out.families[static_cast<std::size_t>(family)];
-  job.scenario.strategy.vpp = pipe.vpp;
-  job.scenario.strategy.schedule = pipe.schedule;
+  job.scenario.strategy.layout.vpp = f.layout.vpp;
+  job.scenario.strategy.layout.schedule = f.layout.schedule;
   const double limit = options.max_memory_fraction * job.gpu.memory_bytes;
-  screen_family(out, job, family, micro_batches, dividing, pipe.schedule, limit, first_index, micro);
+  screen_family(out, job, family, micro_batches, dividing, limit, first_index, micro);
 }
 
 /// The (tp, sp, cp) blocks of the search in enumeration order, each with its pipelines.
@@ -624,8 +639,13 @@ PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool
       micro.base = k * per_block;
       for (const PipeChoice& pipe : *b.pipes) {
         for (OffloadKind off : offloads) {
-          screen_one_family(out, topo, options, FamilyChoice{st, b.tp, b.sp, b.cp, pipe, off}, micro_batches, index,
-                            micro, last);
+          FamilyChoice f;
+          f.layout.dp_sharding = st;
+          f.layout.tp = b.tp, f.layout.sp = b.sp, f.layout.cp = b.cp;
+          f.layout.pp = pipe.pp, f.layout.vpp = pipe.vpp, f.layout.schedule = pipe.schedule;
+          f.layout.dp = out.gpus / (b.tp * b.cp * pipe.pp);
+          f.offload = off;
+          screen_one_family(out, topo, options, f, micro_batches, index, micro, last);
           if (options.progress && (++done % 64 == 0 || done == families)) options.progress("screen", done, families);
         }
       }
@@ -685,13 +705,13 @@ std::string why_winner(const PlanRow& a, const PlanRow& b) {
     return fmt::format(
         "{} and {} tie at {:.4g} s per step; the first is ranked first by the objective, then by "
         "enumeration order",
-        a.layout.describe(), b.layout.describe(), p.step_time_s);
+        a.point.describe(), b.point.describe(), p.step_time_s);
   const Term* best = &terms[0];
   for (const Term& t : terms)
     if (t.runner_s - t.winner_s > best->runner_s - best->winner_s) best = &t;
   return fmt::format("{} beats {} by {:.4g} s per step; the largest difference is {}: {:.4g} s against {:.4g} s",
-                     a.layout.describe(), b.layout.describe(), q.step_time_s - p.step_time_s, best->name,
-                     best->winner_s, best->runner_s);
+                     a.point.describe(), b.point.describe(), q.step_time_s - p.step_time_s, best->name, best->winner_s,
+                     best->runner_s);
 }
 
 /// Most lowered steps kept for their simulation: a long pipeline's step graph holds some
@@ -760,7 +780,7 @@ PlanResult plan(const Scenario& base, const PlanOptions& options) {
     PlanCandidate c = queue.back();
     queue.pop_back();
     if (pruned(c)) break;
-    if (c.layout.pp > 1 && std::isnan(c.pipeline_bound_s) && std::isnan(c.lower_bound_s)) {
+    if (c.point.layout.pp > 1 && std::isnan(c.pipeline_bound_s) && std::isnan(c.lower_bound_s)) {
       c.pipeline_bound_s = pipeline_bound_s(screen, c, programs);
       queue.push_back(c);
       std::push_heap(queue.begin(), queue.end(), later);
@@ -786,7 +806,7 @@ PlanResult plan(const Scenario& base, const PlanOptions& options) {
       lowered = std::move(it->second.second);
       kept.erase(it);
     }
-    PlanRow row{c.layout, simulate_candidate(screen, c, std::move(lowered)), c.lower_bound_s, 0};
+    PlanRow row{c.point, simulate_candidate(screen, c, std::move(lowered)), c.lower_bound_s, 0};
     row.objective = objective_value(options.objective, row.prediction, screen.base);
     steps.insert(std::upper_bound(steps.begin(), steps.end(), row.prediction.step_time_s), row.prediction.step_time_s);
     rows.emplace_back(std::move(row), c.index);

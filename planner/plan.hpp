@@ -84,20 +84,13 @@ struct PlanOptions {
   std::function<void(std::string_view phase, std::int64_t done, std::int64_t total)> progress;
 };
 
-/// One point of the search space.
-struct Layout {
-  Strategy strategy = Strategy::ddp;
-  int tp = 1;
-  bool sp = false;
+/// One point of the search space: a parallel layout (sharding, tp, sp, cp, pp, vpp, schedule;
+/// dp = gpus / (tp·cp·pp)) and the batch shape, recompute and offload around it.
+struct PlanPoint {
+  ParallelLayout layout;
   std::int64_t micro_batch = 1;  ///< sequences per GPU per micro-step
   std::int64_t grad_accum = 1;   ///< global batch / (micro_batch x dp)
   Recompute recompute = Recompute::none;
-  int dp = 1;   ///< gpus / (tp x pp)
-  int pp = 1;   ///< pipeline stages
-  int vpp = 1;  ///< model chunks per stage (interleaved schedule)
-  /// A registered schedule (simulator/schedules.hpp), pointing into its registry.
-  std::string_view schedule = "1f1b";
-  int cp = 1;  ///< context-parallel degree
   OffloadKind offload = OffloadKind::none;
   /// "zero2 tp2 sp mb4 ga2 selective", "zero1 tp8 pp16 vpp4 interleaved mb1 ga32 full",
   /// "zero3 cp2 mb1 ga8 none offload_optimizer" (tp, sp, cp, the pipeline and the offload
@@ -105,9 +98,9 @@ struct Layout {
   std::string describe() const;
 };
 
-/// The scenario run with `layout` (strategy kind, tp, sp, cp, pp, vpp, schedule, offload,
-/// micro-batch, grad_accum, recompute); a bucket size given for DDP/ZeRO is dropped under FSDP, which has none.
-Scenario with_layout(const Scenario& base, const Layout& layout);
+/// The scenario run at `point` (its layout, offload, micro-batch, grad_accum, recompute); a
+/// bucket size given for DDP/ZeRO is dropped under FSDP, which has none.
+Scenario with_layout(const Scenario& base, const PlanPoint& point);
 
 /// Why layouts were rejected, in the order the checks run.
 enum class PlanRejectReason {
@@ -137,7 +130,7 @@ std::vector<std::string> plan_dimensions_not_enumerated(const PlanOptions& optio
 
 /// A layout that passed the screen, with its closed-form figures.
 struct PlanCandidate {
-  Layout layout;
+  PlanPoint point;
   int index = 0;         ///< enumeration order (ties break on it)
   int family = 0;        ///< index of its resolved (strategy, tp, sp, pp) Job
   double compute_s = 0;  ///< cost stage: forward + backward + recompute + optimizer, s
@@ -172,7 +165,7 @@ struct PlanScreen {
 PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool full_bounds = false);
 
 /// Stage programs by (schedule, pp, micro-batches, vpp), built once per plan.
-using ScheduleCache = std::map<std::tuple<std::string, int, int, int>, std::vector<sim::StageProgram>>;
+using ScheduleCache = std::map<std::tuple<PipelineScheduleKind, int, int, int>, std::vector<sim::StageProgram>>;
 
 /// The pipeline bound of a candidate with pp >= 2: its schedule replayed (schedules.hpp
 /// replay), each chunk's forward and backward its layers x the cost stage's per-layer
@@ -192,7 +185,7 @@ double lowered_bound_s(const PlanScreen& screen, const PlanCandidate& candidate)
 
 /// One simulated layout.
 struct PlanRow {
-  Layout layout;
+  PlanPoint point;
   Prediction prediction;
   double lower_bound_s = 0;
   double objective = 0;  ///< in the objective's unit (s, tokens/s/GPU, USD/Mtok)

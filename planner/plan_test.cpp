@@ -53,21 +53,22 @@ struct Exhaustive {
 /// Pipelines written out independently of the plan: none, then for pp >= 2 dividing
 /// gpus / tp with a layer per stage: gpipe, 1f1b, zb-h1 (vpp 1) and interleaved with vpp
 /// 2..8 (pp x vpp <= layers).
-std::vector<Layout> pipelines(int ranks, int layers) {
-  std::vector<Layout> out{Layout{}};
+std::vector<PlanPoint> pipelines(int ranks, int layers) {
+  std::vector<PlanPoint> out{PlanPoint{}};
   for (int pp = 2; pp <= ranks && pp <= layers; ++pp) {
     if (ranks % pp != 0) continue;
-    for (std::string_view sched : {"gpipe", "1f1b", "zb-h1"}) {
-      Layout l;
-      l.pp = pp;
-      l.schedule = sched;
+    for (PipelineScheduleKind sched :
+         {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1}) {
+      PlanPoint l;
+      l.layout.pp = pp;
+      l.layout.schedule = sched;
       out.push_back(l);
     }
     for (int v = 2; v <= 8 && pp * v <= layers; ++v) {
-      Layout l;
-      l.pp = pp;
-      l.vpp = v;
-      l.schedule = "interleaved";
+      PlanPoint l;
+      l.layout.pp = pp;
+      l.layout.vpp = v;
+      l.layout.schedule = PipelineScheduleKind::interleaved;
       out.push_back(l);
     }
   }
@@ -86,20 +87,21 @@ std::vector<OffloadKind> offloads(Strategy st, int pp, bool with_offload) {
 }
 
 /// Predicts every micro-batch and recompute of one (strategy, tp, sp, cp, pipeline, offload).
-void exhaustive_family(Exhaustive& out, const Scenario& base, Layout l, std::int64_t global, double memory_fraction) {
-  if (global % l.dp != 0) return;
-  const std::int64_t per_replica = global / l.dp;
+void exhaustive_family(Exhaustive& out, const Scenario& base, PlanPoint l, std::int64_t global,
+                       double memory_fraction) {
+  if (global % l.layout.dp != 0) return;
+  const std::int64_t per_replica = global / l.layout.dp;
   for (std::int64_t mb = 1; mb <= per_replica; ++mb) {
     if (per_replica % mb != 0) continue;
-    if (l.vpp > 1 && (per_replica / mb) % l.pp != 0) continue;  // interleaved groups
+    if (l.layout.vpp > 1 && (per_replica / mb) % l.layout.pp != 0) continue;  // interleaved groups
     for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
       l.micro_batch = mb;
       l.grad_accum = per_replica / mb;
       l.recompute = rc;
       const Prediction p = predict(with_layout(base, l));
       ++out.predicted;
-      if (l.pp > 1) ++out.pipelined;
-      if (l.cp > 1) ++out.context_parallel;
+      if (l.layout.pp > 1) ++out.pipelined;
+      if (l.layout.cp > 1) ++out.context_parallel;
       if (p.memory.total_bytes > memory_fraction * p.memory.capacity_bytes) {
         ++out.over_memory;
         continue;
@@ -123,16 +125,17 @@ Exhaustive exhaustive(const Scenario& base, int gpus, std::int64_t global, doubl
         if (sp && tp == 1) continue;
         for (int cp : cps) {
           if ((gpus / tp) % cp != 0) continue;
-          for (Layout pipe : pipelines(gpus / (tp * cp), 12)) {
-            if (pipe.pp > 1 && st != Strategy::ddp && st != Strategy::zero1) continue;
-            for (OffloadKind off : offloads(st, pipe.pp, with_offload)) {
-              Layout l = pipe;
-              l.strategy = st;
-              l.tp = tp;
-              l.sp = sp;
-              l.cp = cp;
+          for (PlanPoint pipe : pipelines(gpus / (tp * cp), 12)) {
+            const int pp = pipe.layout.pp;
+            if (pp > 1 && st != Strategy::ddp && st != Strategy::zero1) continue;
+            for (OffloadKind off : offloads(st, pp, with_offload)) {
+              PlanPoint l = pipe;
+              l.layout.dp_sharding = st;
+              l.layout.tp = tp;
+              l.layout.sp = sp;
+              l.layout.cp = cp;
               l.offload = off;
-              l.dp = gpus / (tp * cp * pipe.pp);
+              l.layout.dp = gpus / (tp * cp * pp);
               exhaustive_family(out, base, l, global, memory_fraction);
             }
           }
@@ -153,7 +156,7 @@ TEST_CASE("the plan's winner is the best of an exhaustive predict() over the sam
   REQUIRE(!r.top.empty());
   CHECK(r.exact);
   CHECK(all.pipelined > 0);
-  CHECK(r.top[0].layout.describe() == all.best);
+  CHECK(r.top[0].point.describe() == all.best);
   CHECK(r.top[0].prediction.step_time_s == all.best_step_s);  // bit for bit: same stages
   CHECK(r.simulated >= o.top);
   CHECK(r.simulated < r.screened);  // the bound pruned something
@@ -171,8 +174,8 @@ TEST_CASE("where a pipeline wins, the plan's winner is still the best of an exha
   REQUIRE(!r.top.empty());
   CHECK(r.rejected[static_cast<int>(PlanRejectReason::offload_host)] > 0);
   CHECK(r.exact);
-  CHECK(r.top[0].layout.pp > 1);
-  CHECK(r.top[0].layout.describe() == all.best);
+  CHECK(r.top[0].point.layout.pp > 1);
+  CHECK(r.top[0].point.describe() == all.best);
   CHECK(r.top[0].prediction.step_time_s == all.best_step_s);
   CHECK(r.rejected[static_cast<int>(PlanRejectReason::memory)] == all.over_memory);
   CHECK(r.screened == all.predicted - all.over_memory);
@@ -209,10 +212,10 @@ TEST_CASE("the pipeline and lowered bounds never exceed the simulated step") {
   ScheduleCache programs;
   int pipelined = 0;
   for (const PlanCandidate& c : s.candidates) {
-    CAPTURE(c.layout.describe());
-    const double step = predict(with_layout(s.base, c.layout)).step_time_s;
+    CAPTURE(c.point.describe());
+    const double step = predict(with_layout(s.base, c.point)).step_time_s;
     CHECK(c.lower_bound_s <= step * (1 + 1e-9));
-    if (c.layout.pp > 1) {
+    if (c.point.layout.pp > 1) {
       ++pipelined;
       const double pipe = pipeline_bound_s(s, c, programs);
       CHECK(pipe <= step * (1 + 1e-9));
@@ -232,17 +235,17 @@ TEST_CASE("across nodes the pipeline bound counts each send at its time alone an
   int checked = 0;
   for (const PlanCandidate& c : s.candidates) {
     // Stages of whole nodes (16 GPUs / pp >= 8 per node): pp 2.
-    if (c.layout.pp != 2 || checked >= 60 || c.index % 3 != 0) continue;
-    CAPTURE(c.layout.describe());
+    if (c.point.layout.pp != 2 || checked >= 60 || c.index % 3 != 0) continue;
+    CAPTURE(c.point.describe());
     ++checked;
-    const Scenario scenario = with_layout(s.base, c.layout);
+    const Scenario scenario = with_layout(s.base, c.point);
     const Job job = resolve(scenario);
     const sim::CostedStep plan = costed_step(job, cost(job), PredictOptions{});
     REQUIRE(plan.pp_fabric.inter.has_value());
     const double send_s = plan.p2p_latency_s + plan.p2p_bytes / (plan.pp_fabric.inter->bw_GBps * 1e9);
     CHECK(send_s > 1e-3);
     const double pipe = pipeline_bound_s(s, c, programs);
-    CHECK(pipe >= 2 * (c.layout.pp * c.layout.vpp - 1) * send_s);
+    CHECK(pipe >= 2 * (c.point.layout.pp * c.point.layout.vpp - 1) * send_s);
     CHECK(pipe <= predict(scenario).step_time_s * (1 + 1e-9));
   }
   CHECK(checked > 20);
@@ -263,10 +266,11 @@ TEST_CASE("with context parallelism the pipeline and lowered bounds never exceed
   ScheduleCache programs;
   int checked = 0;
   for (const PlanCandidate& c : s.candidates) {
-    if (c.layout.cp < 2 || c.layout.pp < 2 || c.layout.recompute != Recompute::none || checked >= 40) continue;
-    CAPTURE(c.layout.describe());
+    if (c.point.layout.cp < 2 || c.point.layout.pp < 2 || c.point.recompute != Recompute::none || checked >= 40)
+      continue;
+    CAPTURE(c.point.describe());
     ++checked;
-    const double step = predict(with_layout(s.base, c.layout)).step_time_s;
+    const double step = predict(with_layout(s.base, c.point)).step_time_s;
     CHECK(pipeline_bound_s(s, c, programs) <= step * (1 + 1e-9));
     CHECK(lowered_bound_s(s, c) <= step * (1 + 1e-9));
   }
@@ -287,11 +291,11 @@ TEST_CASE("under the balanced stage split the plan tries no interleaved schedule
   ScheduleCache programs;
   int pipelined = 0;
   for (const PlanCandidate& c : s.candidates) {
-    CAPTURE(c.layout.describe());
-    CHECK(c.layout.vpp == 1);
-    if (c.layout.pp == 1) continue;
+    CAPTURE(c.point.describe());
+    CHECK(c.point.layout.vpp == 1);
+    if (c.point.layout.pp == 1) continue;
     ++pipelined;
-    const double step = predict(with_layout(s.base, c.layout)).step_time_s;
+    const double step = predict(with_layout(s.base, c.point)).step_time_s;
     CHECK(pipeline_bound_s(s, c, programs) <= step * (1 + 1e-9));
   }
   CHECK(pipelined > 10);
@@ -343,7 +347,7 @@ TEST_CASE("layouts over the memory limit are rejected exactly where predict() pu
   CHECK(r.rejected[static_cast<int>(PlanRejectReason::memory)] == all.over_memory);
   CHECK(r.screened == all.predicted - all.over_memory);
   REQUIRE(!r.top.empty());
-  CHECK(r.top[0].layout.describe() == all.best);
+  CHECK(r.top[0].point.describe() == all.best);
   for (const PlanRow& row : r.top)
     CHECK(row.prediction.memory.total_bytes <= 0.08 * row.prediction.memory.capacity_bytes);
 }
@@ -369,7 +373,7 @@ TEST_CASE("the plan is deterministic: the same rows in the same order twice") {
   const PlanResult b = plan(gpt2_small(), o);
   REQUIRE(a.top.size() == b.top.size());
   for (std::size_t i = 0; i < a.top.size(); ++i) {
-    CHECK(a.top[i].layout.describe() == b.top[i].layout.describe());
+    CHECK(a.top[i].point.describe() == b.top[i].point.describe());
     CHECK(a.top[i].prediction.step_time_s == b.top[i].prediction.step_time_s);
   }
   CHECK(a.why == b.why);
@@ -389,7 +393,7 @@ TEST_CASE("objectives: tokens/s/GPU = tokens per step / step / GPUs; cost = pric
   o.objective = PlanObjective::tokens_per_s;
   const PlanResult t = plan(base, o);
   CHECK(t.top[0].objective == doctest::Approx(65536.0 / t.top[0].prediction.step_time_s / 8));
-  CHECK(t.top[0].layout.describe() == r.top[0].layout.describe());  // monotone in the step alike
+  CHECK(t.top[0].point.describe() == r.top[0].point.describe());  // monotone in the step alike
 }
 
 TEST_CASE("plan options are checked") {
@@ -420,9 +424,9 @@ TEST_CASE("a given global batch and GPU count set grad accumulation: 128 on 16 G
   CHECK(s.global_batch == 128);
   bool found = false;
   for (const PlanCandidate& c : s.candidates)
-    if (c.layout.tp == 1 && c.layout.pp == 1 && c.layout.micro_batch == 2) {
-      CHECK(c.layout.grad_accum == 4);
-      CHECK(c.layout.dp == 16);
+    if (c.point.layout.tp == 1 && c.point.layout.pp == 1 && c.point.micro_batch == 2) {
+      CHECK(c.point.grad_accum == 4);
+      CHECK(c.point.layout.dp == 16);
       found = true;
     }
   CHECK(found);
@@ -435,7 +439,7 @@ TEST_CASE("the cost stage's compute time bounds the perfect-overlap step from be
   const PlanScreen s = screen_layouts(gpt2_small(), o, true);
   REQUIRE(!s.candidates.empty());
   for (const PlanCandidate& c : s.candidates) {
-    CAPTURE(c.layout.describe());
+    CAPTURE(c.point.describe());
     CHECK(c.compute_s <= c.lower_bound_s * (1 + 1e-9));
   }
   for (std::size_t i = 1; i < s.candidates.size(); ++i)  // sorted by the full bound
@@ -464,7 +468,7 @@ TEST_CASE("with context parallelism searched, the plan's winner is still the bes
   REQUIRE(!r.top.empty());
   CHECK(r.exact);
   CHECK(all.context_parallel > 0);
-  CHECK(r.top[0].layout.describe() == all.best);
+  CHECK(r.top[0].point.describe() == all.best);
   CHECK(r.top[0].prediction.step_time_s == all.best_step_s);
   CHECK(r.rejected[static_cast<int>(PlanRejectReason::memory)] == all.over_memory);
   CHECK(r.screened == all.predicted - all.over_memory);
@@ -492,7 +496,7 @@ TEST_CASE("context parallelism is searched only with seq_len / cp >= min_cp_toke
   const PlanScreen s = screen_layouts(unfused, o);
   CHECK(s.rejected[static_cast<int>(PlanRejectReason::cp_attention)] > 0);
   CHECK(s.rejected[static_cast<int>(PlanRejectReason::cp_sequence)] == 0);
-  for (const PlanCandidate& c : s.candidates) CHECK(c.layout.cp == 1);
+  for (const PlanCandidate& c : s.candidates) CHECK(c.point.layout.cp == 1);
   CHECK(plain.enumerated < s.enumerated);
   o.min_cp_tokens = 0;
   CHECK_THROWS_AS(screen_layouts(gpt2_small(), o), std::invalid_argument);
@@ -504,10 +508,10 @@ TEST_CASE("offload: each kind the strategy takes is searched; with a pipeline it
   const PlanScreen s = screen_layouts(gpt2_small(), o);
   bool optimizer = false, parameters = false;
   for (const PlanCandidate& c : s.candidates) {
-    CHECK(offload_supported(c.layout.offload, c.layout.strategy));
-    CHECK((c.layout.offload == OffloadKind::none || c.layout.pp == 1));
-    optimizer = optimizer || c.layout.offload == OffloadKind::optimizer;
-    parameters = parameters || c.layout.offload == OffloadKind::parameters;
+    CHECK(offload_supported(c.point.offload, c.point.layout.dp_sharding));
+    CHECK((c.point.offload == OffloadKind::none || c.point.layout.pp == 1));
+    optimizer = optimizer || c.point.offload == OffloadKind::optimizer;
+    parameters = parameters || c.point.offload == OffloadKind::parameters;
   }
   CHECK(optimizer);
   CHECK(parameters);

@@ -70,7 +70,7 @@ void assemble_throughput(const Job& job, const Costs& c, Prediction& p) {
   const Scenario& s = job.scenario;
   const TrainingSpec& tr = s.training;
   const int gpus = job.gpus;
-  p.global_batch_samples = static_cast<double>(tr.micro_batch * tr.grad_accum) * job.dp;  // per DP replica
+  p.global_batch_samples = static_cast<double>(tr.micro_batch * tr.grad_accum) * job.layout().dp;  // per DP replica
   p.tokens_per_step = p.global_batch_samples * static_cast<double>(tr.seq_len);
   p.model_flops_per_step = c.model_flops_per_step;
   p.hardware_flops_per_step = c.hardware_flops_per_step;
@@ -162,7 +162,7 @@ Prediction assemble(const Job& job, const Costs& costs, Lowered lowered, sim::Si
   p.gpus = job.gpus;
   p.nodes = job.nodes;
   p.gpus_per_node = job.gpus_per_node;
-  p.strategy = job.scenario.strategy.kind;
+  p.strategy = job.scenario.strategy.layout.dp_sharding;
   p.gpu = job.gpu.name;
   p.hardware = job.hardware;
   p.fabric = job.fabric;

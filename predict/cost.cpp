@@ -43,11 +43,11 @@ FlopsOptions flops_options(const TrainingSpec& tr) {
 /// Optimizer step of the local shard of the trainable parameters.
 double optimizer_step_s(const Job& job, double trainable) {
   const TrainingSpec& tr = job.scenario.training;
-  const Strategy st = job.scenario.strategy.kind;
+  const Strategy st = job.scenario.strategy.layout.dp_sharding;
   const double optimizer_shards =
-      job.tp * (!shards_optimizer(st)               ? 1.0
-                : st == Strategy::fsdp_hybrid_shard ? std::max(1, job.gpus_per_node / job.tp)
-                                                    : static_cast<double>(job.dp) * job.cp);
+      job.layout().tp * (!shards_optimizer(st)               ? 1.0
+                         : st == Strategy::fsdp_hybrid_shard ? std::max(1, job.gpus_per_node / job.layout().tp)
+                                                             : static_cast<double>(job.layout().dp) * job.layout().cp);
   if (job.scenario.strategy.offload != OffloadKind::none) return 0.0;  // the host runs it (cost_offload)
   const bool fp32_grads = tr.optimizer == OptimizerKind::adam_deepspeed_18;
   return optimizer_time_s(
@@ -73,10 +73,10 @@ void cost_flops(const Job& job, Costs& c) {
   c.layer_flops_recompute = mf.recompute / L;
   const double m = static_cast<double>(tr.grad_accum);
   // Each data-parallel replica (a TP group) trains on its own micro-batches.
-  c.model_flops_per_step = mf.model * m * job.dp;
-  c.hardware_flops_per_step = mf.hardware() * m * job.dp;
-  c.causal_model_flops_per_step = (mf.forward + mf.backward) * m * job.dp;
-  c.hfu_flops_per_step = mf.hfu_flops() * m * job.dp;  // MFU's convention plus recompute
+  c.model_flops_per_step = mf.model * m * job.layout().dp;
+  c.hardware_flops_per_step = mf.hardware() * m * job.layout().dp;
+  c.causal_model_flops_per_step = (mf.forward + mf.backward) * m * job.layout().dp;
+  c.hfu_flops_per_step = mf.hfu_flops() * m * job.layout().dp;  // MFU's convention plus recompute
 }
 
 /// A MoE layer's bytes (the mean over layers): a GPU holds 1/ep of the routed experts. Their
@@ -89,9 +89,9 @@ void moe_layer_bytes(const Job& job, double layer_params, Costs& c) {
   const TransformerSpec& model = job.scenario.model;
   const double wb = working_bytes(job.scenario.training.precision);
   const double routed = routed_expert_parameters(model) / static_cast<double>(model.layers);
-  const double local = routed / job.ep;
-  const double n = static_cast<double>(job.dp) * job.cp;
-  const double n_e = n / job.ep;
+  const double local = routed / job.layout().ep;
+  const double n = static_cast<double>(job.layout().dp) * job.layout().cp;
+  const double n_e = n / job.layout().ep;
   const double ratio = n_e > 1 ? ((n_e - 1) / n_e) / ((n - 1) / n) : 0.0;
   c.layer_param_bytes = (layer_params - routed + local) * wb;
   c.layer_grad_bytes = (layer_params - routed + local * ratio) * wb;
@@ -105,7 +105,7 @@ void cost_bytes(const Job& job, Costs& c) {
   const ParameterBreakdown pb = parameter_breakdown(model);
   const double layer_params = static_cast<double>(pb.per_layer);
   const double root_params = c.parameters - layer_params * static_cast<double>(model.layers);
-  const double t = job.tp;  // a TP rank holds 1/t of every matrix and of the vocabulary
+  const double t = job.layout().tp;  // a TP rank holds 1/t of every matrix and of the vocabulary
   c.layer_param_bytes = layer_params * wb / t;
   c.root_param_bytes = root_params * wb / t;
   c.head_param_bytes = static_cast<double>(pb.lm_head) * wb / t;
@@ -133,7 +133,7 @@ void cost_bytes(const Job& job, Costs& c) {
 void cost_memory(const Job& job, Costs& c) {
   const Scenario& s = job.scenario;
   const TrainingSpec& tr = s.training;
-  const double grad_bytes = c.trainable * working_bytes(tr.precision) / job.tp;
+  const double grad_bytes = c.trainable * working_bytes(tr.precision) / job.layout().tp;
   MemoryInputs mem;
   mem.model = &s.model;
   mem.micro_batch = tr.micro_batch;
@@ -143,27 +143,27 @@ void cost_memory(const Job& job, Costs& c) {
   mem.recompute = tr.recompute;
   mem.flash_attention = tr.flash_attention;
   mem.lora = tr.lora ? &*tr.lora : nullptr;
-  mem.strategy = s.strategy.kind;
-  mem.gpus = static_cast<std::int64_t>(job.dp) * job.cp;        // the gradient group: DP x CP ranks
-  mem.gpus_per_node = std::max(1, job.gpus_per_node / job.tp);  // DP ranks per node (1 with TP across nodes)
-  mem.cp = job.cp;
-  mem.ep = job.ep;
+  mem.strategy = s.strategy.layout.dp_sharding;
+  mem.gpus = static_cast<std::int64_t>(job.layout().dp) * job.layout().cp;  // the gradient group: DP x CP ranks
+  mem.gpus_per_node = std::max(1, job.gpus_per_node / job.layout().tp);  // DP ranks per node (1 with TP across nodes)
+  mem.cp = job.layout().cp;
+  mem.ep = job.layout().ep;
   mem.moe_capacity_factor = s.strategy.moe_capacity_factor;
   mem.offload = s.strategy.offload;
   mem.gpus_per_host = job.gpus_per_node;
   mem.host_capacity_bytes = job.host_memory_bytes;
-  mem.tp = job.tp;
-  mem.sp = s.strategy.sp;
-  mem.bucket_bytes = zero12(s.strategy.kind) || s.strategy.kind == Strategy::zero3
+  mem.tp = job.layout().tp;
+  mem.sp = s.strategy.layout.sp;
+  mem.bucket_bytes = zero12(s.strategy.layout.dp_sharding) || s.strategy.layout.dp_sharding == Strategy::zero3
                          ? std::min(job.bucket_bytes, grad_bytes)
                          : job.bucket_bytes;
   mem.prefetch_layers = s.strategy.prefetch_layers;
   mem.capacity_bytes = job.gpu.memory_bytes;
   mem.cuda_context_bytes = kCudaContextBytes;
-  if (job.pp > 1) {
-    mem.pp = job.pp;
-    mem.in_flight = in_flight_microbatches(parse_pipeline_schedule(s.strategy.schedule), 0, job.pp,
-                                           static_cast<int>(tr.grad_accum), s.strategy.vpp);
+  if (job.layout().pp > 1) {
+    mem.pp = job.layout().pp;
+    mem.in_flight = in_flight_microbatches(s.strategy.layout.schedule, 0, job.layout().pp,
+                                           static_cast<int>(tr.grad_accum), s.strategy.layout.vpp);
   }
   c.memory = memory_per_gpu(mem);
   c.assumptions.push_back("CUDA context, cuBLAS workspace and NCCL buffers: 1.0 GiB per GPU (default)");
@@ -175,8 +175,9 @@ void cost_memory(const Job& job, Costs& c) {
   // Per layer and micro-batch (under a pipeline the term holds stage 0's layers for every
   // micro-batch in flight).
   c.activation_bytes_per_layer =
-      term("activations") / (job.pp > 1 ? std::ceil(static_cast<double>(s.model.layers) / job.pp) * mem.in_flight
-                                        : static_cast<double>(s.model.layers));
+      term("activations") / (job.layout().pp > 1
+                                 ? std::ceil(static_cast<double>(s.model.layers) / job.layout().pp) * mem.in_flight
+                                 : static_cast<double>(s.model.layers));
   c.logits_bytes = term("logits");
   c.static_memory_bytes =
       c.memory.total_bytes - term("activations") - term("logits") - term("gathered_params") - term("fragmentation");
@@ -207,9 +208,10 @@ namespace {
 /// The layers of stage 0 (all its chunks), the report's representative rank under a pipeline.
 double first_pipeline_stage_layers(const Job& job) {
   const StrategySpec& st = job.scenario.strategy;
-  const std::vector<int> chunks = split_layers_per_chunk(job.scenario.model, job.pp, st.vpp, st.pp_split);
+  const std::vector<int> chunks =
+      split_layers_per_chunk(job.scenario.model, job.layout().pp, job.layout().vpp, st.pp_split);
   double layers0 = 0;
-  for (std::size_t k = 0; k < chunks.size(); k += static_cast<std::size_t>(job.pp)) layers0 += chunks[k];
+  for (std::size_t k = 0; k < chunks.size(); k += static_cast<std::size_t>(job.layout().pp)) layers0 += chunks[k];
   return layers0;
 }
 
@@ -223,7 +225,7 @@ void first_pipeline_stage_share(const Job& job, Costs& c) {
   c.forward_s = m * layers0 * c.per_layer.forward_s;
   c.backward_s = m * layers0 * c.per_layer.backward_s;
   c.recompute_s = m * layers0 * c.per_layer.recompute_s;
-  const double share = whole > 0 ? (c.forward_s + c.backward_s + c.recompute_s) / whole : 1.0 / job.pp;
+  const double share = whole > 0 ? (c.forward_s + c.backward_s + c.recompute_s) / whole : 1.0 / job.layout().pp;
   for (double* v :
        {&c.optimizer_s, &c.kernels.gemm_s, &c.kernels.attention_s, &c.kernels.memory_s, &c.kernels.launch_s})
     *v *= share;
@@ -234,18 +236,18 @@ void first_pipeline_stage_share(const Job& job, Costs& c) {
 /// (cp_ring_exposed_s, a ring step = the hop's latency + bytes / its rate); all_gather,
 /// the collectives on the CP group, exposed.
 void cost_context_parallel(const Job& job, Costs& c) {
-  if (job.cp == 1) return;
+  if (job.layout().cp == 1) return;
   const TrainingSpec& tr = job.scenario.training;
   const TransformerSpec& model = job.scenario.model;
   const std::int64_t tokens = tr.micro_batch * tr.seq_len;
   const double w = working_bytes(tr.precision);
   const std::string algorithm = job.scenario.strategy.algorithm;
   if (job.scenario.strategy.cp_comm == CpCommKind::all_gather) {
-    const TpLayerComm comm = cp_all_gather_comm(model, tokens, w, job.cp, job.tp);
+    const TpLayerComm comm = cp_all_gather_comm(model, tokens, w, job.layout().cp, job.layout().tp);
     auto ops = [&](const std::vector<TpCollective>& list, const char* pass) {
       std::vector<sim::LayerCollective> out;
       for (const TpCollective& t : list)
-        out.push_back({fmt::format("context-parallel K/V {} ({})", name(t.op), pass), t.op, t.bytes, job.cp,
+        out.push_back({fmt::format("context-parallel K/V {} ({})", name(t.op), pass), t.op, t.bytes, job.layout().cp,
                        collective_phases(t.op, t.bytes, job.cp_fabric, algorithm)});
       return out;
     };
@@ -253,7 +255,7 @@ void cost_context_parallel(const Job& job, Costs& c) {
     c.cp_backward = ops(comm.backward, "backward");
     return;
   }
-  const CpLayerComm ring = cp_layer_comm(model, tokens, w, job.cp, job.tp);
+  const CpLayerComm ring = cp_layer_comm(model, tokens, w, job.layout().cp, job.layout().tp);
   const FabricLevel& hop = job.cp_hop_fabric.inter ? *job.cp_hop_fabric.inter : job.cp_hop_fabric.intra;
   const auto probe = collective_phases(Collective::all_gather, 1.0, job.cp_hop_fabric, "auto");
   const double latency_s = probe.empty() ? 0.0 : probe.front().latency_s;
@@ -261,14 +263,14 @@ void cost_context_parallel(const Job& job, Costs& c) {
     const double step_s = latency_s + step_bytes / (hop.bw_GBps * 1e9);
     CollectivePhase ph;
     ph.collective = Collective::all_gather;
-    ph.latency_s = cp_ring_exposed_s(ring.steps, step_s, attention_s, job.cp);  // no bytes left to move
+    ph.latency_s = cp_ring_exposed_s(ring.steps, step_s, attention_s, job.layout().cp);  // no bytes left to move
     ph.algbw_GBps = hop.bw_GBps;
     ph.algorithm = "ring attention (exposed part)";
     ph.protocol = "p2p";
     return sim::LayerCollective{fmt::format("context-parallel K/V ring ({}, exposed part)", pass),
                                 Collective::all_gather,
                                 ring.steps * step_bytes,
-                                job.cp,
+                                job.layout().cp,
                                 {ph}};
   };
   c.cp_forward = {op(ring.forward_bytes_per_step, c.micro.layer_attention_forward_s, "forward")};
@@ -294,7 +296,7 @@ std::pair<double, double> shared_expert_s(const Job& job, std::int64_t tokens) {
     return gemm_time_s(m, n, k, 1, elem, d.gemm_ceiling_tflops, d.sm_count, d.achieved_memory_GBps());
   };
   double fwd = 0, bwd = 0;
-  for (const GroupedGemm& gg : moe_layer_gemms(model, *model.moe, tokens, job.ep, job.kernels.moe_imbalance)) {
+  for (const GroupedGemm& gg : moe_layer_gemms(model, *model.moe, tokens, job.layout().ep, job.kernels.moe_imbalance)) {
     const GemmShape& g = gg.shape;
     if (g.name != "shared_up" && g.name != "shared_down") continue;
     fwd += g.count_per_layer * t(g.m, g.n, g.k);
@@ -322,16 +324,16 @@ void hide_behind(std::vector<sim::LayerCollective>& ops, double budget_s) {
 
 void cost_expert_parallel(const Job& job, Costs& c) {
   const TransformerSpec& model = job.scenario.model;
-  if (!model.moe || job.ep == 1) return;
+  if (!model.moe || job.layout().ep == 1) return;
   const TrainingSpec& tr = job.scenario.training;
-  const double tokens = static_cast<double>(tr.micro_batch * (tr.seq_len / job.cp));
-  const double bytes =
-      moe_layer_share(model) * moe_all_to_all_bytes(model, *model.moe, tokens, working_bytes(tr.precision), job.ep);
+  const double tokens = static_cast<double>(tr.micro_batch * (tr.seq_len / job.layout().cp));
+  const double bytes = moe_layer_share(model) *
+                       moe_all_to_all_bytes(model, *model.moe, tokens, working_bytes(tr.precision), job.layout().ep);
   auto op = [&](const char* what) {
     return sim::LayerCollective{fmt::format("expert-parallel {} all-to-all", what),
                                 Collective::all_to_all,
                                 bytes,
-                                job.ep,
+                                job.layout().ep,
                                 collective_phases(Collective::all_to_all, bytes, job.ep_fabric),
                                 "ep"};
   };
@@ -352,8 +354,9 @@ void cost_offload(const Job& job, Costs& c) {
   const TrainingSpec& tr = job.scenario.training;
   OffloadInputs in;
   in.kind = st.offload;
-  in.strategy = st.kind;
-  in.local_params = c.trainable / (static_cast<double>(job.tp) * job.pp * job.dp * job.cp);
+  in.strategy = st.layout.dp_sharding;
+  in.local_params =
+      c.trainable / (static_cast<double>(job.layout().tp) * job.layout().pp * job.layout().dp * job.layout().cp);
   in.micro_steps = tr.grad_accum;
   in.w = working_bytes(tr.precision);
   in.gpus_per_host = job.gpus_per_node;
@@ -382,7 +385,9 @@ void cost_offload(const Job& job, Costs& c) {
 /// played with the LM head (the last stage under pipeline parallelism).
 void cost_grad_accumulation(const Job& job, Costs& c) {
   const TrainingSpec& tr = job.scenario.training;
-  const double shard = shards_gradients(job.scenario.strategy.kind) ? static_cast<double>(job.dp) * job.cp : 1.0;
+  const double shard = shards_gradients(job.scenario.strategy.layout.dp_sharding)
+                           ? static_cast<double>(job.layout().dp) * job.layout().cp
+                           : 1.0;
   const double bw = job.device.achieved_memory_GBps() * 1e9;
   const auto pass_s = [&](double grad_bytes) {
     return grad_accumulation_bytes(tr.grad_accumulation, grad_bytes / shard, tr.grad_accum) / bw;
@@ -399,7 +404,7 @@ void cost_grad_accumulation(const Job& job, Costs& c) {
   c.backward_s += m * micro_s;
   c.kernels.memory_s += m * micro_s;
   // The report's rank: under a pipeline stage 0, its layers' adds (the root's go with the head).
-  c.grad_accumulation_s = job.pp > 1 ? layer_s * first_pipeline_stage_layers(job) : micro_s;
+  c.grad_accumulation_s = job.layout().pp > 1 ? layer_s * first_pipeline_stage_layers(job) : micro_s;
 }
 
 /// One layer's GEMMs on one GPU under tensor parallelism (model/parallel.hpp
@@ -413,7 +418,7 @@ TpLayerGemmTimes tp_gemm_times(const Job& job, std::int64_t tokens) {
     return count * gemm_time_s(m, n, k, 1, elem, d.gemm_ceiling_tflops, d.sm_count, d.achieved_memory_GBps());
   };
   TpLayerGemmTimes out;
-  for (const GemmShape& g : tp_layer_gemms(job.scenario.model, tokens, job.tp)) {
+  for (const GemmShape& g : tp_layer_gemms(job.scenario.model, tokens, job.layout().tp)) {
     const double fprop = t(g.m, g.n, g.k, g.count_per_layer), dgrad = t(g.m, g.k, g.n, g.count_per_layer),
                  wgrad = t(g.n, g.k, g.m, g.count_per_layer);
     if (g.name == "qkv")
@@ -433,27 +438,28 @@ TpLayerGemmTimes tp_gemm_times(const Job& job, std::int64_t tokens) {
 /// tokens (model/parallel.hpp): blocking, beside the GEMMs they overlap with
 /// (tp_comm_overlap), or asynchronous in the backward (tp_backward_overlap).
 void cost_tensor_parallel(const Job& job, Costs& c) {
-  if (job.tp == 1) return;
+  if (job.layout().tp == 1) return;
   const TrainingSpec& tr = job.scenario.training;
   const StrategySpec& st = job.scenario.strategy;
-  const std::int64_t tokens = tr.micro_batch * (tr.seq_len / job.cp);  // this GPU's tokens
+  const std::int64_t tokens = tr.micro_batch * (tr.seq_len / job.layout().cp);  // this GPU's tokens
   const double w = working_bytes(tr.precision);
   const std::int64_t h = job.scenario.model.hidden;
-  c.tp_layer = st.tp_comm_overlap       ? tp_layer_comm_overlapped(tokens, h, w, job.tp, tp_gemm_times(job, tokens),
-                                                                   job.device.sm_count, Recompute::none)
-               : st.tp_backward_overlap ? tp_layer_comm_async(tokens, h, w, job.tp, st.sp, tp_gemm_times(job, tokens),
-                                                              job.comm_slowdown, Recompute::none)
-                                        : tp_layer_comm(tokens, h, w, job.tp, st.sp, Recompute::none);
-  c.tp_head = tp_embedding_head_comm(tokens, h, w, job.tp, st.sp);
+  c.tp_layer = st.tp_comm_overlap ? tp_layer_comm_overlapped(tokens, h, w, job.layout().tp, tp_gemm_times(job, tokens),
+                                                             job.device.sm_count, Recompute::none)
+               : st.tp_backward_overlap
+                   ? tp_layer_comm_async(tokens, h, w, job.layout().tp, job.layout().sp, tp_gemm_times(job, tokens),
+                                         job.comm_slowdown, Recompute::none)
+                   : tp_layer_comm(tokens, h, w, job.layout().tp, job.layout().sp, Recompute::none);
+  c.tp_head = tp_embedding_head_comm(tokens, h, w, job.layout().tp, job.layout().sp);
 }
 
 /// Pipeline parallelism: the bytes of one send between adjacent stages, b·s·h·w (/ t under SP);
 /// its latency is the link's (Job::pp_send_latency_s).
 void cost_pipeline_sends(const Job& job, Costs& c) {
-  if (job.pp == 1) return;
+  if (job.layout().pp == 1) return;
   const TrainingSpec& tr = job.scenario.training;
-  c.pp_send_bytes = pipeline_p2p_bytes(tr.micro_batch * (tr.seq_len / job.cp), job.scenario.model.hidden,
-                                       working_bytes(tr.precision), job.tp, job.scenario.strategy.sp);
+  c.pp_send_bytes = pipeline_p2p_bytes(tr.micro_batch * (tr.seq_len / job.layout().cp), job.scenario.model.hidden,
+                                       working_bytes(tr.precision), job.layout().tp, job.scenario.strategy.layout.sp);
 }
 
 }  // namespace
@@ -486,11 +492,12 @@ Costs cost(const Job& job, const MicroStepTimes& micro) {
   // A MoE model's GPU steps 1/ep of the routed experts unless the optimizer is sharded (then
   // 1/(dp·cp) of them, as of the dense part: E/ep experts over dp·cp/ep expert-DP ranks).
   const double routed = routed_expert_parameters(model);
-  c.optimizer_s = optimizer_step_s(
-      job, shards_optimizer(job.scenario.strategy.kind) ? c.trainable : c.trainable - routed + routed / job.ep);
+  c.optimizer_s = optimizer_step_s(job, shards_optimizer(job.scenario.strategy.layout.dp_sharding)
+                                            ? c.trainable
+                                            : c.trainable - routed + routed / job.layout().ep);
   cost_bytes(job, c);
   cost_grad_accumulation(job, c);  // before the stage share: it adds to every layer's backward
-  if (job.pp > 1) first_pipeline_stage_share(job, c);
+  if (job.layout().pp > 1) first_pipeline_stage_share(job, c);
   cost_offload(job, c);
   c.compute_s = c.forward_s + c.backward_s + c.recompute_s + c.optimizer_s;
   cost_flops(job, c);

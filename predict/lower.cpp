@@ -23,8 +23,7 @@ namespace {
 /// Tensor parallelism in the costed step: the TP group's fabric and the costed collectives of each
 /// layer (forward, backward, the full recompute's repeat of the forward's) and of the head.
 void fill_tensor_parallel(const Job& job, const Costs& c, sim::CostedStep& plan) {
-  plan.tp = job.tp;
-  if (job.tp == 1) return;
+  if (job.layout().tp == 1) return;
   plan.tp_fabric = job.tp_fabric;
   plan.tp_forward = c.tp_layer.forward;
   plan.tp_backward = c.tp_layer.backward;
@@ -37,20 +36,17 @@ void fill_tensor_parallel(const Job& job, const Costs& c, sim::CostedStep& plan)
 /// the stage link, and each stage's static memory. The lowering takes the whole model's
 /// times and gives each stage its share.
 void fill_pipeline(const Job& job, const Costs& c, sim::CostedStep& plan) {
-  plan.pp = job.pp;
-  if (job.pp == 1) return;
+  if (job.layout().pp == 1) return;
   const StrategySpec& st = job.scenario.strategy;
-  plan.vpp = st.vpp;
-  plan.schedule = st.schedule;
-  plan.chunk_layers = split_layers_per_chunk(job.scenario.model, job.pp, st.vpp, st.pp_split);
+  plan.chunk_layers = split_layers_per_chunk(job.scenario.model, job.layout().pp, job.layout().vpp, st.pp_split);
   plan.gpus = job.gpus;
   plan.nodes = job.nodes;
   plan.gpus_per_node = job.gpus_per_node;
   plan.pp_fabric = job.pp_fabric;
   plan.p2p_bytes = c.pp_send_bytes;
   plan.p2p_latency_s = job.pp_send_latency_s;
-  plan.stage_static_memory_bytes.assign(static_cast<std::size_t>(job.pp), c.static_memory_bytes);
-  plan.optimizer_s = c.optimizer_s * job.pp;  // the whole model's; the lowering gives each stage its share
+  plan.stage_static_memory_bytes.assign(static_cast<std::size_t>(job.layout().pp), c.static_memory_bytes);
+  plan.optimizer_s = c.optimizer_s * job.layout().pp;  // the whole model's; the lowering gives each stage its share
 }
 
 }  // namespace
@@ -58,7 +54,7 @@ void fill_pipeline(const Job& job, const Costs& c, sim::CostedStep& plan) {
 sim::CostedStep costed_step(const Job& job, const Costs& c, const PredictOptions& options) {
   const Scenario& s = job.scenario;
   sim::CostedStep plan;
-  plan.strategy = s.strategy.kind;
+  plan.layout = job.layout();
   plan.micro_steps = s.training.grad_accum;
   plan.layers = static_cast<int>(s.model.layers);
   plan.micro = c.micro;
@@ -80,9 +76,9 @@ sim::CostedStep costed_step(const Job& job, const Costs& c, const PredictOptions
   plan.overlap_grad_reduce = s.strategy.overlap_grad_reduce;
   plan.first_bucket_bytes = job.first_bucket_bytes;
   plan.prefetch_layers = s.strategy.prefetch_layers;
-  plan.gpus = job.dp * job.cp;  // the lowering's collectives span the DP x CP ranks
+  plan.gpus = job.layout().dp * job.layout().cp;  // the lowering's collectives span the DP x CP ranks
   plan.nodes = job.nodes;
-  plan.gpus_per_node = std::max(1, job.gpus_per_node / job.tp);  // DP ranks per node
+  plan.gpus_per_node = std::max(1, job.gpus_per_node / job.layout().tp);  // DP ranks per node
   plan.fabric = job.fabric;
   fill_tensor_parallel(job, c, plan);
   fill_pipeline(job, c, plan);

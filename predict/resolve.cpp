@@ -101,12 +101,15 @@ void check_predictable(const Scenario& s) {
   require_count(s, "the number of nodes that are not stragglers", hw.nodes - straggling);
   if (s.dataset.tokens || s.dataset.samples)
     require_positive(s, "dataset size", s.dataset.samples ? *s.dataset.samples : *s.dataset.tokens);
+  const std::vector<LayoutRule> broken = layout_violations(s.strategy.layout, m, layout_context(s));
+  if (!broken.empty())
+    throw std::invalid_argument(fmt::format("scenario \"{}\": {}", s.name, describe(broken.front())));
 }
 
 /// The bucket size the step uses, with the framework default it assumed when none is given.
 void resolve_buckets(Job& job) {
   const StrategySpec& strat = job.scenario.strategy;
-  const Strategy st = strat.kind;
+  const Strategy st = strat.layout.dp_sharding;
   const double wb = working_bytes(job.scenario.training.precision);
   job.bucket_bytes = sim::CostedStep{}.bucket_bytes;
   if (strat.bucket_given) {
@@ -114,14 +117,14 @@ void resolve_buckets(Job& job) {
   } else if (zero12(st) && strat.overlap_param_gather) {
     // Megatron-Core's distributed optimizer (megatron/core/distributed/
     // distributed_data_parallel.py at core_r0.8.0): max(40M, 1M x DP size) elements.
-    const double elements = std::max(40e6, 1e6 * job.dp * job.cp);
+    const double elements = std::max(40e6, 1e6 * job.layout().dp * job.layout().cp);
     job.bucket_bytes = elements * (strat.reduce_fp32 ? 4.0 : wb);
     job.assumptions.push_back(
         fmt::format("overlap_param_gather: the updated parameters' all-gather runs at the "
                     "step's start beside the forward, bucket by bucket in forward order, not "
                     "after the optimizer step; buckets of max(40M, 1M x {} DP ranks) = {:g}M "
                     "elements (Megatron-Core's default; set strategy.bucket_mb)",
-                    job.dp * job.cp, elements / 1e6));
+                    job.layout().dp * job.layout().cp, elements / 1e6));
   } else if (zero12(st)) {
     job.bucket_bytes = kDeepSpeedBucketElements * wb;
     job.assumptions.push_back(
@@ -252,9 +255,9 @@ KernelChoice resolve_kernels(const Scenario& s, GpuArch arch, std::vector<std::s
   const TrainingSpec& tr = s.training;
   KernelChoice k;
   k.causal = s.model.kind == ModelKind::decoder;
-  k.tp = s.strategy.tp;
-  k.sp = s.strategy.sp;
-  k.cp = s.strategy.cp;
+  k.tp = s.strategy.layout.tp;
+  k.sp = s.strategy.layout.sp;
+  k.cp = s.strategy.layout.cp;
   if (!tr.flash_attention) {
     k.attention = AttentionKernel::unfused;
   } else if (tr.attention_kernel) {
@@ -318,21 +321,17 @@ int node_stride(const ParallelLayout& layout, GroupKind kind, int gpus_per_node)
 /// (NCCL's ring over NVLink then the NICs); the pipeline link is one GPU's path to the next
 /// stage (NVLink inside a node, else its share of the NICs).
 void resolve_parallel_fabrics(Job& job, const Topology& topo) {
-  if (job.tp == 1 && job.pp == 1 && job.cp == 1) {
+  if (job.layout().tp == 1 && job.layout().pp == 1 && job.layout().cp == 1) {
     job.fabric = topo.fabric(job.nodes, job.gpus_per_node);
     return;
   }
-  ParallelLayout layout;
-  layout.dp = job.dp;
-  layout.tp = job.tp;
-  layout.pp = job.pp;
-  layout.cp = job.cp;
+  const ParallelLayout& layout = job.layout();
   const int gpn = job.gpus_per_node;
   // Gradients reduce over the DP x CP ranks of a TP rank and stage.
   const ParallelLayout gradients = gradient_group_layout(layout);
   job.fabric =
       group_fabric(topo, group_placement(gradients, GroupKind::dp, gpn), node_stride(gradients, GroupKind::dp, gpn));
-  if (job.cp > 1) {
+  if (job.layout().cp > 1) {
     const GroupPlacement cp = group_placement(layout, GroupKind::cp, gpn);
     job.cp_fabric = group_fabric(topo, cp, node_stride(layout, GroupKind::cp, gpn));
     // A ring step's slowest hop: NVLink when the group sits in one node, else the NICs.
@@ -341,12 +340,12 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
     job.assumptions.push_back(
         fmt::format("context parallelism cp {} ({} exchange of K/V per layer), gradients "
                     "reduced over the {} DP x CP ranks",
-                    job.cp, name(job.scenario.strategy.cp_comm), job.dp * job.cp));
+                    job.layout().cp, name(job.scenario.strategy.cp_comm), job.layout().dp * job.layout().cp));
   }
-  if (job.tp > 1)
-    job.tp_fabric =
-        job.tp <= gpn ? topo.fabric(1, job.tp) : group_fabric(topo, group_placement(layout, GroupKind::tp, gpn));
-  if (job.pp > 1) {
+  if (job.layout().tp > 1)
+    job.tp_fabric = job.layout().tp <= gpn ? topo.fabric(1, job.layout().tp)
+                                           : group_fabric(topo, group_placement(layout, GroupKind::tp, gpn));
+  if (job.layout().pp > 1) {
     const GroupPlacement pp = group_placement(layout, GroupKind::pp, gpn);
     job.pp_fabric = pp.ranks_per_node >= 2 ? topo.fabric(1, 2)
                                            : group_fabric(topo, GroupPlacement{2, 1, 2, pp.groups_sharing_a_node},
@@ -355,7 +354,7 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
   }
   job.assumptions.push_back(fmt::format(
       "parallel layout tp {} x dp {} x pp {} in Megatron order (TP fastest, then data, then pipeline stages); {}",
-      job.tp, job.dp, job.pp,
+      job.layout().tp, job.layout().dp, job.layout().pp,
       job.scenario.strategy.tp_comm_overlap
           ? "tp_comm_overlap: each layer's TP collectives run beside the GEMMs they feed or drain (Transformer "
             "Engine's userbuffers: ring exchange on the copy engines, pipelined and bulk reduce-scatters and "
@@ -365,15 +364,15 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
             "weight-gradient GEMMs (Megatron's LinearWithGradAccumulationAndAsyncCommunication), the others block "
             "the layers"
           : "TP collectives block the layers"));
-  if (job.tp > gpn)
+  if (job.layout().tp > gpn)
     job.assumptions.push_back(
         fmt::format("tensor-parallel groups span {} nodes: their collectives run NCCL's ring "
                     "(or tree) over NVLink, then the NICs",
-                    job.tp / gpn));
-  if (job.pp > 1) {
+                    job.layout().tp / gpn));
+  if (job.layout().pp > 1) {
     const StrategySpec& st = job.scenario.strategy;
     std::string layers;
-    for (int n : split_layers_per_chunk(job.scenario.model, job.pp, st.vpp, st.pp_split))
+    for (int n : split_layers_per_chunk(job.scenario.model, job.layout().pp, job.layout().vpp, st.pp_split))
       layers += (layers.empty() ? "" : ", ") + std::to_string(n);
     job.assumptions.push_back(fmt::format("pipeline split {}: layers per chunk {}{}", name(st.pp_split), layers,
                                           st.pp_split == StageSplit::balanced
@@ -394,22 +393,18 @@ void resolve_expert_parallel(Job& job, const Topology& topo) {
   const TransformerSpec& model = job.scenario.model;
   if (!model.moe) return;
   const StrategySpec& st = job.scenario.strategy;
-  job.ep = st.ep;
-  job.kernels.ep = st.ep;
+  job.kernels.ep = job.layout().ep;
   job.kernels.moe_imbalance = st.moe_imbalance;
-  ParallelLayout layout;
-  layout.dp = job.dp;
-  layout.pp = job.pp;
-  layout.cp = job.cp;
-  const ParallelLayout experts = expert_parallel_layout(layout, job.ep);
-  if (job.ep > 1) job.ep_fabric = group_fabric(topo, group_placement(experts, GroupKind::tp, job.gpus_per_node));
+  const ParallelLayout experts = expert_parallel_layout(job.layout(), job.layout().ep);
+  if (job.layout().ep > 1)
+    job.ep_fabric = group_fabric(topo, group_placement(experts, GroupKind::tp, job.gpus_per_node));
   job.assumptions.push_back(fmt::format(
       "MoE: {} of {} layers route to {} experts (top {}{}); expert parallelism ep {} ({} experts per GPU, dispatch and "
       "combine all-to-alls on the compute stream, spread evenly over the layers), expert gradients reduced over the "
       "{} expert-data-parallel ranks",
       moe_layer_count(model.layers, *model.moe), model.layers, model.moe->experts, model.moe->top_k,
-      model.moe->shared_experts > 0 ? fmt::format(", {} shared", model.moe->shared_experts) : "", job.ep,
-      model.moe->experts / job.ep, experts.dp));
+      model.moe->shared_experts > 0 ? fmt::format(", {} shared", model.moe->shared_experts) : "", job.layout().ep,
+      model.moe->experts / job.layout().ep, experts.dp));
   job.assumptions.push_back(
       fmt::format("moe_imbalance {:g}: the busiest EP rank's routed tokens over the mean{}", st.moe_imbalance,
                   st.moe_imbalance == 1.0 ? " (default: routing balanced, as auxiliary-loss-free "
@@ -482,10 +477,7 @@ Job resolve(const Scenario& s, const Topology& topo) {
   job.gpus = job.nodes * job.gpus_per_node;
   job.gpu = topo.gpu();
   job.assumptions = s.defaults;
-  job.tp = s.strategy.tp;
-  job.pp = s.strategy.pp;
-  job.cp = s.strategy.cp;
-  job.dp = s.strategy.dp(job.gpus);
+  job.scenario.strategy.layout.dp = data_parallel_degree(s);  // whole: check_predictable
   resolve_parallel_fabrics(job, topo);
   resolve_host(job, topo.box());
   describe_spine(job, topo.cluster());

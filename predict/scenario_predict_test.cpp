@@ -49,7 +49,7 @@ TEST_CASE("collectives_issued names exactly what each strategy's lowering puts i
     const Scenario s = parse(j);
     std::set<std::pair<Collective, FabricScope>> lowered;
     for (const CollectiveUse& u : predict(s).collectives) lowered.insert({u.collective, u.level});
-    const auto issued = collectives_issued(s.strategy.kind);
+    const auto issued = collectives_issued(s.strategy.layout.dp_sharding);
     const std::set<std::pair<Collective, FabricScope>> declared(issued.begin(), issued.end());
     CAPTURE(st);
     CHECK(lowered == declared);

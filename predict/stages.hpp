@@ -70,18 +70,16 @@ struct Job {
   GpuSpec gpu;           ///< catalog entry of the box's GPU
   std::string hardware;  ///< "2 x dgx-a100 (8x ib-hdr)" / "dgx-a100"
   CommFabric fabric;     ///< what a data-parallel collective sees (all GPUs when tp = 1)
-  int tp = 1;            ///< tensor-parallel degree (strategy.tp)
-  int pp = 1;            ///< pipeline stages (strategy.pp)
-  int dp = 1;            ///< data-parallel replicas: gpus / (tp·pp·cp); gradients reduce over dp·cp
+  /// The parallel layout: the scenario's, with dp = gpus / (tp·pp·cp) (gradients reduce
+  /// over dp·cp).
+  const ParallelLayout& layout() const { return scenario.strategy.layout; }
   CommFabric tp_fabric;  ///< a TP group's fabric (tp GPUs of one node)
   CommFabric pp_fabric;  ///< the link between adjacent stages, as one sending GPU sees it
   /// send_latency_s(pp_fabric): a property of the link, resolved once per layout family rather
   /// than costed per micro-batch (the planner's screen costs every micro-batch).
   double pp_send_latency_s = 0;
-  int cp = 1;                ///< context-parallel degree (strategy.cp)
   CommFabric cp_fabric;      ///< a CP group's fabric (its all-gathers)
   CommFabric cp_hop_fabric;  ///< one ring step: a GPU's link to the next CP rank
-  int ep = 1;                ///< expert-parallel degree (strategy.ep; MoE models)
   CommFabric ep_fabric;      ///< an EP group's fabric (its all-to-alls)
   /// CPU offload: the host's memory bandwidth (DRAM wire rate, GB/s) and memory, and the PCIe
   /// rate per GPU with all GPUs copying (topologies/ host_link_GBps_per_gpu). 0 without.

@@ -401,7 +401,7 @@ TEST_CASE("a calibrated scenario reports the measured collectives the simulation
 
 TEST_CASE("the composition of the stages is predict()") {
   for (const Scenario& s : {parsed("zero3", kTwoNodesIb), parsed("ddp", kDgx1, "", "fp16_mixed"), calibrated()}) {
-    const std::string strategy(name(s.strategy.kind));
+    const std::string strategy(name(s.strategy.layout.dp_sharding));
     CAPTURE(strategy);
     PredictOptions o;
     o.keep_simulation = true;
@@ -557,10 +557,10 @@ TEST_CASE("resolve: tensor parallelism splits the GPUs into tp x dp, DP collecti
   Scenario plain = parsed("zero1", kTwoNodesIb);
   plain.model = *find_model("llama-2-7b");  // 32 heads, ffn 11008: tp 4 divides both
   Scenario tp = plain;
-  tp.strategy.tp = 4;
+  tp.strategy.layout.tp = 4;
   const Job a = resolve(plain), b = resolve(tp);
-  CHECK(b.tp == 4);
-  CHECK(b.dp == a.gpus / 4);
+  CHECK(b.layout().tp == 4);
+  CHECK(b.layout().dp == a.gpus / 4);
   CHECK(b.tp_fabric.ranks() == 4);
   CHECK(b.fabric.intra.ranks == a.fabric.intra.ranks / 4);
   REQUIRE(b.fabric.inter);
@@ -579,9 +579,9 @@ TEST_CASE(
   s.model = *find_model("llama-2-7b");        // 32 layers
   s.training.grad_accum = 8;
   Scenario pipe = s;
-  pipe.strategy.pp = 2;  // one stage per node: dp 8 inside each node
+  pipe.strategy.layout.pp = 2;  // one stage per node: dp 8 inside each node
   const Job job = resolve(pipe);
-  CHECK(job.dp == 8);
+  CHECK(job.layout().dp == 8);
   REQUIRE(job.pp_fabric.inter);             // the next stage is on the other node
   CHECK(job.fabric.inter == std::nullopt);  // a stage's DP group stays in its node
   const Prediction p = predict(pipe);
@@ -599,10 +599,10 @@ TEST_CASE(
     "per layer is costed, hidden where the attention chunks are longer") {
   Scenario plain = parsed("zero1", kTwoNodesIb);  // gpt2-xl, 16 GPUs, seq 1024
   Scenario cp = plain;
-  cp.strategy.cp = 4;
+  cp.strategy.layout.cp = 4;
   const Job a = resolve(plain), b = resolve(cp);
-  CHECK(b.cp == 4);
-  CHECK(b.dp == 4);  // 16 GPUs = cp 4 x dp 4
+  CHECK(b.layout().cp == 4);
+  CHECK(b.layout().dp == 4);  // 16 GPUs = cp 4 x dp 4
   // The gradient group is every rank here (tp = pp = 1): the same fabric as without CP.
   CHECK(b.fabric.ranks() == a.fabric.ranks());
   CHECK(b.cp_fabric.ranks() == 4);
@@ -640,7 +640,7 @@ TEST_CASE(
   long_seq.model = *find_model("llama-3.1-8b");
   long_seq.training.seq_len = 131072;
   long_seq.training.micro_batch = 1;
-  long_seq.strategy.cp = 8;
+  long_seq.strategy.layout.cp = 8;
   const Costs cl = cost(resolve(long_seq));
   REQUIRE(cl.cp_forward.size() == 1);
   CHECK(cl.cp_forward[0].phases.at(0).latency_s == 0);
@@ -722,7 +722,7 @@ TEST_CASE(
     "expert parallelism: per layer a dispatch and a combine all-to-all of tokens·k·h·w·(ep-1)/ep each way, "
     "on the EP group's NVLink, and one more dispatch pair under full recompute") {
   const Job job = resolve(moe_scenario(8));
-  CHECK(job.ep == 8);
+  CHECK(job.layout().ep == 8);
   CHECK(job.ep_fabric.ranks() == 8);
   CHECK_FALSE(job.ep_fabric.inter.has_value());
   const Costs c = cost(job);

@@ -111,23 +111,24 @@ std::string plan_lines(const PlanResult& r, const std::vector<std::string>& firs
   std::string out;
   int rank = 0;
   for (const PlanRow& row : r.top) {
-    const Layout& l = row.layout;
+    const PlanPoint& pt = row.point;
+    const ParallelLayout& l = pt.layout;
     const Prediction& p = row.prediction;
     std::vector<std::string> cells = first;
     for (std::string cell : {count(++rank),
-                             l.describe(),
-                             std::string(name(l.strategy)),
+                             pt.describe(),
+                             std::string(name(l.dp_sharding)),
                              count(l.tp),
                              flag(l.sp),
                              count(l.dp),
                              count(l.pp),
                              count(l.vpp),
-                             std::string(l.schedule),
+                             std::string(name(l.schedule)),
                              count(l.cp),
-                             std::string(name(l.offload)),
-                             count(l.micro_batch),
-                             count(l.grad_accum),
-                             std::string(name(l.recompute)),
+                             std::string(name(pt.offload)),
+                             count(pt.micro_batch),
+                             count(pt.grad_accum),
+                             std::string(name(pt.recompute)),
                              number(p.step_time_s),
                              number(row.lower_bound_s),
                              number(p.tokens_per_s_per_gpu),

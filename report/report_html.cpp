@@ -218,10 +218,10 @@ std::string compare_html(const std::vector<Scenario>& scenarios, const std::vect
 
 std::string plan_html(const Scenario& s, const PlanResult& result, const Prediction* winner_traced) {
   json preds = json::array();
-  for (const PlanRow& row : result.top) preds.push_back(prediction_data(with_layout(s, row.layout), row.prediction));
+  for (const PlanRow& row : result.top) preds.push_back(prediction_data(with_layout(s, row.point), row.prediction));
   json trace = nullptr;
   if (!result.top.empty() && winner_traced)
-    trace = trace_data(with_layout(s, result.top.front().layout), *winner_traced);
+    trace = trace_data(with_layout(s, result.top.front().point), *winner_traced);
   const std::string title =
       fmt::format("Planned layouts: {} on {} x {}, global batch {} sequences, objective {}", s.model.name, result.gpus,
                   result.top.empty() ? std::string("GPU") : result.top.front().prediction.gpu, result.global_batch,

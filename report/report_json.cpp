@@ -202,10 +202,13 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
   j["nodes"] = p.nodes;
   j["gpus_per_node"] = p.gpus_per_node;
   j["strategy"] = str(name(p.strategy));
-  j["parallel"] = {
-      {"tp", sc.strategy.tp},        {"sp", sc.strategy.sp},   {"tp_comm_overlap", sc.strategy.tp_comm_overlap},
-      {"pp", sc.strategy.pp},        {"vpp", sc.strategy.vpp}, {"schedule", sc.strategy.schedule},
-      {"dp", sc.strategy.dp(p.gpus)}};
+  j["parallel"] = {{"tp", sc.strategy.layout.tp},
+                   {"sp", sc.strategy.layout.sp},
+                   {"tp_comm_overlap", sc.strategy.tp_comm_overlap},
+                   {"pp", sc.strategy.layout.pp},
+                   {"vpp", sc.strategy.layout.vpp},
+                   {"schedule", str(name(sc.strategy.layout.schedule))},
+                   {"dp", data_parallel_degree(sc)}};
   j["gpu"] = p.gpu;
   j["hardware"] = p.hardware;
   j["training"] = training_json(sc.training);
@@ -504,23 +507,24 @@ json plan_object(const Scenario& sc, const PlanResult& r) {
   json rows = json::array();
   int rank = 0;
   for (const PlanRow& row : r.top) {
-    const Layout& l = row.layout;
+    const PlanPoint& pt = row.point;
+    const ParallelLayout& l = pt.layout;
     const Prediction& p = row.prediction;
     rows.push_back({{"rank", ++rank},
                     {"layout",
-                     {{"name", l.describe()},
-                      {"strategy", str(name(l.strategy))},
+                     {{"name", pt.describe()},
+                      {"strategy", str(name(l.dp_sharding))},
                       {"tp", l.tp},
                       {"sp", l.sp},
                       {"dp", l.dp},
                       {"pp", l.pp},
                       {"vpp", l.vpp},
-                      {"schedule", str(l.schedule)},
+                      {"schedule", str(name(l.schedule))},
                       {"cp", l.cp},
-                      {"offload", str(name(l.offload))},
-                      {"micro_batch", l.micro_batch},
-                      {"grad_accum", l.grad_accum},
-                      {"recompute", str(name(l.recompute))}}},
+                      {"offload", str(name(pt.offload))},
+                      {"micro_batch", pt.micro_batch},
+                      {"grad_accum", pt.grad_accum},
+                      {"recompute", str(name(pt.recompute))}}},
                     {"step_time_s", num(p.step_time_s)},
                     {"lower_bound_s", num(row.lower_bound_s)},
                     {"tokens_per_s_per_gpu", num(p.tokens_per_s_per_gpu)},
@@ -562,7 +566,7 @@ std::string plan_range_json(const Scenario& sc, const std::vector<PlanResult>& r
     }
     const Prediction& p = r.top[0].prediction;
     summary.push_back({{"gpus", r.gpus},
-                       {"layout", r.top[0].layout.describe()},
+                       {"layout", r.top[0].point.describe()},
                        {"step_time_s", num(p.step_time_s)},
                        {"tokens_per_s_per_gpu", num(p.tokens_per_s_per_gpu)},
                        {"mfu", num(p.mfu)},

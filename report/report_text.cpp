@@ -224,16 +224,17 @@ std::string header_section(const Scenario& sc, const Prediction& p, const std::s
       fmt::format("  model {} ({} params) | GPUs {} = {} x {} GPUs/node | GPU {}\n", sc.model.name,
                   params(static_cast<double>(p.parameters)), p.gpus, plural(p.nodes, "node"), p.gpus_per_node, p.gpu);
   const StrategySpec& st = sc.strategy;
+  const ParallelLayout& l = st.layout;
   out += fmt::format(
       "  strategy {}{}{} | hardware {}\n", name(p.strategy),
-      st.tp > 1 || st.pp > 1 || st.cp > 1
-          ? fmt::format(" | tensor parallel {}{}{} x data parallel {}", st.tp, st.sp ? " (sequence parallel)" : "",
-                        st.cp > 1 ? fmt::format(" x context parallel {} ({})", st.cp, name(st.cp_comm)) : "",
-                        st.dp(p.gpus))
+      l.tp > 1 || l.pp > 1 || l.cp > 1
+          ? fmt::format(" | tensor parallel {}{}{} x data parallel {}", l.tp, l.sp ? " (sequence parallel)" : "",
+                        l.cp > 1 ? fmt::format(" x context parallel {} ({})", l.cp, name(st.cp_comm)) : "",
+                        data_parallel_degree(sc))
           : "",
-      st.pp > 1 ? fmt::format(" x pipeline {} ({}{})", st.pp, st.schedule,
-                              st.vpp > 1 ? fmt::format(", {} chunks per stage", st.vpp) : "")
-                : "",
+      l.pp > 1 ? fmt::format(" x pipeline {} ({}{})", l.pp, name(l.schedule),
+                             l.vpp > 1 ? fmt::format(", {} chunks per stage", l.vpp) : "")
+               : "",
       p.hardware);
   const TrainingSpec& tr = sc.training;
   out += fmt::format("  training {} with {} | recompute {} | flash attention {}{}\n", name(tr.precision),
@@ -243,8 +244,9 @@ std::string header_section(const Scenario& sc, const Prediction& p, const std::s
       "  batch: micro-batch {} x grad-accum {} x {} = {} samples/step x {} tokens = {} "
       "tokens/step\n",
       tr.micro_batch, tr.grad_accum,
-      sc.strategy.tp > 1 || sc.strategy.pp > 1 ? fmt::format("{} data-parallel replicas", sc.strategy.dp(p.gpus))
-                                               : fmt::format("{} GPUs", p.gpus),
+      sc.strategy.layout.tp > 1 || sc.strategy.layout.pp > 1
+          ? fmt::format("{} data-parallel replicas", data_parallel_degree(sc))
+          : fmt::format("{} GPUs", p.gpus),
       grouped(p.global_batch_samples), tr.seq_len, grouped(p.tokens_per_step));
   if (!trace_file.empty())
     out += fmt::format("  trace: {} (open in https://ui.perfetto.dev or chrome://tracing)\n", trace_file);
@@ -536,7 +538,7 @@ std::string predict_text(const Scenario& sc, const Prediction& p, const std::str
 std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
   std::string out =
       fmt::format("Scaling {}{} ({}, {})\n", sc.name, sc.file.empty() ? "" : fmt::format(" [{}]", sc.file),
-                  sc.model.name, name(sc.strategy.kind));
+                  sc.model.name, name(sc.strategy.layout.dp_sharding));
   const bool priced = sc.price_per_gpu_hour_usd.has_value();
   std::vector<Table::Column> columns = {
       {"GPUs", true},     {"nodes", true},   {"step time (s)", true},     {"comm exposed (s)", true},
@@ -916,7 +918,7 @@ std::string plan_text(const Scenario& sc, const PlanResult& r) {
   int rank = 0;
   for (const PlanRow& row : r.top) {
     const Prediction& p = row.prediction;
-    t.add({std::to_string(++rank), row.layout.describe(), seconds(p.step_time_s), grouped(p.tokens_per_s_per_gpu),
+    t.add({std::to_string(++rank), row.point.describe(), seconds(p.step_time_s), grouped(p.tokens_per_s_per_gpu),
            percent(p.mfu), gib(p.memory.total_bytes), seconds(p.comm_exposed_s),
            fixed(p.step_time_s > 0 ? 100 * bubble_s(p) / p.step_time_s : 0.0, 1),
            objective_cell(r.objective, row.objective)});
@@ -956,7 +958,7 @@ std::string plan_range_text(const Scenario& sc, const std::vector<PlanResult>& r
       continue;
     }
     const Prediction& p = r.top[0].prediction;
-    t.add({std::to_string(r.gpus), r.top[0].layout.describe(), seconds(p.step_time_s), grouped(p.tokens_per_s_per_gpu),
+    t.add({std::to_string(r.gpus), r.top[0].point.describe(), seconds(p.step_time_s), grouped(p.tokens_per_s_per_gpu),
            percent(p.mfu), gib(p.memory.total_bytes), seconds(p.comm_exposed_s),
            fixed(p.step_time_s > 0 ? 100 * bubble_s(p) / p.step_time_s : 0.0, 1)});
   }

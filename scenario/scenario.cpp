@@ -252,37 +252,38 @@ void apply_training_defaults(Scenario& s, const TrainingInput& in, std::shared_p
 StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors, const Schema& schema) {
   allow_declared(schema, obj);
   StrategySpec s;
-  errors.attempt([&] { s.kind = parse_name(obj, "name", parse_strategy, strategy_names()); });
+  ParallelLayout& l = s.layout;
+  errors.attempt([&] { l.dp_sharding = parse_name(obj, "name", parse_strategy, strategy_names()); });
   errors.attempt([&] {
     if (auto mb = read_optional_number(schema, obj, "bucket_mb"))
       s.bucket_bytes = *mb * kBytesPerMiB, s.bucket_given = true;
   });
   errors.attempt([&] {
-    if (obj.has("tp")) s.tp = read_int32(schema, obj, "tp");
-    if (obj.has("sp")) s.sp = obj.boolean("sp");
+    if (obj.has("tp")) l.tp = read_int32(schema, obj, "tp");
+    if (obj.has("sp")) l.sp = obj.boolean("sp");
     if (obj.has("tp_comm_overlap")) s.tp_comm_overlap = obj.boolean("tp_comm_overlap");
     if (obj.has("tp_backward_overlap")) s.tp_backward_overlap = obj.boolean("tp_backward_overlap");
     if (obj.has("overlap_param_gather")) s.overlap_param_gather = obj.boolean("overlap_param_gather");
     if (obj.has("overlap_grad_reduce")) s.overlap_grad_reduce = obj.boolean("overlap_grad_reduce");
   });
   errors.attempt([&] {
-    if (obj.has("pp")) s.pp = read_int32(schema, obj, "pp");
-    if (obj.has("vpp")) s.vpp = read_int32(schema, obj, "vpp");
+    if (obj.has("pp")) l.pp = read_int32(schema, obj, "pp");
+    if (obj.has("vpp")) l.vpp = read_int32(schema, obj, "vpp");
     if (auto sched = obj.optional_string("schedule")) {
       const std::vector<std::string>& known = key_of(schema, obj, "schedule").vocabulary;
       if (std::find(known.begin(), known.end(), *sched) == known.end())
         throw obj.error("schedule", "unknown pipeline schedule \"" + *sched + "\"" + did_you_mean(*sched, known) +
                                         " (known: gpipe, 1f1b, interleaved, zb-h1)");
-      s.schedule = *sched;
+      l.schedule = parse_pipeline_schedule(*sched);
     }
-    if (s.vpp > 1 && !obj.has("schedule")) s.schedule = "interleaved";
+    if (l.vpp > 1 && !obj.has("schedule")) l.schedule = PipelineScheduleKind::interleaved;
   });
   errors.attempt([&] {
-    if (obj.has("cp")) s.cp = read_int32(schema, obj, "cp");
+    if (obj.has("cp")) l.cp = read_int32(schema, obj, "cp");
     if (obj.has("cp_comm")) s.cp_comm = parse_name(obj, "cp_comm", parse_cp_comm, cp_comm_names());
   });
   errors.attempt([&] {
-    if (obj.has("ep")) s.ep = read_int32(schema, obj, "ep");
+    if (obj.has("ep")) l.ep = read_int32(schema, obj, "ep");
     if (auto v = read_optional_number(schema, obj, "moe_imbalance")) s.moe_imbalance = *v;
     if (auto v = read_optional_number(schema, obj, "moe_capacity_factor")) s.moe_capacity_factor = *v;
     if (auto v = obj.optional_boolean("moe_shared_expert_overlap")) s.moe_shared_expert_overlap = *v;
@@ -327,7 +328,7 @@ StrategySpec parse_strategy_spec(JsonObject& top, InputErrors& errors, const Sch
     StrategySpec s;
     const std::string text = raw.get<std::string>();
     try {
-      s.kind = parse_strategy(text);
+      s.layout.dp_sharding = parse_strategy(text);
     } catch (const std::invalid_argument& e) {
       throw top.error("strategy", e.what() + did_you_mean(text, strategy_names()));
     }
@@ -613,6 +614,7 @@ Scenario parse_root(const JsonDoc& doc, const ReadOptions& options, const Schema
   where.file = doc.file();
   where.model_inline = doc.root().at("model").is_object();
   check_scenario(s, where);
+  s.strategy.layout.dp = data_parallel_degree(s);
   if (options.gpus > 0) {
     try {
       return with_gpus(s, options.gpus);
@@ -708,154 +710,156 @@ void check_training(const Scenario& s, const ScenarioSource& w) {
 /// bucket_cap_mb, so the count is bounded, not the size. Without bucket_mb the bound uses
 /// the smallest default (DDP's 25 MiB; ZeRO-1/2's 5e8 elements are larger), which refuses
 /// only models beyond ~1.25 T parameters in 16-bit gradients.
-/// Tensor parallelism: t divides the node's GPUs or is whole nodes (a multiple of them dividing
-/// the node count), and divides the heads, the KV heads and
-/// the MLP width; sequence parallelism needs t >= 2 and t dividing the sequence; no LoRA.
+/// The refusal of one broken layout rule, at the key the user wrote.
+InputError layout_error(LayoutRule rule, const Scenario& s, const ScenarioSource& w) {
+  const ParallelLayout& l = s.strategy.layout;
+  const TransformerSpec& m = s.model;
+  const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
+  const auto at = [&](const char* key) { return w.strategy + "/" + key; };
+  switch (rule) {
+    case LayoutRule::degrees:
+      return InputError(w.file, w.strategy, std::string(describe(rule)));
+    case LayoutRule::divides_gpus:
+      if (l.cp > 1)
+        return InputError(
+            w.file, at("cp"),
+            fmt::format("expected tp x cp x pp ({} x {} x {}) to divide the {} GPUs", l.tp, l.cp, l.pp, gpus));
+      return InputError(w.file, at(l.pp > 1 ? "pp" : "tp"),
+                        fmt::format("expected tp x pp ({} x {}) to divide the {} GPUs", l.tp, l.pp, gpus));
+    case LayoutRule::tp_placement: {
+      const int gpn = s.hardware.gpus_per_node;
+      return InputError(w.file, at("tp"),
+                        fmt::format("expected a divisor of the {} GPUs per node, or whole nodes (a multiple of "
+                                    "{} dividing the {} GPUs): tensor-parallel groups fill nodes in Megatron "
+                                    "order",
+                                    gpn, gpn, gpus));
+    }
+    case LayoutRule::tp_model:
+      return InputError(w.file, at("tp"),
+                        fmt::format("expected a divisor of the heads ({}), KV heads ({}) and MLP width ({})", m.heads,
+                                    m.kv_heads, m.ffn_hidden));
+    case LayoutRule::sp_needs_tp:
+      return InputError(w.file, at("sp"), "sequence parallelism needs tp >= 2");
+    case LayoutRule::sp_sequence:
+      return InputError(w.file, at("sp"),
+                        fmt::format("sequence parallelism splits the sequence: tp {} must divide seq_len {}", l.tp,
+                                    s.training.seq_len));
+    case LayoutRule::cp_sequence: {
+      const bool causal = cp_sequence_chunks(m, l.cp) != l.cp;
+      return InputError(
+          w.file, at("cp"),
+          fmt::format("expected {} to divide seq_len {}: {}", causal ? "2 x cp" : "cp", s.training.seq_len,
+                      causal ? "causal attention is split into 2·cp chunks for load balance "
+                               "(Megatron-LM context parallelism)"
+                             : "each rank holds s/cp tokens"));
+    }
+    case LayoutRule::cp_attention:
+      return InputError(w.file, at("cp"),
+                        "context parallelism runs on a flash-class attention kernel; set training.flash_attention");
+    case LayoutRule::vpp_pipeline:
+      return InputError(w.file, at("vpp"), "model chunks need a pipeline (pp >= 2)");
+    case LayoutRule::pipeline_layers:
+      return InputError(
+          w.file, at("pp"),
+          fmt::format("expected at most {} stages x chunks: the model has {} layers", m.layers, m.layers));
+    case LayoutRule::pipeline_strategy:
+      return InputError(w.file, at("name"),
+                        "a pipeline runs ddp or zero1 within each stage (Megatron's distributed optimizer is zero1; "
+                        "ZeRO-2/3 and FSDP do not pipeline)");
+    case LayoutRule::interleaved_vpp:
+      return InputError(w.file, at("vpp"), "the interleaved schedule and vpp >= 2 go together");
+    case LayoutRule::interleaved_groups:
+      return InputError(w.file, w.grad_accum,
+                        fmt::format("the interleaved schedule runs micro-batches in groups of pp = {}: grad_accum "
+                                    "must be a multiple",
+                                    l.pp));
+    case LayoutRule::ep_model:
+      return InputError(w.file, at("ep"), "model \"" + m.name + "\" has no experts (no \"moe\")");
+    case LayoutRule::ep_experts:
+      return InputError(w.file, at("ep"),
+                        fmt::format("expected a divisor of the {} experts, got {}", m.moe ? m.moe->experts : 0, l.ep));
+    case LayoutRule::ep_ranks: {
+      const std::int64_t ranks = gpus / (static_cast<std::int64_t>(l.tp) * l.pp);
+      return InputError(w.file, at("ep"),
+                        fmt::format("expected a divisor of the {} data-parallel (x context-parallel) ranks of a stage "
+                                    "({} GPUs / (tp {} x pp {})), got {}: expert-parallel groups lie inside them "
+                                    "(Megatron-Core)",
+                                    ranks, gpus, l.tp, l.pp, l.ep));
+    }
+    case LayoutRule::moe_tp:
+      return InputError(w.file, at("tp"), "MoE and MLA models under tensor parallelism are not modelled yet");
+  }
+  throw std::logic_error("layout_error: unknown rule");
+}
+
+/// The overlaps of tensor parallelism and its limits: the parameter all-gather overlap
+/// under zero1/2, the gradient-reduction overlap under a pipeline, one TP overlap at a
+/// time, tp_comm_overlap with SP; no LoRA.
 void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
   const StrategySpec& st = s.strategy;
-  const std::string at = w.strategy + "/tp";
-  const int t = st.tp;
-  if (st.sp && t < 2) throw InputError(w.file, w.strategy + "/sp", "sequence parallelism needs tp >= 2");
-  if (st.overlap_param_gather && st.kind != Strategy::zero1 && st.kind != Strategy::zero2)
+  const ParallelLayout& l = st.layout;
+  if (st.overlap_param_gather && l.dp_sharding != Strategy::zero1 && l.dp_sharding != Strategy::zero2)
     throw InputError(w.file, w.strategy + "/overlap_param_gather",
                      fmt::format("the parameter all-gather overlap needs zero1 or zero2 (Megatron-Core's distributed "
                                  "optimizer), not {}",
-                                 name(st.kind)));
-  if (st.overlap_grad_reduce && st.pp < 2)
+                                 name(l.dp_sharding)));
+  if (st.overlap_grad_reduce && l.pp < 2)
     throw InputError(w.file, w.strategy + "/overlap_grad_reduce",
                      "the gradient-reduction overlap applies under pipeline parallelism (pp >= 2): without a "
                      "pipeline DDP and ZeRO already reduce during the backward");
-  if (st.tp_backward_overlap && (t < 2 || st.tp_comm_overlap))
+  if (st.tp_backward_overlap && (l.tp < 2 || st.tp_comm_overlap))
     throw InputError(w.file, w.strategy + "/tp_backward_overlap",
-                     t < 2 ? "the backward's TP overlap needs tensor parallelism (tp >= 2)"
-                           : "tp_comm_overlap already runs the backward's TP collectives beside their GEMMs; set one");
-  if (st.tp_comm_overlap && !st.sp)
+                     l.tp < 2
+                         ? "the backward's TP overlap needs tensor parallelism (tp >= 2)"
+                         : "tp_comm_overlap already runs the backward's TP collectives beside their GEMMs; set one");
+  if (st.tp_comm_overlap && !l.sp)
     throw InputError(w.file, w.strategy + "/tp_comm_overlap",
                      "TP communication overlap needs sequence parallelism (\"sp\": true, and tp >= 2), as "
                      "Megatron-Core's --tp-comm-overlap does");
-  if (t == 1) return;
-  // Megatron order puts TP fastest: a group is a divisor of a node, or whole nodes.
-  const int gpn = s.hardware.gpus_per_node;
-  if (gpn % t != 0 && (t % gpn != 0 || s.hardware.nodes % (t / gpn) != 0))
-    throw InputError(w.file, at,
-                     fmt::format("expected a divisor of the {} GPUs per node, or whole nodes (a multiple of "
-                                 "{} dividing the {} GPUs): tensor-parallel groups fill nodes in Megatron "
-                                 "order",
-                                 gpn, gpn, static_cast<std::int64_t>(gpn) * s.hardware.nodes));
-  const TransformerSpec& m = s.model;
-  if (!tp_splits_model(m, t))
-    throw InputError(w.file, at,
-                     fmt::format("expected a divisor of the heads ({}), KV heads ({}) and MLP width ({})", m.heads,
-                                 m.kv_heads, m.ffn_hidden));
-  if (st.sp && !sp_splits_sequence(s.training.seq_len, t, st.cp))
-    throw InputError(w.file, w.strategy + "/sp",
-                     fmt::format("sequence parallelism splits the sequence: tp {} must "
-                                 "divide seq_len {}",
-                                 t, s.training.seq_len));
-  if (s.training.lora) throw InputError(w.file, at, "LoRA under tensor parallelism is not modelled yet");
+  if (l.tp > 1 && s.training.lora)
+    throw InputError(w.file, w.strategy + "/tp", "LoRA under tensor parallelism is not modelled yet");
 }
 
-/// Pipeline parallelism: pp·tp divides the GPUs; every stage (chunk) holds a layer; ddp or
-/// zero1 within a stage (Megatron's distributed optimizer is zero1; DeepSpeed's pipeline
-/// engine refuses ZeRO-2/3); the interleaved schedule needs vpp >= 2 and the micro-batches
-/// in groups of pp; no stragglers or LoRA with a pipeline yet.
+/// What a pipeline cannot take yet: the balanced split with model chunks, stragglers, LoRA.
 void check_pipeline(const Scenario& s, const ScenarioSource& w) {
   const StrategySpec& st = s.strategy;
-  const std::string at = w.strategy + "/pp";
-  if (st.pp == 1) {
-    if (st.vpp > 1) throw InputError(w.file, w.strategy + "/vpp", "model chunks need a pipeline (pp >= 2)");
-    return;
-  }
-  const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
-  if (!layout_divides_gpus(gpus, st.tp, 1, st.pp))
-    throw InputError(w.file, at, fmt::format("expected tp x pp ({} x {}) to divide the {} GPUs", st.tp, st.pp, gpus));
-  if (s.model.layers < static_cast<std::int64_t>(st.pp) * st.vpp)
-    throw InputError(
-        w.file, at,
-        fmt::format("expected at most {} stages x chunks: the model has {} layers", s.model.layers, s.model.layers));
-  if (!pipeline_runs_strategy(st.kind))
-    throw InputError(w.file, w.strategy + "/name",
-                     "a pipeline runs ddp or zero1 within each stage (Megatron's "
-                     "distributed optimizer is zero1; ZeRO-2/3 and FSDP do not pipeline)");
-  const bool interleaved = st.schedule == "interleaved";
-  if (interleaved != (st.vpp > 1))
-    throw InputError(w.file, w.strategy + "/vpp", "the interleaved schedule and vpp >= 2 go together");
-  if (st.pp_split == StageSplit::balanced && st.vpp > 1)
+  if (st.layout.pp == 1) return;
+  if (st.pp_split == StageSplit::balanced && st.layout.vpp > 1)
     throw InputError(w.file, w.strategy + "/pp_split", "the balanced split places one chunk per stage: vpp must be 1");
-  if (interleaved && s.training.grad_accum % st.pp != 0)
-    throw InputError(w.file, w.grad_accum,
-                     fmt::format("the interleaved schedule runs micro-batches in groups of "
-                                 "pp = {}: grad_accum must be a multiple",
-                                 st.pp));
   if (!s.hardware.stragglers.empty())
     throw InputError(w.file, "/hardware/stragglers", "stragglers with a pipeline are not modelled yet");
-  if (s.training.lora) throw InputError(w.file, at, "LoRA with a pipeline is not modelled yet");
+  if (s.training.lora) throw InputError(w.file, w.strategy + "/pp", "LoRA with a pipeline is not modelled yet");
 }
 
-/// Context parallelism: tp·cp·pp divides the GPUs; cp divides seq_len, 2·cp for causal
-/// attention (the load-balanced split); a flash-class attention kernel (ring attention runs
-/// on it); cp_comm only with cp > 1; no stragglers or LoRA yet.
+/// cp_comm only with cp > 1; no stragglers or LoRA with context parallelism yet.
 void check_context_parallel(const Scenario& s, const ScenarioSource& w) {
   const StrategySpec& st = s.strategy;
-  const std::string at = w.strategy + "/cp";
-  if (st.cp == 1) {
+  if (st.layout.cp == 1) {
     if (st.cp_comm != CpCommKind::ring)
       throw InputError(w.file, w.strategy + "/cp_comm", "a context-parallel exchange needs cp >= 2");
     return;
   }
-  const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
-  if (!layout_divides_gpus(gpus, st.tp, st.cp, st.pp))
-    throw InputError(
-        w.file, at,
-        fmt::format("expected tp x cp x pp ({} x {} x {}) to divide the {} GPUs", st.tp, st.cp, st.pp, gpus));
-  const std::int64_t chunks = cp_sequence_chunks(s.model, st.cp);
-  if (s.training.seq_len % chunks != 0)
-    throw InputError(
-        w.file, at,
-        fmt::format("expected {} to divide seq_len {}: {}", chunks == st.cp ? "cp" : "2 x cp", s.training.seq_len,
-                    chunks == st.cp ? "each rank holds s/cp tokens"
-                                    : "causal attention is split into 2·cp chunks for load "
-                                      "balance (Megatron-LM context parallelism)"));
-  if (!s.training.flash_attention)
-    throw InputError(w.file, at,
-                     "context parallelism runs on a flash-class attention kernel; set "
-                     "training.flash_attention");
   if (!s.hardware.stragglers.empty())
     throw InputError(w.file, "/hardware/stragglers", "stragglers with context parallelism are not modelled yet");
-  if (s.training.lora) throw InputError(w.file, at, "LoRA with context parallelism is not modelled yet");
+  if (s.training.lora)
+    throw InputError(w.file, w.strategy + "/cp", "LoRA with context parallelism is not modelled yet");
 }
 
-/// Expert parallelism and the MoE keys: only for a MoE model; ep divides its experts and the
-/// DP x CP ranks of a stage (Megatron-Core places EP inside them); MoE and MLA models run
-/// without tensor parallelism or LoRA here.
+/// The MoE keys only for a MoE model; the shared-expert overlap with shared experts and EP;
+/// no LoRA on MoE and MLA models.
 void check_expert_parallel(const Scenario& s, const ScenarioSource& w) {
   const StrategySpec& st = s.strategy;
   const TransformerSpec& m = s.model;
   if (!m.moe) {
     const std::string no_experts = "model \"" + m.name + "\" has no experts (no \"moe\")";
-    if (st.ep > 1) throw InputError(w.file, w.strategy + "/ep", no_experts);
     if (st.moe_imbalance != 1.0) throw InputError(w.file, w.strategy + "/moe_imbalance", no_experts);
     if (st.moe_capacity_factor != 1.0) throw InputError(w.file, w.strategy + "/moe_capacity_factor", no_experts);
     if (st.moe_shared_expert_overlap) throw InputError(w.file, w.strategy + "/moe_shared_expert_overlap", no_experts);
-  } else {
-    const std::int64_t gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
-    const std::int64_t ranks = gpus / (static_cast<std::int64_t>(st.tp) * st.pp);  // DP x CP ranks of a stage
-    if (m.moe->experts % st.ep != 0)
-      throw InputError(w.file, w.strategy + "/ep",
-                       fmt::format("expected a divisor of the {} experts, got {}", m.moe->experts, st.ep));
-    if (ranks % st.ep != 0)
-      throw InputError(w.file, w.strategy + "/ep",
-                       fmt::format("expected a divisor of the {} data-parallel (x context-parallel) ranks of a stage "
-                                   "({} GPUs / (tp {} x pp {})), got {}: expert-parallel groups lie inside them "
-                                   "(Megatron-Core)",
-                                   ranks, gpus, st.tp, st.pp, st.ep));
-    if (st.moe_shared_expert_overlap && (m.moe->shared_experts == 0 || st.ep == 1))
-      throw InputError(
-          w.file, w.strategy + "/moe_shared_expert_overlap",
-          "the overlap hides the all-to-alls behind the shared experts: it needs shared experts and ep >= 2");
+  } else if (st.moe_shared_expert_overlap && (m.moe->shared_experts == 0 || st.layout.ep == 1)) {
+    throw InputError(
+        w.file, w.strategy + "/moe_shared_expert_overlap",
+        "the overlap hides the all-to-alls behind the shared experts: it needs shared experts and ep >= 2");
   }
-  if ((m.moe || m.mla) && st.tp > 1)
-    throw InputError(w.file, w.strategy + "/tp", "MoE and MLA models under tensor parallelism are not modelled yet");
   if ((m.moe || m.mla) && s.training.lora)
     throw InputError(w.file, "/training/lora", "LoRA on MoE and MLA models is not modelled yet");
 }
@@ -870,11 +874,11 @@ void check_offload(const Scenario& s, const ScenarioSource& w) {
       throw InputError(w.file, w.strategy + "/delayed_update", "the delayed parameter update needs offload: optimizer");
     return;
   }
-  if (!offload_supported(st.offload, st.kind))
+  if (!offload_supported(st.offload, st.layout.dp_sharding))
     throw InputError(w.file, at,
                      fmt::format("{} offload with {}: the optimizer offloads with zero1/2/3 (DeepSpeed "
                                  "offload_optimizer), parameters with zero3 and FSDP's sharded modes",
-                                 name(st.offload), name(st.kind)));
+                                 name(st.offload), name(st.layout.dp_sharding)));
   if (st.delayed_update && st.offload != OffloadKind::optimizer)
     throw InputError(w.file, w.strategy + "/delayed_update",
                      "the delayed parameter update is ZeRO-Offload's, with "
@@ -885,17 +889,19 @@ void check_offload(const Scenario& s, const ScenarioSource& w) {
                      fmt::format("the box {} has no host (CPU, memory bandwidth) in the catalog; offload "
                                  "needs one",
                                  s.hardware.cluster.box));
-  if (st.pp > 1) throw InputError(w.file, at, "offload with a pipeline is not modelled yet");
+  if (st.layout.pp > 1) throw InputError(w.file, at, "offload with a pipeline is not modelled yet");
 }
 
 void check_strategy(const Scenario& s, const ScenarioSource& w) {
+  const std::vector<LayoutRule> broken = layout_violations(s.strategy.layout, s.model, layout_context(s));
+  if (!broken.empty()) throw layout_error(broken.front(), s, w);
   check_tensor_parallel(s, w);
   check_pipeline(s, w);
   check_context_parallel(s, w);
   check_expert_parallel(s, w);
   check_offload(s, w);
   if (s.strategy.fp8_all_gather &&
-      (s.training.precision != Precision::fp8_mixed || !shards_parameters(s.strategy.kind)))
+      (s.training.precision != Precision::fp8_mixed || !shards_parameters(s.strategy.layout.dp_sharding)))
     throw InputError(w.file, w.strategy + "/fp8_all_gather",
                      "the fp8 all-gather needs training.precision fp8_mixed and "
                      "parameters sharded (zero3, fsdp_full_shard, "
@@ -904,8 +910,9 @@ void check_strategy(const Scenario& s, const ScenarioSource& w) {
   check_count(st.prefetch_layers, 0, s.model.layers, w.file, w.strategy + "/prefetch_layers",
               "layers gathered ahead, at most the model's layers");
   const std::string bucket = w.strategy + "/bucket_mb";
-  const bool fsdp = st.kind == Strategy::fsdp_full_shard || st.kind == Strategy::fsdp_shard_grad_op ||
-                    st.kind == Strategy::fsdp_hybrid_shard || st.kind == Strategy::fsdp_no_shard;
+  const Strategy kind = st.layout.dp_sharding;
+  const bool fsdp = kind == Strategy::fsdp_full_shard || kind == Strategy::fsdp_shard_grad_op ||
+                    kind == Strategy::fsdp_hybrid_shard || kind == Strategy::fsdp_no_shard;
   if (fsdp && st.bucket_given)
     throw InputError(w.file, bucket,
                      "FSDP reduce-scatters each wrapped unit's gradients as one flat tensor and has no gradient "
@@ -996,14 +1003,15 @@ void check_runnable(const Scenario& s, const ScenarioSource& w) {
   if (s.strategy.algorithm == "nvls" && !fabric.nvls)
     throw InputError(w.file, w.algorithm,
                      "NVLS needs third-generation NVSwitch (NVLink SHARP); " + s.hardware.cluster.box + " has none");
-  for (const auto& [c, scope] : collectives_issued(s.strategy.kind)) {
+  for (const auto& [c, scope] : collectives_issued(s.strategy.layout.dp_sharding)) {
     if (scope == FabricScope::inter_node && !fabric.inter) continue;
     const std::string why = algorithm_unavailable(c, restrict_fabric(fabric, scope), s.strategy.algorithm);
     if (!why.empty())
-      throw InputError(w.file, w.algorithm,
-                       fmt::format("{} issues {} ({}), which \"{}\" cannot run here: {}; use \"auto\" or another "
-                                   "algorithm (`stepcast catalog algorithms`)",
-                                   name(s.strategy.kind), name(c), name(scope), s.strategy.algorithm, why));
+      throw InputError(
+          w.file, w.algorithm,
+          fmt::format("{} issues {} ({}), which \"{}\" cannot run here: {}; use \"auto\" or another "
+                      "algorithm (`stepcast catalog algorithms`)",
+                      name(s.strategy.layout.dp_sharding), name(c), name(scope), s.strategy.algorithm, why));
   }
 }
 
@@ -1026,6 +1034,23 @@ std::vector<std::pair<Collective, FabricScope>> collectives_issued(Strategy s) {
       return {{Collective::all_gather, FabricScope::all}, {Collective::reduce_scatter, FabricScope::all}};
   }
   throw std::logic_error("collectives_issued: unknown strategy");
+}
+
+LayoutContext layout_context(const Scenario& s) {
+  LayoutContext c;
+  c.gpus = static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
+  c.gpus_per_node = s.hardware.gpus_per_node;
+  c.nodes = s.hardware.nodes;
+  c.seq_len = s.training.seq_len;
+  c.micro_batches = s.training.grad_accum;
+  c.flash_attention = s.training.flash_attention;
+  return c;
+}
+
+int data_parallel_degree(const Scenario& s) {
+  const ParallelLayout& l = s.strategy.layout;
+  return static_cast<int>(static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node /
+                          (static_cast<std::int64_t>(l.tp) * l.pp * l.cp));
 }
 
 std::string ScenarioSource::model_field(const std::string& key) const {
@@ -1069,6 +1094,7 @@ Scenario resized(const Scenario& s, int gpus) {
   if (gpus <= box.gpus) {
     out.hardware.nodes = 1;
     out.hardware.gpus_per_node = gpus;
+    out.strategy.layout.dp = data_parallel_degree(out);
     return out;
   }
   if (gpus % box.gpus != 0)
@@ -1088,6 +1114,7 @@ Scenario resized(const Scenario& s, int gpus) {
   out.hardware.nodes = gpus / box.gpus;
   out.hardware.gpus_per_node = box.gpus;
   out.hardware.cluster.nodes = std::max(out.hardware.cluster.nodes, out.hardware.nodes);
+  out.strategy.layout.dp = data_parallel_degree(out);
   return out;
 }
 

@@ -65,7 +65,10 @@ struct TrainingSpec {
 };
 
 struct StrategySpec {
-  Strategy kind = Strategy::ddp;
+  /// The parallel layout: "name" (its dp_sharding), "tp", "sp", "pp", "vpp", "schedule",
+  /// "cp", "ep". Megatron order: TP fastest, then CP, DP, PP; gradients reduce over the DP x CP
+  /// ranks; layout.dp = gpus / (tp·cp·pp), set by the reader (and again by resolve).
+  ParallelLayout layout;
   double bucket_bytes = 25.0 * 1024 * 1024;  ///< gradient bucket (PyTorch DDP bucket_cap_mb default 25 MiB)
   bool bucket_given = false;                 ///< false: the default above was assumed
   int prefetch_layers = 1;                   ///< ZeRO-3/FSDP layers gathered ahead (FSDP backward_prefetch: 1)
@@ -74,10 +77,6 @@ struct StrategySpec {
   /// with reduce_dtype=float32 does (Composer's DEFAULT mode); otherwise in the working
   /// dtype of the precision.
   bool reduce_fp32 = false;
-  /// Tensor-parallel degree ("tp", Megatron; 1: none) inside a node, and sequence
-  /// parallelism ("sp"). Data parallelism runs over gpus / tp ranks.
-  int tp = 1;
-  bool sp = false;
   /// "tp_comm_overlap" (default false; Megatron-Core's --tp-comm-overlap, Transformer
   /// Engine's userbuffers): each layer's TP collectives run beside the GEMMs they feed or
   /// drain and cost only what those leave exposed (model/parallel.hpp
@@ -98,16 +97,8 @@ struct StrategySpec {
   /// micro-batch's backward instead of after it (DeepSpeed's pipeline engine, the default).
   /// Needs pp >= 2: without a pipeline DDP and ZeRO reduce during the backward already.
   bool overlap_grad_reduce = false;
-  /// Pipeline parallelism ("pp" stages, "vpp" model chunks per stage, "schedule": a
-  /// registered name, simulator/schedules.hpp). Megatron order: TP fastest, then data, then
-  /// pipeline stages; data parallelism runs over gpus / (tp·pp) ranks per stage.
-  int pp = 1;
-  int vpp = 1;
-  std::string schedule = "1f1b";
-  /// Context parallelism ("cp": ranks sharing each sequence; 1: none) and its K/V exchange
-  /// ("cp_comm": "ring", Megatron-LM's default, or "all_gather", Llama 3's). Megatron order:
-  /// TP, CP, DP, PP; gradients are reduced over the DP x CP ranks.
-  int cp = 1;
+  /// Context parallelism's K/V exchange ("cp_comm": "ring", Megatron-LM's default, or
+  /// "all_gather", Llama 3's).
   CpCommKind cp_comm = CpCommKind::ring;
   /// CPU offload ("offload": none, optimizer, parameters; model/offload.hpp) and ZeRO-Offload's
   /// one-step delayed parameter update ("delayed_update").
@@ -119,20 +110,16 @@ struct StrategySpec {
   /// How layers are split into stages ("pp_split": "even", the default, or "balanced":
   /// the LM head counted as its share of GEMM work, as nanotron splits; model/parallel.hpp).
   StageSplit pp_split = StageSplit::even;
-  /// Expert parallelism of a MoE model ("ep": ranks a MoE layer's experts spread over; 1:
-  /// none), placed as consecutive ranks of the DP x CP group (Megatron-Core); it divides the
-  /// experts and the DP x CP ranks. "moe_imbalance" (>= 1, default 1: balanced routing, an
-  /// assumption printed): the busiest EP rank's routed tokens over the mean; its expert
+  /// Under expert parallelism (layout.ep): "moe_imbalance" (>= 1, default 1: balanced
+  /// routing, an assumption printed): the busiest EP rank's routed tokens over the mean; its expert
   /// GEMMs set the pace. "moe_capacity_factor" (>= 1, default 1: dropless): tokens an
   /// expert holds over its balanced share, which the expert activations scale with.
-  int ep = 1;
   double moe_imbalance = 1.0;
   double moe_capacity_factor = 1.0;
   /// "moe_shared_expert_overlap" (default false; Megatron-Core's --moe-shared-expert-overlap):
   /// the shared experts' GEMMs run beside the dispatch and combine all-to-alls, which then
   /// cost only what the shared experts do not hide. Needs shared experts and ep >= 2.
   bool moe_shared_expert_overlap = false;
-  int dp(int gpus) const { return gpus / (tp * pp * cp); }
 };
 
 /// Whole nodes that differ from the rest: slower GPUs (thermal throttling, an older part)
@@ -251,6 +238,14 @@ struct ScenarioSource {
 /// 2^53, and a precision and algorithm the hardware can run. Throws InputError naming
 /// `where.file`, the field's path and the bound.
 void check_scenario(const Scenario& s, const ScenarioSource& where);
+
+/// What the scenario's parallel layout is checked against (model/parallel.hpp
+/// layout_violations): its GPUs, nodes, sequence, micro-batches per step and attention kernel.
+LayoutContext layout_context(const Scenario& s);
+
+/// The data-parallel degree of the scenario's layout: gpus / (tp·pp·cp), rounded down (whole
+/// when the layout passes its rules).
+int data_parallel_degree(const Scenario& s);
 
 /// The same scenario on `gpus` GPUs: fills whole nodes of the cluster's box first
 /// (gpus <= box size: one node). Several nodes on a scenario without a network take the

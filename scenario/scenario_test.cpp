@@ -343,7 +343,7 @@ TEST_CASE(
   json j = good();  // gpt2, seq 1024, 8 GPUs
   j["strategy"] = json{{"name", "zero1"}, {"cp", 4}};
   CHECK(error_of(j).empty());
-  CHECK(parse(j).strategy.dp(8) == 2);  // 8 GPUs = cp 4 x dp 2
+  CHECK(parse(j).strategy.layout.dp == 2);  // 8 GPUs = cp 4 x dp 2
   j["strategy"]["cp_comm"] = "all_gather";
   CHECK(error_of(j).empty());
   j["strategy"]["cp_comm"] = "allgather";

@@ -81,7 +81,7 @@ namespace {
 
 StepGraph lower_micro_steps(const CostedStep& plan, const std::vector<std::int64_t>& ks) {
   using namespace lowering;
-  const std::unique_ptr<StrategyLowering> family = lowering_for(plan.strategy);
+  const std::unique_ptr<StrategyLowering> family = lowering_for(plan.layout.dp_sharding);
   Builder b(plan, family->streams());
   for (std::int64_t k : ks) {
     const int first = static_cast<int>(b.graph().tasks.size());
@@ -105,8 +105,9 @@ StepGraph lower_step(const CostedStep& plan) {
   if (plan.layers < 1 || plan.micro_steps < 1 || plan.gpus < 1)
     throw InternalError(fmt::format("lowering a step of {} layers, {} micro-steps on {} GPUs", plan.layers,
                                     plan.micro_steps, plan.gpus));
-  if (plan.pp < 1) throw std::invalid_argument(fmt::format("pipeline stages pp {} must be >= 1", plan.pp));
-  if (plan.pp > 1) return lowering::lower_pipeline(plan);
+  if (plan.layout.pp < 1)
+    throw std::invalid_argument(fmt::format("pipeline stages pp {} must be >= 1", plan.layout.pp));
+  if (plan.layout.pp > 1) return lowering::lower_pipeline(plan);
   const std::vector<std::int64_t> ks = lowering::explicit_micro_steps(plan, std::max(4, plan.max_explicit_micro_steps));
   // At least a forward and a backward task per layer, micro-step and rank class: refuse a
   // graph past kMaxTasks before building any of it.
@@ -119,7 +120,7 @@ StepGraph lower_step(const CostedStep& plan) {
 }
 
 std::optional<StepGraph> lower_step_explicit(const CostedStep& plan, const StepGraph& closed_form) {
-  if (plan.pp > 1 || closed_form.repeat_count == 0) return std::nullopt;
+  if (plan.layout.pp > 1 || closed_form.repeat_count == 0) return std::nullopt;
   const MicroStepSpan& middle = closed_form.micro_steps[1];
   const double tasks = static_cast<double>(middle.end_task - middle.first_task) * static_cast<double>(plan.micro_steps);
   if (tasks > kMaxExplicitTasks) return std::nullopt;

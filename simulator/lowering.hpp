@@ -90,7 +90,10 @@ struct LayerCollective {
 };
 
 struct CostedStep {
-  Strategy strategy = Strategy::ddp;
+  /// The parallel layout: dp_sharding picks the lowering family; tp, pp, vpp and the
+  /// schedule shape the step (below); dp, cp and ep are the costs' business (the fabrics and
+  /// the exchanges below carry them).
+  ParallelLayout layout;
   std::int64_t micro_steps = 1;
   /// Micro-steps held explicitly when there are more (>= 4: the first, at least two middle
   /// ones to check that the middle ones repeat, the last); the others in closed form.
@@ -134,8 +137,7 @@ struct CostedStep {
   CommFabric fabric;  ///< what the data-parallel collectives span
   /// Tensor parallelism: the TP group's fabric and, per layer and micro-step, its
   /// collectives (model/parallel.hpp tp_layer_comm), played on the compute stream between
-  /// the layers' compute (nothing overlaps them). tp = 1: none.
-  int tp = 1;
+  /// the layers' compute (nothing overlaps them). layout.tp = 1: none.
   CommFabric tp_fabric;
   std::vector<TpCollective> tp_forward, tp_backward, tp_recompute;
   std::vector<TpCollective> tp_head_forward, tp_head_backward;  ///< vocab-parallel head and loss
@@ -166,9 +168,6 @@ struct CostedStep {
   /// is ignored). With pp > 1, `layers`, `micro`, `optimizer_s` and `static_memory_bytes`
   /// are the whole model's on one GPU (the lowering gives each stage its share), `gpus` and
   /// `nodes` the whole run's, and `fabric` is one stage's data-parallel group.
-  int pp = 1;
-  int vpp = 1;
-  std::string schedule = "1f1b";
   /// Layers of each chunk k = c·pp + i (model/parallel.hpp split_layers_per_chunk); empty:
   /// layers_per_chunk(layers, pp, vpp).
   std::vector<int> chunk_layers;

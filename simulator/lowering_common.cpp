@@ -50,8 +50,8 @@ void Builder::add_class(const RankGroup& grp, bool several, const StreamLayout& 
   const int c = static_cast<int>(g_.classes.size());
   g_.classes.push_back(rc);
   const std::string who = several ? " [" + grp.name + "]" : "";
-  if (p_.gpus_per_node > 1 || p_.tp > 1) {  // TP groups share each GPU's links with DP traffic
-    const FabricLevel& intra = p_.tp > 1 ? p_.tp_fabric.intra : p_.fabric.intra;
+  if (p_.gpus_per_node > 1 || p_.layout.tp > 1) {  // TP groups share each GPU's links with DP traffic
+    const FabricLevel& intra = p_.layout.tp > 1 ? p_.tp_fabric.intra : p_.fabric.intra;
     g_.classes[c].intra_resource =
         g_.add_link(fmt::format("intra-node ring per GPU ({}){}", intra.kind, who), intra.bw_GBps * grp.link_speed);
   }
@@ -95,7 +95,7 @@ int Builder::collective(Lane lane, std::string name, std::string purpose, Collec
 
 std::vector<CollectivePhase> tp_phases(const CostedStep& p, const TpCollective& tc, std::string& purpose) {
   std::vector<CollectivePhase> phases;
-  if (p.tp > 1 && tc.bytes > 0) phases = collective_phases(tc.op, tc.bytes, p.tp_fabric, p.algorithm);
+  if (p.layout.tp > 1 && tc.bytes > 0) phases = collective_phases(tc.op, tc.bytes, p.tp_fabric, p.algorithm);
   if (tc.overlap == TpOverlap::none || phases.empty()) return phases;
   // What the GEMM beside it leaves exposed, as the MoE shared-expert overlap's phase: a
   // latency with no bytes left on the links.
@@ -119,7 +119,7 @@ int Builder::tp_collective(std::string name, std::string purpose, const TpCollec
   // A TP group wider than a node spans its GPUs on several nodes (level "all").
   const FabricScope level = p_.tp_fabric.inter ? FabricScope::all : FabricScope::intra_node;
   const auto ids = g_.add_collective(std::move(name), std::move(purpose), level, c, bytes, std::move(phases), members);
-  g_.ops[g_.tasks[ids[0]].op].ranks = p_.tp;
+  g_.ops[g_.tasks[ids[0]].op].ranks = p_.layout.tp;
   return ids[0];
 }
 

@@ -64,17 +64,17 @@ enum class Part { whole, input, weight };
 /// Throws std::invalid_argument when `p` cannot be lowered as a pipeline.
 void check_pipeline_plan(const CostedStep& p) {
   auto refuse = [](const std::string& why) { throw std::invalid_argument("pipeline lowering: " + why); };
-  if (p.vpp < 1) refuse(fmt::format("vpp {} must be >= 1", p.vpp));
-  if (p.strategy != Strategy::ddp && p.strategy != Strategy::zero1)
+  if (p.layout.vpp < 1) refuse(fmt::format("vpp {} must be >= 1", p.layout.vpp));
+  if (p.layout.dp_sharding != Strategy::ddp && p.layout.dp_sharding != Strategy::zero1)
     refuse(fmt::format("data-parallel sharding {} inside a stage: only ddp or zero1 are lowered with pp > 1",
-                       name(p.strategy)));
+                       name(p.layout.dp_sharding)));
   if (!p.groups.empty()) refuse("rank classes (stragglers) with pp > 1: every stage is one rank class");
   if (p.micro_steps > INT_MAX) refuse(fmt::format("{} micro-batches", p.micro_steps));
   if (p.p2p_bytes < 0 || p.p2p_latency_s < 0) refuse("negative p2p bytes or latency");
   const double link_GBps = p.pp_fabric.inter ? p.pp_fabric.inter->bw_GBps : p.pp_fabric.intra.bw_GBps;
   if (p.p2p_bytes > 0 && !(link_GBps > 0)) refuse("p2p bytes on a pp_fabric link of no bandwidth");
-  if (!p.stage_static_memory_bytes.empty() && static_cast<int>(p.stage_static_memory_bytes.size()) != p.pp)
-    refuse(fmt::format("{} stage static memories for {} stages", p.stage_static_memory_bytes.size(), p.pp));
+  if (!p.stage_static_memory_bytes.empty() && static_cast<int>(p.stage_static_memory_bytes.size()) != p.layout.pp)
+    refuse(fmt::format("{} stage static memories for {} stages", p.stage_static_memory_bytes.size(), p.layout.pp));
   if (2.0 * p.layers * static_cast<double>(p.micro_steps) > kMaxTasks)
     throw InternalError(fmt::format("a pipeline of {} layers and {} micro-batches: more than {} tasks", p.layers,
                                     p.micro_steps, kMaxTasks));
@@ -120,10 +120,10 @@ class PipelineBuilder {
 };
 
 PipelineBuilder::PipelineBuilder(const CostedStep& p) : p_(p) {
-  P_ = p.pp;
-  V_ = p.pp * p.vpp;
+  P_ = p.layout.pp;
+  V_ = p.layout.pp * p.layout.vpp;
   M_ = static_cast<int>(p.micro_steps);
-  chunk_layers_ = p.chunk_layers.empty() ? layers_per_chunk(p.layers, p.pp, p.vpp) : p.chunk_layers;
+  chunk_layers_ = p.chunk_layers.empty() ? layers_per_chunk(p.layers, p.layout.pp, p.layout.vpp) : p.chunk_layers;
   if (static_cast<int>(chunk_layers_.size()) != V_) throw InternalError("chunk layers: one count per chunk expected");
   stage_layers_.assign(P_, 0);
   for (int k = 0; k < V_; ++k) stage_layers_[k % P_] += chunk_layers_[k];
@@ -167,8 +167,8 @@ void PipelineBuilder::add_stage(int i) {
   g_.classes.push_back(rc);
   RankClass& c = g_.classes.back();
   const bool p2p_inter = p_.pp_fabric.inter.has_value();
-  if (p_.gpus_per_node > 1 || p_.tp > 1 || !p2p_inter) {
-    double GBps = p_.tp > 1 ? p_.tp_fabric.intra.bw_GBps : p_.fabric.intra.bw_GBps;
+  if (p_.gpus_per_node > 1 || p_.layout.tp > 1 || !p2p_inter) {
+    double GBps = p_.layout.tp > 1 ? p_.tp_fabric.intra.bw_GBps : p_.fabric.intra.bw_GBps;
     if (!(GBps > 0)) GBps = p_.pp_fabric.intra.bw_GBps;
     if (GBps > 0) c.intra_resource = g_.add_link(fmt::format("intra-node ring per GPU [stage {}]", i), GBps);
   }
@@ -206,7 +206,7 @@ int PipelineBuilder::tp_after(int stage, const std::vector<TpCollective>& list, 
       const auto ids =
           g_.add_collective(fmt::format("tp {} {}", name(c.op), what), std::move(purpose), FabricScope::intra_node,
                             c.op, c.bytes, std::move(phases), {{st_[stage].compute, {last}}});
-      g_.ops[g_.tasks[ids[0]].op].ranks = p_.tp;
+      g_.ops[g_.tasks[ids[0]].op].ranks = p_.layout.tp;
       last = ids[0];
     }
   return last;
@@ -376,7 +376,7 @@ int PipelineBuilder::stage_collective(int stage, const std::string& name, const 
 void PipelineBuilder::data_parallel(int i, int last) {
   const double share = stage_share(i);
   const bool dp = p_.fabric.ranks() > 1;
-  const bool zero1 = p_.strategy == Strategy::zero1;
+  const bool zero1 = p_.layout.dp_sharding == Strategy::zero1;
   int ready = last;
   const Collective c = zero1 ? Collective::reduce_scatter : Collective::all_reduce;
   if (dp && p_.overlap_grad_reduce && !grad_ready_[i].empty()) {
@@ -415,7 +415,8 @@ void PipelineBuilder::data_parallel(int i, int last) {
 /// the first bucket, the rest run beside the forward (this lowering does not place each
 /// layer in its bucket: later buckets are taken to arrive before their layers).
 void PipelineBuilder::gather_params_first(int i, const StageProgram& program) {
-  if (p_.strategy != Strategy::zero1 || !p_.overlap_param_gather || p_.fabric.ranks() < 2 || program.empty()) return;
+  if (p_.layout.dp_sharding != Strategy::zero1 || !p_.overlap_param_gather || p_.fabric.ranks() < 2 || program.empty())
+    return;
   const std::vector<double> sizes = bucket_sizes(stage_param_bytes(i), p_.bucket_bytes, p_.bucket_bytes);
   int first = -1, prev = -1;
   for (std::size_t j = sizes.size(); j-- > 0;) {  // forward order: the last (partial) bucket first
@@ -434,7 +435,7 @@ void PipelineBuilder::gather_params_first(int i, const StageProgram& program) {
 }
 
 StepGraph PipelineBuilder::build() {
-  const std::vector<StageProgram> programs = schedule(p_.schedule, P_, M_, p_.vpp);
+  const std::vector<StageProgram> programs = schedule(name(p_.layout.schedule), P_, M_, p_.layout.vpp);
   play_programs(programs);
   for (int i = 0; i < P_; ++i) gather_params_first(i, programs[i]);
   link_stages(programs);

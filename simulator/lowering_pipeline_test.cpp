@@ -30,9 +30,9 @@ CostedStep pipe_plan(const std::string& schedule, int pp, std::int64_t m, int vp
   p.micro.backward_s = 1.6;
   p.micro.head_forward_s = p.micro.head_backward_s = 0;
   p.optimizer_s = 0;
-  p.pp = pp;
-  p.vpp = vpp;
-  p.schedule = schedule;
+  p.layout.pp = pp;
+  p.layout.vpp = vpp;
+  p.layout.schedule = parse_pipeline_schedule(schedule);
   p.gpus = p.gpus_per_node = pp;
   p.nodes = 1;
   p.fabric.intra.ranks = 1;
@@ -46,7 +46,7 @@ double step_s(const CostedStep& p) { return simulate(lower_step(p)).step_s(); }
 
 /// (step - busy) / busy with busy = m (tf + tb) of one stage: the bubble fraction.
 double bubble(const CostedStep& p) {
-  const double busy = static_cast<double>(p.micro_steps) * (p.micro.forward_s + p.micro.backward_s) / p.pp;
+  const double busy = static_cast<double>(p.micro_steps) * (p.micro.forward_s + p.micro.backward_s) / p.layout.pp;
   return (step_s(p) - busy) / busy;
 }
 
@@ -170,7 +170,7 @@ TEST_CASE("each stage reduces its own gradients: ddp all-reduce, zero1 reduce-sc
     CHECK(g.tasks[t].work_s == doctest::Approx(0.02));
     CHECK(g.ops[g.tasks[g.tasks[t].deps.back()].op].purpose == "gradient all-reduce (per stage)");
   }
-  p.strategy = Strategy::zero1;
+  p.layout.dp_sharding = Strategy::zero1;
   const StepGraph z = lower_step(p);
   CHECK(count_ops(z, "gradient reduce-scatter (per stage)") == 4);
   CHECK(count_ops(z, "parameter all-gather (after step)") == 4);
@@ -216,23 +216,20 @@ TEST_CASE(
 
 TEST_CASE("the pipeline lowering refuses what it does not model, naming the rule") {
   CostedStep p = pipe_plan("1f1b", 4, 8);
-  p.strategy = Strategy::zero2;
+  p.layout.dp_sharding = Strategy::zero2;
   CHECK(refusal(p).find("only ddp or zero1") != std::string::npos);
-  p.strategy = Strategy::ddp;
+  p.layout.dp_sharding = Strategy::ddp;
   p.groups = {RankGroup{"all ranks", 3, 1}, RankGroup{"straggler", 1, 1, 0.5}};
   CHECK(refusal(p).find("stragglers") != std::string::npos);
   p.groups.clear();
-  p.schedule = "pipedream";
-  CHECK(refusal(p).find("unknown pipeline schedule") != std::string::npos);
-  p.schedule = "1f1b";
-  p.pp = 0;
+  p.layout.pp = 0;
   CHECK(refusal(p).find("pp 0") != std::string::npos);
 }
 
 TEST_CASE("pp = 1 leaves the data-parallel lowering as it was") {
   CostedStep p = plan(Strategy::ddp, 2);
   const StepGraph before = lower_step(p);
-  p.schedule = "gpipe";
+  p.layout.schedule = PipelineScheduleKind::gpipe;
   p.p2p_bytes = 1e9;
   const StepGraph after = lower_step(p);
   CHECK_FALSE(after.pipeline);
@@ -244,7 +241,7 @@ TEST_CASE("tensor parallelism inside a stage: each layer's TP collectives on tha
   // TP 2 without SP: 2 all-reduces a layer forward and 2 backward (model/parallel.hpp), each
   // a one-member op on the stage's compute stream. p = 2, m = 2, 8 layers: 4 x 8 x 2 = 64.
   CostedStep p = pipe_plan("1f1b", 2, 2);
-  p.tp = 2;
+  p.layout.tp = 2;
   p.gpus = 4;
   p.tp_fabric.arch = GpuArch::ampere;
   p.tp_fabric.intra = FabricLevel{2, LinkClass::nvlink, 240.0, 0.0, "nvlink3", 0};

@@ -17,7 +17,7 @@ namespace stepcast::sim::testing {
 /// nodes of 8 (NVLink 240 GB/s inside, one 100 GbE NIC per node at 12.5 GB/s).
 inline CostedStep plan(Strategy st, std::int64_t micro_steps = 1) {
   CostedStep p;
-  p.strategy = st;
+  p.layout.dp_sharding = st;
   p.micro_steps = micro_steps;
   p.layers = 4;
   p.micro.forward_s = 0.4;

@@ -20,7 +20,7 @@ CostedStep tp_plan(Strategy st, bool sp, Recompute recompute, std::int64_t micro
   CostedStep p = plan(st, micro_steps);
   p.gpus = 8;
   p.gpus_per_node = 4;
-  p.tp = 2;
+  p.layout.tp = 2;
   p.tp_fabric.arch = GpuArch::ampere;
   p.tp_fabric.intra = FabricLevel{2, LinkClass::nvlink, 240.0, 0.0, "nvlink3", 0};
   const TpLayerComm layer = tp_layer_comm(4096, 4096, 2, 2, sp, Recompute::none);  // 32 MiB each

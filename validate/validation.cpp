@@ -232,8 +232,6 @@ int extra_degree(const MeasuredRun& r, std::string_view prefix) {
 /// What stepcast cannot represent, as explicit skips, before anything is built.
 void check_representable(const MeasuredRun& r) {
   if (!r.tp || !r.pp) throw Skip{"tensor/pipeline parallel degrees not stated"};
-  if (*r.pp > 1 && r.data_parallel != "ddp" && r.data_parallel != "zero1" && r.data_parallel != "dp_allreduce_other")
-    throw Skip{fmt::format("{} with pipeline parallelism (PP {}) is not modelled", r.data_parallel, *r.pp)};
   if (!r.offload) throw Skip{"CPU offload not stated"};
   if (*r.offload != "none" && *r.offload != "optimizer_cpu" && *r.offload != "param_optimizer_cpu")
     throw Skip{"CPU offload (" + *r.offload + ") is not modelled"};
@@ -302,10 +300,7 @@ TrainingSpec training_for(const MeasuredRun& r, const TransformerSpec& model) {
   t.optimizer = OptimizerKind::adam_mixed_16;
   t.micro_batch = *r.micro_batch;
   const std::int64_t cp = extra_degree(r, "context_parallel_");
-  const std::int64_t model_parallel = *r.tp * *r.pp * cp;
-  if (!layout_divides_gpus(*r.gpus, static_cast<int>(*r.tp), static_cast<int>(cp), static_cast<int>(*r.pp)))
-    throw Skip{fmt::format("TP {} x PP {} x CP {} does not divide the {} GPUs", *r.tp, *r.pp, cp, *r.gpus)};
-  const std::int64_t gpus = *r.gpus / model_parallel;  // data-parallel replicas
+  const std::int64_t gpus = *r.gpus / (*r.tp * *r.pp * cp);  // data-parallel replicas (whole: skip_broken_layout)
   if (r.grad_accum) {
     t.grad_accum = *r.grad_accum;
   } else if (r.global_batch && *r.global_batch % (t.micro_batch * gpus) == 0) {
@@ -419,7 +414,7 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
   attention_named_in_notes(r, s, assumed);
   launch_blocking_for(r, s, assumed);
   grad_accumulation_for(r, s, assumed);
-  if (framework_is(r, "nanotron") && s.strategy.pp > 1) {
+  if (framework_is(r, "nanotron") && s.strategy.layout.pp > 1) {
     s.strategy.pp_split = StageSplit::balanced;
     assumed.push_back(
         "pipeline stages split by cost with the LM head counted (nanotron's build_model balances "
@@ -431,23 +426,53 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
   }
 }
 
-/// Context parallelism (extra context_parallel_<n>) and the interleaved schedule's model chunks
-/// per pipeline stage (virtual_pipeline_<n>, with or without pp_schedule_interleaved_1f1b).
-/// What the scenario checks would refuse for them is a skip with its reason: a record is
-/// measured data, not a scenario someone can fix.
-void parallel_extras_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
-  const int cp = extra_degree(r, "context_parallel_");
-  if (cp > 1) {
-    const std::int64_t seq = s.training.seq_len;
-    if (!s.training.flash_attention)
-      throw Skip{"context parallelism without a flash-class attention kernel is not modelled"};
-    if (seq % cp_sequence_chunks(s.model, cp) != 0 || (s.strategy.sp && !sp_splits_sequence(seq, s.strategy.tp, cp)))
+/// The record's layout refused by a rule of model/parallel.hpp layout_violations, as a skip
+/// with its reason: a record is measured data, not a scenario someone can fix.
+void skip_broken_layout(const MeasuredRun& r, const Scenario& s, const LayoutContext& context) {
+  const ParallelLayout& l = s.strategy.layout;
+  const std::vector<LayoutRule> broken = layout_violations(l, s.model, context);
+  if (broken.empty()) return;
+  const TransformerSpec& m = s.model;
+  switch (broken.front()) {
+    case LayoutRule::divides_gpus:
+      throw Skip{fmt::format("TP {} x PP {} x CP {} does not divide the {} GPUs", l.tp, l.pp, l.cp, context.gpus)};
+    case LayoutRule::tp_model:
+      throw Skip{
+          fmt::format("TP {} does not divide the model's {} heads, {} KV heads and MLP width {} (Megatron's "
+                      "split)",
+                      l.tp, m.heads, m.kv_heads, m.ffn_hidden)};
+    case LayoutRule::sp_sequence:
+    case LayoutRule::cp_sequence:
       throw Skip{
           fmt::format("context parallelism {} does not split the {}-token sequence into 2 x cp chunks (and "
                       "tp x cp shards under sequence parallelism)",
-                      cp, seq)};
+                      l.cp, context.seq_len)};
+    case LayoutRule::cp_attention:
+      throw Skip{"context parallelism without a flash-class attention kernel is not modelled"};
+    case LayoutRule::vpp_pipeline:
+      throw Skip{"virtual pipeline stages without pipeline parallelism"};
+    case LayoutRule::pipeline_layers:
+      throw Skip{l.vpp > 1 ? fmt::format("{} stages x {} model chunks exceed the {} layers", l.pp, l.vpp, m.layers)
+                           : fmt::format("PP {} exceeds the {} layers", l.pp, m.layers)};
+    case LayoutRule::pipeline_strategy:
+      throw Skip{fmt::format("{} with pipeline parallelism (PP {}) is not modelled", r.data_parallel, l.pp)};
+    case LayoutRule::interleaved_groups:
+      throw Skip{
+          fmt::format("the interleaved schedule as modelled runs micro-batches in groups of pp = {}; the "
+                      "record's {} micro-batches are not",
+                      l.pp, context.micro_batches)};
+    default:
+      throw Skip{std::string(describe(broken.front()))};
+  }
+}
+
+/// Context parallelism (extra context_parallel_<n>: its exchange) and the interleaved
+/// schedule's model chunks per pipeline stage (virtual_pipeline_<n>, with or without
+/// pp_schedule_interleaved_1f1b): what the layout rules do not cover and the assumptions.
+void parallel_extras_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  const int cp = s.strategy.layout.cp;
+  if (cp > 1) {
     if (s.training.lora) throw Skip{"LoRA with context parallelism is not modelled"};
-    s.strategy.cp = cp;
     const bool pytorch = framework_is(r, "torchtitan");  // PyTorch's context_parallel
     if (pytorch) s.strategy.cp_comm = CpCommKind::all_gather;
     assumed.push_back(fmt::format(
@@ -456,21 +481,10 @@ void parallel_extras_for(const MeasuredRun& r, Scenario& s, std::vector<std::str
                   "in torch/distributed/tensor/experimental/_attention.py"
                 : "passed around a ring (Megatron-Core's and Transformer Engine's default exchange"));
   }
-  const int vpp = extra_degree(r, "virtual_pipeline_");
+  const int vpp = s.strategy.layout.vpp;
   if (vpp == 1) return;
-  const int pp = s.strategy.pp;
-  if (pp < 2) throw Skip{"virtual pipeline stages without pipeline parallelism"};
-  if (s.model.layers < static_cast<std::int64_t>(pp) * vpp)
-    throw Skip{fmt::format("{} stages x {} model chunks exceed the {} layers", pp, vpp, s.model.layers)};
-  if (s.training.grad_accum % pp != 0)
-    throw Skip{
-        fmt::format("the interleaved schedule as modelled runs micro-batches in groups of pp = {}; the "
-                    "record's {} micro-batches are not",
-                    pp, s.training.grad_accum)};
   if (s.strategy.pp_split == StageSplit::balanced)
     throw Skip{"the interleaved schedule with cost-balanced stages is not modelled"};
-  s.strategy.vpp = vpp;
-  s.strategy.schedule = "interleaved";
   assumed.push_back(
       fmt::format("pipeline schedule interleaved 1F1B, {} model chunks per stage (the record's "
                   "virtual_pipeline_{})",
@@ -525,8 +539,9 @@ HardwareChoice hardware_for(const MeasuredRun& r, const std::string& gpu, std::v
 void offload_for(const MeasuredRun& r, Scenario& s, bool assume_host, std::vector<std::string>& assumed) {
   if (*r.offload == "none") return;
   s.strategy.offload = *r.offload == "optimizer_cpu" ? OffloadKind::optimizer : OffloadKind::parameters;
-  if (!offload_supported(s.strategy.offload, s.strategy.kind))
-    throw Skip{fmt::format("CPU offload ({}) with {} is not modelled", *r.offload, name(s.strategy.kind))};
+  if (!offload_supported(s.strategy.offload, s.strategy.layout.dp_sharding))
+    throw Skip{
+        fmt::format("CPU offload ({}) with {} is not modelled", *r.offload, name(s.strategy.layout.dp_sharding))};
   if (!assume_host)
     throw Skip{
         "CPU offload: the record does not state its host (CPUs, memory bandwidth), which sets the offload's "
@@ -565,21 +580,24 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
   s.file = r.file;
   s.model = model_for(r, assumed);
   const std::string gpu = gpu_for(r);
+  ParallelLayout& layout = s.strategy.layout;
+  layout.dp_sharding = strategy_for(r, assumed);
+  layout.tp = static_cast<int>(*r.tp);  // <= kMaxGpus (read within bounds)
+  layout.sp = r.sp.value_or(false) && *r.tp > 1;
+  layout.pp = static_cast<int>(*r.pp);
+  layout.cp = extra_degree(r, "context_parallel_");
+  layout.vpp = extra_degree(r, "virtual_pipeline_");
+  if (layout.vpp > 1) layout.schedule = PipelineScheduleKind::interleaved;
+  // The rules the record alone can break, before its batch is divided over the replicas.
+  LayoutContext stated;
+  stated.gpus = *r.gpus;
+  stated.gpus_per_node = 0;  // the node is placed later; the full check below sees it
+  stated.seq_len = r.seq_len.value_or(s.model.seq_len);
+  stated.micro_batches = 0;
+  skip_broken_layout(r, s, stated);
   s.training = training_for(r, s.model);
-  s.strategy.kind = strategy_for(r, assumed);
-  s.strategy.tp = static_cast<int>(*r.tp);  // <= kMaxGpus, checked against the node by check_scenario
-  if (const auto t = *r.tp; !tp_splits_model(s.model, static_cast<int>(t)))
-    throw Skip{
-        fmt::format("TP {} does not divide the model's {} heads, {} KV heads and MLP width {} (Megatron's "
-                    "split)",
-                    t, s.model.heads, s.model.kv_heads, s.model.ffn_hidden)};
-  s.strategy.sp = r.sp.value_or(false) && *r.tp > 1;
-  s.strategy.pp = static_cast<int>(*r.pp);
-  if (*r.pp > 1) {
-    if (*r.pp > s.model.layers) throw Skip{fmt::format("PP {} exceeds the {} layers", *r.pp, s.model.layers)};
-    if (extra_degree(r, "virtual_pipeline_") == 1)
-      assumed.push_back("pipeline schedule 1F1B (PipeDream-Flush, Megatron's and DeepSpeed's default; not stated)");
-  }
+  if (layout.pp > 1 && layout.vpp == 1)
+    assumed.push_back("pipeline schedule 1F1B (PipeDream-Flush, Megatron's and DeepSpeed's default; not stated)");
   kernels_for(r, s, assumed);
   std::optional<LoraSpec> lora;  // the probe's LoRA runs (validate/categories.hpp)
   try {
@@ -595,20 +613,20 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
   s.hardware = hardware_for(r, gpu, assumed);
   offload_for(r, s, assume_host, assumed);
   if (has_extra(r, "float8_allgather")) {
-    if (s.training.precision != Precision::fp8_mixed || !shards_parameters(s.strategy.kind))
+    if (s.training.precision != Precision::fp8_mixed || !shards_parameters(s.strategy.layout.dp_sharding))
       throw Skip{"extra \"float8_allgather\" without fp8 training and sharded parameters is not modelled"};
     s.strategy.fp8_all_gather = true;
     assumed.push_back("linear weights all-gathered in fp8 (the record's float8_allgather)");
   }
   unmodelled_extras(r, assumed);
-  if (has_extra(r, "overlap_grad_reduce") && s.strategy.pp > 1) {  // without PP: what stepcast does already
+  if (has_extra(r, "overlap_grad_reduce") && s.strategy.layout.pp > 1) {  // without PP: what stepcast does already
     s.strategy.overlap_grad_reduce = true;
     assumed.push_back(
         "each pipeline stage reduces its gradients during its last backward (the record's "
         "overlap_grad_reduce: Megatron-Core's --overlap-grad-reduce)");
   }
   if (has_extra(r, "async_tp") && !has_extra(r, "tp_comm_overlap")) {
-    if (!s.strategy.sp) throw Skip{"extra \"async_tp\" without sequence parallelism is not modelled"};
+    if (!s.strategy.layout.sp) throw Skip{"extra \"async_tp\" without sequence parallelism is not modelled"};
     s.strategy.tp_comm_overlap = true;
     assumed.push_back(
         "async_tp as TP collectives beside their GEMMs: PyTorch's micro-pipelined TP cuts each all-gather "
@@ -616,13 +634,13 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
         "Transformer Engine's userbuffers do (modelled as tp_comm_overlap)");
   }
   if (has_extra(r, "tp_comm_overlap")) {
-    if (!s.strategy.sp) throw Skip{"extra \"tp_comm_overlap\" without sequence parallelism is not modelled"};
+    if (!s.strategy.layout.sp) throw Skip{"extra \"tp_comm_overlap\" without sequence parallelism is not modelled"};
     s.strategy.tp_comm_overlap = true;
     assumed.push_back(
         "TP collectives beside their GEMMs (the record's tp_comm_overlap: Megatron-Core's "
         "--tp-comm-overlap)");
   }
-  if (s.strategy.sp && !s.strategy.tp_comm_overlap && (framework_is(r, "megatron") || framework_is(r, "nemo"))) {
+  if (s.strategy.layout.sp && !s.strategy.tp_comm_overlap && (framework_is(r, "megatron") || framework_is(r, "nemo"))) {
     s.strategy.tp_backward_overlap = true;
     assumed.push_back(
         "the QKV and MLP-up backward's TP collectives beside their input- and weight-gradient GEMMs "
@@ -630,7 +648,7 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
         "Communication)");
   }
   if (has_extra(r, "overlap_param_gather")) {
-    if (s.strategy.kind != Strategy::zero1 && s.strategy.kind != Strategy::zero2)
+    if (s.strategy.layout.dp_sharding != Strategy::zero1 && s.strategy.layout.dp_sharding != Strategy::zero2)
       throw Skip{"extra \"overlap_param_gather\" without a ZeRO-1/2 (distributed) optimizer is not modelled"};
     s.strategy.overlap_param_gather = true;
     assumed.push_back(
@@ -642,7 +660,9 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
     s.hardware.calibration_file = calibration_file;
     assumed.push_back("calibration " + calibration_file);
   }
-  s.dataset.tokens = 1e9;           // unused: no record metric here depends on the data set size
+  s.dataset.tokens = 1e9;  // unused: no record metric here depends on the data set size
+  skip_broken_layout(r, s, layout_context(s));
+  s.strategy.layout.dp = data_parallel_degree(s);
   check_scenario(s, source_of(r));  // the checks every scenario file goes through
   return s;
 }
@@ -719,8 +739,8 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
     row.status = "skipped: " + rs.skip_reason;
     return row;
   }
-  row.cp = rs.scenario->strategy.cp;
-  row.vpp = rs.scenario->strategy.vpp;
+  row.cp = rs.scenario->strategy.layout.cp;
+  row.vpp = rs.scenario->strategy.layout.vpp;
   const TrainingSpec& t = rs.scenario->training;
   row.attention = !t.flash_attention   ? "unfused"
                   : t.attention_kernel ? std::string(name(*t.attention_kernel))
