@@ -75,7 +75,7 @@ double gradients_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& in,
         s == Strategy::ddp || s == Strategy::fsdp_no_shard || s == Strategy::zero1 || s == Strategy::zero2;
     return (full16 ? 2.0 * c.trainable : 0.0) + 4.0 * c.trainable / dn;
   }
-  const double w = working_bytes(in.precision);
+  const double w = in.fp32_gradients ? 4.0 : working_bytes(in.precision);
   return w * c.trainable / (shards_gradients(s) ? dn : 1.0);
 }
 
@@ -212,14 +212,13 @@ double outer_activation_bytes(const TransformerSpec& spec, double b, double s, d
   return s * b * static_cast<double>(spec.hidden) * (1.0 + 2.0 * w);
 }
 
-/// All activations of the model: L·(per layer) + outside-block terms, plus under full
-/// recompute one layer's full activations (the layer being recomputed in backward).
-double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
+/// All activations of a stage: `stage_layers` (its layers x micro-batches in flight) x (per
+/// layer) + outside-block terms, plus under full recompute one layer's full activations (the
+/// layer being recomputed in backward).
+double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in, double stage_layers) {
   const double b = static_cast<double>(in.micro_batch);
   const double s = static_cast<double>(in.seq_len / in.cp);  // the tokens on this GPU
   const double w = working_bytes(in.precision);
-  const double layers = static_cast<double>(spec.layers);
-  const double stage_layers = std::ceil(layers / in.pp) * in.in_flight;  // stage 0 under a pipeline
   const double cf = in.moe_capacity_factor;
   double bytes =
       stage_layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, w, in.tp, in.sp, cf);
@@ -390,6 +389,13 @@ ModelStateBytes model_state_bytes(const ParamCounts& c, const MemoryInputs& in) 
   return m;
 }
 
+double allocator_bytes(const MemoryBreakdown& m) {
+  double bytes = m.total_bytes;
+  for (const MemoryTerm& t : m.terms)
+    if (t.name == "cuda_context") bytes -= t.bytes;
+  return bytes;
+}
+
 MemoryVerdict memory_verdict(double total_bytes, double capacity_bytes) {
   if (!(capacity_bytes > 0)) throw std::invalid_argument("memory capacity must be > 0 bytes");
   if (total_bytes > capacity_bytes) return MemoryVerdict::oom;
@@ -406,13 +412,14 @@ double activation_bytes_per_layer(const TransformerSpec& spec, std::int64_t micr
 namespace {
 
 /// Model states of a MoE model: the dense part as any model's over `gpus`; the stage's routed
-/// experts, 1/ep of them on each GPU, sharded by the strategy over the gpus/ep ranks of the
-/// expert-data-parallel group (MemoryInputs::ep). Gathered parameters (ZeRO-3/FSDP) count a
-/// layer's dense part and its local experts.
-ModelStateBytes moe_model_state_bytes(const TransformerSpec& spec, const ParamCounts& c, const MemoryInputs& in) {
+/// experts (`layer_share` of the layers'), 1/ep of them on each GPU, sharded by the strategy over the gpus/ep ranks of
+/// the expert-data-parallel group (MemoryInputs::ep). Gathered parameters (ZeRO-3/FSDP) count a layer's dense part and
+/// its local experts.
+ModelStateBytes moe_model_state_bytes(const TransformerSpec& spec, const ParamCounts& c, const MemoryInputs& in,
+                                      double layer_share) {
   require(in.ep >= 1 && in.gpus % in.ep == 0, "ep must be >= 1 and divide the DP x CP ranks");
   require(in.lora == nullptr && in.tp == 1, "MoE memory under LoRA or tensor parallelism is not modelled");
-  const double routed = routed_expert_parameters(spec) / in.pp;
+  const double routed = routed_expert_parameters(spec) * layer_share;
   const double routed_per_layer = routed_expert_parameters(spec) / static_cast<double>(spec.layers);
   ParamCounts dense = c;
   dense.stored -= routed;
@@ -433,9 +440,71 @@ ModelStateBytes moe_model_state_bytes(const TransformerSpec& spec, const ParamCo
   return m;
 }
 
+/// What one GPU of a pipeline stage holds: its layers, its share of the layers, the micro-
+/// batches in flight, and whether it is the first (embedding) or last (final norm, LM head,
+/// logits) stage. Without a pipeline: the whole model, one stage both first and last.
+struct StageShare {
+  int index = 0;
+  double layers = 1;
+  double in_flight = 1;
+  bool first = true, last = true;
+  bool even = false;  ///< 1/pp of every parameter and the logits (no stage list given)
+};
+
+/// The parameters of stage `st` (tp-split already applied to `c`): its layers, the embedding
+/// and position table on the first stage, the final norm and LM head on the last (the word
+/// embeddings again when tied, as Megatron-LM keeps them there for the output layer).
+void stage_params(const TransformerSpec& spec, const MemoryInputs& in, const StageShare& st, ParamCounts& c) {
+  if (in.pp == 1) return;
+  if (st.even) {
+    c.stored /= in.pp;
+    c.trainable /= in.pp;
+    return;
+  }
+  const ParameterBreakdown bd = parameter_breakdown(spec);
+  const double t = in.tp;
+  const double layers_total = static_cast<double>(bd.per_layer) * static_cast<double>(spec.layers);
+  const double input = static_cast<double>(bd.embedding + bd.positional + bd.other);
+  const double output = static_cast<double>(bd.total()) - layers_total - input +
+                        (bd.lm_head == 0 ? static_cast<double>(bd.embedding) : 0.0);
+  const double stored =
+      (static_cast<double>(bd.per_layer) * st.layers + (st.first ? input : 0.0) + (st.last ? output : 0.0)) / t;
+  const double adapters = c.stored - static_cast<double>(bd.total()) / t;  // LoRA (no pipeline: 0)
+  c.stored = stored + adapters * st.layers / static_cast<double>(spec.layers);
+  c.trainable = in.lora ? c.trainable * st.layers / static_cast<double>(spec.layers) : c.stored;
+}
+
+MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage);
+
 }  // namespace
 
 MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
+  require(in.model != nullptr, "no model");
+  require(in.pp >= 1 && in.in_flight >= 1, "pp and in_flight must be >= 1");
+  const TransformerSpec& spec = *in.model;
+  if (in.pp == 1) return stage_memory(in, StageShare{0, static_cast<double>(spec.layers), 1.0, true, true});
+  require(in.stage_layers.empty() || static_cast<int>(in.stage_layers.size()) == in.pp,
+          "stage_layers must list every stage");
+  require(in.stage_in_flight.size() == in.stage_layers.size(), "stage_in_flight must match stage_layers");
+  if (in.stage_layers.empty()) {  // the even split, stage 0's micro-batches in flight
+    const double layers = std::ceil(static_cast<double>(spec.layers) / in.pp);
+    return stage_memory(in, StageShare{0, layers, in.in_flight, true, true, true});
+  }
+  MemoryBreakdown worst;
+  for (int i = 0; i < in.pp; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    require(in.stage_layers[k] >= 0 && in.stage_in_flight[k] >= 1, "a stage's layers >= 0 and in flight >= 1");
+    const StageShare share{i,    static_cast<double>(in.stage_layers[k]), in.stage_in_flight[k], i == 0, i == in.pp - 1,
+                           false};
+    MemoryBreakdown m = stage_memory(in, share);
+    if (i == 0 || m.total_bytes > worst.total_bytes) worst = std::move(m);
+  }
+  return worst;
+}
+
+namespace {
+
+MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage) {
   require(in.model != nullptr, "no model");
   require(in.micro_batch >= 1, "micro_batch must be >= 1");
   require(in.seq_len >= 1, "seq_len must be >= 1");
@@ -454,15 +523,13 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
   if (in.tp > 1) {  // Megatron splits every weight matrix and the vocabulary t ways
     for (double* v : {&c.stored, &c.per_layer, &c.largest_module, &c.trainable, &c.per_layer_trainable}) *v /= in.tp;
   }
-  if (in.pp > 1) {  // a stage holds 1/pp of the model (its layers; the split is near even)
-    c.stored /= in.pp;
-    c.trainable /= in.pp;
-  }
+  stage_params(spec, in, stage, c);  // a pipeline stage holds its layers and, at the ends, the rest
+  const double layer_share = stage.even ? 1.0 / in.pp : stage.layers / static_cast<double>(spec.layers);
   require(in.cp >= 1 && in.seq_len % in.cp == 0, "cp must be >= 1 and divide seq_len");
   const std::int64_t n = shard_degree(in.strategy, in.gpus, in.gpus_per_node);
   const Strategy s = effective_strategy(in.strategy, n);
   ModelStateBytes m = model_state_bytes(c, in);
-  if (spec.moe) m = moe_model_state_bytes(spec, c, in);
+  if (spec.moe) m = moe_model_state_bytes(spec, c, in, layer_share);
   const bool offload = in.offload != OffloadKind::none;
   require(!offload || (in.gpus_per_host >= 1 && in.host_capacity_bytes > 0),
           "offload needs gpus_per_host >= 1 and a host capacity > 0");
@@ -481,7 +548,8 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
     out.terms.push_back({term, bytes, std::move(note)});
   };
   // A MoE GPU holds the dense part and 1/ep of the stage's routed experts.
-  const double held = spec.moe ? c.stored - routed_expert_parameters(spec) / in.pp * (1.0 - 1.0 / in.ep) : c.stored;
+  const double held =
+      spec.moe ? c.stored - routed_expert_parameters(spec) * layer_share * (1.0 - 1.0 / in.ep) : c.stored;
   add("weights", m.weights,
       fmt::format("{}-bit working copy of {:.4g} params{}{}, {}{}", 8 * w, held,
                   spec.moe ? fmt::format(" (routed experts 1/{}: expert parallelism; their states sharded over {} "
@@ -493,8 +561,10 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
                   s == Strategy::fsdp_shard_grad_op ? " (SHARD_GRAD_OP keeps them gathered)" : ""));
   add("gradients", m.gradients,
       fmt::format("{} for {:.4g} trainable params, {}",
-                  ds ? "16-bit + fp32 partition (DeepSpeed)" : fmt::format("{}-bit", 8 * w), c.trainable,
-                  shard_note(shards_gradients(s), n)));
+                  ds                  ? std::string("16-bit + fp32 partition (DeepSpeed)")
+                  : in.fp32_gradients ? std::string("32-bit (fp32 main gradients)")
+                                      : fmt::format("{}-bit", 8 * w),
+                  c.trainable, shard_note(shards_gradients(s), n)));
   add("optimizer", m.optimizer,
       offload ? std::string("on the host (CPU offload)")
               : fmt::format("{} B/param ({}), {}", optimizer_bytes_per_param(in.optimizer, in.precision),
@@ -503,11 +573,14 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
       m.gathered_params == 0       ? std::string("none")
       : ds && s == Strategy::zero3 ? std::string("4 x largest module (DeepSpeed estimator)")
                                    : fmt::format("{} gathered block(s)", in.prefetch_layers + 1));
-  add("activations", activations_bytes(spec, in),
+  out.stage = stage.index;
+  out.activation_layers = stage.layers * stage.in_flight;
+  add("activations", activations_bytes(spec, in, out.activation_layers),
       fmt::format("Korthikanti per layer x {} layers, recompute {}, flash {}{}", spec.layers, name(in.recompute),
                   in.flash_attention ? "on" : "off",
                   spec.moe ? fmt::format(", MoE capacity factor {:g}", in.moe_capacity_factor) : ""));
-  add("logits", logits_bytes(spec, in), fmt::format("b*s*V*({} + 4 fp32 loss)", w));
+  add("logits", stage.last ? logits_bytes(spec, in) : 0.0,
+      stage.last ? fmt::format("b*s*V*({} + 4 fp32 loss)", w) : std::string("on the last stage"));
   ParamCounts local = c;  // what this GPU's gradient buffers hold: 1/ep of a MoE model's experts
   local.trainable = spec.moe ? held : c.trainable;
   add("comm_buffers", comm_buffer_bytes(local, s, in), fmt::format("{} buffers", name(s)));
@@ -529,5 +602,7 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
   for (std::size_t i = 0; i < order.size() && i < 3; ++i) out.largest.push_back(order[i]->name);
   return out;
 }
+
+}  // namespace
 
 }  // namespace stepcast

@@ -67,6 +67,15 @@ struct MemoryInputs {
   /// the last stage, for one micro-batch. The largest of the stages, up to the uneven split.
   int pp = 1;
   double in_flight = 1;
+  /// Under a pipeline, the layers each stage holds (its chunks' layers: model/parallel.hpp
+  /// split_layers_per_chunk) and each stage's micro-batches in flight
+  /// (in_flight_microbatches); empty: ceil(layers / pp) layers and `in_flight` on the stage
+  /// reported. Each stage is costed with its own layers, the first with the embedding, the
+  /// last with the final norm, the LM head (a copy of a tied embedding: Megatron-LM keeps the
+  /// word embeddings on the last stage for the output layer) and the logits; the GPU reported
+  /// is the stage with the most memory.
+  std::vector<int> stage_layers;
+  std::vector<double> stage_in_flight;
   /// Context-parallel degree: a GPU holds seq_len / cp tokens of each sequence, so its
   /// activations and logits are those of s/cp (Megatron-LM context parallelism); the model
   /// states shard over `gpus`, which counts the DP x CP ranks.
@@ -96,6 +105,12 @@ struct MemoryInputs {
   /// all-reduce buckets are a second copy of every gradient (PyTorch DDP docs: setting it
   /// True saves "the total gradients size"). Only used for Strategy::ddp.
   bool gradient_as_bucket_view = false;
+  /// Gradients held in fp32, 4 B each, for the whole step: a main-gradient buffer the
+  /// micro-steps accumulate into and the data-parallel reduction reads (Megatron-LM's
+  /// --accumulate-allreduce-grads-in-fp32, nanotron's FP32GradientAccumulator,
+  /// src/nanotron/optim/gradient_accumulator.py; FSDP's reduce_dtype float32 leaves the
+  /// sharded gradients in fp32). The scenario's strategy.reduce_dtype "fp32".
+  bool fp32_gradients = false;
   /// Allocator overhead as a fraction of all allocator-managed bytes (everything but the
   /// CUDA context); see kAllocatorFragmentation for the default.
   double allocator_fragmentation = kAllocatorFragmentation;
@@ -112,6 +127,9 @@ std::string_view name(MemoryVerdict);
 
 struct MemoryBreakdown {
   std::vector<MemoryTerm> terms;  ///< in a fixed order
+  int stage = 0;                  ///< under a pipeline, the stage reported (the one with the most memory)
+  /// The layers' activations counted: the stage's layers x its micro-batches in flight.
+  double activation_layers = 0;
   double total_bytes = 0;
   double capacity_bytes = 0;
   MemoryVerdict verdict = MemoryVerdict::fits;  ///< tight when total > 90% of capacity
@@ -132,6 +150,10 @@ MemoryVerdict overall_verdict(const MemoryBreakdown& m);
 /// Whether the step fits: neither the GPU nor the host (under CPU offload) runs out. The one
 /// definition predict, scale, compare and plan use.
 bool fits(const MemoryBreakdown& m);
+
+/// What the caching allocator holds at the step's peak (PyTorch's max_memory_reserved, what
+/// frameworks log as peak memory): every term but the CUDA context, which lives outside it.
+double allocator_bytes(const MemoryBreakdown& m);
 
 /// Parameter counts that the model states are proportional to (elements).
 struct ParamCounts {

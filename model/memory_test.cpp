@@ -526,3 +526,52 @@ TEST_CASE(
 }
 
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+TEST_CASE("a pipeline's GPU is its fullest stage: the first holds the embedding, the last the head and logits") {
+  const TransformerSpec spec = llama2_7b();  // 32 layers, untied head
+  const ParameterBreakdown bd = parameter_breakdown(spec);
+  MemoryInputs in = base_inputs(spec, Strategy::ddp, 1);
+  in.pp = 4;
+  in.stage_layers = {8, 8, 8, 8};
+  in.stage_in_flight = {1, 1, 1, 1};  // the same activations on every stage
+  const MemoryBreakdown m = memory_per_gpu(in);
+  CHECK(m.stage == 3);  // the head (untied, as large as the embedding) and the logits
+  CHECK(term(m, "logits") > 0);
+  const double w = 2.0;
+  const double last = 8.0 * static_cast<double>(bd.per_layer) + static_cast<double>(bd.total()) -
+                      32.0 * static_cast<double>(bd.per_layer) - static_cast<double>(bd.embedding);
+  CHECK(term(m, "weights") == doctest::Approx(w * last));
+  // 1F1B keeps p micro-batches in flight on the first stage: it becomes the fullest one,
+  // without logits.
+  in.stage_in_flight = {4, 3, 2, 1};
+  const MemoryBreakdown first = memory_per_gpu(in);
+  CHECK(first.stage == 0);
+  CHECK(term(first, "logits") == 0);
+  CHECK(first.activation_layers == 32);
+  CHECK(term(first, "weights") ==
+        doctest::Approx(w * (8.0 * static_cast<double>(bd.per_layer) + static_cast<double>(bd.embedding))));
+  in.stage_layers = {8, 8, 8};  // one stage missing
+  CHECK_THROWS_AS(memory_per_gpu(in), std::invalid_argument);
+}
+
+TEST_CASE("fp32 main gradients hold 4 bytes per gradient, sharded as the strategy shards gradients") {
+  const TransformerSpec spec = llama2_7b();
+  for (Strategy s : {Strategy::ddp, Strategy::zero1, Strategy::zero2}) {
+    MemoryInputs in = base_inputs(spec, s, 8);
+    const double bf16 = term(memory_per_gpu(in), "gradients");
+    in.fp32_gradients = true;
+    CHECK(term(memory_per_gpu(in), "gradients") == doctest::Approx(2.0 * bf16));
+  }
+}
+
+TEST_CASE("the allocator's peak is every term but the CUDA context") {
+  const MemoryBreakdown m = memory_per_gpu(base_inputs(llama2_7b(), Strategy::zero1, 8));
+  CHECK(allocator_bytes(m) == doctest::Approx(m.total_bytes - term(m, "cuda_context")));
+  CHECK(allocator_bytes(m) < m.total_bytes);
+}
+
+}  // namespace
+}  // namespace stepcast

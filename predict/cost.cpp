@@ -133,7 +133,8 @@ void cost_bytes(const Job& job, Costs& c) {
 void cost_memory(const Job& job, Costs& c) {
   const Scenario& s = job.scenario;
   const TrainingSpec& tr = s.training;
-  const double grad_bytes = c.trainable * working_bytes(tr.precision) / job.layout().tp;
+  // One stage's gradients (a bucket holds no more than them).
+  const double grad_bytes = c.trainable * working_bytes(tr.precision) / job.layout().tp / job.layout().pp;
   MemoryInputs mem;
   mem.model = &s.model;
   mem.micro_batch = tr.micro_batch;
@@ -158,12 +159,18 @@ void cost_memory(const Job& job, Costs& c) {
                          ? std::min(job.bucket_bytes, grad_bytes)
                          : job.bucket_bytes;
   mem.prefetch_layers = s.strategy.prefetch_layers;
+  mem.fp32_gradients = s.strategy.reduce_fp32;
   mem.capacity_bytes = job.gpu.memory_bytes;
   mem.cuda_context_bytes = kCudaContextBytes;
-  if (job.layout().pp > 1) {
-    mem.pp = job.layout().pp;
-    mem.in_flight = in_flight_microbatches(s.strategy.layout.schedule, 0, job.layout().pp,
-                                           static_cast<int>(tr.grad_accum), s.strategy.layout.vpp);
+  if (const ParallelLayout& l = job.layout(); l.pp > 1) {
+    mem.pp = l.pp;
+    mem.in_flight = in_flight_microbatches(l.schedule, 0, l.pp, static_cast<int>(tr.grad_accum), l.vpp);
+    const std::vector<int> chunks = split_layers_per_chunk(s.model, l.pp, l.vpp, s.strategy.pp_split);
+    mem.stage_layers.assign(static_cast<std::size_t>(l.pp), 0);
+    for (std::size_t k = 0; k < chunks.size(); ++k) mem.stage_layers[k % static_cast<std::size_t>(l.pp)] += chunks[k];
+    for (int i = 0; i < l.pp; ++i)
+      mem.stage_in_flight.push_back(
+          in_flight_microbatches(l.schedule, i, l.pp, static_cast<int>(tr.grad_accum), l.vpp));
   }
   c.memory = memory_per_gpu(mem);
   c.assumptions.push_back("CUDA context, cuBLAS workspace and NCCL buffers: 1.0 GiB per GPU (default)");
@@ -175,9 +182,7 @@ void cost_memory(const Job& job, Costs& c) {
   // Per layer and micro-batch (under a pipeline the term holds stage 0's layers for every
   // micro-batch in flight).
   c.activation_bytes_per_layer =
-      term("activations") / (job.layout().pp > 1
-                                 ? std::ceil(static_cast<double>(s.model.layers) / job.layout().pp) * mem.in_flight
-                                 : static_cast<double>(s.model.layers));
+      c.memory.activation_layers > 0 ? term("activations") / c.memory.activation_layers : 0.0;
   c.logits_bytes = term("logits");
   c.static_memory_bytes =
       c.memory.total_bytes - term("activations") - term("logits") - term("gathered_params") - term("fragmentation");

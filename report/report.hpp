@@ -213,10 +213,13 @@ std::string join(const std::vector<std::string>& items, std::string_view sep);
 std::string validate_text(const std::vector<ValidationRow>& rows, const std::string& in_step_file = "",
                           bool pairs = false);
 /// {"runs": [{id, metric, measured, predicted, error_pct, predicted_fit_free, ..., status,
-///  source, trust, strategy, gpu, assumptions, predicted_breakdown_s}], "summary" and
-///  "summary_loso": {count, skipped, median_abs_error_pct, p90_abs_error_pct,
-///  max_abs_error_pct, ordering_accuracy, ordering_pairs}, "summary_fit_free": {...},
-///  "sources": [{source, ...}], "groups": [{group, ...}]}; with `pairs` also "pairs":
+///  source, trust, strategy, gpu, assumptions, predicted_breakdown_s, memory_verdict and,
+///  where the record reports its peak, memory_measured_gib, memory_predicted_gib,
+///  memory_error_pct}], "summary" and "summary_loso": {count, skipped, median_abs_error_pct,
+///  p90_abs_error_pct, max_abs_error_pct, ordering_accuracy, ordering_pairs},
+///  "summary_fit_free": {...}, "sources": [{source, ...}], "groups": [{group, ...}],
+///  "summary_memory": {count, median_abs_error_pct, p90_abs_error_pct, max_abs_error_pct,
+///  predicted, false_oom, false_oom_ids, sources: [{source, ...}]}; with `pairs` also "pairs":
 ///  [{knob, low_id, high_id, measured_low, measured_high, predicted_low, predicted_high, right}].
 std::string validate_json(const std::vector<ValidationRow>& rows, bool pairs = false);
 

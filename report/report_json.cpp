@@ -20,6 +20,8 @@ namespace stepcast::cli {
 
 namespace {
 
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
 /// Keys in the order written (scenario first), not sorted.
 using json = nlohmann::ordered_json;
 
@@ -424,6 +426,32 @@ json summary_json(const ErrorSummary& s) {
 
 }  // namespace
 
+namespace {
+
+/// The overall memory figures with each source's under "sources".
+json memory_summary_json(const std::vector<MemorySummary>& sums) {
+  auto one = [](const MemorySummary& m) {
+    return json{{"count", m.count},
+                {"median_abs_error_pct", m.median_abs_error_pct},
+                {"p90_abs_error_pct", m.p90_abs_error_pct},
+                {"max_abs_error_pct", m.max_abs_error_pct},
+                {"predicted", m.predicted},
+                {"false_oom", m.false_oom.size()},
+                {"false_oom_ids", m.false_oom}};
+  };
+  json out = one(sums.front());
+  json sources = json::array();
+  for (std::size_t i = 1; i < sums.size(); ++i) {
+    json s = one(sums[i]);
+    s["source"] = sums[i].group.substr(std::string("source: ").size());
+    sources.push_back(std::move(s));
+  }
+  out["sources"] = std::move(sources);
+  return out;
+}
+
+}  // namespace
+
 std::string validate_json(const std::vector<ValidationRow>& rows, bool pairs) {
   json runs = json::array();
   for (const ValidationRow& r : rows) {
@@ -447,6 +475,13 @@ std::string validate_json(const std::vector<ValidationRow>& rows, bool pairs) {
                                               {"gemm", b.gemm_s},           {"attention", b.attention_s},
                                               {"memory_bound", b.memory_s}, {"launch_bound", b.launch_s},
                                               {"optimizer", b.optimizer_s}};
+    }
+    if (r.memory_verdict) runs.back()["memory_verdict"] = str(name(*r.memory_verdict));
+    if (r.memory_measured_bytes) {
+      runs.back()["memory_measured_gib"] = *r.memory_measured_bytes / kBytesPerGiB;
+      runs.back()["memory_predicted_gib"] =
+          r.memory_predicted_bytes ? json(*r.memory_predicted_bytes / kBytesPerGiB) : json(nullptr);
+      runs.back()["memory_error_pct"] = r.memory_error_pct ? json(*r.memory_error_pct) : json(nullptr);
     }
     if (!r.categories.empty()) {  // probe records: kernel time by category
       json cats = json::array();
@@ -478,7 +513,8 @@ std::string validate_json(const std::vector<ValidationRow>& rows, bool pairs) {
               {"summary_loso", summary_json(sums[0])},
               {"summary_fit_free", summary_json(summarize(fit_free_rows(rows))[0])},
               {"sources", sources},
-              {"groups", groups}};
+              {"groups", groups},
+              {"summary_memory", memory_summary_json(summarize_memory(rows))}};
   if (pairs) {
     json list = json::array();
     for (const OrderingPair& p : ordering_pair_list(rows))

@@ -789,6 +789,40 @@ std::string ordering_pairs_text(const std::vector<ValidationRow>& rows) {
 
 }  // namespace
 
+namespace {
+
+/// Peak memory per GPU predicted against measured, per source, and the false out-of-memory
+/// verdicts (every measured run ran); nothing when no row was predicted.
+std::string memory_text(const std::vector<ValidationRow>& rows) {
+  const std::vector<MemorySummary> sums = summarize_memory(rows);
+  if (sums.front().predicted == 0) return "";
+  std::string out = section(
+      "Memory per GPU: predicted peak (the caching allocator's: every term but the CUDA context) against "
+      "measured, and runs predicted out of memory although they ran");
+  Table t({{"group", false},
+           {"runs with a peak", true},
+           {"median |error| (%)", true},
+           {"p90 |error| (%)", true},
+           {"max |error| (%)", true},
+           {"predicted", true},
+           {"false OOM", true}});
+  for (const MemorySummary& m : sums)
+    t.add({m.group, std::to_string(m.count), m.count ? fixed(m.median_abs_error_pct, 1) : "-",
+           m.count ? fixed(m.p90_abs_error_pct, 1) : "-", m.count ? fixed(m.max_abs_error_pct, 1) : "-",
+           std::to_string(m.predicted), std::to_string(m.false_oom.size())});
+  out += t.render();
+  const std::vector<std::string>& oom = sums.front().false_oom;
+  if (!oom.empty()) {
+    out += "  predicted out of memory, measured running:";
+    for (std::size_t i = 0; i < oom.size() && i < 20; ++i) out += (i ? ", " : " ") + oom[i];
+    if (oom.size() > 20) out += fmt::format(" and {} more (--json: summary_memory.false_oom_ids)", oom.size() - 20);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string validate_text(const std::vector<ValidationRow>& rows, const std::string& in_step_file, bool pairs) {
   std::string out = section("Measured runs against predictions");
   Table t({{"id", false},
@@ -828,6 +862,7 @@ std::string validate_text(const std::vector<ValidationRow>& rows, const std::str
       summarize(rows));
   out += "\n";
   table("Summary, fit-free (isolated kernel benchmarks and datasheets only)", summarize(fit_free_rows(rows)));
+  out += memory_text(rows);
   out += categories_text(rows);
   if (pairs) out += ordering_pairs_text(rows);
   return out;

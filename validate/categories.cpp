@@ -42,6 +42,21 @@ std::optional<KernelCategories> categories_from_secondary(const nlohmann::json& 
   return k;
 }
 
+std::optional<double> memory_from_secondary(const nlohmann::json& secondary) {
+  if (!secondary.is_array()) return std::nullopt;
+  for (const nlohmann::json& entry : secondary) {
+    if (!entry.is_object() || entry.value("metric", nlohmann::json()) != "gpu_memory") continue;
+    const nlohmann::json& value = entry.value("value", nlohmann::json());
+    if (!value.is_number() || !(value.get<double>() > 0))
+      throw std::invalid_argument("measured.secondary gpu_memory: expected a value > 0");
+    const nlohmann::json& unit = entry.value("unit", nlohmann::json());
+    if (unit == "GB") return value.get<double>() * 1e9;
+    if (unit == "GiB") return value.get<double>() * 1073741824.0;
+    throw std::invalid_argument("measured.secondary gpu_memory: expected the unit \"GB\" or \"GiB\"");
+  }
+  return std::nullopt;
+}
+
 KernelCategories predicted_categories(const Prediction& p) {
   const KernelTimes& k = p.compute_by_kernel;
   KernelCategories out;

@@ -33,6 +33,11 @@ struct KernelCategories {
 /// std::invalid_argument for a category entry whose value is not a number >= 0.
 std::optional<KernelCategories> categories_from_secondary(const nlohmann::json& secondary);
 
+/// The peak memory per GPU among a record's `measured.secondary` entries ({"metric":
+/// "gpu_memory", "value": v, "unit": "GB" or "GiB"}), in bytes (GB: 1e9); null without one.
+/// Throws std::invalid_argument for a value not > 0 or another unit.
+std::optional<double> memory_from_secondary(const nlohmann::json& secondary);
+
 /// One category, measured against predicted.
 struct CategoryComparison {
   std::string category;

@@ -71,11 +71,24 @@ void metaseq_defaults(MeasuredRun& r, std::vector<std::string>& assumed) {
                        assumed);
 }
 
+/// nanotron as the Ultra-Scale Playbook's sweep ran it: bench_cluster's config template
+/// (huggingface/bench_cluster, bench_cluster/template/base_config.py @ 2e2b026) sets
+/// tp_mode REDUCE_SCATTER, nanotron's sequence-parallel linear layers (all-gather before the
+/// column-parallel GEMMs, reduce-scatter after the row-parallel ones).
+void nanotron_defaults(MeasuredRun& r, std::vector<std::string>& assumed) {
+  if (r.tp && *r.tp > 1)
+    fill<bool>(r.sp, true, "sequence parallelism",
+               "bench_cluster's nanotron template sets tp_mode REDUCE_SCATTER (base_config.py @ 2e2b026), "
+               "nanotron's sequence-parallel TP",
+               assumed);
+}
+
 }  // namespace
 
 void apply_framework_defaults(MeasuredRun& run, std::vector<std::string>& assumed) {
   if (framework_has(run, "megatron") && !framework_has(run, "metaseq")) megatron_defaults(run, assumed);
   if (framework_has(run, "metaseq")) metaseq_defaults(run, assumed);
+  if (framework_has(run, "nanotron")) nanotron_defaults(run, assumed);
 }
 
 }  // namespace stepcast

@@ -1,6 +1,6 @@
 /// \file
 /// What a framework is documented to run, for records that leave it unstated. A measured
-/// run from Megatron-LM, Megatron-DeepSpeed or metaseq often gives its model and parallel
+/// run from Megatron-LM, Megatron-DeepSpeed, metaseq or nanotron often gives its model and parallel
 /// degrees but not its recompute, micro-batch or precision, because the framework's launch
 /// scripts set them. Each default here fills a field only where the record leaves it null,
 /// only for the framework whose scripts set it, and names its source; every default taken is

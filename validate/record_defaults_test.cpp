@@ -120,4 +120,26 @@ TEST_CASE("records of other frameworks are left as they are") {
   CHECK(assumed.empty());
 }
 
+TEST_CASE("a nanotron record with TP and no sp runs sequence parallel: bench_cluster's tp_mode REDUCE_SCATTER") {
+  MeasuredRun r;
+  r.framework = "nanotron";
+  r.tp = 4;
+  std::vector<std::string> assumed;
+  apply_framework_defaults(r, assumed);
+  CHECK(r.sp == true);
+  REQUIRE(assumed.size() == 1);
+  CHECK(assumed[0].find("REDUCE_SCATTER") != std::string::npos);
+  MeasuredRun stated = r;  // a stated sp is kept; without TP there is nothing to split
+  stated.sp = false;
+  MeasuredRun one;
+  one.framework = "nanotron";
+  one.tp = 1;
+  assumed.clear();
+  apply_framework_defaults(stated, assumed);
+  apply_framework_defaults(one, assumed);
+  CHECK(stated.sp == false);
+  CHECK_FALSE(one.sp);
+  CHECK(assumed.empty());
+}
+
 }  // namespace stepcast

@@ -144,6 +144,7 @@ MeasuredRun parse_measured_run(const std::string& json_line, const std::string& 
     r.definition = m.string("definition");
     try {
       r.categories = categories_from_secondary(m.raw("secondary"));
+      r.memory_measured_bytes = memory_from_secondary(m.raw("secondary"));
     } catch (const std::invalid_argument& e) {
       throw m.error("secondary", e.what());
     }

@@ -209,6 +209,32 @@ ErrorSummary summary_of(const std::string& group, const std::vector<const Valida
 
 }  // namespace
 
+std::vector<MemorySummary> summarize_memory(const std::vector<ValidationRow>& rows) {
+  std::vector<std::string> sources;
+  for (const ValidationRow& r : rows)
+    if (std::find(sources.begin(), sources.end(), r.source) == sources.end()) sources.push_back(r.source);
+  std::vector<MemorySummary> out;
+  auto summary = [&](const std::string& group, const std::string* source) {
+    MemorySummary m;
+    m.group = group;
+    std::vector<double> errors;
+    for (const ValidationRow& r : rows) {
+      if ((source && r.source != *source) || r.status != "ok") continue;
+      ++m.predicted;
+      if (r.memory_verdict == MemoryVerdict::oom) m.false_oom.push_back(r.id);
+      if (r.memory_error_pct) errors.push_back(std::abs(*r.memory_error_pct));
+    }
+    m.count = static_cast<int>(errors.size());
+    m.median_abs_error_pct = percentile(errors, 0.5);
+    m.p90_abs_error_pct = percentile(errors, 0.9);
+    m.max_abs_error_pct = errors.empty() ? 0 : *std::max_element(errors.begin(), errors.end());
+    out.push_back(std::move(m));
+  };
+  summary("all", nullptr);
+  for (const std::string& s : sources) summary("source: " + s, &s);
+  return out;
+}
+
 std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows) {
   std::vector<const ValidationRow*> kept;
   for (const ValidationRow& r : rows)

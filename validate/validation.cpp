@@ -414,6 +414,13 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
   attention_named_in_notes(r, s, assumed);
   launch_blocking_for(r, s, assumed);
   grad_accumulation_for(r, s, assumed);
+  if (framework_is(r, "nanotron")) {
+    s.strategy.reduce_fp32 = true;
+    assumed.push_back(
+        "gradients accumulated and reduced in fp32 (bench_cluster's nanotron template sets "
+        "accumulate_grad_in_fp32: nanotron's FP32GradientAccumulator keeps an fp32 gradient buffer for every "
+        "parameter, src/nanotron/optim/gradient_accumulator.py)");
+  }
   if (framework_is(r, "nanotron") && s.strategy.layout.pp > 1) {
     s.strategy.pp_split = StageSplit::balanced;
     assumed.push_back(
@@ -772,6 +779,13 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
     return row;
   }
   set_prediction(row, run, predicted);
+  row.memory_verdict = overall_verdict(p.memory);
+  if (run.memory_measured_bytes) {
+    row.memory_measured_bytes = run.memory_measured_bytes;
+    row.memory_predicted_bytes = allocator_bytes(p.memory);
+    row.memory_error_pct =
+        100.0 * (*row.memory_predicted_bytes - *run.memory_measured_bytes) / *run.memory_measured_bytes;
+  }
   sc.training.in_step_rates = false;
   const double fit_free = own_source ? predicted : predicted_metric(run, predict(sc));
   row.predicted_fit_free = fit_free;

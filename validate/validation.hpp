@@ -50,7 +50,10 @@ struct MeasuredRun {
   double value = 0;
   std::string definition;
   std::optional<KernelCategories> categories;  ///< per-step kernel time by category (probe records)
-  std::string file;                            ///< where it was read from
+  /// Peak memory per GPU the run reported (`measured.secondary` metric "gpu_memory", unit
+  /// "GB" = 1e9 bytes or "GiB"), bytes; null when the record gives none.
+  std::optional<double> memory_measured_bytes;
+  std::string file;  ///< where it was read from
   int line = 0;
 };
 
@@ -111,6 +114,13 @@ struct ValidationRow {
     double gemm_s = 0, attention_s = 0, memory_s = 0, launch_s = 0, optimizer_s = 0;
   };
   std::optional<Breakdown> breakdown;
+  /// Memory per GPU, for "ok" rows: the predicted verdict (fits, tight, oom: every measured
+  /// run ran, so oom is a false out-of-memory verdict) and, where the record reports its peak,
+  /// the peak as the caching allocator sees it (memory_allocator_bytes) beside the measured one.
+  std::optional<MemoryVerdict> memory_verdict;
+  std::optional<double> memory_measured_bytes;
+  std::optional<double> memory_predicted_bytes;
+  std::optional<double> memory_error_pct;  ///< 100 (predicted - measured) / measured
 };
 
 /// Marks `row` "ok" with `predicted` and its error against the record's measured value.
@@ -164,6 +174,22 @@ struct ErrorSummary {
 /// measured values differ; a pair is right when the prediction orders it strictly the same
 /// way. O(n log n) in the rows.
 std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows);
+
+/// Predicted against measured peak memory per GPU, and the false out-of-memory verdicts.
+struct MemorySummary {
+  std::string group;  ///< "all" or "source: ..."
+  int count = 0;      ///< rows with a measured peak and a prediction
+  double median_abs_error_pct = 0;
+  double p90_abs_error_pct = 0;
+  double max_abs_error_pct = 0;
+  int predicted = 0;                   ///< rows predicted ("ok"), measured peak or not
+  std::vector<std::string> false_oom;  ///< ids of the predicted rows whose verdict is oom
+};
+
+/// Memory summary of `rows`: overall, then per source (every row, low trust included: a
+/// run that ran is evidence that it fit). Nothing in the memory model is fitted to measured
+/// runs, so the figure is already leave one source out.
+std::vector<MemorySummary> summarize_memory(const std::vector<ValidationRow>& rows);
 
 /// One ordering pair of summarize's overall figure: `low` measured below `high`.
 struct OrderingPair {

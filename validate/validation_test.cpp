@@ -538,3 +538,49 @@ TEST_CASE("async_tp runs as tp_comm_overlap under SP, a skip without; torchtitan
   REQUIRE(row.status == "ok");
   CHECK(says(row, "K and V all-gathered (PyTorch's context_parallel default"));
 }
+
+TEST_CASE("memory summary: |error| over the rows with a measured peak, every predicted oom a false one, by source") {
+  std::vector<ValidationRow> rows;
+  for (int i = 0; i < 4; ++i) {
+    ValidationRow r = row("r" + std::to_string(i), 100, 100, 8);
+    r.memory_verdict = MemoryVerdict::fits;
+    r.memory_measured_bytes = 10e9;
+    r.memory_predicted_bytes = (10 + i) * 1e9;  // 0, 10, 20, 30 %
+    r.memory_error_pct = 10.0 * i;
+    rows.push_back(r);
+  }
+  rows[3].memory_verdict = MemoryVerdict::oom;
+  rows[3].source = "other";
+  ValidationRow skipped = row("skipped", 100, 100, 8);
+  skipped.status = "skipped: why";
+  skipped.memory_verdict = MemoryVerdict::oom;  // not predicted: not counted
+  rows.push_back(skipped);
+  ValidationRow no_peak = row("no-peak", 100, 100, 8);
+  no_peak.memory_verdict = MemoryVerdict::oom;  // predicted, no measured peak: a false oom all the same
+  rows.push_back(no_peak);
+  const std::vector<MemorySummary> m = summarize_memory(rows);
+  REQUIRE(m.size() == 3);  // all, source s, source other
+  CHECK(m[0].count == 4);
+  CHECK(m[0].predicted == 5);
+  CHECK(m[0].median_abs_error_pct == doctest::Approx(15));
+  CHECK(m[0].max_abs_error_pct == doctest::Approx(30));
+  CHECK(m[0].false_oom == std::vector<std::string>{"r3", "no-peak"});
+  CHECK(m[1].group == "source: s");
+  CHECK(m[1].count == 3);
+  CHECK(m[1].false_oom == std::vector<std::string>{"no-peak"});
+  CHECK(m[2].false_oom == std::vector<std::string>{"r3"});
+}
+
+TEST_CASE("a record's measured peak memory is read from its secondary metrics, in GB or GiB") {
+  using nlohmann::json;
+  CHECK(*memory_from_secondary(json::array({{{"metric", "gpu_memory"}, {"value", 56.87}, {"unit", "GB"}}})) ==
+        doctest::Approx(56.87e9));
+  CHECK(*memory_from_secondary(json::array({{{"metric", "gpu_memory"}, {"value", 2}, {"unit", "GiB"}}})) ==
+        doctest::Approx(2.0 * 1024 * 1024 * 1024));
+  CHECK_FALSE(memory_from_secondary(json::array({{{"metric", "mfu"}, {"value", 0.4}}})));
+  CHECK_FALSE(memory_from_secondary(json()));
+  CHECK_THROWS_AS(memory_from_secondary(json::array({{{"metric", "gpu_memory"}, {"value", 5}, {"unit", "MB"}}})),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(memory_from_secondary(json::array({{{"metric", "gpu_memory"}, {"value", 0}, {"unit", "GB"}}})),
+                  std::invalid_argument);
+}
