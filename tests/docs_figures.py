@@ -961,7 +961,8 @@ def main():
     for f in found:
         print("DIFFERS", f)
     checked = sum(len(w) for doc, what, w in expected if (doc, what) not in LINE_CHECKS | BLOCKS)
-    print(f"docs figures: {checked} prose figures and the generated tables checked; {len(found)} differ")
+    print(f"docs figures: {checked} strings of prose figures, the generated tables and the examples checked; "
+          f"{len(found)} differ")
     return 1 if found else 0
 
 
