@@ -230,11 +230,14 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in, do
 /// Logits: b·s·V·(w + 4): the LM head's w-byte output plus the fp32 copy the cross-entropy
 /// upcasts to and saves (softmax / log-softmax output) for backward; both are alive at the
 /// cast. Korthikanti Sec. 4.1 counts the fp32 cross-entropy as 4·s·b·V; we add the w-byte
-/// head output (HF causal-LM heads compute `logits.float()` from it).
+/// head output (HF causal-LM heads compute `logits.float()` from it). A fused cross-entropy
+/// kernel reads the w-byte logits and saves one fp32 log-sum-exp per row (flash-attn's
+/// xentropy, Liger's): b·s·(V·w + 4).
 double logits_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
   const double w = working_bytes(in.precision);
-  return static_cast<double>(in.micro_batch) * static_cast<double>(in.seq_len / in.cp) *
-         static_cast<double>(spec.vocab) * (w + 4.0) / in.tp;  // vocab-parallel under TP
+  const double rows = static_cast<double>(in.micro_batch) * static_cast<double>(in.seq_len / in.cp);
+  const double v = static_cast<double>(spec.vocab) / in.tp;  // vocab-parallel under TP
+  return in.fused_loss ? rows * (v * w + 4.0) : rows * v * (w + 4.0);
 }
 
 /// Communication buffers not already in another term:
@@ -580,7 +583,9 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage) {
                   in.flash_attention ? "on" : "off",
                   spec.moe ? fmt::format(", MoE capacity factor {:g}", in.moe_capacity_factor) : ""));
   add("logits", stage.last ? logits_bytes(spec, in) : 0.0,
-      stage.last ? fmt::format("b*s*V*({} + 4 fp32 loss)", w) : std::string("on the last stage"));
+      !stage.last     ? std::string("on the last stage")
+      : in.fused_loss ? fmt::format("b*s*V*{} (fused cross-entropy)", w)
+                      : fmt::format("b*s*V*({} + 4 fp32 loss)", w));
   ParamCounts local = c;  // what this GPU's gradient buffers hold: 1/ep of a MoE model's experts
   local.trainable = spec.moe ? held : c.trainable;
   add("comm_buffers", comm_buffer_bytes(local, s, in), fmt::format("{} buffers", name(s)));

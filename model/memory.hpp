@@ -111,6 +111,9 @@ struct MemoryInputs {
   /// src/nanotron/optim/gradient_accumulator.py; FSDP's reduce_dtype float32 leaves the
   /// sharded gradients in fp32). The scenario's strategy.reduce_dtype "fp32".
   bool fp32_gradients = false;
+  /// The loss is one fused cross-entropy kernel (flash-attn's xentropy, Liger's; the scenario's
+  /// training.fused_loss): it keeps a row's log-sum-exp, not an fp32 copy of the logits.
+  bool fused_loss = false;
   /// Allocator overhead as a fraction of all allocator-managed bytes (everything but the
   /// CUDA context); see kAllocatorFragmentation for the default.
   double allocator_fragmentation = kAllocatorFragmentation;

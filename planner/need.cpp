@@ -136,6 +136,7 @@ NeedResult need(const Scenario& scenario, const NeedOptions& options) {
   r.nic_Gbps = written / network.nics_per_node;
 
   const Costs costs = cost(job);
+  r.memory = costs.memory;
   const double grad_dtype_bytes = scenario.strategy.reduce_fp32 ? 4.0 : working_bytes(scenario.training.precision);
   r.gradient_bytes = costs.trainable * grad_dtype_bytes / (job.layout().tp * job.layout().pp);
   r.compute_s = costs.forward_s + costs.backward_s + costs.recompute_s;  // the optimizer follows the reduction

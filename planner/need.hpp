@@ -77,6 +77,7 @@ struct NeedResult {
   double gradient_bytes = 0;     ///< per GPU: trainable parameters x gradient bytes / (tp x pp)
   double compute_s = 0;          ///< forward + backward + recompute per step, full speed (no optimizer)
   std::vector<NeedPoint> curve;  ///< ascending bandwidth
+  MemoryBreakdown memory;        ///< per GPU (the link rate does not change it)
 };
 
 /// Bisection on a log scale for the smallest x in [lo, hi] with ok(x), assuming ok is

@@ -160,6 +160,7 @@ void cost_memory(const Job& job, Costs& c) {
                          : job.bucket_bytes;
   mem.prefetch_layers = s.strategy.prefetch_layers;
   mem.fp32_gradients = s.strategy.reduce_fp32;
+  mem.fused_loss = tr.fused_loss.value_or(false);
   mem.capacity_bytes = job.gpu.memory_bytes;
   mem.cuda_context_bytes = kCudaContextBytes;
   if (const ParallelLayout& l = job.layout(); l.pp > 1) {

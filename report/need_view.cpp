@@ -1,5 +1,7 @@
 #include "report/need_view.hpp"
 
+#include "report/report.hpp"
+
 #include <fmt/format.h>
 
 #include <string>
@@ -20,6 +22,7 @@ std::string need_text(const NeedResult& r) {
   std::string out =
       fmt::format("Need {}{}: {} GPUs on {} nodes, target exposed communication <= {}% of the step\n", r.scenario,
                   r.file.empty() ? "" : fmt::format(" [{}]", r.file), r.gpus, r.nodes, pct(r.target_fraction));
+  out += memory_warning(r.memory);
   out += fmt::format("  written network: {} x {} ({} Gb/s each) = {} Gb/s per node: step {} s, exposed {} s ({}%)\n",
                      r.nics_written, r.nic, gbps(r.nic_Gbps), gbps(r.written.node_Gbps), secs(r.written.step_time_s),
                      secs(r.written.comm_exposed_s), pct(r.written.exposed_fraction));

@@ -145,6 +145,11 @@ CatalogSection parse_catalog_section(std::string_view);
 /// `trace_file`: where the step's trace was written, named in the report ("" for none).
 std::string predict_text(const Scenario& scenario, const Prediction& prediction, const std::string& trace_file = "");
 
+/// The line a view leads with when the step does not fit (model/memory.hpp fits and its
+/// verdict): "OUT OF MEMORY: 183.7 GiB per GPU of 80.0 GiB (largest: weights 38.5 GiB,
+/// gradients 38.5 GiB); ..." or "TIGHT: ...", the host's under CPU offload; "" when it fits.
+std::string memory_warning(const MemoryBreakdown& memory);
+
 /// The table of a scaling sweep.
 std::string scale_text(const Scenario& scenario, const std::vector<ScaleRow>& rows);
 

@@ -89,3 +89,21 @@ TEST_CASE("compare csv: fields with commas and quotes are quoted, quotes doubled
   CHECK(csv.find("\n\"a, \"\"b\"\"\",") != std::string::npos);
   CHECK(lines(csv) == 2);
 }
+
+TEST_CASE("a view leads with OUT OF MEMORY or TIGHT and the two largest terms; nothing when the step fits") {
+  MemoryBreakdown m;
+  m.capacity_bytes = 80.0 * 1024 * 1024 * 1024;
+  m.terms = {{"weights", 20.0 * 1024 * 1024 * 1024, ""},
+             {"optimizer", 60.0 * 1024 * 1024 * 1024, ""},
+             {"activations", 10.0 * 1024 * 1024 * 1024, ""}};
+  m.total_bytes = 90.0 * 1024 * 1024 * 1024;
+  m.verdict = MemoryVerdict::oom;
+  const std::string oom = memory_warning(m);
+  CHECK(oom.rfind("OUT OF MEMORY on the GPU: 90.00 GiB per GPU of 80.00 GiB", 0) == 0);
+  CHECK(oom.find("optimizer 60.00 GiB, weights 20.00 GiB") != std::string::npos);
+  CHECK(oom.find("activations") == std::string::npos);
+  m.verdict = MemoryVerdict::tight;
+  CHECK(memory_warning(m).rfind("TIGHT: ", 0) == 0);
+  m.verdict = MemoryVerdict::fits;
+  CHECK(memory_warning(m).empty());
+}

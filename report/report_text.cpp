@@ -420,6 +420,32 @@ std::string epoch_section(const Scenario& sc, const Prediction& p) {
   return out;
 }
 
+}  // namespace
+
+std::string memory_warning(const MemoryBreakdown& m) {
+  const MemoryVerdict v = overall_verdict(m);
+  if (v == MemoryVerdict::fits) return "";
+  std::vector<const MemoryTerm*> order;
+  for (const MemoryTerm& t : m.terms) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const MemoryTerm* a, const MemoryTerm* b) { return a->bytes > b->bytes; });
+  std::string largest;
+  for (std::size_t i = 0; i < order.size() && i < 2; ++i)
+    largest += fmt::format("{}{} {} GiB", i ? ", " : "", order[i]->name, gib(order[i]->bytes));
+  const std::string gpu =
+      fmt::format("{} GiB per GPU of {} GiB (largest: {})", gib(m.total_bytes), gib(m.capacity_bytes), largest);
+  const std::string host = m.host_terms.empty() ? ""
+                                                : fmt::format("; host {} GiB of {} GiB", gib(m.host_total_bytes),
+                                                              gib(m.host_capacity_bytes));
+  if (v == MemoryVerdict::tight)
+    return fmt::format("TIGHT: {}{}, above {:.0f}% of capacity: the allocator may not find room\n", gpu, host,
+                       100 * kTightFraction);
+  return fmt::format("OUT OF MEMORY on the {}: {}{}; the figures below are for a step that cannot run\n",
+                     out_of_memory(m), gpu, host);
+}
+
+namespace {
+
 std::string memory_section(const Prediction& p) {
   std::string out = section("Memory per GPU");
   const MemoryBreakdown& m = p.memory;
@@ -526,10 +552,10 @@ std::string measured_section(const Scenario& sc, const Prediction& p) {
 }  // namespace
 
 std::string predict_text(const Scenario& sc, const Prediction& p, const std::string& trace_file) {
-  return header_section(sc, p, trace_file) + step_time_section(p) + kernels_section(p) + simulation_section(p) +
-         streams_and_links_section(p) + critical_path_section(p) + throughput_section(p) + epoch_section(sc, p) +
-         memory_section(p) + collectives_section(p) + fabric_section(p) + assumptions_section(sc, p) +
-         measured_section(sc, p);
+  return header_section(sc, p, trace_file) + memory_warning(p.memory) + step_time_section(p) + kernels_section(p) +
+         simulation_section(p) + streams_and_links_section(p) + critical_path_section(p) + throughput_section(p) +
+         epoch_section(sc, p) + memory_section(p) + collectives_section(p) + fabric_section(p) +
+         assumptions_section(sc, p) + measured_section(sc, p);
 }
 
 // ---------------------------------------------------------------------------------------

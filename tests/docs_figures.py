@@ -320,6 +320,33 @@ def usp_by_nodes(sc):
     ]
 
 
+@figures("docs/accuracy.md", "peak memory")
+def peak_memory(sc):
+    usp = sc.validate("ultrascale-playbook")
+    m = usp["summary_memory"]
+    recs = records("ultrascale-playbook")
+    groups = {}
+    for r in usp["runs"]:
+        if r.get("memory_error_pct") is None:
+            continue
+        st = recs[r["id"]]["strategy"]
+        groups.setdefault(st["data_parallel"], []).append(r["memory_error_pct"])
+        groups.setdefault(f"pp {st['pp']}", []).append(r["memory_error_pct"])
+    med = {k: f"{statistics.median(e):+.0f}%" for k, e in groups.items()}
+    pps = sorted((int(k[3:]) for k in groups if k.startswith("pp ")))
+    files = [sc.validate(name) for name in ["runs", "ultrascale-playbook"] + HELD_OUT]
+    oom = sum(f["summary_memory"]["false_oom"] for f in files)
+    predicted = sum(f["summary_memory"]["predicted"] for f in files)
+    return [
+        f"{m['count']:,} runs, median |error| {m['median_abs_error_pct']:.1f}%, p90 {m['p90_abs_error_pct']:.1f}%, "
+        f"max {m['max_abs_error_pct']:.1f}%",
+        f"{m['false_oom']} of the {m['predicted']:,} runs predicted here, {oom} of the {predicted:,} records "
+        f"predicted over every file of data/validation/",
+        f"ddp {med['ddp']}, zero1 {med['zero1']}; "
+        + ", ".join(("no pipeline " if p == 1 else "pp ") + (f"{p} " if p > 1 else "") + med[f"pp {p}"] for p in pps),
+    ]
+
+
 def summary_text(v):
     s = v["summary_loso"]
     return (f"{s['count']} compared, median |error| {s['median_abs_error_pct']:.1f}%, "
