@@ -567,7 +567,7 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage) {
                   ds                  ? std::string("16-bit + fp32 partition (DeepSpeed)")
                   : in.fp32_gradients ? std::string("32-bit (fp32 main gradients)")
                                       : fmt::format("{}-bit", 8 * w),
-                  c.trainable, shard_note(shards_gradients(s), n)));
+                  spec.moe ? held : c.trainable, shard_note(shards_gradients(s), n)));
   add("optimizer", m.optimizer,
       offload ? std::string("on the host (CPU offload)")
               : fmt::format("{} B/param ({}), {}", optimizer_bytes_per_param(in.optimizer, in.precision),

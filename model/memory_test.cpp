@@ -6,6 +6,7 @@
 #include "model/transformer.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <stdexcept>
@@ -503,6 +504,10 @@ TEST_CASE("MoE memory: a GPU holds 1/ep of the routed experts; ZeRO shards them 
   CHECK(term(m8, "weights") == doctest::Approx(2 * (p - routed + routed / 8)));
   CHECK(term(m8, "gradients") == doctest::Approx(2 * (p - routed + routed / 8)));
   CHECK(term(m8, "optimizer") == doctest::Approx(12 * ((p - routed) / 8 + routed / 8)));
+  // The gradient row counts what this GPU holds, as its bytes do.
+  for (const MemoryTerm& t : m8.terms)
+    if (t.name == "gradients")
+      CHECK(t.note.find(fmt::format("{:.4g} trainable", p - routed + routed / 8)) != std::string::npos);
   // ep = 2 on 8 GPUs: experts 1/2 per GPU, their optimizer states over 4 expert-DP ranks.
   MemoryInputs ep2 = one;
   ep2.ep = 2;
