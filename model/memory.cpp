@@ -153,7 +153,8 @@ double gathered_params_bytes(const ParamCounts& c, Strategy s, const MemoryInput
 /// inner activations as a dense MLP of width c·k·f_e + S·f_s (c the capacity factor, k of E
 /// routed experts of width f_e, S shared of width f_s); the layer's mean is
 /// (1 - φ)·dense + φ·MoE.
-double moe_mlp_bytes_per_token(const TransformerSpec& spec, double w, double capacity, double dense_mlp) {
+double moe_mlp_bytes_per_token(const TransformerSpec& spec, double w, double capacity, double dense_mlp,
+                               double gated_widths) {
   const MoeSpec& m = *spec.moe;
   const double h = static_cast<double>(spec.hidden);
   const double k = static_cast<double>(m.top_k);
@@ -161,21 +162,26 @@ double moe_mlp_bytes_per_token(const TransformerSpec& spec, double w, double cap
       capacity * k * static_cast<double>(m.expert_ffn) +
       static_cast<double>(m.shared_experts) * static_cast<double>(m.shared_ffn > 0 ? m.shared_ffn : m.expert_ffn);
   const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
-  const double moe = (mlp_input + (spec.gated_mlp ? 4.0 : 2.0) * f) * w + h + 4.0 * static_cast<double>(m.experts) +
-                     2.0 * capacity * k * h * w;
+  const double moe = (mlp_input + (spec.gated_mlp ? gated_widths : 2.0) * f) * w + h +
+                     4.0 * static_cast<double>(m.experts) + 2.0 * capacity * k * h * w;
   const double share = moe_layer_share(spec);
   return (1.0 - share) * dense_mlp + share * moe;
 }
 
-double layer_bytes_per_token(const TransformerSpec& spec, double w, double capacity = 1.0) {
+/// A gated MLP keeps 4 f-wide tensors per token (gate and up outputs for SiLU and the product,
+/// SiLU's output, the product for the down projection); a fused SwiGLU kernel keeps its
+/// input and recomputes the activation in backward (Megatron-Core's SwiGLUFunction:
+/// save_for_backward(input), fused_bias_swiglu.py; Liger's alike): 2f + the product f = 3f.
+double layer_bytes_per_token(const TransformerSpec& spec, double w, double capacity = 1.0, bool fused_swiglu = false) {
+  const double gated_widths = fused_swiglu ? 3.0 : 4.0;
   const double h = static_cast<double>(spec.hidden);
   const double q = static_cast<double>(spec.heads * spec.head_dim());
   const double d = static_cast<double>(spec.kv_dim());
   const double f = static_cast<double>(spec.ffn_hidden);
   const double attention = (h + 2.0 * q + 2.0 * d) * w + h;
   const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
-  double mlp = (mlp_input + (spec.gated_mlp ? 4.0 : 2.0) * f) * w + h;
-  if (spec.moe) mlp = moe_mlp_bytes_per_token(spec, w, capacity, mlp);
+  double mlp = (mlp_input + (spec.gated_mlp ? gated_widths : 2.0) * f) * w + h;
+  if (spec.moe) mlp = moe_mlp_bytes_per_token(spec, w, capacity, mlp, gated_widths);
   const double norms = (spec.parallel_attn_mlp ? 1.0 : 2.0) * h * w;
   return attention + mlp + norms;
 }
@@ -195,13 +201,13 @@ double score_bytes(const TransformerSpec& spec, double b, double s, Recompute r,
 /// One layer's activation bytes at element width w (see activation_bytes_per_layer).
 /// Full recompute (Korthikanti Sec. 4.2 / 5): only the layer input, s·b·h·w.
 double layer_activation_bytes(const TransformerSpec& spec, double b, double s, Recompute r, bool flash, double w,
-                              int tp = 1, bool sp = false, double capacity = 1.0) {
+                              int tp = 1, bool sp = false, double capacity = 1.0, bool fused_swiglu = false) {
   const double t = tp;
   const double h = static_cast<double>(spec.hidden);
   if (r == Recompute::full) return s * b * h * w / (sp ? t : 1.0);
   // Under TP without SP the h-wide tensors stay whole on every rank (Korthikanti Table 2:
   // 10sbh of 34sbh at w = 2): norm inputs, block inputs 4hw, dropout masks 2h.
-  const double per_token = layer_bytes_per_token(spec, w, capacity);
+  const double per_token = layer_bytes_per_token(spec, w, capacity, fused_swiglu);
   const double whole = sp ? 0.0 : std::min(per_token, 4.0 * h * w + 2.0 * h);
   return s * b * (whole + (per_token - whole) / t) + score_bytes(spec, b, s, r, flash, w) / t;
 }
@@ -220,10 +226,11 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in, do
   const double s = static_cast<double>(in.seq_len / in.cp);  // the tokens on this GPU
   const double w = working_bytes(in.precision);
   const double cf = in.moe_capacity_factor;
-  double bytes =
-      stage_layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, w, in.tp, in.sp, cf);
+  double bytes = stage_layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, w, in.tp, in.sp,
+                                                       cf, in.fused_swiglu);
   if (in.recompute == Recompute::full)
-    bytes += layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, w, in.tp, in.sp, cf);
+    bytes +=
+        layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, w, in.tp, in.sp, cf, in.fused_swiglu);
   return bytes + outer_activation_bytes(spec, b, s, w);
 }
 

@@ -114,6 +114,9 @@ struct MemoryInputs {
   /// The loss is one fused cross-entropy kernel (flash-attn's xentropy, Liger's; the scenario's
   /// training.fused_loss): it keeps a row's log-sum-exp, not an fp32 copy of the logits.
   bool fused_loss = false;
+  /// A fused SwiGLU kernel (the fused kernel profile): a gated MLP keeps 3 f-wide tensors per
+  /// token, not 4 (layer activations, memory.cpp layer_bytes_per_token).
+  bool fused_swiglu = false;
   /// Allocator overhead as a fraction of all allocator-managed bytes (everything but the
   /// CUDA context); see kAllocatorFragmentation for the default.
   double allocator_fragmentation = kAllocatorFragmentation;

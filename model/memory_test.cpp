@@ -578,5 +578,21 @@ TEST_CASE("the allocator's peak is every term but the CUDA context") {
   CHECK(allocator_bytes(m) < m.total_bytes);
 }
 
+TEST_CASE("a fused SwiGLU keeps 3 f-wide tensors per token of a gated MLP, eager PyTorch 4") {
+  const TransformerSpec spec = llama2_7b();  // gated, f = 11008
+  MemoryInputs in = base_inputs(spec, Strategy::zero1, 8);
+  const double eager = term(memory_per_gpu(in), "activations");
+  in.fused_swiglu = true;
+  const double fused = term(memory_per_gpu(in), "activations");
+  const double tokens = static_cast<double>(in.micro_batch * in.seq_len);
+  CHECK(eager - fused == doctest::Approx(static_cast<double>(spec.layers) * tokens * spec.ffn_hidden * 2.0));
+  TransformerSpec plain = spec;  // an ungated MLP has nothing to fuse
+  plain.gated_mlp = false;
+  in.model = &plain;
+  const double fused_plain = term(memory_per_gpu(in), "activations");
+  in.fused_swiglu = false;
+  CHECK(term(memory_per_gpu(in), "activations") == doctest::Approx(fused_plain));
+}
+
 }  // namespace
 }  // namespace stepcast

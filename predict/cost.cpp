@@ -161,6 +161,7 @@ void cost_memory(const Job& job, Costs& c) {
   mem.prefetch_layers = s.strategy.prefetch_layers;
   mem.fp32_gradients = s.strategy.reduce_fp32;
   mem.fused_loss = tr.fused_loss.value_or(false);
+  mem.fused_swiglu = job.kernels.profile == KernelProfile::fused;
   mem.capacity_bytes = job.gpu.memory_bytes;
   mem.cuda_context_bytes = kCudaContextBytes;
   if (const ParallelLayout& l = job.layout(); l.pp > 1) {
