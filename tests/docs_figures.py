@@ -212,7 +212,14 @@ def readme_accuracy(sc):
         f"Accuracy against {loso['count']} published runs, leave one source out: a median |error| of "
         f"{loso['median_abs_error_pct']:.1f}%, p90 {loso['p90_abs_error_pct']:.1f}%",
         f"({free['median_abs_error_pct']:.1f}% / {free['p90_abs_error_pct']:.1f}% with no fitted value at all",
+        readme_memory(sc),
     ]
+
+
+def readme_memory(sc):
+    m = sc.validate("ultrascale-playbook")["summary_memory"]
+    return (f"peak memory per GPU against {m['count']:,} measured runs: a median |error| of "
+            f"{m['median_abs_error_pct']:.1f}%, p90 {m['p90_abs_error_pct']:.1f}%, nothing fitted")
 
 
 @figures("README.md", "exit-code example")
