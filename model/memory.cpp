@@ -11,6 +11,8 @@
 #include <array>
 #include <cassert>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
 
 namespace stepcast {
 
@@ -484,7 +486,7 @@ void stage_params(const TransformerSpec& spec, const MemoryInputs& in, const Sta
   c.trainable = in.lora ? c.trainable * st.layers / static_cast<double>(spec.layers) : c.stored;
 }
 
-MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage);
+MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bool with_notes);
 
 }  // namespace
 
@@ -492,29 +494,41 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
   require(in.model != nullptr, "no model");
   require(in.pp >= 1 && in.in_flight >= 1, "pp and in_flight must be >= 1");
   const TransformerSpec& spec = *in.model;
-  if (in.pp == 1) return stage_memory(in, StageShare{0, static_cast<double>(spec.layers), 1.0, true, true});
+  if (in.pp == 1) return stage_memory(in, StageShare{0, static_cast<double>(spec.layers), 1.0, true, true}, true);
   require(in.stage_layers.empty() || static_cast<int>(in.stage_layers.size()) == in.pp,
           "stage_layers must list every stage");
   require(in.stage_in_flight.size() == in.stage_layers.size(), "stage_in_flight must match stage_layers");
   if (in.stage_layers.empty()) {  // the even split, stage 0's micro-batches in flight
     const double layers = std::ceil(static_cast<double>(spec.layers) / in.pp);
-    return stage_memory(in, StageShare{0, layers, in.in_flight, true, true, true});
+    return stage_memory(in, StageShare{0, layers, in.in_flight, true, true, true}, true);
   }
-  MemoryBreakdown worst;
+  // A stage's bytes are linear in its layers L, its layer-micro-batches L·F and whether it is
+  // the first or the last: total = base + L·per_layer + L·F·per_activation + first + last.
+  // Five probes give the coefficients, whatever the stages; the fullest is costed in full.
+  const auto probe = [&](double layers, double in_flight, bool first, bool last) {
+    return stage_memory(in, StageShare{0, layers, in_flight, first, last, false}, false).total_bytes;
+  };
+  const double base = probe(0, 1, false, false), one = probe(1, 1, false, false);
+  const double per_activation = probe(1, 2, false, false) - one;
+  const double per_layer = one - base - per_activation;
+  const double first = probe(0, 1, true, false) - base, last = probe(0, 1, false, true) - base;
+  StageShare worst;
+  double worst_bytes = -1;
   for (int i = 0; i < in.pp; ++i) {
     const auto k = static_cast<std::size_t>(i);
     require(in.stage_layers[k] >= 0 && in.stage_in_flight[k] >= 1, "a stage's layers >= 0 and in flight >= 1");
     const StageShare share{i,    static_cast<double>(in.stage_layers[k]), in.stage_in_flight[k], i == 0, i == in.pp - 1,
                            false};
-    MemoryBreakdown m = stage_memory(in, share);
-    if (i == 0 || m.total_bytes > worst.total_bytes) worst = std::move(m);
+    const double bytes = base + share.layers * per_layer + share.layers * share.in_flight * per_activation +
+                         (share.first ? first : 0.0) + (share.last ? last : 0.0);
+    if (bytes > worst_bytes) worst = share, worst_bytes = bytes;
   }
-  return worst;
+  return stage_memory(in, worst, true);
 }
 
 namespace {
 
-MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage) {
+MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bool with_notes) {
   require(in.model != nullptr, "no model");
   require(in.micro_batch >= 1, "micro_batch must be >= 1");
   require(in.seq_len >= 1, "seq_len must be >= 1");
@@ -553,54 +567,65 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage) {
 
   MemoryBreakdown out;
   out.capacity_bytes = in.capacity_bytes;
-  auto add = [&](const char* term, double bytes, std::string note) {
+  // The notes are formatted only for the breakdown reported (the stages of a pipeline are
+  // compared on their bytes first).
+  auto add = [&](const char* term, double bytes, const auto& note) {
     assert(bytes >= 0);
-    out.terms.push_back({term, bytes, std::move(note)});
+    if constexpr (std::is_invocable_v<decltype(note)>)
+      out.terms.push_back({term, bytes, with_notes ? std::string(note()) : std::string()});
+    else
+      out.terms.push_back({term, bytes, std::string(note)});
   };
   // A MoE GPU holds the dense part and 1/ep of the stage's routed experts.
   const double held =
       spec.moe ? c.stored - routed_expert_parameters(spec) * layer_share * (1.0 - 1.0 / in.ep) : c.stored;
-  add("weights", m.weights,
-      fmt::format("{}-bit working copy of {:.4g} params{}{}, {}{}", 8 * w, held,
-                  spec.moe ? fmt::format(" (routed experts 1/{}: expert parallelism; their states sharded over {} "
-                                         "expert-DP ranks)",
-                                         in.ep, in.gpus / in.ep)
-                           : "",
-                  in.tp > 1 ? fmt::format(" (1/{} of each matrix: tensor parallelism)", in.tp) : "",
-                  shard_note(shards_parameters(s), n),
-                  s == Strategy::fsdp_shard_grad_op ? " (SHARD_GRAD_OP keeps them gathered)" : ""));
-  add("gradients", m.gradients,
-      fmt::format("{} for {:.4g} trainable params, {}",
-                  ds                  ? std::string("16-bit + fp32 partition (DeepSpeed)")
-                  : in.fp32_gradients ? std::string("32-bit (fp32 main gradients)")
-                                      : fmt::format("{}-bit", 8 * w),
-                  spec.moe ? held : c.trainable, shard_note(shards_gradients(s), n)));
-  add("optimizer", m.optimizer,
-      offload ? std::string("on the host (CPU offload)")
-              : fmt::format("{} B/param ({}), {}", optimizer_bytes_per_param(in.optimizer, in.precision),
-                            name(in.optimizer), shard_note(shards_optimizer(s), n)));
-  add("gathered_params", m.gathered_params,
-      m.gathered_params == 0       ? std::string("none")
-      : ds && s == Strategy::zero3 ? std::string("4 x largest module (DeepSpeed estimator)")
-                                   : fmt::format("{} gathered block(s)", in.prefetch_layers + 1));
+  add("weights", m.weights, [&] {
+    return fmt::format("{}-bit working copy of {:.4g} params{}{}, {}{}", 8 * w, held,
+                       spec.moe ? fmt::format(" (routed experts 1/{}: expert parallelism; their states sharded over {} "
+                                              "expert-DP ranks)",
+                                              in.ep, in.gpus / in.ep)
+                                : "",
+                       in.tp > 1 ? fmt::format(" (1/{} of each matrix: tensor parallelism)", in.tp) : "",
+                       shard_note(shards_parameters(s), n),
+                       s == Strategy::fsdp_shard_grad_op ? " (SHARD_GRAD_OP keeps them gathered)" : "");
+  });
+  add("gradients", m.gradients, [&] {
+    return fmt::format("{} for {:.4g} trainable params, {}",
+                       ds                  ? std::string("16-bit + fp32 partition (DeepSpeed)")
+                       : in.fp32_gradients ? std::string("32-bit (fp32 main gradients)")
+                                           : fmt::format("{}-bit", 8 * w),
+                       spec.moe ? held : c.trainable, shard_note(shards_gradients(s), n));
+  });
+  add("optimizer", m.optimizer, [&] {
+    return offload ? std::string("on the host (CPU offload)")
+                   : fmt::format("{} B/param ({}), {}", optimizer_bytes_per_param(in.optimizer, in.precision),
+                                 name(in.optimizer), shard_note(shards_optimizer(s), n));
+  });
+  add("gathered_params", m.gathered_params, [&] {
+    return m.gathered_params == 0       ? std::string("none")
+           : ds && s == Strategy::zero3 ? std::string("4 x largest module (DeepSpeed estimator)")
+                                        : fmt::format("{} gathered block(s)", in.prefetch_layers + 1);
+  });
   out.stage = stage.index;
   out.activation_layers = stage.layers * stage.in_flight;
-  add("activations", activations_bytes(spec, in, out.activation_layers),
-      fmt::format("Korthikanti per layer x {} layers, recompute {}, flash {}{}", spec.layers, name(in.recompute),
-                  in.flash_attention ? "on" : "off",
-                  spec.moe ? fmt::format(", MoE capacity factor {:g}", in.moe_capacity_factor) : ""));
-  add("logits", stage.last ? logits_bytes(spec, in) : 0.0,
-      !stage.last     ? std::string("on the last stage")
-      : in.fused_loss ? fmt::format("b*s*V*{} (fused cross-entropy)", w)
-                      : fmt::format("b*s*V*({} + 4 fp32 loss)", w));
+  add("activations", activations_bytes(spec, in, out.activation_layers), [&] {
+    return fmt::format("Korthikanti per layer x {} layers, recompute {}, flash {}{}", spec.layers, name(in.recompute),
+                       in.flash_attention ? "on" : "off",
+                       spec.moe ? fmt::format(", MoE capacity factor {:g}", in.moe_capacity_factor) : "");
+  });
+  add("logits", stage.last ? logits_bytes(spec, in) : 0.0, [&] {
+    return !stage.last     ? std::string("on the last stage")
+           : in.fused_loss ? fmt::format("b*s*V*{} (fused cross-entropy)", w)
+                           : fmt::format("b*s*V*({} + 4 fp32 loss)", w);
+  });
   ParamCounts local = c;  // what this GPU's gradient buffers hold: 1/ep of a MoE model's experts
   local.trainable = spec.moe ? held : c.trainable;
-  add("comm_buffers", comm_buffer_bytes(local, s, in), fmt::format("{} buffers", name(s)));
+  add("comm_buffers", comm_buffer_bytes(local, s, in), [&] { return fmt::format("{} buffers", name(s)); });
   double allocated = 0;
   for (const MemoryTerm& t : out.terms) allocated += t.bytes;
   add("cuda_context", in.cuda_context_bytes, "caller-supplied");
   add("fragmentation", in.allocator_fragmentation * allocated,
-      fmt::format("{:.0f}% of allocated bytes", 100.0 * in.allocator_fragmentation));
+      [&] { return fmt::format("{:.0f}% of allocated bytes", 100.0 * in.allocator_fragmentation); });
 
   for (const MemoryTerm& t : out.terms) out.total_bytes += t.bytes;
   out.verdict = memory_verdict(out.total_bytes, in.capacity_bytes);
