@@ -97,6 +97,7 @@ TEST_CASE("a view leads with OUT OF MEMORY or TIGHT and the two largest terms; n
              {"optimizer", 60.0 * 1024 * 1024 * 1024, ""},
              {"activations", 10.0 * 1024 * 1024 * 1024, ""}};
   m.total_bytes = 90.0 * 1024 * 1024 * 1024;
+  m.largest = {"optimizer", "weights", "activations"};  // as memory_per_gpu ranks them
   m.verdict = MemoryVerdict::oom;
   const std::string oom = memory_warning(m);
   CHECK(oom.rfind("OUT OF MEMORY on the GPU: 90.00 GiB per GPU of 80.00 GiB", 0) == 0);

@@ -425,13 +425,10 @@ std::string epoch_section(const Scenario& sc, const Prediction& p) {
 std::string memory_warning(const MemoryBreakdown& m) {
   const MemoryVerdict v = overall_verdict(m);
   if (v == MemoryVerdict::fits) return "";
-  std::vector<const MemoryTerm*> order;
-  for (const MemoryTerm& t : m.terms) order.push_back(&t);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const MemoryTerm* a, const MemoryTerm* b) { return a->bytes > b->bytes; });
-  std::string largest;
-  for (std::size_t i = 0; i < order.size() && i < 2; ++i)
-    largest += fmt::format("{}{} {} GiB", i ? ", " : "", order[i]->name, gib(order[i]->bytes));
+  std::string largest;  // the breakdown's own ranking (memory_per_gpu's `largest`), two of it
+  for (std::size_t i = 0; i < m.largest.size() && i < 2; ++i)
+    for (const MemoryTerm& t : m.terms)
+      if (t.name == m.largest[i]) largest += fmt::format("{}{} {} GiB", i ? ", " : "", t.name, gib(t.bytes));
   const std::string gpu =
       fmt::format("{} GiB per GPU of {} GiB (largest: {})", gib(m.total_bytes), gib(m.capacity_bytes), largest);
   const std::string host = m.host_terms.empty() ? ""
