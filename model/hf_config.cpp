@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <vector>
@@ -357,6 +358,10 @@ TransformerSpec spec_from_hf_config(const nlohmann::json& config, const std::str
       read_llama_like(c, f, s);
       break;
   }
+  // The largest dropout probability the config names (families spell it differently).
+  for (const char* key : {"resid_pdrop", "embd_pdrop", "attn_pdrop", "hidden_dropout", "hidden_dropout_prob",
+                          "attention_dropout", "attention_probs_dropout_prob", "dropout"})
+    s.dropout = std::max(s.dropout, c.number(key, 0.0, 0.999));
   return s;
 }
 

@@ -87,6 +87,12 @@ TEST_CASE("architecture facts read from the configs") {
   CHECK(gpt2.aliases == std::vector<std::string>{"openai-community/gpt2"});
   CHECK(gpt2.name == "gpt2");
   CHECK(gpt2.source.find("gpt2.json") != std::string::npos);
+  // Dropout: the largest probability the config names, whatever the family's key.
+  CHECK(gpt2.dropout == 0.1);                   // resid_pdrop
+  CHECK(fixture("phi-2").dropout == 0.1);       // resid_pdrop
+  CHECK(fixture("llama-3-8b").dropout == 0.0);  // attention_dropout
+  CHECK(fixture("mpt-7b").dropout == 0.0);      // resid_pdrop, emb_pdrop
+  CHECK(fixture("falcon-7b").dropout == 0.0);   // hidden_dropout
 
   const TransformerSpec falcon = fixture("falcon-7b");
   CHECK(falcon.kv_heads == 1);  // multi_query wins over num_kv_heads 71 in the old architecture

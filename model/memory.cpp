@@ -138,19 +138,19 @@ double gathered_params_bytes(const ParamCounts& c, Strategy s, const MemoryInput
 ///     score·V product), context h·w (output-projection input), dropout mask h;
 ///   MLP 19h: input h·w, GeLU input 4h·w, GeLU output 4h·w, dropout mask h;
 ///   norms 4h: the two LayerNorm inputs 2·h·w.
-/// Generalised term by term:
-///   attention: (h + 2q + 2d)·w + h — Q and the context have width q = heads·head_dim (h
+/// Generalised term by term, with m = 1 when the model has dropout and 0 when not (a
+/// dropout of probability 0 returns its input and keeps no mask: PyTorch's dropout):
+///   attention: (h + 2q + 2d)·w + m·h — Q and the context have width q = heads·head_dim (h
 ///                                  unless head_dim is given), K and V d = kv_heads·head_dim;
-///   MLP plain: (h + 2f)·w + h    — activation input and output have width f;
-///   MLP gated: (h + 4f)·w + h    — eager SwiGLU/GeGLU stores gate g (for act'), act(g) and
+///   MLP plain: (h + 2f)·w + m·h    — activation input and output have width f;
+///   MLP gated: (h + 4f)·w + m·h    — eager SwiGLU/GeGLU stores gate g (for act'), act(g) and
 ///                                  up u (for the product), and the product (down input);
 ///                                  a parallel block shares the MLP input with attention;
 ///   norms: 2h·w (h·w for a parallel block's one shared norm).
-/// With d = h, f = 4h, w = 2, sequential: 11h + 19h + 4h = 34h (Korthikanti's 34·s·b·h).
-/// Dropout masks are kept as Korthikanti counts them (1 B each, 2h per token) even for
-/// models trained without dropout: a deliberate 2/34 over-count.
+/// With d = h, f = 4h, w = 2, m = 1, sequential: 11h + 19h + 4h = 34h (Korthikanti's
+/// 34·s·b·h); without dropout 32h.
 /// MoE layers (the share φ = moe_layer_share of the layers) keep, per token, in place of the
-/// dense MLP's: the MLP input h·w + its dropout mask h, the router's fp32 logits 4·E, the
+/// dense MLP's: the MLP input h·w + its dropout mask m·h, the router's fp32 logits 4·E, the
 /// dispatched copies and the experts' outputs before combine 2·c·k·h·w, and the experts'
 /// inner activations as a dense MLP of width c·k·f_e + S·f_s (c the capacity factor, k of E
 /// routed experts of width f_e, S shared of width f_s); the layer's mean is
@@ -164,7 +164,8 @@ double moe_mlp_bytes_per_token(const TransformerSpec& spec, double w, double cap
       capacity * k * static_cast<double>(m.expert_ffn) +
       static_cast<double>(m.shared_experts) * static_cast<double>(m.shared_ffn > 0 ? m.shared_ffn : m.expert_ffn);
   const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
-  const double moe = (mlp_input + (spec.gated_mlp ? gated_widths : 2.0) * f) * w + h +
+  const double mask = spec.dropout > 0 ? h : 0.0;
+  const double moe = (mlp_input + (spec.gated_mlp ? gated_widths : 2.0) * f) * w + mask +
                      4.0 * static_cast<double>(m.experts) + 2.0 * capacity * k * h * w;
   const double share = moe_layer_share(spec);
   return (1.0 - share) * dense_mlp + share * moe;
@@ -180,16 +181,18 @@ double layer_bytes_per_token(const TransformerSpec& spec, double w, double capac
   const double q = static_cast<double>(spec.heads * spec.head_dim());
   const double d = static_cast<double>(spec.kv_dim());
   const double f = static_cast<double>(spec.ffn_hidden);
-  const double attention = (h + 2.0 * q + 2.0 * d) * w + h;
+  const double mask = spec.dropout > 0 ? h : 0.0;  // one 1-byte dropout mask per token and branch
+  const double attention = (h + 2.0 * q + 2.0 * d) * w + mask;
   const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
-  double mlp = (mlp_input + (spec.gated_mlp ? gated_widths : 2.0) * f) * w + h;
+  double mlp = (mlp_input + (spec.gated_mlp ? gated_widths : 2.0) * f) * w + mask;
   if (spec.moe) mlp = moe_mlp_bytes_per_token(spec, w, capacity, mlp, gated_widths);
   const double norms = (spec.parallel_attn_mlp ? 1.0 : 2.0) * h * w;
   return attention + mlp + norms;
 }
 
 /// Attention-score bytes of one layer. Materialised scores (Korthikanti Sec. 4.1): softmax
-/// output a·s²·b·w, dropout mask a·s²·b, dropout output a·s²·b·w: with w = 2, 5·a·s²·b.
+/// output a·s²·b·w, dropout mask a·s²·b, dropout output a·s²·b·w: with w = 2, 5·a·s²·b;
+/// without dropout the softmax output alone, a·s²·b·w (it is also the score·V input).
 /// Flash attention (Dao et al. 2022; FlashAttention-2, Dao 2023, Alg. 1) keeps only the
 /// fp32 logsumexp per row and head: 4·a·s·b. Selective recompute (Korthikanti Sec. 5)
 /// recomputes the core attention and stores neither.
@@ -197,7 +200,7 @@ double score_bytes(const TransformerSpec& spec, double b, double s, Recompute r,
   if (r == Recompute::selective) return 0.0;
   const double a = static_cast<double>(spec.heads);
   if (flash) return 4.0 * a * s * b;
-  return (2.0 * w + 1.0) * a * s * s * b;
+  return (spec.dropout > 0 ? 2.0 * w + 1.0 : w) * a * s * s * b;
 }
 
 /// One layer's activation bytes at element width w (see activation_bytes_per_layer).
@@ -210,14 +213,15 @@ double layer_activation_bytes(const TransformerSpec& spec, double b, double s, R
   // Under TP without SP the h-wide tensors stay whole on every rank (Korthikanti Table 2:
   // 10sbh of 34sbh at w = 2): norm inputs, block inputs 4hw, dropout masks 2h.
   const double per_token = layer_bytes_per_token(spec, w, capacity, fused_swiglu);
-  const double whole = sp ? 0.0 : std::min(per_token, 4.0 * h * w + 2.0 * h);
+  const double masks = spec.dropout > 0 ? 2.0 * h : 0.0;
+  const double whole = sp ? 0.0 : std::min(per_token, 4.0 * h * w + masks);
   return s * b * (whole + (per_token - whole) / t) + score_bytes(spec, b, s, r, flash, w) / t;
 }
 
 /// Activations outside the blocks (Korthikanti Sec. 4.1, end): embedding dropout mask
-/// s·b·h (1 B), final-norm input s·b·h·w, output-projection input s·b·h·w.
+/// s·b·h (1 B, with dropout only), final-norm input s·b·h·w, output-projection input s·b·h·w.
 double outer_activation_bytes(const TransformerSpec& spec, double b, double s, double w) {
-  return s * b * static_cast<double>(spec.hidden) * (1.0 + 2.0 * w);
+  return s * b * static_cast<double>(spec.hidden) * ((spec.dropout > 0 ? 1.0 : 0.0) + 2.0 * w);
 }
 
 /// All activations of a stage: `stage_layers` (its layers x micro-batches in flight) x (per

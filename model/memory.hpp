@@ -57,7 +57,7 @@ struct MemoryInputs {
   std::int64_t gpus = 1;  ///< data-parallel world size (GPUs / tp)
   /// Tensor-parallel degree (Megatron): weights, gradients, optimizer state, the layers'
   /// t-split activations and the vocab-parallel logits are 1/t per GPU; the h-wide
-  /// activations (norm and block inputs, dropout masks: 4hw + 2h bytes per token,
+  /// activations (norm and block inputs, dropout masks: 4hw + 2h bytes per token (4hw without dropout),
   /// Korthikanti et al. 2022 Table 2's 10sbh) stay whole unless `sp` splits them too.
   int tp = 1;
   bool sp = false;

@@ -34,6 +34,7 @@ TransformerSpec gpt2_xl() {
   s.norm = Norm::layernorm;
   s.linear_bias = true;
   s.parallel_attn_mlp = false;
+  s.dropout = 0.1;  // GPT-2's config.json resid_pdrop
   s.published_params = 1557611200;
   s.source = "test";
   return s;
@@ -189,10 +190,11 @@ TEST_CASE("Korthikanti: activations per layer = s·b·h·(34 + 5·a·s/h) for ff
 }
 
 TEST_CASE("generalised activations: GQA width d and SwiGLU width f replace h and 4h") {
-  // Per token (bytes, 16-bit): attention 7h + 4d, gated MLP 3h + 8f, norms 4h.
-  // Llama-2-70B shape: h 8192, a 64, kv 8 (d = 1024), f 28672.
+  // Per token (bytes, 16-bit, dropout masks 1 B): attention 6h + 4d + mask h, gated MLP
+  // 2h + 8f + mask h, norms 4h. Llama-2-70B shape: h 8192, a 64, kv 8 (d = 1024), f 28672.
   TransformerSpec spec = llama2_7b();
   spec.hidden = 8192, spec.heads = 64, spec.kv_heads = 8, spec.ffn_hidden = 28672;
+  spec.dropout = 0.1;
   const double h = 8192, d = 1024, f = 28672;
   const std::int64_t b = 2, s = 4096;
   CHECK(activation_bytes_per_layer(spec, b, s, Recompute::selective, true) ==
@@ -203,6 +205,23 @@ TEST_CASE("generalised activations: GQA width d and SwiGLU width f replace h and
   spec.parallel_attn_mlp = true;
   CHECK(activation_bytes_per_layer(spec, b, s, Recompute::selective, true) ==
         doctest::Approx(s * b * (10 * h + 4 * d + 4 * f)));
+}
+
+TEST_CASE("a model without dropout stores no masks: 2h per token less, and scores without their mask and output") {
+  // PyTorch's dropout at p = 0 returns its input: no 1-byte mask per residual branch, no
+  // embedding mask, and materialised scores keep only the softmax output (a·s²·b·w).
+  TransformerSpec spec = gpt2_xl();
+  const double h = static_cast<double>(spec.hidden), a = static_cast<double>(spec.heads);
+  const std::int64_t b = 2, s = 1024;
+  const double sbh = static_cast<double>(s * b) * h;
+  const double with = activation_bytes_per_layer(spec, b, s, Recompute::none, false);
+  spec.dropout = 0.0;
+  CHECK(activation_bytes_per_layer(spec, b, s, Recompute::selective, true) == doctest::Approx(32 * sbh));
+  CHECK(with - activation_bytes_per_layer(spec, b, s, Recompute::none, false) ==
+        doctest::Approx(2 * sbh + 3 * a * s * s * b));
+  // Any probability above 0 keeps the masks (their size does not depend on it).
+  spec.dropout = 1e-3;
+  CHECK(activation_bytes_per_layer(spec, b, s, Recompute::none, false) == doctest::Approx(with));
 }
 
 TEST_CASE("ZeRO stage k+1 never needs more memory than stage k") {

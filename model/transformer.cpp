@@ -131,6 +131,8 @@ std::string_view name(Norm n) {
 ///     (Gemma 2, Mistral Nemo, Qwen3); absent: hidden / heads, and heads must divide hidden;
 ///   - `embedding_norm`, `qkv_bias`, `parallel_attn_mlp`, `pooler`: false;
 ///     `type_vocab` (integer >= 0): 0;
+///   - `dropout` (number in [0, 1)): 0, no dropout (the masks a dropout keeps for the
+///     backward are then not stored);
 ///   - `published_params` (integer >= 1): none; `published_active_params` (MoE only): none;
 ///   - `moe` (object): none, a dense model. Keys: `experts`, `top_k` (<= experts),
 ///     `expert_ffn` (required), `shared_experts` (0), `shared_ffn` (0: expert_ffn),
@@ -193,6 +195,7 @@ TransformerSpec parse_transformer(JsonObject& obj) {
   spec.parallel_attn_mlp = obj.optional_boolean("parallel_attn_mlp").value_or(false);
   spec.type_vocab = obj.optional_integer("type_vocab", 0, kMaxVocab).value_or(0);
   spec.pooler = obj.optional_boolean("pooler").value_or(false);
+  spec.dropout = obj.optional_number("dropout", 0.0, 0.999).value_or(0.0);
   spec.published_params = obj.optional_integer("published_params", 1, kMaxPublishedParams);
   spec.published_active_params = obj.optional_integer("published_active_params", 1, kMaxPublishedParams);
   if (auto moe = obj.optional_object("moe")) {

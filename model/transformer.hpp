@@ -72,11 +72,14 @@ struct TransformerSpec {
   bool tied_embeddings = true;     ///< LM head shares the input embedding
   Positional positional = Positional::rope;
   Norm norm = Norm::layernorm;
-  bool embedding_norm = false;                   ///< a norm right after the embeddings (BLOOM, BERT)
-  bool linear_bias = false;                      ///< biases on the attention and MLP projections
-  bool qkv_bias = false;                         ///< biases on Q, K, V only (Qwen2); implied by linear_bias
-  bool parallel_attn_mlp = false;                ///< Falcon/GPT-J style parallel block (one shared norm)
-  std::int64_t type_vocab = 0;                   ///< BERT token-type embeddings (0 if none)
+  bool embedding_norm = false;     ///< a norm right after the embeddings (BLOOM, BERT)
+  bool linear_bias = false;        ///< biases on the attention and MLP projections
+  bool qkv_bias = false;           ///< biases on Q, K, V only (Qwen2); implied by linear_bias
+  bool parallel_attn_mlp = false;  ///< Falcon/GPT-J style parallel block (one shared norm)
+  std::int64_t type_vocab = 0;     ///< BERT token-type embeddings (0 if none)
+  /// Dropout probability of the residual branches, embeddings and attention scores (0: the
+  /// model trains without dropout, so no masks are stored for the backward).
+  double dropout = 0.0;
   bool pooler = false;                           ///< BERT pooler (hidden x hidden + bias)
   std::optional<std::int64_t> published_params;  ///< count stated by the source
   /// Mixture of experts ("moe"): which layers route tokens to experts; ffn_hidden is then

@@ -247,6 +247,19 @@ TEST_CASE("parse_transformer reads a minimal inline spec and defaults kv_heads t
   CHECK(parse_inline(with(R"(, "kv_heads": 2)")).kv_heads == 2);
 }
 
+TEST_CASE("dropout defaults to none and is a probability below 1") {
+  CHECK(parse_inline(with("")).dropout == 0.0);
+  CHECK(parse_inline(with(R"(, "dropout": 0.1)")).dropout == 0.1);
+  CHECK_THROWS_AS(parse_inline(with(R"(, "dropout": 1)")), InputError);
+  CHECK_THROWS_AS(parse_inline(with(R"(, "dropout": -0.1)")), InputError);
+  CHECK_THROWS_AS(parse_inline(with(R"(, "dropout": "0.1")")), InputError);
+  // Catalog: GPT-2 and Megatron's GPTs train with 0.1; Llama 3 with none.
+  CHECK(must_find("gpt2").dropout == 0.1);
+  CHECK(must_find("megatron-gpt-530b").dropout == 0.1);
+  CHECK(must_find("llama-3.1-405b").dropout == 0.0);
+  CHECK(must_find("deepseek-v3").dropout == 0.0);
+}
+
 TEST_CASE("parse_transformer rejects an unknown key with its JSON pointer") {
   const std::string what = what_of(with(R"(, "hiddden": 64)"));
   CHECK_MESSAGE(what.find("inline.json") != std::string::npos, what);

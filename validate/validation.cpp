@@ -164,12 +164,14 @@ bool take_reference_architecture(const std::string& arch, TransformerSpec& m, st
   m.linear_bias = ref->linear_bias;
   m.qkv_bias = ref->qkv_bias;
   m.parallel_attn_mlp = ref->parallel_attn_mlp;
-  assumed.push_back(fmt::format("the architecture of the catalog's {} (arch {}): {} positions, {}{}{}{}{}{}", ref->name,
-                                arch, name(ref->positional), name(ref->norm),
+  m.dropout = ref->dropout;
+  assumed.push_back(fmt::format("the architecture of the catalog's {} (arch {}): {} positions, {}{}{}{}{}{}{}",
+                                ref->name, arch, name(ref->positional), name(ref->norm),
                                 ref->embedding_norm ? ", a norm after the embeddings" : "",
                                 ref->linear_bias ? ", linear biases" : "", ref->gated_mlp ? ", gated MLP" : "",
                                 ref->parallel_attn_mlp ? ", parallel attention and MLP" : "",
-                                ref->tied_embeddings ? ", tied embeddings" : ", untied embeddings"));
+                                ref->tied_embeddings ? ", tied embeddings" : ", untied embeddings",
+                                ref->dropout > 0 ? fmt::format(", dropout {:g}", ref->dropout) : ", no dropout"));
   return true;
 }
 
@@ -204,7 +206,10 @@ TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assume
   m.vocab = *r.vocab;
   m.seq_len = *r.seq_len;
   // Without a reference: TransformerSpec's plain decoder (RoPE, LayerNorm, tied embeddings).
-  if (!take_reference_architecture(r.arch, m, assumed)) m.linear_bias = r.arch == "bert";
+  if (!take_reference_architecture(r.arch, m, assumed)) {
+    m.linear_bias = r.arch == "bert";
+    if (r.arch == "bert") m.dropout = find_model("bert-large") ? find_model("bert-large")->dropout : 0.0;
+  }
   if (m.positional == Positional::learned) m.max_positions = *r.seq_len;
   assumed.push_back("model shape from the record (not in the catalog)");
   return m;
