@@ -132,60 +132,86 @@ double gathered_params_bytes(const ParamCounts& c, Strategy s, const MemoryInput
 // f = ffn_hidden, w = bytes per activation element (2 in Korthikanti), masks 1 B/element.
 // ---------------------------------------------------------------------------------------
 
-/// Bytes stored per token by one layer, excluding the attention-score terms. Korthikanti
-/// et al. 2022 (arXiv 2205.05198) Sec. 4.1 count, per token, with w = 2:
+/// Bytes per element of what a layer stores: w for activations, gemm_input for the inputs
+/// the GEMMs keep for their weight gradients; the MoE capacity factor; a fused SwiGLU.
+struct StoredWidths {
+  double w = 2.0;
+  double gemm_input = 2.0;
+  double capacity = 1.0;
+  bool fused_swiglu = false;
+};
+
+double mlp_inner_bytes(const TransformerSpec& spec, const StoredWidths& sw, double f);
+
+/// Bytes stored per token by one layer (layer_bytes_per_token), excluding the attention
+/// scores. Korthikanti et al. 2022 (arXiv 2205.05198) Sec. 4.1 count, per token, with w = 2:
 ///   attention 11h: LN output h·w (QKV input), Q h·w and K h·w (for QKᵀ), V h·w (for the
 ///     score·V product), context h·w (output-projection input), dropout mask h;
 ///   MLP 19h: input h·w, GeLU input 4h·w, GeLU output 4h·w, dropout mask h;
 ///   norms 4h: the two LayerNorm inputs 2·h·w.
 /// Generalised term by term, with m = 1 when the model has dropout and 0 when not (a
-/// dropout of probability 0 returns its input and keeps no mask: PyTorch's dropout):
-///   attention: (h + 2q + 2d)·w + m·h — Q and the context have width q = heads·head_dim (h
-///                                  unless head_dim is given), K and V d = kv_heads·head_dim;
-///   MLP plain: (h + 2f)·w + m·h    — activation input and output have width f;
-///   MLP gated: (h + 4f)·w + m·h    — eager SwiGLU/GeGLU stores gate g (for act'), act(g) and
-///                                  up u (for the product), and the product (down input);
+/// dropout of probability 0 returns its input and keeps no mask: PyTorch's dropout) and g
+/// the bytes of a GEMM input kept for the weight gradient (w, or 1 under fp8, below):
+///   attention: h·g + 2q·w + 2d·w + m·h — Q and the context have width q = heads·head_dim
+///                                  (h unless head_dim is given), K and V d = kv_heads·head_dim;
+///   MLP plain: h·g + f·w + f·g + m·h — activation input and output (down input), width f;
+///   MLP gated: h·g + 3f·w + f·g + m·h — eager SwiGLU/GeGLU stores gate (for act'), act(gate)
+///                                  and up (for the product), and the product (down input);
 ///                                  a parallel block shares the MLP input with attention;
 ///   norms: 2h·w (h·w for a parallel block's one shared norm).
-/// With d = h, f = 4h, w = 2, m = 1, sequential: 11h + 19h + 4h = 34h (Korthikanti's
+/// With d = h, f = 4h, w = g = 2, m = 1, sequential: 11h + 19h + 4h = 34h (Korthikanti's
 /// 34·s·b·h); without dropout 32h.
 /// MoE layers (the share φ = moe_layer_share of the layers) keep, per token, in place of the
-/// dense MLP's: the MLP input h·w + its dropout mask m·h, the router's fp32 logits 4·E, the
-/// dispatched copies and the experts' outputs before combine 2·c·k·h·w, and the experts'
-/// inner activations as a dense MLP of width c·k·f_e + S·f_s (c the capacity factor, k of E
-/// routed experts of width f_e, S shared of width f_s); the layer's mean is
-/// (1 - φ)·dense + φ·MoE.
-double moe_mlp_bytes_per_token(const TransformerSpec& spec, double w, double capacity, double dense_mlp,
-                               double gated_widths) {
+/// dense MLP's: the MLP input h·g + its dropout mask m·h, the router's fp32 logits 4·E, the
+/// dispatched copies (the experts' first GEMM input) c·k·h·g and the experts' outputs before
+/// combine c·k·h·w, and the experts' inner activations as a dense MLP of width
+/// F = c·k·f_e + S·f_s (c the capacity factor, k of E routed experts of width f_e, S shared
+/// of width f_s); the layer's mean is (1 - φ)·dense + φ·MoE.
+double moe_mlp_bytes_per_token(const TransformerSpec& spec, const StoredWidths& sw, double dense_mlp) {
   const MoeSpec& m = *spec.moe;
   const double h = static_cast<double>(spec.hidden);
   const double k = static_cast<double>(m.top_k);
+  const double c = sw.capacity;
   const double f =
-      capacity * k * static_cast<double>(m.expert_ffn) +
+      c * k * static_cast<double>(m.expert_ffn) +
       static_cast<double>(m.shared_experts) * static_cast<double>(m.shared_ffn > 0 ? m.shared_ffn : m.expert_ffn);
   const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
   const double mask = spec.dropout > 0 ? h : 0.0;
-  const double moe = (mlp_input + (spec.gated_mlp ? gated_widths : 2.0) * f) * w + mask +
-                     4.0 * static_cast<double>(m.experts) + 2.0 * capacity * k * h * w;
+  const double moe = mlp_input * sw.gemm_input + mlp_inner_bytes(spec, sw, f) + mask +
+                     4.0 * static_cast<double>(m.experts) + c * k * h * (sw.gemm_input + sw.w);
   const double share = moe_layer_share(spec);
   return (1.0 - share) * dense_mlp + share * moe;
 }
 
-/// A gated MLP keeps 4 f-wide tensors per token (gate and up outputs for SiLU and the product,
-/// SiLU's output, the product for the down projection); a fused SwiGLU kernel keeps its
-/// input and recomputes the activation in backward (Megatron-Core's SwiGLUFunction:
-/// save_for_backward(input), fused_bias_swiglu.py; Liger's alike): 2f + the product f = 3f.
-double layer_bytes_per_token(const TransformerSpec& spec, double w, double capacity = 1.0, bool fused_swiglu = false) {
-  const double gated_widths = fused_swiglu ? 3.0 : 4.0;
+/// The MLP's inner tensors per token at width f: a plain MLP keeps the activation's input
+/// (f·w) and output, the down projection's input (f·g); a gated MLP keeps 4 f-wide tensors
+/// (gate and up outputs for SiLU and the product, SiLU's output, the product for the down
+/// projection), 3 under a fused SwiGLU kernel, which keeps its input and recomputes the
+/// activation in backward (Megatron-Core's SwiGLUFunction: save_for_backward(input),
+/// fused_bias_swiglu.py; Liger's alike): 2f + the product f.
+double mlp_inner_bytes(const TransformerSpec& spec, const StoredWidths& sw, double f) {
+  const double widths = !spec.gated_mlp ? 2.0 : sw.fused_swiglu ? 3.0 : 4.0;
+  return (widths - 1.0) * f * sw.w + f * sw.gemm_input;
+}
+
+/// Per token and layer, excluding the attention scores. The GEMM inputs kept for the weight
+/// gradients (the normed inputs of QKV and of the MLP, the down projection's input, the
+/// dispatched tokens) are g bytes each: w, or 1 under Transformer Engine's fp8, which saves
+/// the fp8 cast of a Linear's input for its backward (transformer_engine/pytorch/module/
+/// linear.py, layernorm_linear.py, layernorm_mlp.py); the output projection's fp8 input is
+/// then a copy beside the w-byte context flash attention keeps, q bytes more.
+double layer_bytes_per_token(const TransformerSpec& spec, const StoredWidths& sw) {
+  const double w = sw.w, g = sw.gemm_input;
   const double h = static_cast<double>(spec.hidden);
   const double q = static_cast<double>(spec.heads * spec.head_dim());
   const double d = static_cast<double>(spec.kv_dim());
   const double f = static_cast<double>(spec.ffn_hidden);
   const double mask = spec.dropout > 0 ? h : 0.0;  // one 1-byte dropout mask per token and branch
-  const double attention = (h + 2.0 * q + 2.0 * d) * w + mask;
+  const double fp8_context_copy = g < w ? q * g : 0.0;
+  const double attention = h * g + (2.0 * q + 2.0 * d) * w + fp8_context_copy + mask;
   const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
-  double mlp = (mlp_input + (spec.gated_mlp ? gated_widths : 2.0) * f) * w + mask;
-  if (spec.moe) mlp = moe_mlp_bytes_per_token(spec, w, capacity, mlp, gated_widths);
+  double mlp = mlp_input * g + mlp_inner_bytes(spec, sw, f) + mask;
+  if (spec.moe) mlp = moe_mlp_bytes_per_token(spec, sw, mlp);
   const double norms = (spec.parallel_attn_mlp ? 1.0 : 2.0) * h * w;
   return attention + mlp + norms;
 }
@@ -205,17 +231,17 @@ double score_bytes(const TransformerSpec& spec, double b, double s, Recompute r,
 
 /// One layer's activation bytes at element width w (see activation_bytes_per_layer).
 /// Full recompute (Korthikanti Sec. 4.2 / 5): only the layer input, s·b·h·w.
-double layer_activation_bytes(const TransformerSpec& spec, double b, double s, Recompute r, bool flash, double w,
-                              int tp = 1, bool sp = false, double capacity = 1.0, bool fused_swiglu = false) {
+double layer_activation_bytes(const TransformerSpec& spec, double b, double s, Recompute r, bool flash,
+                              const StoredWidths& sw, int tp = 1, bool sp = false) {
   const double t = tp;
   const double h = static_cast<double>(spec.hidden);
-  if (r == Recompute::full) return s * b * h * w / (sp ? t : 1.0);
+  if (r == Recompute::full) return s * b * h * sw.w / (sp ? t : 1.0);
   // Under TP without SP the h-wide tensors stay whole on every rank (Korthikanti Table 2:
-  // 10sbh of 34sbh at w = 2): norm inputs, block inputs 4hw, dropout masks 2h.
-  const double per_token = layer_bytes_per_token(spec, w, capacity, fused_swiglu);
+  // 10sbh of 34sbh at w = 2): norm inputs 2hw, block inputs 2hg, dropout masks 2h.
+  const double per_token = layer_bytes_per_token(spec, sw);
   const double masks = spec.dropout > 0 ? 2.0 * h : 0.0;
-  const double whole = sp ? 0.0 : std::min(per_token, 4.0 * h * w + masks);
-  return s * b * (whole + (per_token - whole) / t) + score_bytes(spec, b, s, r, flash, w) / t;
+  const double whole = sp ? 0.0 : std::min(per_token, 2.0 * h * (sw.w + sw.gemm_input) + masks);
+  return s * b * (whole + (per_token - whole) / t) + score_bytes(spec, b, s, r, flash, sw.w) / t;
 }
 
 /// Activations outside the blocks (Korthikanti Sec. 4.1, end): embedding dropout mask
@@ -231,12 +257,10 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in, do
   const double b = static_cast<double>(in.micro_batch);
   const double s = static_cast<double>(in.seq_len / in.cp);  // the tokens on this GPU
   const double w = working_bytes(in.precision);
-  const double cf = in.moe_capacity_factor;
-  double bytes = stage_layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, w, in.tp, in.sp,
-                                                       cf, in.fused_swiglu);
+  const StoredWidths sw{w, in.fp8_gemm_inputs ? 1.0 : w, in.moe_capacity_factor, in.fused_swiglu};
+  double bytes = stage_layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, sw, in.tp, in.sp);
   if (in.recompute == Recompute::full)
-    bytes +=
-        layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, w, in.tp, in.sp, cf, in.fused_swiglu);
+    bytes += layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, sw, in.tp, in.sp);
   return bytes + outer_activation_bytes(spec, b, s, w);
 }
 
@@ -422,7 +446,7 @@ MemoryVerdict memory_verdict(double total_bytes, double capacity_bytes) {
 double activation_bytes_per_layer(const TransformerSpec& spec, std::int64_t micro_batch, std::int64_t seq_len,
                                   Recompute recompute, bool flash_attention) {
   return layer_activation_bytes(spec, static_cast<double>(micro_batch), static_cast<double>(seq_len), recompute,
-                                flash_attention, 2.0);
+                                flash_attention, StoredWidths{});
 }
 
 namespace {
@@ -613,8 +637,12 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
   out.stage = stage.index;
   out.activation_layers = stage.layers * stage.in_flight;
   add("activations", activations_bytes(spec, in, out.activation_layers), [&] {
-    return fmt::format("Korthikanti per layer x {} layers, recompute {}, flash {}{}", spec.layers, name(in.recompute),
-                       in.flash_attention ? "on" : "off",
+    const std::string held =
+        in.pp == 1 ? fmt::format("{} layers", spec.layers)
+                   : fmt::format("stage {}: {:g} layers x {:g} micro-batches in flight", stage.index + 1, stage.layers,
+                                 stage.in_flight);
+    return fmt::format("Korthikanti per layer, {}, recompute {}, flash {}{}{}", held, name(in.recompute),
+                       in.flash_attention ? "on" : "off", in.fp8_gemm_inputs ? ", fp8 GEMM inputs" : "",
                        spec.moe ? fmt::format(", MoE capacity factor {:g}", in.moe_capacity_factor) : "");
   });
   add("logits", stage.last ? logits_bytes(spec, in) : 0.0, [&] {

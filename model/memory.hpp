@@ -117,6 +117,9 @@ struct MemoryInputs {
   /// A fused SwiGLU kernel (the fused kernel profile): a gated MLP keeps 3 f-wide tensors per
   /// token, not 4 (layer activations, memory.cpp layer_bytes_per_token).
   bool fused_swiglu = false;
+  /// GEMM inputs kept for the backward in fp8, 1 B per element (Transformer Engine's fp8
+  /// recipes: fp8 precision under the fused kernel profile; memory.cpp layer_bytes_per_token).
+  bool fp8_gemm_inputs = false;
   /// Allocator overhead as a fraction of all allocator-managed bytes (everything but the
   /// CUDA context); see kAllocatorFragmentation for the default.
   double allocator_fragmentation = kAllocatorFragmentation;

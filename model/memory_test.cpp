@@ -613,5 +613,27 @@ TEST_CASE("a fused SwiGLU keeps 3 f-wide tensors per token of a gated MLP, eager
   CHECK(term(memory_per_gpu(in), "activations") == doctest::Approx(fused_plain));
 }
 
+TEST_CASE("fp8 GEMM inputs: the QKV, MLP and down-projection inputs keep 1 byte, the context an fp8 copy more") {
+  // Per token and layer at w = 2: QKV input h and MLP input h at 1 B save 2h, the down
+  // projection's input f saves f, and the output projection's fp8 input adds q = h.
+  TransformerSpec spec = llama2_7b();
+  MemoryInputs in = base_inputs(spec, Strategy::zero1, 8);
+  in.precision = Precision::fp8_mixed;
+  in.fused_swiglu = true;
+  const double w16 = term(memory_per_gpu(in), "activations");
+  in.fp8_gemm_inputs = true;
+  const double w8 = term(memory_per_gpu(in), "activations");
+  const double tokens = static_cast<double>(in.micro_batch * in.seq_len);
+  const double h = static_cast<double>(spec.hidden), f = static_cast<double>(spec.ffn_hidden);
+  CHECK(w16 - w8 == doctest::Approx(static_cast<double>(spec.layers) * tokens * (2 * h + f - h)));
+  // A MoE layer's dispatched copies are the experts' first GEMM input: k·h more saved.
+  spec.moe = MoeSpec{8, 2, 0, 1024, 0, 0, 1};
+  in.fp8_gemm_inputs = false;
+  const double moe16 = term(memory_per_gpu(in), "activations");
+  in.fp8_gemm_inputs = true;
+  const double moe8 = term(memory_per_gpu(in), "activations");
+  CHECK(moe16 - moe8 == doctest::Approx(static_cast<double>(spec.layers) * tokens * (2 * h + 2 * 1024 + 2 * h - h)));
+}
+
 }  // namespace
 }  // namespace stepcast

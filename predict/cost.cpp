@@ -162,6 +162,7 @@ void cost_memory(const Job& job, Costs& c) {
   mem.fp32_gradients = s.strategy.reduce_fp32;
   mem.fused_loss = tr.fused_loss.value_or(false);
   mem.fused_swiglu = job.kernels.profile == KernelProfile::fused;
+  mem.fp8_gemm_inputs = mem.fused_swiglu && tr.precision == Precision::fp8_mixed;
   mem.capacity_bytes = job.gpu.memory_bytes;
   mem.cuda_context_bytes = kCudaContextBytes;
   if (const ParallelLayout& l = job.layout(); l.pp > 1) {
