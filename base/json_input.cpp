@@ -541,9 +541,4 @@ std::int64_t JsonArray::integer(std::size_t i, std::int64_t min) const {
   return integer(i, min, std::numeric_limits<std::int64_t>::max());
 }
 
-std::filesystem::path data_dir() {
-  if (const char* env = std::getenv("STEPCAST_DATA_DIR"); env && *env) return env;
-  return STEPCAST_DATA_DIR;
-}
-
 }  // namespace stepcast

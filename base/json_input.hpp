@@ -233,8 +233,10 @@ class JsonArray {
   std::string path_;
 };
 
-/// The folder holding stepcast's data (catalogs, scenarios): $STEPCAST_DATA_DIR if set,
-/// otherwise the source tree the binary was built from.
+/// The folder holding stepcast's data (catalogs, scenarios): $STEPCAST_DATA_DIR if set;
+/// else share/stepcast of the prefix the binary (or Python module) was installed into; else,
+/// for a binary inside its source or build tree, the source tree (base/data_dir.cpp). An
+/// InputError when none holds the catalogs (an installed binary never reads its source tree).
 std::filesystem::path data_dir();
 
 }  // namespace stepcast

@@ -6,7 +6,8 @@
 /// Exit codes: 0 success; 2 for anything the user can fix (an unreadable or invalid
 /// scenario, record, raw file or catalog: stepcast::InputError; a bad command line; an
 /// output -- standard output, a --trace or -o file -- that cannot be written); 1 for a broken
-/// invariant, i.e. a bug, with a message asking for a report. Only errors the front end
+/// invariant, i.e. a bug, with a message asking for a report; 3 for `validate` with a gate
+/// whose limits the predictions cross (kExitGate). Only errors the front end
 /// itself recognises as the user's become 2: the library's own exceptions other than
 /// InputError (std::invalid_argument from deep in the model included) are internal errors.
 /// Every error is one line on stderr: `stepcast: error: <message>`; a file with several
@@ -44,6 +45,10 @@ constexpr int kExitOk = 0;
 constexpr int kExitInternal = 1;
 
 constexpr int kExitBadInput = 2;
+
+/// `stepcast validate` with a gate (--gate, --max-median-error, ...): it ran, and the
+/// predictions fall outside a limit (validate/gate.hpp).
+constexpr int kExitGate = 3;
 
 /// One `stepcast: error: <message>` line on stderr.
 void error(std::string_view message);

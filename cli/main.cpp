@@ -6,6 +6,7 @@
 #include "cli/user_catalog.hpp"
 
 #include "base/json_input.hpp"
+#include "base/version.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -15,18 +16,25 @@
 #include <string>
 #include <vector>
 
-#ifndef STEPCAST_VERSION
-#define STEPCAST_VERSION "unknown"
-#endif
-
 namespace {
 
 using namespace stepcast;
 using namespace stepcast::cli;
 
+/// `stepcast --version`: the version, the commit built from, and where the data is read from.
+std::string version_text() {
+  std::string data;
+  try {
+    data = data_dir().string();
+  } catch (const InputError& e) {
+    data = "not found (" + e.problems().front().message + ")";
+  }
+  return fmt::format("stepcast {} (commit {})\ndata: {}", version(), commit(), data);
+}
+
 /// The top-level options, help footer and formatting of the `stepcast` command.
 void configure_app(CLI::App& app) {
-  app.set_version_flag("--version", std::string("stepcast ") + STEPCAST_VERSION, "Print the version and exit");
+  app.set_version_flag("--version", version_text, "Print the version, the commit and the data folder, and exit");
   app.require_subcommand(1);
   app.footer(
       footer("stepcast predicts the step time, throughput, MFU, time and cost per epoch, and memory\n"

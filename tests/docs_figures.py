@@ -30,8 +30,10 @@ docs/scenario.md: the schema table (`stepcast schema --markdown`), the overlap a
 oversubscription examples, the error messages of the bad-input example, the catalog counts
 and the duplicate-entry message.
 
-docs/calibration.md, docs/testing.md and docs/sources.md quote no figure the program computes
-(their `$ stepcast` blocks, if any, are run like the others).
+docs/calibration.md, docs/testing.md, docs/sources.md, docs/ci.md and docs/own-cluster.md
+quote no figure the program computes (their `$ stepcast` blocks, if any, are run like the
+others; the workflows of ci.md and own-cluster.md run as written in their own ctests,
+docs.ci_recipe and docs.own_cluster).
 
 Not checked, by design: dated records (docs/history.md; docs/benchmarks.md, timings of one
 machine on one day), timings and sizes quoted elsewhere ("about 10 min", "2.7 s and 1.2 GB
@@ -988,7 +990,7 @@ def main():
         found = [f for doc, what, wanted in expected for f in differs(doc, what, wanted)]
         found += nccl_rows(sc)
         for doc in ("docs/commands.md", "docs/scenario.md", "docs/accuracy.md", "docs/model.md",
-                    "docs/calibration.md", "docs/testing.md"):
+                    "docs/calibration.md", "docs/testing.md", "docs/ci.md", "docs/own-cluster.md"):
             found += example_blocks(sc, doc)
         sc.pool.shutdown()
     found += python_example(build)
