@@ -637,10 +637,9 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
   out.stage = stage.index;
   out.activation_layers = stage.layers * stage.in_flight;
   add("activations", activations_bytes(spec, in, out.activation_layers), [&] {
-    const std::string held =
-        in.pp == 1 ? fmt::format("{} layers", spec.layers)
-                   : fmt::format("stage {}: {:g} layers x {:g} micro-batches in flight", stage.index + 1, stage.layers,
-                                 stage.in_flight);
+    const std::string held = in.pp == 1 ? fmt::format("{} layers", spec.layers)
+                                        : fmt::format("stage {}: {:g} layers x {:g} micro-batches in flight",
+                                                      stage.index + 1, stage.layers, stage.in_flight);
     return fmt::format("Korthikanti per layer, {}, recompute {}, flash {}{}{}", held, name(in.recompute),
                        in.flash_attention ? "on" : "off", in.fp8_gemm_inputs ? ", fp8 GEMM inputs" : "",
                        spec.moe ? fmt::format(", MoE capacity factor {:g}", in.moe_capacity_factor) : "");
