@@ -346,9 +346,22 @@ def peak_memory(sc):
     files = [sc.validate(name) for name in ["runs", "ultrascale-playbook"] + HELD_OUT]
     oom = sum(f["summary_memory"]["false_oom"] for f in files)
     predicted = sum(f["summary_memory"]["predicted"] for f in files)
+    tt = sc.validate("torchtitan-h100")
+    tt_recs = records("torchtitan-h100")
+    by_ac = {}
+    for r in tt["runs"]:
+        if r.get("memory_error_pct") is not None:
+            ac = tt_recs[r["id"]]["strategy"]["activation_checkpointing"]
+            by_ac.setdefault(ac, []).append(r["memory_error_pct"])
+    sel, full = by_ac["selective"], by_ac["full"]
+    tm = tt["summary_memory"]
     return [
         f"{m['count']:,} runs, median |error| {m['median_abs_error_pct']:.1f}%, p90 {m['p90_abs_error_pct']:.1f}%, "
         f"max {m['max_abs_error_pct']:.1f}%",
+        f"{tm['count']} records, median |error| {tm['median_abs_error_pct']:.1f}%, p90 "
+        f"{tm['p90_abs_error_pct']:.1f}%",
+        f"over by {min(sel):.0f}% to {max(sel):.0f}%",
+        f"under by {-max(full):.0f}% to {-min(full):.0f}%",
         f"{m['false_oom']} of the {m['predicted']:,} runs predicted here, {oom} of the {predicted:,} records "
         f"predicted over every file of data/validation/",
         f"ddp {med['ddp']}, zero1 {med['zero1']}; "
