@@ -122,8 +122,14 @@ for a in "$@"; do
   case "$a" in -*) ;; *.deb) deb="$a" ;; *) echo "apt-get (test): installs ./FILE.deb only, not $a" >&2; exit 100 ;; esac
 done
 [ -f "$deb" ] || { echo "E: Unsupported file $deb given on commandline" >&2; exit 100; }
+# Installed: the package itself, or an installed package that provides it (a virtual package).
+installed() {
+  dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q "install ok installed" && return 0
+  dpkg-query -W -f='${Status}|${Provides}\n' 2>/dev/null | grep "^install ok installed|" | cut -d'|' -f2 |
+    tr ',' '\n' | sed 's/(.*//; s/[[:space:]]//g' | grep -qxF "$1"
+}
 for pkg in $(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*//; s/[[:space:]]//g'); do
-  dpkg-query -W -f='${Status}\n' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+  installed "$pkg" ||
     { echo "apt-get (test): $deb depends on $pkg, not installed here" >&2; exit 100; }
 done
 dpkg -x "$deb" "$CI_RECIPE_ROOT"

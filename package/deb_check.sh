@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian package: `cpack -G DEB` from the build, unpacked into a clean prefix with
 # `dpkg -x` (no root), the unpacked stepcast run from another folder on a bundled scenario;
-# its Depends name the package of every shared library the binary loads (dpkg -S) and every
+# its Depends name the package of every shared library the binary loads (dpkg -S; itself or a virtual package it provides) and every
 # one of them is installed here. Skipped (77) where dpkg-deb is missing.
 #
 # usage: deb_check.sh --build BUILD_DIR --cpack CPACK [--keep DIR]   (--keep: copy the .deb there)
@@ -39,13 +39,24 @@ bin="$tmp/root/usr/bin/stepcast"
 
 # Every shared library the binary loads comes from a package named in Depends, installed here.
 names="$(echo "$depends" | tr ',|' '\n\n' | sed 's/(.*//; s/[[:space:]]//g' | grep -v '^$')"
-libs="$(ldd "$bin" | awk '/=> \//{print $3}')"
+# The libraries the binary itself needs (ELF NEEDED; ldd also lists their own dependencies,
+# which their packages declare), where the loader finds them.
+needed="$(objdump -p "$bin" | awk '$1 == "NEEDED" {print $2}')"
+libs="$(ldd "$bin" | awk -v needed="$needed" 'BEGIN {n = split(needed, a, "\n"); for (i = 1; i <= n; i++) want[a[i]] = 1}
+  /=> \// && ($1 in want) {print $3}')"
 [ -n "$libs" ] || fail "ldd lists no shared library of $bin"
 for lib in $libs; do
   owner="$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null || true)"
   [ -n "$owner" ] || continue  # a library outside any package (e.g. a local build) is not ours to declare
   pkg="${owner%%:*}"
-  echo "$names" | grep -qxF "$pkg" || fail "Depends lacks $pkg (for $lib)"
+  # Named itself, or through a virtual package it provides (shlibs may name libboost-regex1.74.0-icu72,
+  # which libboost-regex1.74.0 provides).
+  named=""
+  echo "$names" | grep -qxF "$pkg" && named=1
+  for virtual in $(dpkg-query -W -f='${Provides}' "$pkg" 2>/dev/null | tr ',' '\n' | sed 's/(.*//; s/[[:space:]]//g'); do
+    echo "$names" | grep -qxF "$virtual" && named=1
+  done
+  [ -n "$named" ] || fail "Depends lacks $pkg (for $lib)"
   dpkg-query -W -f='${Status}\n' "$pkg" 2>/dev/null | grep -q "install ok installed" || fail "$pkg is not installed"
 done
 echo "$names" | grep -q '^libfmt' || fail "Depends lacks libfmt"

@@ -175,7 +175,8 @@ TEST_CASE("ordering accuracy is a lower bound on the population's own pairs") {
   rows[1].error_pct = -75;
   Gate g;
   g.all.ordering_accuracy = 0.5;
-  const GateCheck& c = check(apply_gate(g, rows), "all", "ordering_accuracy");
+  const GateResult result = apply_gate(g, rows);
+  const GateCheck& c = check(result, "all", "ordering_accuracy");
   CHECK_FALSE(c.passed);
   CHECK(c.value == 0);
   CHECK(c.excess() == doctest::Approx(0.5));
