@@ -136,6 +136,31 @@ double ceiling16(const GpuSpec& g) {
   return gemm_ceiling(g, g.supports(Dtype::bf16) ? Dtype::bf16 : Dtype::fp16).first;
 }
 
+/// A table that gives a kernel's forward pass on `tabled` and not its backward: the backward
+/// curves of the nearest generation that has them, scaled by the ratio of 16-bit GEMM
+/// ceilings (as a GPU without rows borrows both passes); the source says so.
+void borrow_backward(AttentionRates& out, const GpuSpec& tabled) {
+  const GpuSpec* from = nullptr;
+  for (const AttentionTableRow& r : attention_table()) {
+    if (r.kernel != out.kernel || r.curve.pass != AttentionPass::backward) continue;
+    const GpuSpec* g = find_gpu(r.gpu);
+    if (!g) continue;
+    const int d = std::abs(generation(g->arch) - generation(tabled.arch));
+    const int best_d = from ? std::abs(generation(from->arch) - generation(tabled.arch)) : 1 << 20;
+    if (d < best_d || (d == best_d && generation(g->arch) > generation(from->arch))) from = g;
+  }
+  if (!from)
+    throw std::invalid_argument("attention kernel " + std::string(name(out.kernel)) +
+                                " has no backward rows in model/catalog/attention_kernels.json");
+  for (const AttentionTableRow& r : attention_table())
+    if (r.kernel == out.kernel && r.gpu == from->name && r.curve.pass == AttentionPass::backward)
+      out.curves.push_back(r.curve);
+  out.backward_scale *= ceiling16(tabled) / ceiling16(*from);
+  out.source +=
+      fmt::format("; backward not published on {}: {}'s backward scaled by the 16-bit GEMM ceiling ratio {:.2f}",
+                  tabled.name, from->name, ceiling16(tabled) / ceiling16(*from));
+}
+
 }  // namespace
 
 const std::vector<AttentionTableRow>& attention_table() {
@@ -179,8 +204,12 @@ AttentionRates attention_rates(const GpuSpec& gpu, AttentionKernel kernel) {
   if (!tabled)
     throw std::invalid_argument("no published table for attention kernel " + std::string(name(kernel)) +
                                 " (model/catalog/attention_kernels.json); name another kernel");
+  bool has_backward = false;
   for (const AttentionTableRow& r : attention_table())
-    if (r.kernel == kernel && r.gpu == tabled->name) out.curves.push_back(r.curve);
+    if (r.kernel == kernel && r.gpu == tabled->name) {
+      out.curves.push_back(r.curve);
+      has_backward = has_backward || r.curve.pass == AttentionPass::backward;
+    }
   if (tabled == &gpu) {
     out.source = fmt::format("{} on {}: {}", name(kernel), gpu.name, out.curves.front().source);
   } else {
@@ -188,6 +217,7 @@ AttentionRates attention_rates(const GpuSpec& gpu, AttentionKernel kernel) {
     out.source = fmt::format("{} measured on {}, scaled by the 16-bit GEMM ceiling ratio {:.2f} to {}: {}",
                              name(kernel), tabled->name, out.scale, gpu.name, out.curves.front().source);
   }
+  if (!has_backward) borrow_backward(out, *tabled);
   return out;
 }
 

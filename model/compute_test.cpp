@@ -202,6 +202,39 @@ TEST_CASE(
   CHECK(attention_rates(a80, AttentionKernel::unfused).curves.empty());
 }
 
+TEST_CASE("every kernel that runs on a catalog GPU has forward and backward rates there") {
+  // B200's cuDNN rows are forward only: the backward is H100's, scaled by the ceiling ratio.
+  const GpuSpec& b200 = *find_gpu("b200-sxm-180gb");
+  const GpuSpec& h100 = *find_gpu("h100-sxm5-80gb");
+  const AttentionRates cudnn = attention_rates(b200, AttentionKernel::cudnn);
+  const AttentionRates on_h100 = attention_rates(h100, AttentionKernel::cudnn);
+  const double ratio = gemm_ceiling(b200, Dtype::bf16).first / gemm_ceiling(h100, Dtype::bf16).first;
+  CHECK(attention_tflops(cudnn, 128, true, AttentionPass::backward, 4096) ==
+        doctest::Approx(ratio * attention_tflops(on_h100, 128, true, AttentionPass::backward, 4096)));
+  CHECK(cudnn.source.find("backward not published on b200-sxm-180gb") != std::string::npos);
+  for (const GpuSpec& gpu : gpu_catalog())
+    for (AttentionKernel k : {AttentionKernel::flash2, AttentionKernel::flash3, AttentionKernel::cudnn,
+                              AttentionKernel::mem_efficient, AttentionKernel::triton}) {
+      if (!attention_kernel_runs_on(k, gpu.arch)) continue;
+      CAPTURE(gpu.name);
+      CAPTURE(name(k));
+      const AttentionRates r = attention_rates(gpu, k);
+      for (AttentionPass p : {AttentionPass::forward, AttentionPass::backward})
+        CHECK(attention_tflops(r, 128, true, p, 4096) > 0);
+    }
+}
+
+TEST_CASE("FlashAttention-3 runs on Hopper only, FlashAttention-2 and cuDNN from Ampere on") {
+  CHECK(attention_kernel_runs_on(AttentionKernel::flash3, GpuArch::hopper));
+  CHECK_FALSE(attention_kernel_runs_on(AttentionKernel::flash3, GpuArch::ampere));
+  CHECK_FALSE(attention_kernel_runs_on(AttentionKernel::flash3, GpuArch::blackwell));
+  CHECK_FALSE(attention_kernel_runs_on(AttentionKernel::flash2, GpuArch::turing));
+  CHECK(attention_kernel_runs_on(AttentionKernel::flash2, GpuArch::ampere));
+  CHECK_FALSE(attention_kernel_runs_on(AttentionKernel::cudnn, GpuArch::volta));
+  CHECK(attention_kernel_runs_on(AttentionKernel::mem_efficient, GpuArch::volta));
+  CHECK(attention_kernels_on(GpuArch::blackwell) == "flash2, cudnn, mem_efficient, triton, unfused");
+}
+
 /// Micro-step time of Llama-2-7B, one sequence of 4096, FlashAttention-2, fused kernels.
 Dtype dtype16(const GpuSpec& gpu) { return gpu.supports(Dtype::bf16) ? Dtype::bf16 : Dtype::fp16; }
 

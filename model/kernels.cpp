@@ -65,6 +65,32 @@ AttentionKernel default_flash_kernel(GpuArch arch) {
   return arch == GpuArch::volta || arch == GpuArch::turing ? AttentionKernel::mem_efficient : AttentionKernel::flash2;
 }
 
+bool attention_kernel_runs_on(AttentionKernel kernel, GpuArch arch) {
+  const bool nvidia_sm80 =
+      arch == GpuArch::ampere || arch == GpuArch::ada || arch == GpuArch::hopper || arch == GpuArch::blackwell;
+  switch (kernel) {
+    case AttentionKernel::flash2:
+      return nvidia_sm80 || arch == GpuArch::cdna3;
+    case AttentionKernel::flash3:
+      return arch == GpuArch::hopper;
+    case AttentionKernel::cudnn:
+      return nvidia_sm80;
+    case AttentionKernel::mem_efficient:
+    case AttentionKernel::triton:
+    case AttentionKernel::unfused:
+      return true;
+  }
+  return false;
+}
+
+std::string attention_kernels_on(GpuArch arch) {
+  std::string out;
+  for (AttentionKernel k : {AttentionKernel::flash2, AttentionKernel::flash3, AttentionKernel::cudnn,
+                            AttentionKernel::mem_efficient, AttentionKernel::triton, AttentionKernel::unfused})
+    if (attention_kernel_runs_on(k, arch)) out += (out.empty() ? "" : ", ") + std::string(name(k));
+  return out;
+}
+
 namespace {
 
 /// A curve's TFLOP/s at `seq`: linear in log(seq) between points, flat beyond the ends.

@@ -48,6 +48,15 @@ std::string attention_kernel_names();
 /// memory-efficient kernel before (Dao-AILab/flash-attention README, "Requirements").
 AttentionKernel default_flash_kernel(GpuArch arch);
 
+/// Whether `kernel` runs on a GPU generation: FlashAttention-2 and cuDNN's fused attention
+/// from Ampere on (sm80+: flash-attention README "Requirements"; cuDNN's fused flash
+/// attention, NVIDIA only), FlashAttention-3 on Hopper only (its README: H100/H800), the
+/// memory-efficient, Triton and unfused kernels everywhere. FlashAttention-2 also has a
+/// ROCm build for CDNA (the same README).
+bool attention_kernel_runs_on(AttentionKernel kernel, GpuArch arch);
+/// The kernels that run on `arch`, comma-separated, in attention_kernel_names' order.
+std::string attention_kernels_on(GpuArch arch);
+
 enum class AttentionPass { forward, backward };
 
 /// Published throughput of one attention kernel on one GPU at one head size, causal or not,

@@ -229,6 +229,10 @@ void apply_training_defaults(Scenario& s, const TrainingInput& in, std::shared_p
   if (!in.seq_len) note(fmt::format("training.seq_len: {} (the model's own sequence length)", t.seq_len));
   t.recompute = in.recompute.value_or(Recompute::none);
   if (!in.recompute) note("training.recompute: none (every activation kept; set training.recompute)");
+  if (t.attention_kernel && !attention_kernel_runs_on(*t.attention_kernel, gpu.arch))
+    throw InputError(s.file, "/training/attention_kernel",
+                     fmt::format("expected a kernel that runs on the {} ({}), one of {}; got {}", gpu.name,
+                                 name(gpu.arch), attention_kernels_on(gpu.arch), name(*t.attention_kernel)));
   if (in.flash_attention)
     t.flash_attention = *in.flash_attention;
   else if (t.attention_kernel)

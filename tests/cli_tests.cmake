@@ -149,6 +149,9 @@ stepcast_cli_case(bad_tp_comm_overlap_without_sp RC 2 STDERR "tp_comm_overlap_wi
 stepcast_cli_case(bad_tp_backward_overlap_without_tp RC 2 STDERR "tp_backward_overlap_without_tp.json"
                   "/strategy/tp_backward_overlap" "needs tensor parallelism"
                   ARGS predict ${STEPCAST_CLI_BAD}/tp_backward_overlap_without_tp.json)
+stepcast_cli_case(bad_attention_kernel_gpu RC 2 STDERR "/training/attention_kernel"
+                  "runs on the b200-sxm-180gb (blackwell), one of flash2, cudnn, mem_efficient, triton, unfused; got flash3"
+                  ARGS predict ${STEPCAST_CLI_BAD}/attention_kernel_gpu.json)
 stepcast_cli_case(bad_ep_dense_model RC 2 STDERR "/strategy/ep" "has no experts"
                   ARGS predict ${STEPCAST_CLI_BAD}/ep_dense_model.json)
 stepcast_cli_case(bad_moe_unknown_key RC 2 STDERR "/model/moe/shared_expert" "did you mean \"shared_experts\""
