@@ -106,7 +106,7 @@ std::vector<SchemaKey> training_keys() {
           "a flash-class fused attention kernel"),
       choice("/training/attention_kernel", split_names(attention_kernel_names()),
              "the GPU's flash kernel when flash_attention (FlashAttention-2 from Ampere on)",
-             "which kernel computes attention"),
+             "which kernel computes attention (flash3 on Hopper only, flash2 and cudnn from Ampere on)"),
       choice("/training/kernels", split_names(kernel_profile_names()), "eager (PyTorch without fusion)",
              "what runs the memory-bound work"),
       key("/training/fused_loss", kBool, "fused unless kernels is eager", "the loss as one fused kernel"),
