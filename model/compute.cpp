@@ -15,6 +15,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <tuple>
 #include <stdexcept>
 #include <string>
@@ -118,11 +119,13 @@ int generation(GpuArch a) {
   return 0;
 }
 
-/// The tabled GPU for `kernel` nearest to `gpu` in generation (ties: the newer one).
-const GpuSpec* nearest_tabled(const GpuSpec& gpu, AttentionKernel kernel) {
+/// The tabled GPU for `kernel` nearest to `gpu` in generation (ties: the newer one); with
+/// `pass`, only GPUs with rows of that pass.
+const GpuSpec* nearest_tabled(const GpuSpec& gpu, AttentionKernel kernel,
+                              std::optional<AttentionPass> pass = std::nullopt) {
   const GpuSpec* best = nullptr;
   for (const AttentionTableRow& r : attention_table()) {
-    if (r.kernel != kernel) continue;
+    if (r.kernel != kernel || (pass && r.curve.pass != *pass)) continue;
     const GpuSpec* g = find_gpu(r.gpu);
     if (!g) continue;
     const int d = std::abs(generation(g->arch) - generation(gpu.arch));
@@ -140,25 +143,18 @@ double ceiling16(const GpuSpec& g) {
 /// curves of the nearest generation that has them, scaled by the ratio of 16-bit GEMM
 /// ceilings (as a GPU without rows borrows both passes); the source says so.
 void borrow_backward(AttentionRates& out, const GpuSpec& tabled) {
-  const GpuSpec* from = nullptr;
-  for (const AttentionTableRow& r : attention_table()) {
-    if (r.kernel != out.kernel || r.curve.pass != AttentionPass::backward) continue;
-    const GpuSpec* g = find_gpu(r.gpu);
-    if (!g) continue;
-    const int d = std::abs(generation(g->arch) - generation(tabled.arch));
-    const int best_d = from ? std::abs(generation(from->arch) - generation(tabled.arch)) : 1 << 20;
-    if (d < best_d || (d == best_d && generation(g->arch) > generation(from->arch))) from = g;
-  }
+  const GpuSpec* from = nearest_tabled(tabled, out.kernel, AttentionPass::backward);
   if (!from)
     throw std::invalid_argument("attention kernel " + std::string(name(out.kernel)) +
                                 " has no backward rows in model/catalog/attention_kernels.json");
   for (const AttentionTableRow& r : attention_table())
     if (r.kernel == out.kernel && r.gpu == from->name && r.curve.pass == AttentionPass::backward)
       out.curves.push_back(r.curve);
-  out.backward_scale *= ceiling16(tabled) / ceiling16(*from);
+  const double ratio = ceiling16(tabled) / ceiling16(*from);
+  out.backward_scale *= ratio;
   out.source +=
       fmt::format("; backward not published on {}: {}'s backward scaled by the 16-bit GEMM ceiling ratio {:.2f}",
-                  tabled.name, from->name, ceiling16(tabled) / ceiling16(*from));
+                  tabled.name, from->name, ratio);
 }
 
 }  // namespace

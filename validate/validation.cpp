@@ -206,9 +206,9 @@ TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assume
   m.vocab = *r.vocab;
   m.seq_len = *r.seq_len;
   // Without a reference: TransformerSpec's plain decoder (RoPE, LayerNorm, tied embeddings).
-  if (!take_reference_architecture(r.arch, m, assumed)) {
-    m.linear_bias = r.arch == "bert";
-    if (r.arch == "bert") m.dropout = find_model("bert-large") ? find_model("bert-large")->dropout : 0.0;
+  if (!take_reference_architecture(r.arch, m, assumed) && r.arch == "bert") {
+    m.linear_bias = true;
+    if (const TransformerSpec* bert = find_model("bert-large")) m.dropout = bert->dropout;
   }
   if (m.positional == Positional::learned) m.max_positions = *r.seq_len;
   assumed.push_back("model shape from the record (not in the catalog)");
