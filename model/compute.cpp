@@ -362,6 +362,10 @@ DeviceRates catalog_device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKerne
   d.eager_backward_op_s = kEagerBackwardOp_s;
   d.launch_source = "kLaunchOverhead_s, kEagerForwardOp_s, kEagerBackwardOp_s (model/compute.hpp)";
   d.attention = attention_rates(gpu, kernel);
+  if (gpu.arch == GpuArch::hopper) {
+    d.misaligned_gemm_tflops = kMisalignedGemmFractionHopper * gpu.peak(Dtype::bf16);
+    d.misaligned_gemm_source = "kMisalignedGemmFractionHopper (model/compute.hpp) of the 16-bit dense peak";
+  }
   return d;
 }
 
@@ -397,7 +401,11 @@ GemmTimes gemm_times(const TransformerSpec& spec, std::int64_t rows, const Flops
                      const KernelChoice& kc, const DeviceRates& d) {
   const int tp = kc.tp;
   const double bw = d.achieved_memory_GBps();
-  auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+  // Eager PyTorch hands cuBLAS the shapes as they are; torch.compile pads misaligned ones
+  // (Inductor's pad_mm) and the fused frameworks pad the vocabulary.
+  const bool unpadded = kc.profile == KernelProfile::eager && d.misaligned_gemm_tflops > 0;
+  auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k, bool aligned = true) {
+    if (unpadded && !aligned) return misaligned_gemm_time_s(m, n, k, 1, elem_bytes, d.misaligned_gemm_tflops, bw);
     return gemm_time_s(m, n, k, 1, elem_bytes, d.gemm_ceiling_tflops, d.sm_count, bw);
   };
   const bool frozen = opts.lora != nullptr;
@@ -405,8 +413,10 @@ GemmTimes gemm_times(const TransformerSpec& spec, std::int64_t rows, const Flops
   // The dense MLP runs in the layers that are not MoE layers (all of a dense model's).
   const double dense_mlp = 1.0 - moe_layer_share(spec);
   for (const GemmShape& g : tp > 1 ? tp_layer_gemms(spec, rows, tp) : layer_gemms(spec, rows)) {
-    const double fwd = t(g.m, g.n, g.k);
-    const double bwd = t(g.m, g.k, g.n) + (frozen ? 0.0 : t(g.n, g.k, g.m));
+    // The forward and both backward GEMMs read rows of the layer's n and k.
+    const bool aligned = gemm_rows_aligned(g.n, g.k, elem_bytes);
+    const double fwd = t(g.m, g.n, g.k, aligned);
+    const double bwd = t(g.m, g.k, g.n, aligned) + (frozen ? 0.0 : t(g.n, g.k, g.m, aligned));
     if (g.name == "lm_head") {
       out.head_forward_s = fwd;
       out.head_backward_s = bwd;

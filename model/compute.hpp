@@ -141,6 +141,15 @@ inline constexpr double kLaunchOverhead_s = 5e-6;
 inline constexpr double kEagerForwardOp_s = 14.8e-6;
 inline constexpr double kEagerBackwardOp_s = 35.7e-6;
 
+/// Rate of eager GEMMs whose rows are not 16-byte aligned on Hopper, as a fraction of the
+/// dense 16-bit peak. Fitted on stepcast's H200 probe records (calibrate/data/h200-x1), one
+/// value: eager minus torch.compile'd GEMM time (Inductor pads the shape) of gpt2 (micro-batch
+/// 8 x 1024: 21.65 - 9.07 ms) and gpt2-xl (4 x 1024: 67.49 - 54.64 ms) is the extra time of
+/// the three LM-head GEMMs over a vocabulary of 50,257; at the compiled runs' GEMM rates (669
+/// and 700 TFLOP/s) their 1.90 and 1.98 TFLOP ran at 123 and 126 TFLOP/s eager, 0.126 of the
+/// H200's 989.4. Other generations have no measurement and keep the aligned model.
+inline constexpr double kMisalignedGemmFractionHopper = 0.126;
+
 /// Which kernels a micro-step runs: the attention kernel, the profile of the memory-bound
 /// work, and whether attention is causal (decoders) or not (encoders).
 struct KernelChoice {
@@ -200,7 +209,9 @@ struct MicroStepTimes {
 ///   GEMMs     each of layer_gemms() forward; backward its input-gradient GEMM (m x k from
 ///             m x n · n x k) and weight-gradient GEMM (n x k from n x m · m x k), or under
 ///             LoRA the input gradient only; LoRA's thin adapter GEMMs forward and both
-///             backward; each shape through gemm_time_s (fp8 operands under fp8 training)
+///             backward; each shape through gemm_time_s (fp8 operands under fp8 training),
+///             or, eager with rows not 16-byte aligned (gemm_rows_aligned) on a GPU whose
+///             misaligned rate is known, misaligned_gemm_time_s
 ///   attention the flash-class kernel's published rate at the sequence and head size, or,
 ///             unfused, the score and context batched GEMMs and the score matrix's
 ///             softmax passes (eager: scale+mask and softmax, each reading and writing it)

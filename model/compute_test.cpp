@@ -289,6 +289,29 @@ TEST_CASE("LoRA adapters are two thin GEMMs per target: tokens x r (k = d_in) an
   CHECK_THROWS_AS(lora_adapter_gemms(small_gpt(), LoraSpec{2, {"gate"}}, 4), std::invalid_argument);
 }
 
+TEST_CASE("eager GPT-2 on Hopper runs its LM head misaligned; compiled, padded or on Ampere it does not") {
+  const TransformerSpec gpt2 = *find_model("gpt2");
+  REQUIRE(gpt2.vocab == 50257);
+  const DeviceRates h200 = catalog_device_rates(*find_gpu("h200-sxm-141gb"), Dtype::bf16, AttentionKernel::cudnn);
+  CHECK(h200.misaligned_gemm_tflops == doctest::Approx(kMisalignedGemmFractionHopper * 989.4));
+  const KernelChoice eager{AttentionKernel::cudnn, KernelProfile::eager, true};
+  const KernelChoice compiled{AttentionKernel::cudnn, KernelProfile::compiled, true};
+  const auto gemm_s = [&](const TransformerSpec& spec, const KernelChoice& k, const DeviceRates& d) {
+    return micro_step_times(spec, 8, 1024, Precision::bf16_mixed, {}, k, d).kernels.gemm_s;
+  };
+  // The three LM-head GEMMs (2·8192·50257·768 FLOP each) at the misaligned rate.
+  const double head_s =
+      3 * misaligned_gemm_time_s(8192, 50257, 768, 1, 2, h200.misaligned_gemm_tflops, h200.achieved_memory_GBps());
+  CHECK(head_s == doctest::Approx(3 * 2.0 * 8192 * 50257 * 768 / (h200.misaligned_gemm_tflops * 1e12)));
+  const double eager_s = gemm_s(gpt2, eager, h200), compiled_s = gemm_s(gpt2, compiled, h200);
+  CHECK(eager_s > 1.8 * compiled_s);  // measured on an H200: 21.65 against 9.07 ms
+  TransformerSpec padded = gpt2;
+  padded.vocab = 50304;
+  CHECK(gemm_s(padded, eager, h200) == doctest::Approx(gemm_s(padded, compiled, h200)));
+  const DeviceRates a100 = catalog_device_rates(*find_gpu("a100-sxm4-80gb"), Dtype::bf16, AttentionKernel::flash2);
+  CHECK(a100.misaligned_gemm_tflops == 0);  // not measured there: the aligned model
+}
+
 }  // namespace
 }  // namespace stepcast
 

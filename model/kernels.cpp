@@ -170,6 +170,25 @@ double gemm_time_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
   return std::max(best, bytes / bw);
 }
 
+bool gemm_rows_aligned(std::int64_t n, std::int64_t k, double elem_bytes) {
+  constexpr double kAlignment_bytes = 16;
+  const auto aligned = [&](std::int64_t elems) {
+    return std::fmod(static_cast<double>(elems) * elem_bytes, kAlignment_bytes) == 0;
+  };
+  return aligned(n) && aligned(k);
+}
+
+double misaligned_gemm_time_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, double elem_bytes,
+                              double rate_tflops, double memory_GBps) {
+  if (m < 1 || n < 1 || k < 1 || batch < 1 || !(rate_tflops > 0) || !(memory_GBps > 0))
+    throw std::invalid_argument("misaligned_gemm_time_s needs positive sizes, rate and bandwidth");
+  const double M = static_cast<double>(m), N = static_cast<double>(n), K = static_cast<double>(k);
+  const double B = static_cast<double>(batch);
+  const double compute_s = 2.0 * B * M * N * K / (rate_tflops * 1e12);
+  const double bytes = B * (M * K + K * N + M * N) * elem_bytes;
+  return std::max(compute_s, bytes / (memory_GBps * 1e9));
+}
+
 double attention_flops(const TransformerSpec& spec, double b, double s, bool causal, AttentionPass pass) {
   // MLA: Q·K^T over qk_nope + qk_rope and P·V over v_head, 2·b·s²·heads·(qk + v).
   const double width =

@@ -112,6 +112,10 @@ struct DeviceRates {
   /// Attention's achievable matmul rate for unfused attention's batched GEMMs, TFLOP/s: the
   /// 16-bit ceiling (under fp8 training attention stays in bf16, Transformer Engine).
   double attention_gemm_ceiling_tflops = 0;
+  /// Rate of eager GEMMs whose rows are not 16-byte aligned (gemm_rows_aligned), TFLOP/s;
+  /// 0 where it is not known, and such GEMMs take the aligned model.
+  double misaligned_gemm_tflops = 0;
+  std::string misaligned_gemm_source;
   double achieved_memory_GBps() const { return memory_bw_GBps * memory_efficiency; }
 };
 
@@ -126,6 +130,19 @@ struct DeviceRates {
 /// matmul, so the best shapes land on it. Bytes: batch·(m·k + k·n + m·n)·elem_bytes.
 double gemm_time_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, double elem_bytes,
                    double ceiling_tflops, int sm_count, double memory_GBps);
+
+/// Whether a GEMM's row-major operands have 16-byte aligned rows: X[m x k], W[n x k] and
+/// Y[m x n] have row strides of k, k and n elements (the backward GEMMs use the same two), and
+/// Hopper's tensor memory accelerator copies only tiles whose global strides are multiples of
+/// 16 bytes (CUDA C++ Programming Guide, "Tensor Memory Access": cuTensorMapEncodeTiled
+/// requires globalStrides % 16 == 0). GPT-2's vocabulary of 50,257 is the common offender.
+bool gemm_rows_aligned(std::int64_t n, std::int64_t k, double elem_bytes);
+
+/// Time of a GEMM whose rows are not 16-byte aligned, seconds: 2·batch·m·n·k / rate, with
+/// `rate` the misaligned rate of DeviceRates (cuBLAS falls back to kernels without the
+/// tensor memory accelerator), and never below the memory-bound time of gemm_time_s.
+double misaligned_gemm_time_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, double elem_bytes,
+                              double rate_tflops, double memory_GBps);
 
 /// Executed FLOPs of attention's forward over b sequences of s tokens: 4·b·s²·heads·d,
 /// halved when causal (the kernel skips the masked half); backward 2.5x (FlashAttention-2

@@ -46,6 +46,27 @@ TEST_CASE("a GEMM with fewer tiles than SMs splits K to fill them, paying the fp
   CHECK(t < tile_s(k));  // better than one SM doing it all
 }
 
+TEST_CASE("a GEMM's rows are aligned when n and k are whole multiples of 16 bytes") {
+  CHECK(gemm_rows_aligned(50304, 768, 2));        // nanoGPT's padded GPT-2 vocabulary
+  CHECK_FALSE(gemm_rows_aligned(50257, 768, 2));  // GPT-2's own: 100,514 B rows
+  CHECK_FALSE(gemm_rows_aligned(768, 50257, 2));  // as the contracted dimension too
+  CHECK(gemm_rows_aligned(8, 8, 2));
+  CHECK_FALSE(gemm_rows_aligned(8, 8, 1));  // fp8 needs 16 elements
+  CHECK(gemm_rows_aligned(16, 16, 1));
+  CHECK(gemm_rows_aligned(4, 4, 4));  // fp32
+  CHECK_FALSE(gemm_rows_aligned(4, 6, 4));
+}
+
+TEST_CASE("a misaligned GEMM runs its FLOPs at the misaligned rate, never faster than its bytes") {
+  // 2·8192·50257·768 FLOP at 125 TFLOP/s.
+  CHECK(misaligned_gemm_time_s(8192, 50257, 768, 1, 2, 125, 4000) ==
+        doctest::Approx(2.0 * 8192 * 50257 * 768 / 125e12));
+  // At 1 GB/s the same GEMM is bound by its (m·k + k·n + m·n)·2 bytes.
+  const double bytes = (8192.0 * 768 + 768.0 * 50257 + 8192.0 * 50257) * 2;
+  CHECK(misaligned_gemm_time_s(8192, 50257, 768, 1, 2, 125, 1) == doctest::Approx(bytes / 1e9));
+  CHECK_THROWS_AS(misaligned_gemm_time_s(8192, 50257, 768, 1, 2, 0, 1), std::invalid_argument);
+}
+
 TEST_CASE("a GEMM whose bytes take longer than its tiles is bound by memory bandwidth") {
   // At 1000 TFLOP/s and 1 GB/s: (256·4096 + 4096·512 + 256·512)·2 B = 6,553,600 B -> 6.5536 ms.
   CHECK(gemm_time_s(256, 512, 4096, 1, 2, 1000, kSms, 1) == doctest::Approx(6'553'600 / 1e9));

@@ -275,7 +275,8 @@ void unmodelled_extras(const MeasuredRun& r, std::vector<std::string>& assumed) 
   std::string left;
   for (const std::string& e : r.extras) {
     if (read.count(e) || e.rfind("lora_r", 0) == 0 || e.rfind("context_parallel_", 0) == 0 ||
-        e.rfind("virtual_pipeline_", 0) == 0 || e == "pp_schedule_interleaved_1f1b")
+        e.rfind("attention_kernel_", 0) == 0 || e.rfind("virtual_pipeline_", 0) == 0 ||
+        e == "pp_schedule_interleaved_1f1b")
       continue;
     if (fp8 && (e == "float8" || e == "transformer_engine_fp8")) continue;
     left += (left.empty() ? "" : ", ") + e;
@@ -354,6 +355,28 @@ void attention_named_in_notes(const MeasuredRun& r, Scenario& s, std::vector<std
   }
 }
 
+/// The fused attention kernel a record names (extra "attention_kernel_<name>", one of
+/// model/kernels.hpp's names: the training probe reads it off the kernels it profiled).
+/// An unknown name, or a kernel its GPU cannot run, skips the record with the reason.
+void attention_named_in_extras(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  static constexpr std::string_view prefix = "attention_kernel_";
+  for (const std::string& e : r.extras) {
+    if (e.rfind(prefix, 0) != 0) continue;
+    const std::string kernel_name = e.substr(prefix.size());
+    AttentionKernel kernel{};
+    try {
+      kernel = parse_attention_kernel(kernel_name);
+    } catch (const std::invalid_argument&) {
+      throw Skip{"extra " + e + " names no attention kernel stepcast knows"};
+    }
+    if (!attention_kernel_runs_on(kernel, find_gpu(gpu_for(r))->arch))
+      throw Skip{"extra " + e + " names a kernel its GPU cannot run"};
+    s.training.flash_attention = true;
+    s.training.attention_kernel = kernel;
+    assumed.push_back(fmt::format("{} attention (the record's extras)", name(kernel)));
+  }
+}
+
 /// BigScience's tr11 runs at 320 GPUs or more ran with CUDA_LAUNCH_BLOCKING=1: its
 /// chronicles-prequel.md ("dealing with JZ hanging on the large model") measured 320 GPUs
 /// with asynchronous launches as "always hangs" and adopted the variable as the workaround,
@@ -417,6 +440,7 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
     assumed.push_back("eager PyTorch kernels (no fused kernels named by the record)");
   }
   attention_named_in_notes(r, s, assumed);
+  attention_named_in_extras(r, s, assumed);
   launch_blocking_for(r, s, assumed);
   grad_accumulation_for(r, s, assumed);
   if (framework_is(r, "nanotron")) {

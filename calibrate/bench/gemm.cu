@@ -114,8 +114,8 @@ __global__ void __launch_bounds__(kReferenceThreads)
 // Unit roundoffs, 2^-p for p significant bits: binary32 24 (IEEE 754-2019), binary16 11,
 // bfloat16 8 (Google's bfloat16 definition: 7 stored mantissa bits).
 constexpr double kRoundoffFp32 = 5.9604644775390625e-8;  // 2^-24
-constexpr double kRoundoffFp16 = 4.8828125e-4;            // 2^-11
-constexpr double kRoundoffBf16 = 3.90625e-3;              // 2^-8
+constexpr double kRoundoffFp16 = 4.8828125e-4;           // 2^-11
+constexpr double kRoundoffBf16 = 3.90625e-3;             // 2^-8
 
 // Correctness tolerances, relative to ||a∘b||_2 = sqrt(sum_p (w_p x_p)^2) of the sampled element.
 // A wrong result (layout, type, scale, stale memory) misses the reference by about ||a∘b||_2,
@@ -203,8 +203,7 @@ void reference(const DtypeSpec& d, const void* w, const void* x, const void* out
   const dim3 grid(static_cast<unsigned>(count));
   switch (d.ab_type) {
     case CUDA_R_32F:
-      reference_dots<<<grid, kReferenceThreads, 0, stream>>>(static_cast<const float*>(w),
-                                                             static_cast<const float*>(x),
+      reference_dots<<<grid, kReferenceThreads, 0, stream>>>(static_cast<const float*>(w), static_cast<const float*>(x),
                                                              static_cast<const float*>(out), k, ldd, samples, results);
       break;
     case CUDA_R_16BF:
@@ -255,8 +254,8 @@ struct LtOperation {
 struct LtLayout {
   cublasLtMatrixLayout_t h = nullptr;
   LtLayout(cudaDataType_t type, long long rows, long long cols, long long ld) {
-    STEPCAST_CUBLAS(cublasLtMatrixLayoutCreate(&h, type, static_cast<std::uint64_t>(rows),
-                                               static_cast<std::uint64_t>(cols), ld));
+    STEPCAST_CUBLAS(
+        cublasLtMatrixLayoutCreate(&h, type, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols), ld));
   }
   ~LtLayout() { (void)cublasLtMatrixLayoutDestroy(h); }
   LtLayout(const LtLayout&) = delete;
@@ -267,8 +266,8 @@ struct LtPreference {
   cublasLtMatmulPreference_t h = nullptr;
   explicit LtPreference(std::size_t workspace_bytes) {
     STEPCAST_CUBLAS(cublasLtMatmulPreferenceCreate(&h));
-    STEPCAST_CUBLAS(cublasLtMatmulPreferenceSetAttribute(h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                         &workspace_bytes, sizeof workspace_bytes));
+    STEPCAST_CUBLAS(cublasLtMatmulPreferenceSetAttribute(h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                                         sizeof workspace_bytes));
   }
   ~LtPreference() { (void)cublasLtMatmulPreferenceDestroy(h); }
   LtPreference(const LtPreference&) = delete;
@@ -318,7 +317,12 @@ struct Context {
   DeviceBuffer workspace;
   DeviceBuffer scales;  // the two FP8 scales
   Context(int dev, int major, int minor, std::size_t workspace_bytes)
-      : device(dev), cc_major(major), cc_minor(minor), stream(dev), events(dev), workspace(dev, workspace_bytes),
+      : device(dev),
+        cc_major(major),
+        cc_minor(minor),
+        stream(dev),
+        events(dev),
+        workspace(dev, workspace_bytes),
         scales(dev, 2 * sizeof(float)) {
     const float values[2] = {kFp8ScaleA, kFp8ScaleB};
     STEPCAST_CUDA(cudaMemcpy(scales.get(), values, sizeof values, cudaMemcpyHostToDevice));
@@ -376,21 +380,42 @@ GemmRow measure_one(Context& c, const DtypeSpec& d, const Shape& s, const Option
   LtLayout b_layout(d.ab_type, K, N, K);
   LtLayout d_layout(d.cd_type, M, N, M);
   LtPreference preference(c.workspace.bytes());
-  cublasLtMatmulHeuristicResult_t heuristic{};
+  // Up to kAlgorithms candidates, best first; the first that runs is timed. cuBLASLt 13.1 on an
+  // H200 offered an algorithm for every fp8 shape and then refused its first with
+  // CUBLAS_STATUS_NOT_SUPPORTED (calibrate/data/h200-x1/calibrate.log), so a refusal moves on to
+  // the next candidate rather than losing the row.
+  constexpr int kAlgorithms = 8;
+  std::vector<cublasLtMatmulHeuristicResult_t> heuristics(kAlgorithms);
   int found = 0;
-  const cublasStatus_t asked = cublasLtMatmulAlgoGetHeuristic(c.lt.h, op.h, a_layout.h, b_layout.h, d_layout.h,
-                                                              d_layout.h, preference.h, 1, &heuristic, &found);
+  const cublasStatus_t asked =
+      cublasLtMatmulAlgoGetHeuristic(c.lt.h, op.h, a_layout.h, b_layout.h, d_layout.h, d_layout.h, preference.h,
+                                     kAlgorithms, heuristics.data(), &found);
   if (asked != CUBLAS_STATUS_SUCCESS || found == 0) {
     row.check = std::string("skipped: cuBLASLt offers no algorithm (") + cublasGetStatusName(asked) + ")";
     return row;
   }
   const float alpha = 1.0f;
   const float beta = 0.0f;  // D = alpha * op(A) op(B); C aliases D and is not read
-  const auto call = [&] {
-    STEPCAST_CUBLAS(cublasLtMatmul(c.lt.h, op.h, &alpha, w.get(), a_layout.h, x.get(), b_layout.h, &beta, y.get(),
-                                   d_layout.h, y.get(), d_layout.h, &heuristic.algo, c.workspace.get(),
-                                   c.workspace.bytes(), stream));
+  const auto run = [&](const cublasLtMatmulAlgo_t& algo) {
+    return cublasLtMatmul(c.lt.h, op.h, &alpha, w.get(), a_layout.h, x.get(), b_layout.h, &beta, y.get(), d_layout.h,
+                          y.get(), d_layout.h, &algo, c.workspace.get(), c.workspace.bytes(), stream);
   };
+  int chosen = -1;
+  cublasStatus_t refused = CUBLAS_STATUS_SUCCESS;
+  for (int i = 0; i < found && chosen < 0; ++i) {
+    const cublasStatus_t status = run(heuristics[static_cast<std::size_t>(i)].algo);
+    if (status == CUBLAS_STATUS_SUCCESS)
+      chosen = i;
+    else if (refused == CUBLAS_STATUS_SUCCESS)
+      refused = status;
+  }
+  if (chosen < 0) {
+    row.check = "skipped: cuBLASLt refused all " + std::to_string(found) +
+                " algorithms it offered (first: " + cublasGetStatusName(refused) + ")";
+    return row;
+  }
+  const cublasLtMatmulAlgo_t algo = heuristics[static_cast<std::size_t>(chosen)].algo;
+  const auto call = [&] { STEPCAST_CUBLAS(run(algo)); };
   for (int i = 0; i < o.timing.warmup_calls; ++i) call();
   STEPCAST_CUDA(cudaStreamSynchronize(stream));
   const Timing t = measure(
@@ -405,8 +430,7 @@ GemmRow measure_one(Context& c, const DtypeSpec& d, const Shape& s, const Option
   row.time_s_median = t.median_s;
   row.time_s_min = t.min_s;
   row.time_s_max = t.max_s;
-  row.tflops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) /
-               t.median_s / 1e12;
+  row.tflops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) / t.median_s / 1e12;
 
   // Sampled check: the corners first (they catch a transposed or offset layout), then random
   // elements.
@@ -490,8 +514,8 @@ void run_gemm(const Options& options, int device, Raw& raw, const std::function<
           }
         }
         if (row.check.rfind("skipped", 0) == 0) {
-          std::fprintf(stderr, "[gemm] %s %s m=%lld n=%lld k=%lld: %s\n", d.name, shape.name.c_str(), shape.m,
-                       shape.n, shape.k, row.check.c_str());
+          std::fprintf(stderr, "[gemm] %s %s m=%lld n=%lld k=%lld: %s\n", d.name, shape.name.c_str(), shape.m, shape.n,
+                       shape.k, row.check.c_str());
         }
         raw.gemm.push_back(row);
       }

@@ -47,7 +47,8 @@ void add_conventions(Raw& raw, const Options& o, int argc, char** argv, const Pr
   notes.push_back(timing);
   notes.push_back(
       "gemm: Y[m x n] = X[m x k] W[n x k]^T as PyTorch's nn.Linear forward (m = tokens), cuBLASLt column-major TN "
-      "call, alpha 1, beta 0, inputs uniform in [-1, 1), first heuristic algorithm, workspace " +
+      "call, alpha 1, beta 0, inputs uniform in [-1, 1), the first of up to 8 heuristic algorithms that runs, "
+      "workspace " +
       std::to_string(o.gemm_workspace_bytes >> 20) +
       " MiB; fp32: CUBLAS_COMPUTE_32F; tf32: fp32 data with CUBLAS_COMPUTE_32F_FAST_TF32; bf16, fp16: 16-bit inputs "
       "and output, fp32 accumulation; fp8: e4m3 inputs with A/B scale pointers (0.5, 0.25), bf16 output, fp32 "

@@ -68,6 +68,67 @@ def split(kernels, window_s, steps=1):
     return {c: v / steps for c, v in out.items()}
 
 
+# Chrome-trace categories of the work a GPU runs. torch.profiler's trace also puts ranges that
+# are not kernels on the GPU's rows: "gpu_user_annotation" (each record_function range with GPU
+# work, e.g. DistributedDataParallel.forward and Optimizer.step, projected onto the GPU
+# timeline) and "cuda_sync" (waits): counted as kernels, they inflated the memory-bound and
+# busy times of the first H200 records (calibrate/data/h200-x1/README.md).
+GPU_WORK_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+_HOST_COPIES = ("Memset", "Memcpy HtoD", "Memcpy DtoH")
+
+
+def kernels_from_trace(trace):
+    """(name, start_s, duration_s) of the GPU's own work in a Chrome trace (the dict that
+    torch.profiler's export_chrome_trace writes): complete events ("ph" "X") of the categories
+    in GPU_WORK_CATEGORIES, host-device copies and memsets left out."""
+    out = []
+    for e in trace.get("traceEvents", []):
+        if e.get("ph") != "X" or e.get("cat") not in GPU_WORK_CATEGORIES:
+            continue
+        name = e.get("name", "")
+        if name.startswith(_HOST_COPIES):
+            continue
+        out.append((name, float(e["ts"]) / 1e6, float(e.get("dur", 0.0)) / 1e6))
+    return out
+
+
+def attention_kernel(kernels):
+    """The fused attention kernel that ran longest, as stepcast names it (model/kernels.hpp):
+    cudnn (cuDNN's SDPA engines), mem_efficient (PyTorch's CUTLASS fmha), flash3 (Hopper
+    FlashAttention-3, FlashAttnFwdSm90 / FlashAttnBwdSm90), flash2 (other flash kernels);
+    None when no attention kernel ran."""
+    time_by = {}
+    for name, _, duration in kernels:
+        if classify(name) != "attention":
+            continue
+        n = name.lower()
+        if "cudnn" in n or "sdpa" in n:
+            k = "cudnn"
+        elif "fmha" in n or "efficient_attention" in n:
+            k = "mem_efficient"
+        elif "flash" in n and "sm90" in n:
+            k = "flash3"
+        elif "flash" in n:
+            k = "flash2"
+        else:
+            continue
+        time_by[k] = time_by.get(k, 0.0) + duration
+    return max(time_by, key=time_by.get) if time_by else None
+
+
+def top_kernels(kernels, steps=1, count=40):
+    """The `count` kernel names with the most GPU time, each as {name, category, calls, time_s}
+    per step, longest first: what a category's time is made of, kept beside the record."""
+    if steps < 1:
+        raise ValueError("top_kernels needs steps >= 1")
+    by = {}
+    for name, _, duration in kernels:
+        calls, total = by.get(name, (0, 0.0))
+        by[name] = (calls + 1, total + duration)
+    rows = sorted(by.items(), key=lambda kv: -kv[1][1])[:count]
+    return [{"name": n, "category": classify(n), "calls": c / steps, "time_s": t / steps} for n, (c, t) in rows]
+
+
 def secondary_entries(per_step):
     """The split as measured-run secondary metrics, in the order of CATEGORIES."""
     note = ("torch.profiler GPU kernel time per step by category (calibrate/probe/categories.py); idle: step "

@@ -47,13 +47,15 @@ def arch_of(model_name):
 
 def make_record(*, model, params, gpu_name, gpus, gpus_per_node, nodes, intra_node, strategy, recompute,
                 precision, micro_batch, grad_accum, seq_len, step_times_s, peak_memory_bytes, machine,
-                torch_version, nccl_version, run_tag, categories=None, kernels="eager", lora_rank=0):
+                torch_version, nccl_version, run_tag, categories=None, kernels="eager", lora_rank=0,
+                attention_kernel=None):
     """One record. `model` is the catalog entry (dict from model/catalog/models.json);
     `step_times_s` the steady-state step times (warm-up excluded); the measured value is
     their median. `categories`: kernel time per step by category (categories.split), written
     as secondary metrics; `kernels` "eager" or "compiled" (torch.compile: extra
     "torch_compile"); `lora_rank` > 0: a LoRA fine-tune with rank-r adapters on the query and
-    value projections (extra "lora_r<r>_q_v")."""
+    value projections (extra "lora_r<r>_q_v"); `attention_kernel`: the fused attention kernel
+    the profiler saw (categories.attention_kernel), as extra "attention_kernel_<name>"."""
     if strategy not in STRATEGY:
         raise ValueError(f"unknown strategy {strategy}")
     if not step_times_s:
@@ -66,6 +68,7 @@ def make_record(*, model, params, gpu_name, gpus, gpus_per_node, nodes, intra_no
     key = gpu_key(gpu_name)
     extras = ["flash_attention"] + (["torch_compile"] if kernels == "compiled" else [])
     extras += [f"lora_r{lora_rank}_q_v"] if lora_rank > 0 else []
+    extras += [f"attention_kernel_{attention_kernel}"] if attention_kernel else []
     variant = kernels + (f"-lora{lora_rank}" if lora_rank > 0 else "")
     secondary = [
         {"metric": "tokens_per_s_per_gpu", "value": tokens_per_s_per_gpu, "unit": "tokens/s"},

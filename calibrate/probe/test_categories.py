@@ -81,6 +81,46 @@ class SplitTest(unittest.TestCase):
         self.assertIn("-compiled-lora16-", r["id"])
 
 
+class TraceTest(unittest.TestCase):
+    """Only the GPU's own work counts: torch.profiler's trace also draws record_function ranges
+    (gpu_user_annotation) and waits (cuda_sync) on the GPU's rows."""
+    TRACE = {"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "nvjet_tst_256x128_64x4_1x2_h_bz_coopA_NTN", "ts": 1000, "dur": 400},
+        {"ph": "X", "cat": "kernel", "name": "cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x128", "ts": 1400,
+         "dur": 100},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "ts": 1500, "dur": 50},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "ts": 1550, "dur": 50},
+        {"ph": "X", "cat": "gpu_user_annotation", "name": "DistributedDataParallel.forward", "ts": 999, "dur": 700},
+        {"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "ts": 1600, "dur": 300},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 990, "dur": 20},
+        {"ph": "i", "cat": "kernel", "name": "instant", "ts": 1000},
+    ]}
+
+    def test_annotation_and_sync_ranges_are_not_kernels(self):
+        kernels = cat.kernels_from_trace(self.TRACE)
+        self.assertEqual([k[0][:6] for k in kernels], ["nvjet_", "cudnn_", "Memcpy"])
+        self.assertAlmostEqual(kernels[0][1], 1000e-6)
+        self.assertAlmostEqual(kernels[0][2], 400e-6)
+        split = cat.split(kernels, window_s=1000e-6)
+        self.assertAlmostEqual(split["memory_bound"], 50e-6)
+        self.assertAlmostEqual(split["idle"], 450e-6)
+
+    def test_the_attention_kernel_is_the_one_that_ran_longest(self):
+        self.assertEqual(cat.attention_kernel(cat.kernels_from_trace(self.TRACE)), "cudnn")
+        flash = [("void flash_fwd_kernel<Flash_fwd_kernel_traits<64>>", 0, 2e-3),
+                 ("fmha_cutlassF_bf16_aligned_64x128_rf_sm80", 0, 1e-3),
+                 ("void flash::FlashAttnBwdSm90<...>", 0, 1e-4)]
+        self.assertEqual(cat.attention_kernel(flash), "flash2")
+        self.assertEqual(cat.attention_kernel(flash[1:]), "mem_efficient")
+        self.assertEqual(cat.attention_kernel(flash[2:]), "flash3")
+        self.assertIsNone(cat.attention_kernel([("nvjet_tst", 0, 1.0)]))
+
+    def test_top_kernels_are_per_step_and_longest_first(self):
+        kernels = [("a_gemm", 0, 1.0), ("b_add", 0, 3.0), ("a_gemm", 0, 1.0)]
+        top = cat.top_kernels(kernels, steps=2, count=1)
+        self.assertEqual(top, [{"name": "b_add", "category": "memory_bound", "calls": 0.5, "time_s": 1.5}])
+
+
 def record_root():
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

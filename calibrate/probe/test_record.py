@@ -53,6 +53,23 @@ class RecordTest(unittest.TestCase):
             self.assertEqual([r["status"] for r in runs], ["ok", "ok"])
             self.assertGreater(runs[0]["predicted"], 0)
 
+    def test_the_attention_kernel_the_probe_saw_is_the_one_validate_predicts(self):
+        self.assertIn("attention_kernel_cudnn", example(attention_kernel="cudnn")["strategy"]["extras"])
+        stepcast = os.environ.get("STEPCAST")
+        if not stepcast:
+            self.skipTest("STEPCAST not set")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "runs.jsonl")
+            with open(path, "w") as f:
+                for i, k in enumerate(("flash2", "cudnn", "bogus")):
+                    f.write(record.dumps(example(attention_kernel=k, run_tag=f"t{i}")) + "\n")
+            out = subprocess.run([stepcast, "validate", path, "--json"], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            runs = json.loads(out.stdout)["runs"]
+            self.assertEqual([r["status"].split(":")[0] for r in runs], ["ok", "ok", "skipped"])
+            self.assertIn("attention_kernel_bogus", runs[2]["status"])
+            self.assertLess(runs[1]["predicted"], runs[0]["predicted"])  # cuDNN's Hopper rates beat FA2's
+
     def test_stepcast_validate_compares_the_probes_kernel_categories(self):
         stepcast = os.environ.get("STEPCAST")
         if not stepcast:

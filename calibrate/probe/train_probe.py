@@ -13,8 +13,9 @@ Several nodes: torchrun --nnodes=N --node_rank=R --rdzv_endpoint=HOST:PORT ... (
 Kernel categories: after the timed steps, --profile-steps more steps run under torch.profiler
 and the record carries the GPU kernel time per step by category (GEMM, attention,
 memory-bound, communication, idle; calibrate/probe/categories.py), which `stepcast validate`
-compares with the prediction's split. --kernels compiled runs the model under torch.compile;
---lora-rank R freezes the model (bf16) and trains rank-R adapters on the query and value
+compares with the prediction's split, and the attention kernel that ran (extra
+attention_kernel_<name>); OUT's .kernels.jsonl beside it gets the 40 longest kernels of a run.
+--kernels compiled runs the model under torch.compile; --lora-rank R freezes the model (bf16) and trains rank-R adapters on the query and value
 projections (a LoRA fine-tune, e.g. of llama-2-7b on one GPU). Models with rotary positions
 (Llama) apply rotate-half rotary embeddings to queries and keys, as Hugging Face's do.
 """
@@ -23,6 +24,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 
 import torch
@@ -170,24 +172,14 @@ def wrap(model, strategy, args, local_rank, world):
 
 
 def profiled_kernels(prof):
-    """(name, start s, duration s) of every GPU kernel a torch.profiler run saw."""
-    out = []
-
-    def on_gpu(device_type):  # DeviceType.CUDA, however the enum is exported
-        return str(device_type).split(".")[-1] == "CUDA"
-    try:
-        for e in prof.profiler.kineto_results.events():
-            if not on_gpu(e.device_type()):
-                continue
-            if hasattr(e, "start_ns"):
-                out.append((e.name(), e.start_ns() / 1e9, e.duration_ns() / 1e9))
-            else:
-                out.append((e.name(), e.start_us() / 1e6, e.duration_us() / 1e6))
-    except AttributeError:  # older or newer API: the function events carry the kernels too
-        for e in prof.events():
-            if on_gpu(e.device_type):
-                out.append((e.name, e.time_range.start / 1e6, (e.time_range.end - e.time_range.start) / 1e6))
-    return [k for k in out if not k[0].startswith(("Memset", "Memcpy HtoD", "Memcpy DtoH"))]
+    """(name, start s, duration s) of the GPU's own work in a torch.profiler run: read from its
+    Chrome trace by event category, so that annotation and synchronisation ranges shown on the
+    GPU's rows are not taken for kernels (categories.kernels_from_trace)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            return categories.kernels_from_trace(json.load(f))
 
 
 def parse_args():
@@ -276,7 +268,7 @@ def main():
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         step_times = t.tolist()
         peak = torch.cuda.max_memory_allocated()
-        split = None
+        split, attention, top = None, None, []
         if args.profile_steps > 0:
             from torch.profiler import ProfilerActivity, profile
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -285,8 +277,10 @@ def main():
                 torch.cuda.synchronize()
             # The window: the profiled steps at the median unprofiled step time, so the
             # profiler's own CPU overhead does not show as idle GPU time.
-            split = categories.split(profiled_kernels(prof), args.profile_steps * statistics.median(step_times),
-                                     args.profile_steps)
+            kernels = profiled_kernels(prof)
+            split = categories.split(kernels, args.profile_steps * statistics.median(step_times), args.profile_steps)
+            attention = categories.attention_kernel(kernels)
+            top = categories.top_kernels(kernels, args.profile_steps)
     except torch.cuda.OutOfMemoryError:
         if rank == 0:
             print(f"train_probe: out of memory: {args.model} {args.strategy} micro-batch {args.micro_batch} "
@@ -301,9 +295,12 @@ def main():
             grad_accum=args.grad_accum, seq_len=args.seq_len, step_times_s=step_times, peak_memory_bytes=peak,
             machine=args.machine, torch_version=torch.__version__,
             nccl_version=".".join(map(str, torch.cuda.nccl.version())), run_tag=time.strftime("%Y%m%dT%H%M%S"),
-            categories=split, kernels=args.kernels, lora_rank=args.lora_rank)
+            categories=split, kernels=args.kernels, lora_rank=args.lora_rank, attention_kernel=attention)
         with open(args.out, "a") as f:
             f.write(record.dumps(rec) + "\n")
+        if top:  # what each category is made of, beside the records: runs.jsonl -> runs.kernels.jsonl
+            with open(os.path.splitext(args.out)[0] + ".kernels.jsonl", "a") as f:
+                f.write(json.dumps({"id": rec["id"], "per_step": top}) + "\n")
         cats = "" if not split else ", " + ", ".join(f"{k} {1e3 * v:.1f} ms" for k, v in split.items())
         print(f"train_probe: {args.model} {args.strategy} {args.kernels} x{world}: median step "
               f"{statistics.median(step_times):.4f} s{cats}, peak {peak / 2**30:.1f} GiB -> {args.out}")
