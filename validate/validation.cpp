@@ -284,13 +284,28 @@ void unmodelled_extras(const MeasuredRun& r, std::vector<std::string>& assumed) 
   if (!left.empty()) assumed.push_back("extras not modelled, predicted without them: " + left);
 }
 
-/// The catalog key of the record's GPU ("other:<key> ..." where the key is in the catalog).
+/// The catalog entry a GPU name stands for: the entry of that key, else the only entry whose
+/// key is the name and a suffix ("gb200" -> "gb200-186gb", "b300" -> "b300-sxm-288gb"); empty
+/// when none or several match.
+std::string catalog_gpu_named(const std::string& name) {
+  if (find_gpu(name)) return name;
+  std::string only;
+  for (const GpuSpec& g : gpu_catalog()) {
+    if (g.name.size() <= name.size() + 1 || g.name.compare(0, name.size(), name) != 0 || g.name[name.size()] != '-')
+      continue;
+    if (!only.empty()) return {};
+    only = g.name;
+  }
+  return only;
+}
+
+/// The catalog key of the record's GPU ("other:<name> ..." where the name picks one entry).
 std::string gpu_for(const MeasuredRun& r) {
   std::string gpu = r.gpu;
   if (gpu.rfind("other:", 0) == 0) {
     const std::string rest = gpu.substr(6);
-    const std::string key = rest.substr(0, rest.find(' '));
-    if (!find_gpu(key)) throw Skip{"GPU \"" + rest + "\" is not precise enough for the catalog"};
+    const std::string key = catalog_gpu_named(rest.substr(0, rest.find(' ')));
+    if (key.empty()) throw Skip{"GPU \"" + rest + "\" is not precise enough for the catalog"};
     gpu = key;
   }
   if (!find_gpu(gpu)) throw Skip{"GPU " + gpu + " is not in the catalog"};
@@ -532,9 +547,26 @@ void parallel_extras_for(const MeasuredRun& r, Scenario& s, std::vector<std::str
 HardwareChoice hardware_for(const MeasuredRun& r, const std::string& gpu, std::vector<std::string>& assumed) {
   const BoxSpec& box = box_for(r, gpu, assumed);
   const std::int64_t gpus = *r.gpus;
-  const std::int64_t ppn = r.gpus_per_node.value_or(std::min<std::int64_t>(gpus, box.gpus));
+  std::int64_t ppn = r.gpus_per_node.value_or(std::min<std::int64_t>(gpus, box.gpus));
   if (ppn > box.gpus) throw Skip{fmt::format("{} GPUs per node exceed the {}'s {}", ppn, box.name, box.gpus)};
   if (gpus % ppn != 0) throw Skip{"GPUs do not divide into nodes"};
+  // A rack-scale NVLink domain (GB200/GB300 NVL72: 18 compute trays of 4 GPUs on one switch
+  // plane) is one box: a record's "node" there is a compute tray, and a job of no more GPUs
+  // than the rack has runs inside its one NVLink domain.
+  constexpr int kBoardGpus = 16;  // more than an HGX board or a DGX-2 holds: a rack
+  if (box.fabric == IntraFabric::nvswitch && box.gpus > kBoardGpus && ppn < box.gpus && box.gpus % ppn == 0 &&
+      gpus > ppn && gpus <= box.gpus) {
+    assumed.push_back(
+        fmt::format("the record's {} GPUs per node are compute trays of the {}: its {} GPUs share the "
+                    "rack's one NVLink domain",
+                    ppn, box.name, gpus));
+    ppn = gpus;
+  } else if (box.fabric == IntraFabric::nvswitch && box.gpus > kBoardGpus && gpus > box.gpus) {
+    throw Skip{
+        fmt::format("{} GPUs span several {} racks, and the record does not say how many GPUs of each rack "
+                    "(NVLink domain) the job used",
+                    gpus, box.name)};
+  }
   const std::int64_t nodes = gpus / ppn;
   if (nodes > 1 && ppn != box.gpus)
     throw Skip{fmt::format("{} of the {}'s {} GPUs per node over several nodes", ppn, box.name, box.gpus)};
@@ -616,6 +648,9 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
   s.file = r.file;
   s.model = model_for(r, assumed);
   const std::string gpu = gpu_for(r);
+  if (r.gpu.rfind("other:", 0) == 0)
+    assumed.push_back(
+        fmt::format("GPU \"{}\" read as the catalog's {} (its only entry of that name)", r.gpu.substr(6), gpu));
   ParallelLayout& layout = s.strategy.layout;
   layout.dp_sharding = strategy_for(r, assumed);
   layout.tp = static_cast<int>(*r.tp);  // <= kMaxGpus (read within bounds)

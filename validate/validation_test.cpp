@@ -140,6 +140,48 @@ TEST_CASE(
   CHECK(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)).attention == "flash");
 }
 
+TEST_CASE("a record may name its attention kernel (extra attention_kernel_<name>); an unknown one is a skip") {
+  nlohmann::json r = small_record();  // 8 H100
+  r["strategy"]["extras"] = {"flash_attention", "attention_kernel_cudnn"};
+  const ValidationRow cudnn = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK(cudnn.status == "ok");
+  CHECK(cudnn.attention == "cudnn");
+  CHECK(says(cudnn, "cudnn attention (the record's extras)"));
+  r["strategy"]["extras"] = {"attention_kernel_flash3"};  // names a fused kernel even without flash_attention
+  CHECK(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)).attention == "flash3");
+  r["hardware"]["gpu"] = "a100-sxm4-80gb";
+  CHECK(starts(outcome(r), "skipped: extra attention_kernel_flash3 names a kernel its GPU cannot run"));
+  r["strategy"]["extras"] = {"attention_kernel_magic"};
+  CHECK(starts(outcome(r), "skipped: extra attention_kernel_magic names no attention kernel"));
+}
+
+TEST_CASE("a GPU name that picks one catalog entry resolves to it; one that picks several is a skip") {
+  nlohmann::json r = small_record();
+  r["hardware"]["gpu"] = "other:b300";
+  const ValidationRow b300 = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK(b300.status == "ok");
+  CHECK(says(b300, "GPU \"b300\" read as the catalog's b300-sxm-288gb"));
+  r["hardware"]["gpu"] = "other:h100";  // SXM5 and PCIe
+  CHECK(starts(outcome(r), "skipped: GPU \"h100\" is not precise enough for the catalog"));
+}
+
+TEST_CASE("on an NVL72 rack a record's 4-GPU nodes are compute trays: up to 72 GPUs share one NVLink domain") {
+  nlohmann::json r = small_record();
+  r["hardware"]["gpu"] = "other:gb200";
+  r["hardware"]["gpus"] = 64;
+  r["hardware"]["gpus_per_node"] = 4;
+  r["hardware"]["nodes"] = 16;
+  r["hardware"]["intra_node"] = nullptr;
+  r["batch"] = {{"micro_batch", 2}, {"grad_accum", nullptr}, {"global_batch", 256}};
+  const ValidationRow rack = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK(rack.status == "ok");
+  CHECK(says(rack, "compute trays of the gb200-nvl72: its 64 GPUs share the rack's one NVLink domain"));
+  r["hardware"]["gpus"] = 128;  // two racks, split not stated
+  r["hardware"]["nodes"] = 32;
+  r["batch"]["global_batch"] = 512;
+  CHECK(starts(outcome(r), "skipped: 128 GPUs span several gb200-nvl72 racks"));
+}
+
 TEST_CASE("BigScience's tr11 runs at 320 GPUs or more run under CUDA_LAUNCH_BLOCKING=1; its smaller ones do not") {
   const auto runs = load_measured_runs(data_dir() / "data" / "validation" / "runs.jsonl");
   auto blocking = [&](const std::string& id) {
