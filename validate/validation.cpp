@@ -175,8 +175,23 @@ bool take_reference_architecture(const std::string& arch, TransformerSpec& m, st
   return true;
 }
 
+bool has_extra(const MeasuredRun& r, const char* extra);
+
+/// The catalog model a record names: its name, or the name before a parenthesised variant
+/// ("Qwen3-30B-A3B (tokendrop)", "DeepSeek-V3 (w/ MTP)": a run setting, not another shape).
+const TransformerSpec* catalog_model_named(const MeasuredRun& r, std::vector<std::string>& assumed) {
+  if (const TransformerSpec* found = find_model(r.model_name)) return found;
+  const std::size_t paren = r.model_name.find(" (");
+  if (paren == std::string::npos) return nullptr;
+  const TransformerSpec* found = find_model(r.model_name.substr(0, paren));
+  if (found)
+    assumed.push_back(fmt::format("model \"{}\" read as the catalog's {} (the parenthesis names a run setting)",
+                                  r.model_name, found->name));
+  return found;
+}
+
 TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assumed) {
-  if (const TransformerSpec* found = find_model(r.model_name)) {
+  if (const TransformerSpec* found = catalog_model_named(r, assumed)) {
     TransformerSpec m = *found;
     apply_stated_shape(r, m, assumed);
     if (m.positional == Positional::learned && r.seq_len && *r.seq_len > m.max_positions &&
@@ -189,6 +204,11 @@ TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assume
     }
     return m;
   }
+  // A record's shape fields describe a dense model: a mixture of experts needs the catalog's.
+  if (has_extra(r, "moe"))
+    throw Skip{"MoE model " + r.model_name +
+               " is not in the catalog (a record cannot state experts and routing; "
+               "predicted as dense it would be wrong)"};
   if (!r.layers || !r.hidden || !r.heads || !r.vocab || !r.seq_len)
     throw Skip{"model " + r.model_name + " is not in the catalog and its shape is incomplete"};
   if (*r.hidden % *r.heads != 0)
@@ -275,8 +295,8 @@ void unmodelled_extras(const MeasuredRun& r, std::vector<std::string>& assumed) 
   std::string left;
   for (const std::string& e : r.extras) {
     if (read.count(e) || e.rfind("lora_r", 0) == 0 || e.rfind("context_parallel_", 0) == 0 ||
-        e.rfind("attention_kernel_", 0) == 0 || e.rfind("virtual_pipeline_", 0) == 0 ||
-        e == "pp_schedule_interleaved_1f1b")
+        e.rfind("attention_kernel_", 0) == 0 || (e.rfind("expert_parallel_", 0) == 0) ||
+        e.rfind("virtual_pipeline_", 0) == 0 || e == "pp_schedule_interleaved_1f1b")
       continue;
     if (fp8 && (e == "float8" || e == "transformer_engine_fp8")) continue;
     left += (left.empty() ? "" : ", ") + e;
@@ -444,9 +464,20 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
                     "cross-entropy passes per micro-batch",
                     t.attention_kernel ? name(*t.attention_kernel) : "unfused"));
   } else if (has_extra(r, "liger_kernel") || has_extra(r, "deepspeed_transformer_kernels") ||
-             framework_is(r, "megatron")) {
+             framework_is(r, "megatron") || framework_is(r, "nemo")) {
     t.kernel_profile = KernelProfile::fused;
     assumed.push_back("fused kernels (the record's framework or extras)");
+    // Megatron-Core (NeMo 2024 on, Megatron-Bridge) runs Transformer Engine's layers, whose
+    // attention is fused unless a config asks otherwise; Megatron-LM's 2021 records predate it.
+    const bool megatron_core =
+        framework_is(r, "megatron-core") || framework_is(r, "megatron-bridge") || framework_is(r, "nemo");
+    if (megatron_core && !t.flash_attention) {
+      t.flash_attention = true;
+      assumed.push_back(
+          "fused attention, not stated: Megatron-Core lets Transformer Engine pick its fused attention "
+          "(TransformerConfig.attention_backend = AttnBackend.auto, megatron/core/transformer/"
+          "transformer_config.py); the GPU's default flash-class kernel");
+    }
   } else if (has_extra(r, "torch_compile")) {
     t.kernel_profile = KernelProfile::compiled;
     assumed.push_back("torch.compile kernels (the record's extras)");
@@ -659,6 +690,13 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
   layout.cp = extra_degree(r, "context_parallel_");
   layout.vpp = extra_degree(r, "virtual_pipeline_");
   if (layout.vpp > 1) layout.schedule = PipelineScheduleKind::interleaved;
+  if (s.model.moe) {
+    layout.ep = extra_degree(r, "expert_parallel_");
+    if (layout.ep > 1)
+      assumed.push_back(fmt::format("expert parallelism {} (the record's expert_parallel_{})", layout.ep, layout.ep));
+  } else if (has_extra(r, "moe")) {
+    throw Skip{"the record says MoE (extra moe) but its catalog model " + s.model.name + " is dense"};
+  }
   // The rules the record alone can break, before its batch is divided over the replicas.
   LayoutContext stated;
   stated.gpus = *r.gpus;

@@ -182,6 +182,47 @@ TEST_CASE("on an NVL72 rack a record's 4-GPU nodes are compute trays: up to 72 G
   CHECK(starts(outcome(r), "skipped: 128 GPUs span several gb200-nvl72 racks"));
 }
 
+TEST_CASE("a MoE record takes its shape from the catalog: by name, a parenthesised variant read as the model") {
+  nlohmann::json r = small_record();  // 8 H100
+  r["strategy"]["extras"] = {"moe", "expert_parallel_8"};
+  r["model"] = {{"name", "Qwen3-30B-A3B (tokendrop)"},
+                {"arch", "other"},
+                {"params", nullptr},
+                {"layers", nullptr},
+                {"hidden", nullptr},
+                {"heads", nullptr},
+                {"kv_heads", nullptr},
+                {"ffn_hidden", nullptr},
+                {"vocab", nullptr},
+                {"seq_len", 4096}};
+  const ValidationRow moe = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK(moe.status == "ok");
+  CHECK(says(moe, "read as the catalog's qwen3-30b-a3b"));
+  CHECK(says(moe, "expert parallelism 8 (the record's expert_parallel_8)"));
+  r["model"]["name"] = "Mystery-MoE-100B";  // not in the catalog: never a dense prediction
+  r["model"]["layers"] = 4;
+  r["model"]["hidden"] = 512;
+  r["model"]["heads"] = 8;
+  r["model"]["vocab"] = 1000;
+  CHECK(starts(outcome(r), "skipped: MoE model Mystery-MoE-100B is not in the catalog"));
+  r["model"] = {{"name", "llama-3-8b"}, {"arch", "llama"},  {"params", nullptr},   {"layers", nullptr},
+                {"hidden", nullptr},    {"heads", nullptr}, {"kv_heads", nullptr}, {"ffn_hidden", nullptr},
+                {"vocab", nullptr},     {"seq_len", 4096}};
+  CHECK(starts(outcome(r), "skipped: the record says MoE (extra moe) but its catalog model"));
+}
+
+TEST_CASE("Megatron-Core records (NeMo, Megatron-Bridge) run fused kernels and fused attention unless stated") {
+  nlohmann::json r = small_record();
+  r["strategy"]["extras"] = nlohmann::json::array();
+  r["strategy"]["framework"] = "nemo";
+  const ValidationRow nemo = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK(says(nemo, "fused kernels (the record's framework or extras)"));
+  CHECK(says(nemo, "fused attention, not stated: Megatron-Core lets Transformer Engine pick"));
+  CHECK(nemo.attention != "unfused");
+  r["strategy"]["framework"] = "megatron-lm";  // 2021: no fused attention unless the record names it
+  CHECK(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)).attention == "unfused");
+}
+
 TEST_CASE("BigScience's tr11 runs at 320 GPUs or more run under CUDA_LAUNCH_BLOCKING=1; its smaller ones do not") {
   const auto runs = load_measured_runs(data_dir() / "data" / "validation" / "runs.jsonl");
   auto blocking = [&](const std::string& id) {
