@@ -465,10 +465,14 @@ def megatron_bridge(sc):
 
     dense, moes = ok(False), ok(True)
     compared = len(dense) + len(moes)
+    def pace(errors):  # the signed median error of a throughput: negative is predicted too slow
+        m = statistics.median(errors)
+        return f"{abs(m):.0f}% too {'slow' if m < 0 else 'fast'}"
+
     return [
         f"`validate` compares {compared} ({len(dense)} of the {len(recs) - len(moe)} dense, {len(moes)} of the "
         f"{len(moe)} MoE) and skips {len(recs) - compared} with their reasons; dense runs are predicted "
-        f"{-statistics.median(dense):.0f}% too slow (median), MoE runs {-statistics.median(moes):.0f}%.",
+        f"{pace(dense)} (median), MoE runs {pace(moes)}.",
     ]
 
 

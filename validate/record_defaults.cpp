@@ -25,6 +25,25 @@ void fill(std::optional<T>& field, const T& value, const char* what, const char*
   assumed.push_back(fmt::format("{} {}: not stated; {}", what, value, source));
 }
 
+/// Megatron-Core as NeMo (24.x) and Megatron-Bridge (25.09 on) package it: their performance
+/// recipes do not recompute activations unless a recipe says so, unlike the 2021 Megatron-LM
+/// launch scripts megatron_defaults follows.
+void megatron_core_defaults(MeasuredRun& r, std::vector<std::string>& assumed) {
+  if (framework_has(r, "megatron-bridge"))
+    fill<std::string>(r.checkpointing, "none", "activation checkpointing",
+                      "Megatron-Bridge's performance presets recompute only where a preset says so "
+                      "(scripts/performance/configs/llama/llama3_workload_base_configs.py @ 00919dcf: of the "
+                      "Llama 3 pretraining presets only H100 FP8-CS 8B recomputes, 5 layers; "
+                      "configs/deepseek/deepseek_workload_base_configs.py @ 04264182 names recompute_modules such "
+                      "as mla_up_proj, mlp and moe_act); a partial recompute is predicted without it",
+                      assumed);
+  else
+    fill<std::string>(r.checkpointing, "none", "activation checkpointing",
+                      "NeMo-Framework-Launcher's training configs of NeMo 24.07 (tag 24.07 @ 8325688d) set "
+                      "activations_checkpoint_granularity null, as data/validation/nemo-h100.jsonl records",
+                      assumed);
+}
+
 /// Megatron-LM and Megatron-DeepSpeed (BigScience).
 void megatron_defaults(MeasuredRun& r, std::vector<std::string>& assumed) {
   fill<std::string>(r.checkpointing, "full", "activation checkpointing",
@@ -86,6 +105,7 @@ void nanotron_defaults(MeasuredRun& r, std::vector<std::string>& assumed) {
 }  // namespace
 
 void apply_framework_defaults(MeasuredRun& run, std::vector<std::string>& assumed) {
+  if (framework_has(run, "megatron-bridge") || framework_has(run, "nemo")) megatron_core_defaults(run, assumed);
   if (framework_has(run, "megatron") && !framework_has(run, "metaseq")) megatron_defaults(run, assumed);
   if (framework_has(run, "metaseq")) metaseq_defaults(run, assumed);
   if (framework_has(run, "nanotron")) nanotron_defaults(run, assumed);

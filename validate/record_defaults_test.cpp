@@ -38,6 +38,23 @@ TEST_CASE("a Megatron record without recompute, micro-batch or heads takes the f
   CHECK(says(assumed, "activation checkpointing full: not stated"));
 }
 
+TEST_CASE("Megatron-Core's packagings recompute nothing unless told: Megatron-Bridge and NeMo, not 2021 Megatron-LM") {
+  for (const char* framework : {"megatron-bridge", "nemo"}) {
+    MeasuredRun r = megatron_run();
+    r.framework = framework;
+    std::vector<std::string> assumed;
+    apply_framework_defaults(r, assumed);
+    CHECK(r.checkpointing == "none");
+    CHECK(says(assumed, "activation checkpointing none: not stated"));
+  }
+  MeasuredRun stated = megatron_run();
+  stated.framework = "megatron-bridge";
+  stated.checkpointing = "selective";
+  std::vector<std::string> assumed;
+  apply_framework_defaults(stated, assumed);
+  CHECK(stated.checkpointing == "selective");
+}
+
 TEST_CASE("a stated field is never changed by a default") {
   MeasuredRun r = megatron_run();
   r.checkpointing = "selective";
