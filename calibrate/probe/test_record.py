@@ -27,6 +27,21 @@ def example(**over):
     return record.make_record(**args)
 
 
+def validated(test, records):
+    """`stepcast validate --json` of `records` (written to a temporary runs.jsonl): its runs.
+    Skips the test where STEPCAST (the stepcast binary) is not set."""
+    stepcast = os.environ.get("STEPCAST")
+    if not stepcast:
+        test.skipTest("STEPCAST not set")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "runs.jsonl")
+        with open(path, "w") as f:
+            f.writelines(record.dumps(r) + "\n" for r in records)
+        out = subprocess.run([stepcast, "validate", path, "--json"], capture_output=True, text=True)
+    test.assertEqual(out.returncode, 0, out.stderr)
+    return json.loads(out.stdout)["runs"]
+
+
 class RecordTest(unittest.TestCase):
     def test_the_measured_value_is_the_median_step_time(self):
         r = example()
@@ -39,36 +54,17 @@ class RecordTest(unittest.TestCase):
         self.assertEqual(record.gpu_key("NVIDIA Mystery"), "other:NVIDIA Mystery")
 
     def test_stepcast_validate_reads_and_predicts_a_probe_record(self):
-        stepcast = os.environ.get("STEPCAST")
-        if not stepcast:
-            self.skipTest("STEPCAST not set")
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "runs.jsonl")
-            with open(path, "w") as f:
-                f.write(record.dumps(example()) + "\n")
-                f.write(record.dumps(example(strategy="ddp", run_tag="t1")) + "\n")
-            out = subprocess.run([stepcast, "validate", path, "--json"], capture_output=True, text=True)
-            self.assertEqual(out.returncode, 0, out.stderr)
-            runs = json.loads(out.stdout)["runs"]
-            self.assertEqual([r["status"] for r in runs], ["ok", "ok"])
-            self.assertGreater(runs[0]["predicted"], 0)
+        runs = validated(self, [example(), example(strategy="ddp", run_tag="t1")])
+        self.assertEqual([r["status"] for r in runs], ["ok", "ok"])
+        self.assertGreater(runs[0]["predicted"], 0)
 
     def test_the_attention_kernel_the_probe_saw_is_the_one_validate_predicts(self):
         self.assertIn("attention_kernel_cudnn", example(attention_kernel="cudnn")["strategy"]["extras"])
-        stepcast = os.environ.get("STEPCAST")
-        if not stepcast:
-            self.skipTest("STEPCAST not set")
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "runs.jsonl")
-            with open(path, "w") as f:
-                for i, k in enumerate(("flash2", "cudnn", "bogus")):
-                    f.write(record.dumps(example(attention_kernel=k, run_tag=f"t{i}")) + "\n")
-            out = subprocess.run([stepcast, "validate", path, "--json"], capture_output=True, text=True)
-            self.assertEqual(out.returncode, 0, out.stderr)
-            runs = json.loads(out.stdout)["runs"]
-            self.assertEqual([r["status"].split(":")[0] for r in runs], ["ok", "ok", "skipped"])
-            self.assertIn("attention_kernel_bogus", runs[2]["status"])
-            self.assertLess(runs[1]["predicted"], runs[0]["predicted"])  # cuDNN's Hopper rates beat FA2's
+        runs = validated(self, [example(attention_kernel=k, run_tag=f"t{i}")
+                                for i, k in enumerate(("flash2", "cudnn", "bogus"))])
+        self.assertEqual([r["status"].split(":")[0] for r in runs], ["ok", "ok", "skipped"])
+        self.assertIn("attention_kernel_bogus", runs[2]["status"])
+        self.assertLess(runs[1]["predicted"], runs[0]["predicted"])  # cuDNN's Hopper rates beat FA2's
 
     def test_stepcast_validate_compares_the_probes_kernel_categories(self):
         stepcast = os.environ.get("STEPCAST")
