@@ -260,6 +260,7 @@ void check_representable(const MeasuredRun& r) {
   if (!r.offload) throw Skip{"CPU offload not stated"};
   if (*r.offload != "none" && *r.offload != "optimizer_cpu" && *r.offload != "param_optimizer_cpu")
     throw Skip{"CPU offload (" + *r.offload + ") is not modelled"};
+  if (!r.precision && has_extra(r, "nvfp4")) throw Skip{"NVFP4 training (extra nvfp4) is not modelled"};
   if (!r.precision) throw Skip{"precision not stated"};
   if (*r.precision == "bf16_pure") throw Skip{"precision bf16_pure (no fp32 master weights) is not modelled"};
   if (!r.checkpointing) throw Skip{"activation checkpointing not stated"};

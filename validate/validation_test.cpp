@@ -211,6 +211,15 @@ TEST_CASE("a MoE record takes its shape from the catalog: by name, a parenthesis
   CHECK(starts(outcome(r), "skipped: the record says MoE (extra moe) but its catalog model"));
 }
 
+TEST_CASE("an NVFP4 record (no precision, extra nvfp4) is skipped as NVFP4, not as an unstated precision") {
+  nlohmann::json r = small_record();
+  r["strategy"]["precision"] = nullptr;
+  r["strategy"]["extras"] = {"nvfp4"};
+  CHECK(outcome(r) == "skipped: NVFP4 training (extra nvfp4) is not modelled");
+  r["strategy"]["extras"] = nlohmann::json::array();
+  CHECK(outcome(r) == "skipped: precision not stated");
+}
+
 TEST_CASE("Megatron-Core records (NeMo, Megatron-Bridge) run fused kernels and fused attention unless stated") {
   nlohmann::json r = small_record();
   r["strategy"]["extras"] = nlohmann::json::array();
