@@ -454,8 +454,8 @@ def nemo(sc):
     ]
 
 
-@figures("data/validation/README.md", "Megatron-Bridge and NeMo tables")
-def megatron_bridge(sc):
+def megatron_bridge_split(sc):
+    """The Megatron-Bridge/NeMo file's validation, its dense and MoE errors, and its records."""
     v = sc.validate("megatron-bridge-nemo")
     recs = records("megatron-bridge-nemo")
     moe = {i for i, r in recs.items() if "moe" in (r["strategy"].get("extras") or [])}
@@ -463,12 +463,29 @@ def megatron_bridge(sc):
     def ok(group):
         return [r["error_pct"] for r in v["runs"] if r["status"] == "ok" and (r["id"] in moe) == group]
 
-    dense, moes = ok(False), ok(True)
-    compared = len(dense) + len(moes)
-    def pace(errors):  # the signed median error of a throughput: negative is predicted too slow
-        m = statistics.median(errors)
-        return f"{abs(m):.0f}% too {'slow' if m < 0 else 'fast'}"
+    return v, ok(False), ok(True), recs, moe
 
+
+def pace(errors):
+    """The signed median error of a throughput in words: negative is predicted too slow."""
+    m = statistics.median(errors)
+    return f"{abs(m):.0f}% too {'slow' if m < 0 else 'fast'}"
+
+
+@figures("docs/accuracy.md", "Megatron-Bridge held-out file")
+def megatron_bridge_accuracy(sc):
+    v, dense, moes, recs, _ = megatron_bridge_split(sc)
+    return [
+        f"`validate data/validation/megatron-bridge-nemo.jsonl`: {len(recs)} records, {summary_text(v)}; dense runs "
+        f"median |error| {statistics.median(map(abs, dense)):.1f}%, predicted {pace(dense)}; MoE runs median "
+        f"|error| {statistics.median(map(abs, moes)):.1f}%, predicted {pace(moes)}.",
+    ]
+
+
+@figures("data/validation/README.md", "Megatron-Bridge and NeMo tables")
+def megatron_bridge(sc):
+    v, dense, moes, recs, moe = megatron_bridge_split(sc)
+    compared = len(dense) + len(moes)
     return [
         f"`validate` compares {compared} ({len(dense)} of the {len(recs) - len(moe)} dense, {len(moes)} of the "
         f"{len(moe)} MoE) and skips {len(recs) - compared} with their reasons; dense runs are predicted "
