@@ -397,6 +397,29 @@ void add_moe_gemms(const TransformerSpec& spec, std::int64_t rows, double elem_b
   }
 }
 
+/// The shapes of one layer's GEMMs and the LM head on one rank (tensor-parallel or not).
+std::vector<GemmShape> rank_gemms(const TransformerSpec& spec, std::int64_t rows, int tp) {
+  return tp > 1 ? tp_layer_gemms(spec, rows, tp) : layer_gemms(spec, rows);
+}
+
+/// Bytes of one GEMM operand element: fp8 operands under fp8 training, else the 16-bit width.
+double gemm_elem_bytes(Precision precision) {
+  return precision == Precision::fp8_mixed ? 1.0 : working_bytes(precision);
+}
+
+}  // namespace
+
+std::vector<std::string> misaligned_gemms(const TransformerSpec& spec, Precision precision, const KernelChoice& kc,
+                                          const DeviceRates& d) {
+  std::vector<std::string> out;
+  if (kc.profile != KernelProfile::eager || !(d.misaligned_gemm_tflops > 0)) return out;
+  for (const GemmShape& g : rank_gemms(spec, 1, kc.tp))
+    if (!gemm_rows_aligned(g.n, g.k, gemm_elem_bytes(precision))) out.push_back(g.name);
+  return out;
+}
+
+namespace {
+
 GemmTimes gemm_times(const TransformerSpec& spec, std::int64_t rows, const FlopsOptions& opts, double elem_bytes,
                      const KernelChoice& kc, const DeviceRates& d) {
   const int tp = kc.tp;
@@ -412,7 +435,7 @@ GemmTimes gemm_times(const TransformerSpec& spec, std::int64_t rows, const Flops
   GemmTimes out;
   // The dense MLP runs in the layers that are not MoE layers (all of a dense model's).
   const double dense_mlp = 1.0 - moe_layer_share(spec);
-  for (const GemmShape& g : tp > 1 ? tp_layer_gemms(spec, rows, tp) : layer_gemms(spec, rows)) {
+  for (const GemmShape& g : rank_gemms(spec, rows, tp)) {
     // The forward and both backward GEMMs read rows of the layer's n and k.
     const bool aligned = gemm_rows_aligned(g.n, g.k, elem_bytes);
     const double fwd = t(g.m, g.n, g.k, aligned);
@@ -506,7 +529,7 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
     throw std::invalid_argument(
         "micro-step times: MoE and MLA models under tensor parallelism or LoRA are not modelled");
   if (kernels.ep > 1 && !spec.moe) throw std::invalid_argument("micro-step times: ep > 1 needs a MoE model");
-  const GemmTimes g = gemm_times(spec, rows, opts, fp8 ? 1.0 : w, kernels, device);
+  const GemmTimes g = gemm_times(spec, rows, opts, gemm_elem_bytes(precision), kernels, device);
   const AttentionTimes a = attention_times(spec, static_cast<double>(micro_batch), seq_len, w, kernels, device);
   MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, fp8, kernels.tp, kernels.sp);
   if (spec.moe) {  // token permutation of the MoE layers: two kernels each way

@@ -204,6 +204,12 @@ struct MicroStepTimes {
   KernelTimes kernels;
 };
 
+/// The GEMMs of one layer and the LM head ("qkv", ..., "lm_head") that micro_step_times runs
+/// at DeviceRates::misaligned_gemm_tflops: eager kernels, on a GPU whose misaligned rate is
+/// known, of a shape whose rows are not 16-byte aligned (gemm_rows_aligned) on one rank.
+std::vector<std::string> misaligned_gemms(const TransformerSpec& spec, Precision precision, const KernelChoice& kc,
+                                          const DeviceRates& d);
+
 /// Forward/backward/recompute time of one micro-batch (`micro_batch` sequences of `seq_len`)
 /// as the sum of its kernels (model/kernels.hpp), layer by layer:
 ///   GEMMs     each of layer_gemms() forward; backward its input-gradient GEMM (m x k from

@@ -310,6 +310,11 @@ TEST_CASE("eager GPT-2 on Hopper runs its LM head misaligned; compiled, padded o
   CHECK(gemm_s(padded, eager, h200) == doctest::Approx(gemm_s(padded, compiled, h200)));
   const DeviceRates a100 = catalog_device_rates(*find_gpu("a100-sxm4-80gb"), Dtype::bf16, AttentionKernel::flash2);
   CHECK(a100.misaligned_gemm_tflops == 0);  // not measured there: the aligned model
+  // The same rule names the GEMMs it slows (printed as an assumption).
+  CHECK(misaligned_gemms(gpt2, Precision::bf16_mixed, eager, h200) == std::vector<std::string>{"lm_head"});
+  CHECK(misaligned_gemms(gpt2, Precision::bf16_mixed, compiled, h200).empty());
+  CHECK(misaligned_gemms(padded, Precision::fp8_mixed, eager, h200).empty());  // 50,304 B rows in fp8
+  CHECK(misaligned_gemms(gpt2, Precision::bf16_mixed, eager, a100).empty());
 }
 
 }  // namespace

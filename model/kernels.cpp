@@ -142,6 +142,15 @@ double attention_tflops(const AttentionRates& rates, std::int64_t head_dim, bool
   return tf * rates.scale * (pass == AttentionPass::backward ? rates.backward_scale : 1.0);
 }
 
+namespace {
+
+/// Bytes a GEMM moves at least: batch·(m·k + k·n + m·n) elements of its operands.
+double gemm_bytes(double m, double n, double k, double batch, double elem_bytes) {
+  return batch * (m * k + k * n + m * n) * elem_bytes;
+}
+
+}  // namespace
+
 double gemm_time_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, double elem_bytes,
                    double ceiling_tflops, int sm_count, double memory_GBps) {
   if (m < 1 || n < 1 || k < 1 || batch < 1 || !(ceiling_tflops > 0) || sm_count < 1 || !(memory_GBps > 0))
@@ -166,8 +175,7 @@ double gemm_time_s(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
       best = std::min(best, t);
     }
   }
-  const double bytes = B * (M * K + K * N + M * N) * elem_bytes;
-  return std::max(best, bytes / bw);
+  return std::max(best, gemm_bytes(M, N, K, B, elem_bytes) / bw);
 }
 
 bool gemm_rows_aligned(std::int64_t n, std::int64_t k, double elem_bytes) {
@@ -185,8 +193,7 @@ double misaligned_gemm_time_s(std::int64_t m, std::int64_t n, std::int64_t k, st
   const double M = static_cast<double>(m), N = static_cast<double>(n), K = static_cast<double>(k);
   const double B = static_cast<double>(batch);
   const double compute_s = 2.0 * B * M * N * K / (rate_tflops * 1e12);
-  const double bytes = B * (M * K + K * N + M * N) * elem_bytes;
-  return std::max(compute_s, bytes / (memory_GBps * 1e9));
+  return std::max(compute_s, gemm_bytes(M, N, K, B, elem_bytes) / (memory_GBps * 1e9));
 }
 
 double attention_flops(const TransformerSpec& spec, double b, double s, bool causal, AttentionPass pass) {

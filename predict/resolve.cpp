@@ -291,14 +291,13 @@ void describe_rates(const Job& job, std::vector<std::string>& assumptions) {
                   d.gemm_ceiling_tflops, name(job.dtype), 100 * d.gemm_ceiling_tflops / d.peak_tflops, d.peak_tflops,
                   d.sm_count, d.gemm_source));
   if (job.kernels.attention != AttentionKernel::unfused) assumptions.push_back("attention: " + d.attention.source);
-  const TransformerSpec& m = job.scenario.model;
-  if (job.kernels.profile == KernelProfile::eager && d.misaligned_gemm_tflops > 0 &&
-      !gemm_rows_aligned(m.vocab, m.hidden, 2))
+  const std::vector<std::string> misaligned =
+      misaligned_gemms(job.scenario.model, job.scenario.training.precision, job.kernels, d);
+  if (!misaligned.empty())
     assumptions.push_back(fmt::format(
-        "LM-head GEMMs at {:.0f} TFLOP/s: a vocabulary of {} is not a multiple of 8, so its 16-bit rows are not "
-        "16-byte aligned and eager cuBLAS runs without Hopper's tensor memory copies ({}); torch.compile and "
-        "Megatron pad it",
-        d.misaligned_gemm_tflops, m.vocab, d.misaligned_gemm_source));
+        "GEMMs {} at {:.0f} TFLOP/s: their rows are not 16-byte aligned (GPT-2's vocabulary of 50,257, say), so "
+        "eager cuBLAS runs them without Hopper's tensor memory copies ({}); torch.compile and Megatron pad them",
+        fmt::join(misaligned, ", "), d.misaligned_gemm_tflops, d.misaligned_gemm_source));
   assumptions.push_back(
       fmt::format("memory-bound kernels reach {:.0f}% of {:.0f} GB/s ({}); {:.0f} µs per kernel "
                   "launch",

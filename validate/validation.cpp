@@ -7,6 +7,7 @@
 
 #include "validate/record_defaults.hpp"
 
+#include "base/catalog_store.hpp"
 #include "base/json_input.hpp"
 #include "topologies/hardware_file.hpp"
 #include "topologies/topology.hpp"
@@ -309,11 +310,11 @@ void unmodelled_extras(const MeasuredRun& r, std::vector<std::string>& assumed) 
 /// key is the name and a suffix ("gb200" -> "gb200-186gb", "b300" -> "b300-sxm-288gb"); empty
 /// when none or several match.
 std::string catalog_gpu_named(const std::string& name) {
-  if (find_gpu(name)) return name;
+  if (const GpuSpec* exact = find_gpu(name)) return exact->name;
+  const std::string prefix = catalog_store::lower(name) + "-";  // catalog keys are found case-insensitively
   std::string only;
   for (const GpuSpec& g : gpu_catalog()) {
-    if (g.name.size() <= name.size() + 1 || g.name.compare(0, name.size(), name) != 0 || g.name[name.size()] != '-')
-      continue;
+    if (catalog_store::lower(g.name).rfind(prefix, 0) != 0) continue;
     if (!only.empty()) return {};
     only = g.name;
   }

@@ -161,6 +161,8 @@ TEST_CASE("a GPU name that picks one catalog entry resolves to it; one that pick
   const ValidationRow b300 = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
   CHECK(b300.status == "ok");
   CHECK(says(b300, "GPU \"b300\" read as the catalog's b300-sxm-288gb"));
+  r["hardware"]["gpu"] = "other:B300";  // catalog keys are found case-insensitively
+  CHECK(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)).status == "ok");
   r["hardware"]["gpu"] = "other:h100";  // SXM5 and PCIe
   CHECK(starts(outcome(r), "skipped: GPU \"h100\" is not precise enough for the catalog"));
 }
