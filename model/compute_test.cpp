@@ -203,15 +203,12 @@ TEST_CASE(
 }
 
 TEST_CASE("every kernel that runs on a catalog GPU has forward and backward rates there") {
-  // B200's cuDNN rows are forward only: the backward is H100's, scaled by the ceiling ratio.
+  // B200's cuDNN rows are its own, forward and backward (cudnn-frontend's B200 results, cuDNN 9.13).
   const GpuSpec& b200 = *find_gpu("b200-sxm-180gb");
-  const GpuSpec& h100 = *find_gpu("h100-sxm5-80gb");
   const AttentionRates cudnn = attention_rates(b200, AttentionKernel::cudnn);
-  const AttentionRates on_h100 = attention_rates(h100, AttentionKernel::cudnn);
-  const double ratio = gemm_ceiling(b200, Dtype::bf16).first / gemm_ceiling(h100, Dtype::bf16).first;
-  CHECK(attention_tflops(cudnn, 128, true, AttentionPass::backward, 4096) ==
-        doctest::Approx(ratio * attention_tflops(on_h100, 128, true, AttentionPass::backward, 4096)));
-  CHECK(cudnn.source.find("backward not published on b200-sxm-180gb") != std::string::npos);
+  CHECK(attention_tflops(cudnn, 128, true, AttentionPass::backward, 4096) == doctest::Approx(701.265));
+  CHECK(attention_tflops(cudnn, 128, true, AttentionPass::forward, 8192) == doctest::Approx(1171.278));
+  CHECK(cudnn.source.find("cudnn-frontend") != std::string::npos);
   for (const GpuSpec& gpu : gpu_catalog())
     for (AttentionKernel k : {AttentionKernel::flash2, AttentionKernel::flash3, AttentionKernel::cudnn,
                               AttentionKernel::mem_efficient, AttentionKernel::triton}) {

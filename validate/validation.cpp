@@ -376,6 +376,21 @@ bool names_any(const std::string& text, std::initializer_list<const char*> names
   return std::any_of(names.begin(), names.end(), [&](const char* n) { return text.find(n) != std::string::npos; });
 }
 
+/// The attention kernel Transformer Engine picks when both of its fused backends can run:
+/// from sm90 on it drops FlashAttention "to give FusedAttention preference on Hopper+ for
+/// performance reasons", so cuDNN's fused attention runs (NVIDIA/TransformerEngine
+/// transformer_engine/pytorch/attention/dot_product_attention/utils.py @ a0b36d0c,
+/// get_attention_backend); before Hopper, FlashAttention-2.
+void transformer_engine_attention(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  if (!s.training.flash_attention) return;
+  const GpuArch arch = find_gpu(gpu_for(r))->arch;  // gpu_for throws Skip for a GPU not in the catalog
+  if (arch != GpuArch::hopper && arch != GpuArch::blackwell) return;
+  s.training.attention_kernel = AttentionKernel::cudnn;
+  assumed.push_back(
+      "attention cudnn: Transformer Engine prefers its cuDNN fused attention over FlashAttention from sm90 on "
+      "(transformer_engine/pytorch/attention/dot_product_attention/utils.py @ a0b36d0c, get_attention_backend)");
+}
+
 /// The FlashAttention generation a record's notes name for its GPU (ml-engineering's
 /// "FA3 (H200) / FA4-beta (B200)": its benchmark picks HF's attn_implementation by compute
 /// capability). FlashAttention-3 on Hopper runs the flash3 curves. FlashAttention-4 has no
@@ -478,8 +493,9 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
       assumed.push_back(
           "fused attention, not stated: Megatron-Core lets Transformer Engine pick its fused attention "
           "(TransformerConfig.attention_backend = AttnBackend.auto, megatron/core/transformer/"
-          "transformer_config.py); the GPU's default flash-class kernel");
+          "transformer_config.py)");
     }
+    if (megatron_core && !t.attention_kernel) transformer_engine_attention(r, s, assumed);
   } else if (has_extra(r, "torch_compile")) {
     t.kernel_profile = KernelProfile::compiled;
     assumed.push_back("torch.compile kernels (the record's extras)");
@@ -587,6 +603,7 @@ HardwareChoice hardware_for(const MeasuredRun& r, const std::string& gpu, std::v
   // plane) is one box: a record's "node" there is a compute tray, and a job of no more GPUs
   // than the rack has runs inside its one NVLink domain.
   constexpr int kBoardGpus = 16;  // more than an HGX board or a DGX-2 holds: a rack
+  bool rack_domain = false;       // a job over several racks, a segment of each
   if (box.fabric == IntraFabric::nvswitch && box.gpus > kBoardGpus && ppn < box.gpus && box.gpus % ppn == 0 &&
       gpus > ppn && gpus <= box.gpus) {
     assumed.push_back(
@@ -595,13 +612,27 @@ HardwareChoice hardware_for(const MeasuredRun& r, const std::string& gpu, std::v
                     ppn, box.name, gpus));
     ppn = gpus;
   } else if (box.fabric == IntraFabric::nvswitch && box.gpus > kBoardGpus && gpus > box.gpus) {
-    throw Skip{
-        fmt::format("{} GPUs span several {} racks, and the record does not say how many GPUs of each rack "
-                    "(NVLink domain) the job used",
-                    gpus, box.name)};
+    if (!framework_is(r, "megatron-bridge") || box.gpus % ppn != 0)
+      throw Skip{
+          fmt::format("{} GPUs span several {} racks, and the record does not say how many GPUs of each rack "
+                      "(NVLink domain) the job used",
+                      gpus, box.name)};
+    // Megatron-Bridge's Slurm launcher asks for a segment of trays per NVLink domain: all of
+    // them up to a rack's, else the largest divisor of the tray count that fits in one rack.
+    const std::int64_t trays = gpus / ppn;
+    const std::int64_t rack_trays = box.gpus / ppn;
+    std::int64_t segment = std::min(trays, rack_trays);
+    while (trays % segment != 0) --segment;
+    assumed.push_back(
+        fmt::format("{} GPUs over {} NVLink domains of {} GPUs ({} compute trays each): Megatron-Bridge's "
+                    "launcher sets Slurm's --segment to the largest divisor of the tray count up to a rack's 18 "
+                    "(scripts/performance/utils/executors.py @ 067f987d, slurm_executor), not stated",
+                    gpus, trays / segment, segment * ppn, segment));
+    ppn *= segment;
+    rack_domain = true;
   }
   const std::int64_t nodes = gpus / ppn;
-  if (nodes > 1 && ppn != box.gpus)
+  if (nodes > 1 && ppn != box.gpus && !rack_domain)
     throw Skip{fmt::format("{} of the {}'s {} GPUs per node over several nodes", ppn, box.name, box.gpus)};
   HardwareChoice h;
   h.cluster.name = box.name;
@@ -623,8 +654,9 @@ HardwareChoice hardware_for(const MeasuredRun& r, const std::string& gpu, std::v
       if (box.nic.empty()) throw Skip{"inter-node network not stated and the box has no standard NIC"};
       net.nic = box.nic;
       net.nics_per_node = box.nics;
-      assumed.push_back(
-          fmt::format("the {}'s standard network, {} x {} per node (not stated)", box.name, box.nics, box.nic));
+      if (rack_domain) net.nics_per_node = static_cast<int>(ppn * box.nics / box.gpus);  // the used trays' NICs
+      assumed.push_back(fmt::format("the {}'s standard network, {} x {} per {} (not stated)", box.name,
+                                    net.nics_per_node, box.nic, rack_domain ? "NVLink domain" : "node"));
     }
     net.topology = NetworkTopology::rail_fat_tree;
     h.cluster.network = net;
@@ -750,6 +782,14 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
     assumed.push_back(
         "TP collectives beside their GEMMs (the record's tp_comm_overlap: Megatron-Core's "
         "--tp-comm-overlap)");
+  }
+  if (s.strategy.layout.sp && !s.strategy.tp_comm_overlap && framework_is(r, "megatron-bridge") &&
+      !has_extra(r, "nvfp4")) {
+    s.strategy.tp_comm_overlap = true;
+    assumed.push_back(
+        "TP collectives beside their GEMMs, not stated: Megatron-Bridge's performance recipes turn on "
+        "tp_comm_overlap wherever tp > 1, except under NVFP4 (scripts/performance/configs/llama/"
+        "llama3_llm_pretrain.py @ 2a0d46e2: CommOverlapConfig(tp_comm_overlap=bool(tp > 1)))");
   }
   if (s.strategy.layout.sp && !s.strategy.tp_comm_overlap && (framework_is(r, "megatron") || framework_is(r, "nemo"))) {
     s.strategy.tp_backward_overlap = true;
