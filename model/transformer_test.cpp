@@ -36,6 +36,7 @@ const std::map<std::string, NominalCount> kNominal = {
     {"bloom-proto-80l-14400", {0.02, "prequel labels the row '200B'; the shape gives 202.7B"}},
     {"megatron-gpt-3.6b", {0.015, "table rounds to 3.6B (±0.05B = 1.4%); the shape gives 3.56B"}},
     {"deepspeed-azure-gpt-2t", {0.04, "post says '2T'; 160·12·32768² alone is 2.06T"}},
+    {"kimi-k2", {0.03, "README says '1T'; the shape gives 1.026T"}},
 };
 
 /// Entries with no published count, and why.
