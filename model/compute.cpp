@@ -476,15 +476,30 @@ AttentionTimes attention_times(const TransformerSpec& spec, double b, std::int64
   if (k.attention != AttentionKernel::unfused) {
     // Under context parallelism: 1/cp of the whole sequence's attention, in kernels of s/cp.
     const double chunk = seq / k.cp;
-    auto time = [&](AttentionPass p) {
+    if (spec.sliding_window && k.cp > 1)
+      throw std::invalid_argument(
+          "micro-step times: context parallelism with sliding-window attention is not modelled");
+    auto full = [&](AttentionPass p) {
       return attention_flops(spec, b, seq, k.causal, p) / k.tp / k.cp /
              (attention_tflops(d.attention, spec.head_dim(), k.causal, p, chunk) * 1e12);
+    };
+    // A windowed layer: window_pair_share of the causal pairs, at the kernel's rate on a
+    // sequence as long as the window (each query block reads about a window of keys).
+    auto time = [&](AttentionPass p) {
+      if (!spec.sliding_window) return full(p);
+      const double window = static_cast<double>(spec.sliding_window->tokens);
+      const double windowed = static_cast<double>(spec.sliding_window->layers) / static_cast<double>(spec.layers);
+      const double t_window =
+          attention_flops(spec, b, seq, k.causal, p) * window_pair_share(seq, window) / k.tp /
+          (attention_tflops(d.attention, spec.head_dim(), k.causal, p, std::min(window, seq)) * 1e12);
+      return (1.0 - windowed) * full(p) + windowed * t_window;
     };
     out.forward_s = time(AttentionPass::forward);
     out.backward_s = time(AttentionPass::backward);
     return out;
   }
-  // Unfused: scores Q·K^T and context P·V as batched GEMMs over b·heads, the whole score
+  // Unfused: scores Q·K^T and context P·V as batched GEMMs over b·heads (a sliding window is
+  // a mask on the whole score matrix here: no work saved), the whole score
   // matrix written and read by scale+mask and softmax; backward, two GEMMs per product
   // and twice the softmax traffic.
   const double bw = d.achieved_memory_GBps();

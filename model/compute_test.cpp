@@ -314,6 +314,32 @@ TEST_CASE("eager GPT-2 on Hopper runs its LM head misaligned; compiled, padded o
   CHECK(misaligned_gemms(gpt2, Precision::bf16_mixed, eager, a100).empty());
 }
 
+TEST_CASE("a sliding window: its layers' share of the causal pairs, at the kernel's rate on the window's length") {
+  TransformerSpec spec = *find_model("llama-2-7b");
+  DeviceRates d = unit_device();
+  d.gemm_ceiling_tflops = 1e9;
+  d.attention_gemm_ceiling_tflops = 1e9;
+  d.attention = attention_rates(*find_gpu("h100-sxm5-80gb"), AttentionKernel::flash2);
+  KernelChoice k{AttentionKernel::flash2, KernelProfile::compiled, true};
+  const MicroStepTimes full = micro_step_times(spec, 1, 4096, Precision::bf16_mixed, {}, k, d);
+  spec.sliding_window = SlidingWindow{4096, spec.layers};  // covers the sequence: no change
+  CHECK(micro_step_times(spec, 1, 4096, Precision::bf16_mixed, {}, k, d).kernels.attention_s ==
+        doctest::Approx(full.kernels.attention_s));
+  spec.sliding_window = SlidingWindow{1024, spec.layers / 2};
+  const MicroStepTimes half = micro_step_times(spec, 1, 4096, Precision::bf16_mixed, {}, k, d);
+  const double share = window_pair_share(4096, 1024);
+  const auto head = spec.head_dim();
+  auto rate = [&](AttentionPass p, double s) { return attention_tflops(d.attention, head, true, p, s); };
+  CHECK(half.layer_attention_forward_s ==
+        doctest::Approx(full.layer_attention_forward_s *
+                        (0.5 + 0.5 * share * rate(AttentionPass::forward, 4096) / rate(AttentionPass::forward, 1024))));
+  CHECK(half.layer_attention_backward_s ==
+        doctest::Approx(full.layer_attention_backward_s * (0.5 + 0.5 * share * rate(AttentionPass::backward, 4096) /
+                                                                     rate(AttentionPass::backward, 1024))));
+  k.cp = 2;
+  CHECK_THROWS_AS(micro_step_times(spec, 1, 4096, Precision::bf16_mixed, {}, k, d), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace stepcast
 

@@ -66,15 +66,29 @@ double lm_head_weights(const TransformerSpec& spec) {
   return static_cast<double>(spec.vocab) * static_cast<double>(spec.hidden);
 }
 
+/// The mean over layers of the keys a query attends to, against a layer without a window:
+/// (L − L_w + L_w·r) / L for L_w windowed layers of L, where r is window_pair_share(s, w) when
+/// the masked half is skipped and min(w, s) / s when it is not (each query then counts w keys
+/// where a full layer counts s). 1 without a sliding window.
+double window_factor(const TransformerSpec& spec, std::int64_t seq_len, bool causal_halving) {
+  if (!spec.sliding_window) return 1.0;
+  const double s = static_cast<double>(seq_len);
+  const double w = static_cast<double>(spec.sliding_window->tokens);
+  const double r = causal_halving ? window_pair_share(s, w) : std::min(w, s) / s;
+  const double windowed = static_cast<double>(spec.sliding_window->layers) / static_cast<double>(spec.layers);
+  return 1.0 - windowed + windowed * r;
+}
+
 /// Forward attention-core FLOPs per token per layer: Q·K^T (2·s·q) and softmax·V (2·s·q),
 /// i.e. 4·s·q, halved when a causal kernel skips the masked half (Megatron-LM training.py
-/// num_floating_point_operations, causal correction). Encoders attend to everything.
+/// num_floating_point_operations, causal correction), times window_factor. Encoders attend
+/// to everything.
 double attention_core_forward_per_token(const TransformerSpec& spec, std::int64_t seq_len, bool causal_halving) {
   const bool halve = causal_halving && spec.kind == ModelKind::decoder;
   const double full = spec.mla ? kFlopsPerMac * static_cast<double>(seq_len) * static_cast<double>(spec.heads) *
                                      core_width_per_head(spec)
                                : 2 * kFlopsPerMac * static_cast<double>(seq_len) * static_cast<double>(q_dim(spec));
-  return halve ? full / 2 : full;
+  return (halve ? full / 2 : full) * window_factor(spec, seq_len, halve);
 }
 
 /// (d_in, d_out) of a LoRA target projection; throws std::invalid_argument for a name that
@@ -193,11 +207,13 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
   // N: the parameters a token uses (a MoE model's active ones; all of a dense model's).
   const double n = static_cast<double>(active_parameter_count(spec));
   // 12·L·h·s with the attention width q = heads·head_dim in place of h (the two are equal
-  // unless head_dim is given, as for Gemma 2 and Qwen3); MLA 6·L·s·heads·(qk + v_head).
+  // unless head_dim is given, as for Gemma 2 and Qwen3); MLA 6·L·s·heads·(qk + v_head);
+  // windowed layers count their window's keys in place of s (window_factor, no halving).
   const double mfu_attention =
-      spec.mla
-          ? 6.0 * layers * static_cast<double>(spec.heads) * core_width_per_head(spec) * static_cast<double>(seq_len)
-          : 12.0 * layers * static_cast<double>(q_dim(spec)) * static_cast<double>(seq_len);
+      (spec.mla
+           ? 6.0 * layers * static_cast<double>(spec.heads) * core_width_per_head(spec) * static_cast<double>(seq_len)
+           : 12.0 * layers * static_cast<double>(q_dim(spec)) * static_cast<double>(seq_len)) *
+      window_factor(spec, seq_len, false);
   if (options.lora == nullptr) {
     out.model = (6.0 * n + mfu_attention) * tokens;
   } else {

@@ -82,6 +82,22 @@ TEST_CASE("causal halving removes half of the attention-score work") {
   CHECK(full.model == half.model);
 }
 
+TEST_CASE("a sliding window keeps window_pair_share of its layers' causal attention work") {
+  // Tiny GPT (2 layers, q = 64), s = 128, 512 tokens, one layer windowed to 16 keys: that
+  // layer's core (2·s·q per token forward under halving, x3 with the backward) shrinks to
+  // window_pair_share(128, 16) of itself; the model convention (no halving) counts 16 keys
+  // for each query where it counted 128.
+  TransformerSpec spec = tiny_gpt();
+  const StepFlops full = training_flops(spec, 128, 512, opts(Recompute::none, true));
+  spec.sliding_window = SlidingWindow{16, 1};
+  const StepFlops windowed = training_flops(spec, 128, 512, opts(Recompute::none, true));
+  CHECK(full.hardware() - windowed.hardware() ==
+        doctest::Approx(3.0 * 2 * 128 * 64 * 512 * (1 - window_pair_share(128, 16))));
+  CHECK(full.model - windowed.model == doctest::Approx(12.0 * 64 * 128 * 512 * (1 - 16.0 / 128)));
+  spec.sliding_window = SlidingWindow{128, 2};  // a window as long as the sequence changes nothing
+  CHECK(training_flops(spec, 128, 512, opts(Recompute::none, true)).hardware() == doctest::Approx(full.hardware()));
+}
+
 TEST_CASE("full recompute adds one forward of the layers (Narayanan's 96 form)") {
   // 96·B·s·L·h²·(1 + s/6h + V/16Lh) = 96·512·2·4096·(1 + 1/3 + 1000/2048) = 733478912.
   const TransformerSpec spec = tiny_gpt();

@@ -140,6 +140,9 @@ std::string_view name(Norm n) {
 ///   - `mla` (object): none, standard attention. Keys: `kv_lora_rank`, `qk_nope_dim`,
 ///     `qk_rope_dim`, `v_head_dim` (required), `q_lora_rank` (0: no query bottleneck); it
 ///     sets head_dim = qk_nope_dim + qk_rope_dim and kv_heads = heads, so neither may be given;
+///   - `sliding_window` (object, decoders): none, every layer attends to its whole causal
+///     prefix. Keys: `tokens` (the window, >= 1) and `layers` (how many layers use it, 1 to
+///     `layers`), both required;
 ///   - `notes` (string): free documentation, read and discarded.
 /// Checks: `heads` divides `hidden` unless `head_dim` is given.
 TransformerSpec parse_transformer(JsonObject& obj) {
@@ -219,9 +222,24 @@ TransformerSpec parse_transformer(JsonObject& obj) {
       throw mla->error("qk_nope_dim",
                        "expected heads x (qk_nope_dim + qk_rope_dim) at most " + std::to_string(kMaxHidden));
   }
+  if (auto window = obj.optional_object("sliding_window")) {
+    if (spec.kind != ModelKind::decoder)
+      throw obj.error("sliding_window", "only decoders (causal attention) are modelled with a window");
+    SlidingWindow w;
+    w.tokens = window->integer("tokens", 1, kMaxSeqLen);
+    w.layers = window->integer("layers", 1, spec.layers);
+    window->finish();
+    spec.sliding_window = w;
+  }
   obj.optional_string("notes");
   obj.finish();
   return spec;
+}
+
+double window_pair_share(double s, double window) {
+  if (!(s >= 1) || !(window >= 1)) throw std::invalid_argument("window_pair_share needs s >= 1 and window >= 1");
+  if (window >= s) return 1.0;
+  return (window * s - window * (window - 1) / 2) / (s * (s + 1) / 2);
 }
 
 /// Parameter count by part, from the shape alone (elements):

@@ -49,6 +49,19 @@ struct MlaSpec {
   std::int64_t v_head_dim = 0;
 };
 
+/// Sliding-window attention ("sliding_window"): `layers` of the model's layers let each
+/// query attend to the `tokens` keys before it (itself included) instead of the whole causal
+/// prefix (gpt-oss: every other layer, 128 tokens; Mistral 7B v0.1: all, 4,096).
+struct SlidingWindow {
+  std::int64_t tokens = 0;
+  std::int64_t layers = 0;
+};
+
+/// Share of a causal layer's (query, key) pairs that a window of `window` keys keeps over a
+/// sequence of `s` tokens: [w·s − w·(w−1)/2] / [s·(s+1)/2] with w = min(window, s), 1 when
+/// the window covers the sequence. (Query i attends to min(i+1, w) keys.)
+double window_pair_share(double s, double window);
+
 /// The shape of a transformer (dense unless `moe` is set). Counts are plain integers; sizes are in elements.
 struct TransformerSpec {
   std::string name;                  ///< catalog key, e.g. "llama-2-7b"
@@ -87,6 +100,7 @@ struct TransformerSpec {
   /// routes nothing and is read as the dense MLP of the expert's width (moe left empty).
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;                           ///< multi-head latent attention ("mla")
+  std::optional<SlidingWindow> sliding_window;          ///< windowed attention in some layers
   std::optional<std::int64_t> published_active_params;  ///< active count stated (MoE)
   std::string source;                                   ///< where the dimensions come from
 

@@ -79,6 +79,16 @@ TEST_CASE("nominal-count exceptions name real catalog entries and stay above 1%"
   }
 }
 
+TEST_CASE("a window keeps min(i+1, w) keys of query i: its share of the causal pairs") {
+  // s = 4096, w = 128: (128·4096 − 128·127/2) / (4096·4097/2) = 516160 / 8390656.
+  CHECK(window_pair_share(4096, 128) == doctest::Approx(516160.0 / 8390656.0));
+  CHECK(window_pair_share(4096, 4096) == 1.0);  // the window covers the sequence
+  CHECK(window_pair_share(100, 1000) == 1.0);
+  CHECK(window_pair_share(4096, 1) == doctest::Approx(2.0 / 4097));  // each query sees itself only
+  CHECK_THROWS_AS(window_pair_share(0, 128), std::invalid_argument);
+  CHECK_THROWS_AS(window_pair_share(4096, 0), std::invalid_argument);
+}
+
 TEST_CASE("exact parameter counts of reference models") {
   // llm-foundry benchmark table, MPT-125m at seq_len 2048:
   // 12·(12·768² + 13·768) + 2·768 + 50368·768 + 2048·768 = 125311488.
