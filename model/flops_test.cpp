@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 using namespace stepcast;
@@ -255,8 +256,16 @@ TEST_CASE(
                 ? static_cast<double>(spec.heads) *
                       static_cast<double>(spec.mla->qk_nope_dim + spec.mla->qk_rope_dim + spec.mla->v_head_dim) / 2.0
                 : static_cast<double>(spec.heads * spec.head_dim());
-        const double attention_forward =
-            4.0 * static_cast<double>(spec.layers) * q * static_cast<double>(spec.seq_len) * tokens;
+        // Windowed layers (gpt-oss) count their window's keys in place of s.
+        const double s_len = static_cast<double>(spec.seq_len);
+        const double windowed =
+            spec.sliding_window ? static_cast<double>(spec.sliding_window->layers) / static_cast<double>(spec.layers)
+                                : 0.0;
+        const double keys =
+            spec.sliding_window
+                ? 1 - windowed + windowed * std::min(static_cast<double>(spec.sliding_window->tokens), s_len) / s_len
+                : 1.0;
+        const double attention_forward = 4.0 * static_cast<double>(spec.layers) * q * s_len * tokens * keys;
         CHECK_MESSAGE(sel.hfu_flops() - sel.model == doctest::Approx(attention_forward).epsilon(1e-12), spec.name);
       }
     }

@@ -479,7 +479,28 @@ def megatron_bridge_accuracy(sc):
         f"`validate data/validation/megatron-bridge-nemo.jsonl`: {len(recs)} records, {summary_text(v)}; dense runs "
         f"median |error| {statistics.median(map(abs, dense)):.1f}%, predicted {pace(dense)}; MoE runs median "
         f"|error| {statistics.median(map(abs, moes)):.1f}%, predicted {pace(moes)}.",
+        qwen3_releases(v),
+        gpt_oss_line(v),
     ]
+
+
+def qwen3_releases(v):
+    """Qwen3-30B-A3B on 8 GB200 at micro-batch 4: measured by release, and the prediction."""
+    runs = [r for r in v["runs"] if re.match(r"^mbridge-\d+-gb200-qwen3-30b-a3b-.*g8-mxfp8-tp1pp1ep8-mbs4-", r["id"])]
+    release = lambda r: r["id"].split("-")[1]
+    early = sorted(r["measured"] for r in runs if release(r)[:4] < "2606")
+    late = sorted(r["measured"] for r in runs if release(r)[:4] >= "2606")
+    predicted = {round(r["predicted"]) for r in runs}
+    assert len(predicted) == 1, predicted
+    return (f"{early[0]:,.0f} to {early[-1]:,.0f} tokens/s per GPU\nin releases 25.09 to 26.04 and at {late[0]:,.0f} to "
+            f"{late[-1]:,.0f} from 26.06 on, predicted {predicted.pop():,}")
+
+
+def gpt_oss_line(v):
+    errors = [r["error_pct"] for r in v["runs"] if "gpt-oss-120b" in r["id"] and r["status"] == "ok"]
+    fast = [e for e in errors if e > 30]
+    return (f"{len(fast)} of its {len(errors)} runs are predicted 30% to {max(errors):.0f}% too fast "
+            f"(median {statistics.median(errors):+.0f}%)")
 
 
 @figures("data/validation/README.md", "Megatron-Bridge and NeMo tables")
