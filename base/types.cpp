@@ -1,6 +1,8 @@
 #include "base/types.hpp"
 
+#include <cctype>
 #include <stdexcept>
+#include <string>
 
 namespace stepcast {
 
@@ -54,6 +56,18 @@ LinkClass parse_link_class(std::string_view s) { return parse_enum<LinkClass>(s,
 Precision parse_precision(std::string_view s) { return parse_enum<Precision>(s, kPrecision, "precision"); }
 Recompute parse_recompute(std::string_view s) { return parse_enum<Recompute>(s, kRecompute, "recompute mode"); }
 Strategy parse_strategy(std::string_view s) { return parse_enum<Strategy>(s, kStrategy, "strategy"); }
+
+std::optional<Strategy> strategy_alias(std::string_view text) {
+  std::string key;
+  for (char c : text)
+    if (c != '-' && c != '_' && c != ' ') key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (key == "fsdp" || key == "fsdp2") return Strategy::fsdp_full_shard;
+  if (key == "hsdp") return Strategy::fsdp_hybrid_shard;
+  if (key == "zero1" && text != "zero1") return Strategy::zero1;
+  if (key == "zero2" && text != "zero2") return Strategy::zero2;
+  if (key == "zero3" && text != "zero3") return Strategy::zero3;
+  return std::nullopt;
+}
 Collective parse_collective(std::string_view s) { return parse_enum<Collective>(s, kCollective, "collective"); }
 
 Dtype gemm_dtype(Precision p) {

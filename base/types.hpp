@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +72,11 @@ LinkClass parse_link_class(std::string_view);
 Precision parse_precision(std::string_view);
 Recompute parse_recompute(std::string_view);
 Strategy parse_strategy(std::string_view);
+/// The strategy a common name stands for, compared without case, '-', '_' or spaces:
+/// "fsdp" and "fsdp2" (PyTorch FSDP's default ShardingStrategy.FULL_SHARD; FSDP2's
+/// fully_shard), "hsdp" (HYBRID_SHARD), "zero-1" to "zero-3" (DeepSpeed's stages); none for
+/// a canonical name or an unknown one.
+std::optional<Strategy> strategy_alias(std::string_view);
 Collective parse_collective(std::string_view);
 
 /// The dtype of the GEMMs a precision runs (fp32 -> tf32 is *not* implied: fp32 stays fp32;

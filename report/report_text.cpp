@@ -244,8 +244,9 @@ std::string header_section(const Scenario& sc, const Prediction& p, const std::s
       "  batch: micro-batch {} x grad-accum {} x {} = {} samples/step x {} tokens = {} "
       "tokens/step\n",
       tr.micro_batch, tr.grad_accum,
-      sc.strategy.layout.tp > 1 || sc.strategy.layout.pp > 1
-          ? fmt::format("{} data-parallel replicas", data_parallel_degree(sc))
+      data_parallel_degree(sc) != p.gpus  // TP, PP or CP: the batch multiplies by the replicas
+          ? fmt::format("{} data-parallel replica{}", data_parallel_degree(sc),
+                        data_parallel_degree(sc) == 1 ? "" : "s")
           : fmt::format("{} GPUs", p.gpus),
       grouped(p.global_batch_samples), tr.seq_len, grouped(p.tokens_per_step));
   if (!trace_file.empty())

@@ -253,11 +253,24 @@ void apply_training_defaults(Scenario& s, const TrainingInput& in, std::shared_p
   }
 }
 
+/// A strategy's canonical name, or a common one (strategy_alias), kept in `given` for the
+/// assumption that says what it was read as.
+Strategy strategy_named(const std::string& text, std::string& given) {
+  if (const std::optional<Strategy> alias = strategy_alias(text)) {
+    given = text;
+    return *alias;
+  }
+  return parse_strategy(text);
+}
+
 StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors, const Schema& schema) {
   allow_declared(schema, obj);
   StrategySpec s;
   ParallelLayout& l = s.layout;
-  errors.attempt([&] { l.dp_sharding = parse_name(obj, "name", parse_strategy, strategy_names()); });
+  errors.attempt([&] {
+    l.dp_sharding = parse_name(
+        obj, "name", [&](const std::string& text) { return strategy_named(text, s.name_given); }, strategy_names());
+  });
   errors.attempt([&] {
     if (auto mb = read_optional_number(schema, obj, "bucket_mb"))
       s.bucket_bytes = *mb * kBytesPerMiB, s.bucket_given = true;
@@ -332,7 +345,7 @@ StrategySpec parse_strategy_spec(JsonObject& top, InputErrors& errors, const Sch
     StrategySpec s;
     const std::string text = raw.get<std::string>();
     try {
-      s.layout.dp_sharding = parse_strategy(text);
+      s.layout.dp_sharding = strategy_named(text, s.name_given);
     } catch (const std::invalid_argument& e) {
       throw top.error("strategy", e.what() + did_you_mean(text, strategy_names()));
     }
@@ -605,7 +618,12 @@ Scenario parse_root(const JsonDoc& doc, const ReadOptions& options, const Schema
     JsonObject t = top.object("training");
     training = parse_training(t, errors, schema);
   });
-  errors.attempt([&] { s.strategy = parse_strategy_spec(top, errors, schema); });
+  errors.attempt([&] {
+    s.strategy = parse_strategy_spec(top, errors, schema);
+    if (!s.strategy.name_given.empty())
+      s.defaults.push_back(
+          fmt::format("strategy \"{}\" read as {}", s.strategy.name_given, name(s.strategy.layout.dp_sharding)));
+  });
   errors.attempt([&] { s.dataset = parse_dataset(top, s.defaults, schema); });
   errors.attempt([&] { s.measured = parse_measured(top, schema); });
   errors.attempt([&] { top.finish(); });

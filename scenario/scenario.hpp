@@ -69,6 +69,7 @@ struct StrategySpec {
   /// "cp", "ep". Megatron order: TP fastest, then CP, DP, PP; gradients reduce over the DP x CP
   /// ranks; layout.dp = gpus / (tp·cp·pp), set by the reader (and again by resolve).
   ParallelLayout layout;
+  std::string name_given;                    ///< the name as written when it was a common alias ("fsdp"), else empty
   double bucket_bytes = 25.0 * 1024 * 1024;  ///< gradient bucket (PyTorch DDP bucket_cap_mb default 25 MiB)
   bool bucket_given = false;                 ///< false: the default above was assumed
   int prefetch_layers = 1;                   ///< ZeRO-3/FSDP layers gathered ahead (FSDP backward_prefetch: 1)

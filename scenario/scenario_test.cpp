@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -55,6 +56,29 @@ json inline_model() {
 TEST_CASE("the minimal scenario passes every check") {
   CHECK(error_of(good()).empty());
   CHECK(error_of(good("straggler.json")).empty());
+}
+
+TEST_CASE("a common strategy name is read as its canonical one, and said so; a misspelling is not") {
+  json j = good();
+  for (const char* given : {"fsdp", "FSDP2", "hsdp", "zero-3", "ZeRO_2", "zero 1"}) {
+    CAPTURE(given);
+    j["strategy"] = given;
+    const Scenario s = parse(j);
+    CHECK(s.strategy.name_given == given);
+    const std::string note =
+        "strategy \"" + std::string(given) + "\" read as " + std::string(name(s.strategy.layout.dp_sharding));
+    CHECK(std::find(s.defaults.begin(), s.defaults.end(), note) != s.defaults.end());
+  }
+  j["strategy"] = "fsdp";
+  CHECK(parse(j).strategy.layout.dp_sharding == Strategy::fsdp_full_shard);
+  j["strategy"] = json{{"name", "zero-3"}};
+  CHECK(parse(j).strategy.layout.dp_sharding == Strategy::zero3);
+  j["strategy"] = "zero3";  // canonical: nothing to say
+  CHECK(parse(j).strategy.name_given.empty());
+  j["strategy"] = "fsdpp";
+  CHECK_THROWS_AS(parse(j), InputError);
+  CHECK_FALSE(strategy_alias("ddp"));
+  CHECK_FALSE(strategy_alias("fsdp_no_shard"));
 }
 
 TEST_CASE("GPU count: at most kMaxGpus, and no int wrap (2^32+2 nodes is not 2)") {

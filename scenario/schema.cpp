@@ -132,7 +132,8 @@ std::vector<SchemaKey> strategy_keys() {
   const double max_gpus = static_cast<double>(limits::kMaxGpus);
   return {
       key("/strategy", KeyType::name_or_object, "", "a strategy name, or an object with \"name\" and the keys below"),
-      choice("/strategy/name", strategy_names(), "", "data parallelism and its sharding"),
+      choice("/strategy/name", strategy_names(), "",
+             "data parallelism and its sharding (also read: fsdp, fsdp2, hsdp, zero-1 to zero-3)"),
       positive("/strategy/bucket_mb", "the framework's (DDP 25 MiB; DeepSpeed 5e8 elements)", "gradient bucket, MiB"),
       ranged("/strategy/prefetch_layers", kInt, 0, max_layers, "1 (FSDP's backward_prefetch)",
              "ZeRO-3 / FSDP layers gathered ahead"),

@@ -123,7 +123,9 @@ endforeach()
 stepcast_cli_case(example_offload_text STDOUT "Host memory per node (CPU offload)" "FITS on GPU and host"
                   "CPU offload (optimizer, delayed parameter update)"
                   ARGS predict ${PROJECT_SOURCE_DIR}/scenarios/examples/llama2-13b-zero-offload-1xa100.json)
+# The batch multiplies by the data-parallel replicas, not the GPUs: CP 8 on 8 GPUs is one replica.
 stepcast_cli_case(example_cp_text STDOUT "context parallel 8 (ring)" "context-parallel K/V ring"
+                  "micro-batch 1 x grad-accum 4 x 1 data-parallel replica = 4 samples/step"
                   ARGS predict ${PROJECT_SOURCE_DIR}/scenarios/examples/llama31-8b-cp8-ring-8xh100.json)
 stepcast_cli_case(example_moe_mixtral_text STDOUT "expert-parallel dispatch all-to-all" "all_to_all" "moe_imbalance 1"
                   "MoE capacity factor 1"
