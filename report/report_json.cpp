@@ -420,7 +420,7 @@ json summary_json(const ErrorSummary& s) {
           {"median_abs_error_pct", s.median_abs_error_pct},
           {"p90_abs_error_pct", s.p90_abs_error_pct},
           {"max_abs_error_pct", s.max_abs_error_pct},
-          {"ordering_accuracy", s.ordering_accuracy},
+          {"ordering_accuracy", s.ordering_pairs > 0 ? json(s.ordering_accuracy) : json(nullptr)},  // no pairs
           {"ordering_pairs", s.ordering_pairs}};
 }
 

@@ -876,7 +876,7 @@ std::string validate_text(const std::vector<ValidationRow>& rows, const std::str
     for (const ErrorSummary& e : sums)
       s.add({e.group, std::to_string(e.count), std::to_string(e.skipped), fixed(e.median_abs_error_pct, 1),
              fixed(e.p90_abs_error_pct, 1), fixed(e.max_abs_error_pct, 1), std::to_string(e.ordering_pairs),
-             fixed(100 * e.ordering_accuracy, 1)});
+             e.ordering_pairs > 0 ? fixed(100 * e.ordering_accuracy, 1) : "-"});  // no pairs: no figure
     out += s.render();
   };
   table(
