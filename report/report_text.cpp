@@ -948,9 +948,13 @@ std::string plan_rejections(const PlanResult& r) {
   std::string fixed_dims;
   for (const std::string& d : r.not_enumerated) fixed_dims += (fixed_dims.empty() ? "" : ", ") + d;
   if (!fixed_dims.empty()) out += "Not enumerated (as the options say): " + fixed_dims + "\n";
-  out += "Rejected:\n";
+  // The reasons that rejected a layout; one that rejected none says nothing.
+  std::int64_t rejected = 0;
+  for (int i = 0; i < kPlanRejectReasons; ++i) rejected += r.rejected[i];
+  out += rejected > 0 ? "Rejected:\n" : "Rejected: none\n";
   for (int i = 0; i < kPlanRejectReasons; ++i) {
     const auto reason = static_cast<PlanRejectReason>(i);
+    if (r.rejected[i] == 0) continue;
     std::string line = fmt::format("  {:>8}  {}", r.rejected[i], describe(reason));
     if (reason == PlanRejectReason::memory) line += fmt::format(" ({:.0f}% of capacity)", 100 * r.max_memory_fraction);
     if (reason == PlanRejectReason::invalid && r.rejected[i] > 0) line += ", e.g. " + r.invalid_example;
