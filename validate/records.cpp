@@ -118,7 +118,9 @@ MeasuredRun parse_measured_run(const std::string& json_line, const std::string& 
     r.source = source_label(top.raw("source"));
     if (const json& raw = top.raw("source"); raw.contains("locator") && raw["locator"].is_string())
       r.locator = raw["locator"].get<std::string>();
-    for (const std::string& k : src.keys()) src.ignore(k);  // documentation: free-form
+    // `type` is one of SCHEMA.md's kinds; the rest documents the source, free-form.
+    if (src.has("type")) src.choice("type", {"repo", "blog", "docs", "paper", "issue"});
+    for (const std::string& k : src.keys()) src.ignore(k);
   }
   r.trust = top.choice("trust", {"high", "medium", "low"});
   {

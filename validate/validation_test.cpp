@@ -356,6 +356,17 @@ TEST_CASE("measured.value must be > 0; unknown precision or checkpointing names 
   CHECK(starts(outcome(r), "skipped: precision bf16_pure"));
 }
 
+TEST_CASE("source.type is one of the format's kinds; the source's other keys are free documentation") {
+  nlohmann::json r = small_record();
+  r["source"]["type"] = "tweet";
+  CHECK(starts(outcome(r), "error: runs.jsonl:3: /source/type"));
+  for (const char* kind : {"repo", "blog", "docs", "paper", "issue"}) {
+    r["source"]["type"] = kind;
+    r["source"]["anything"] = "kept as documentation";
+    CHECK_FALSE(starts(outcome(r), "error"));
+  }
+}
+
 TEST_CASE("only an explicit reason skips a record: a head dimension stepcast cannot represent") {
   nlohmann::json r = small_record();
   r["model"]["heads"] = 7;  // 512 / 7 is no whole head dimension
