@@ -4,6 +4,7 @@
 
 #include "report/report_html.hpp"
 
+#include "base/version.hpp"
 #include "report/report.hpp"
 #include "report/report_assets.hpp"
 #include "report/trace.hpp"
@@ -16,10 +17,6 @@
 #include <stdexcept>
 #include <string_view>
 #include <utility>
-
-#ifndef STEPCAST_VERSION
-#define STEPCAST_VERSION "unknown"
-#endif
 
 namespace stepcast::cli {
 
@@ -85,7 +82,7 @@ const std::string& checked_script(const std::string& script, std::string_view wh
 /// replaced in one pass (replacement text is never scanned again).
 std::string page(const std::string& title, json data) {
   if (!html_report_available()) throw std::logic_error(html_report_unavailable_reason());
-  const std::string generator = std::string("stepcast ") + STEPCAST_VERSION;
+  const std::string generator = std::string("stepcast ") + version();
   data["generator"] = generator;
   data["library"] = std::string(assets::chart_library_name());
   const std::string library = assets::chart_library();

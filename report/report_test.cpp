@@ -3,6 +3,9 @@
 
 #include "report/report.hpp"
 
+#include "base/version.hpp"
+#include "report/report_html.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -107,4 +110,11 @@ TEST_CASE("a view leads with OUT OF MEMORY or TIGHT and the two largest terms; n
   CHECK(memory_warning(m).rfind("TIGHT: ", 0) == 0);
   m.verdict = MemoryVerdict::fits;
   CHECK(memory_warning(m).empty());
+}
+
+TEST_CASE("an HTML page names the stepcast version that wrote it") {
+  if (!html_report_available()) return;  // built without the charting library: --html refuses
+  const std::string page = validate_html({}, {"runs.jsonl"});
+  CHECK(page.find(std::string("stepcast ") + version()) != std::string::npos);
+  CHECK(page.find("stepcast unknown") == std::string::npos);
 }
