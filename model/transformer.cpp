@@ -147,6 +147,21 @@ std::string_view name(Norm n) {
 /// Checks: `heads` divides `hidden` unless `head_dim` is given.
 TransformerSpec parse_transformer(JsonObject& obj) {
   TransformerSpec spec;
+  {
+    // Every problem of the required keys at once (the reads below stop at the first).
+    InputErrors errors;
+    for (const char* key : {"name", "source"}) errors.attempt([&] { obj.string(key); });
+    errors.attempt([&] { obj.choice("positional", kPositionalNames); });
+    errors.attempt([&] { obj.choice("norm", kNormNames); });
+    for (const char* key : {"gated_mlp", "tied_embeddings", "linear_bias"}) errors.attempt([&] { obj.boolean(key); });
+    errors.attempt([&] { obj.integer("layers", 1, kMaxLayers); });
+    errors.attempt([&] { obj.integer("hidden", 1, kMaxHidden); });
+    errors.attempt([&] { obj.integer("heads", 1, kMaxHidden); });
+    errors.attempt([&] { obj.integer("ffn_hidden", 1, kMaxFfnHidden); });
+    errors.attempt([&] { obj.integer("vocab", 1, kMaxVocab); });
+    errors.attempt([&] { obj.integer("seq_len", 1, kMaxSeqLen); });
+    errors.raise();
+  }
   spec.name = obj.string("name");
   if (spec.name.empty()) throw obj.error("name", "expected a non-empty model name");
   spec.source = obj.string("source");

@@ -81,6 +81,19 @@ TEST_CASE("a common strategy name is read as its canonical one, and said so; a m
   CHECK_FALSE(strategy_alias("fsdp_no_shard"));
 }
 
+TEST_CASE("an inline model's problems come back at once, each with its path") {
+  json j = good();
+  j["model"] = json{{"name", "m"}, {"layers", 4}, {"heads", "eight"}};
+  const std::string message = error_of(j);
+  for (const char* path :
+       {"/model/source", "/model/positional", "/model/norm", "/model/gated_mlp", "/model/tied_embeddings",
+        "/model/linear_bias", "/model/hidden", "/model/heads", "/model/ffn_hidden", "/model/vocab", "/model/seq_len"}) {
+    CAPTURE(path);
+    CHECK(message.find(path) != std::string::npos);
+  }
+  CHECK(message.find("/model/layers") == std::string::npos);  // given and valid
+}
+
 TEST_CASE("GPU count: at most kMaxGpus, and no int wrap (2^32+2 nodes is not 2)") {
   json j = good();
   j["hardware"]["gpus"] = limits::kMaxGpus + 1;
