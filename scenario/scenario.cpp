@@ -11,6 +11,7 @@
 #include "topologies/hardware_file.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -401,6 +402,29 @@ void resolve_network(JsonObject& obj, const BoxSpec& box, HardwareChoice& h, std
   nlohmann::json cluster = {{"name", box.name}, {"box", box.name}, {"nodes", h.cluster.nodes}, {"source", "scenario"}};
   if (network) {
     cluster["network"] = *network;
+    // What a partial network leaves out is the box's, as with no network at all.
+    nlohmann::json& net = cluster["network"];
+    if (net.is_object()) {
+      std::vector<std::string> taken;
+      if (!net.contains("nic") && !box.nic.empty()) {
+        net["nic"] = box.nic;
+        taken.push_back(fmt::format("nic {}", box.nic));
+      }
+      if (!net.contains("nics_per_node") && box.nics >= 1) {
+        net["nics_per_node"] = box.nics;
+        taken.push_back(fmt::format("nics_per_node {}", box.nics));
+      }
+      if (!net.contains("topology")) {
+        net["topology"] = "single_switch";
+        taken.push_back("topology single_switch");
+      } else if (net["topology"] == "rail_fat_tree" && !net.contains("oversubscription")) {
+        net["oversubscription"] = 1;
+        taken.push_back("oversubscription 1 (non-blocking)");
+      }
+      if (!taken.empty())
+        defaults.push_back(
+            fmt::format("hardware.network: {} (not stated: the {}'s own)", fmt::join(taken, ", "), box.name));
+    }
     add_inline_parts(cluster["network"], obj.file(), obj.path_of("network"), {"nic"}, false);
   } else if (h.cluster.nodes > 1) {
     if (box.nics < 1)

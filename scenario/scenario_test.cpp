@@ -94,6 +94,25 @@ TEST_CASE("an inline model's problems come back at once, each with its path") {
   CHECK(message.find("/model/layers") == std::string::npos);  // given and valid
 }
 
+TEST_CASE("a partial network keeps the box's NICs and topology for what it does not say, and says so") {
+  json j = good();
+  j["hardware"] = json{{"box", "dgx-h100"}, {"gpus", 16}, {"network", {{"nics_per_node", 4}}}};
+  const Scenario s = parse(j);
+  REQUIRE(s.hardware.cluster.network.has_value());
+  CHECK(s.hardware.cluster.network->nics_per_node == 4);
+  CHECK(s.hardware.cluster.network->nic == find_box("dgx-h100")->nic);
+  CHECK(s.hardware.cluster.network->topology == NetworkTopology::single_switch);
+  CHECK(std::any_of(s.defaults.begin(), s.defaults.end(), [](const std::string& d) {
+    return mentions(d, "hardware.network: nic ib-ndr, topology single_switch (not stated: the dgx-h100's own)");
+  }));
+  j["hardware"]["network"] = json{{"topology", "rail_fat_tree"}};
+  const Scenario fat = parse(j);
+  CHECK(fat.hardware.cluster.network->oversubscription == 1.0);
+  CHECK(fat.hardware.cluster.network->nics_per_node == find_box("dgx-h100")->nics);
+  j["hardware"]["network"] = json{{"nic", "no-such-nic"}};
+  CHECK(mentions(error_of(j), "/hardware/network/nic"));
+}
+
 TEST_CASE("GPU count: at most kMaxGpus, and no int wrap (2^32+2 nodes is not 2)") {
   json j = good();
   j["hardware"]["gpus"] = limits::kMaxGpus + 1;
