@@ -1046,9 +1046,11 @@ std::string compare_text(const std::vector<CompareRow>& rows) {
            r.usd_per_million_tokens ? fixed(*r.usd_per_million_tokens, 4) : "n/a", gib(r.memory_per_gpu_bytes),
            verdict_text(r.verdict)});
   out += t.render();
-  out +=
-      "  cost needs price_per_gpu_hour_usd (and a dataset for the epoch); USD per Mtok = price x GPUs x step\n"
-      "  time / 3600 / (tokens per step / 1e6)\n";
+  // Why a cost is n/a, only where one is.
+  const bool some_unpriced = std::any_of(
+      rows.begin(), rows.end(), [](const CompareRow& r) { return !r.cost_per_epoch_usd || !r.usd_per_million_tokens; });
+  if (some_unpriced) out += "  n/a: cost needs price_per_gpu_hour_usd (and a dataset for the epoch)\n";
+  out += "  USD per Mtok = price x GPUs x step time / 3600 / (tokens per step / 1e6)\n";
   for (std::size_t i = 1; i < rows.size(); ++i) {
     if (rows[i].model != rows[0].model || rows[i].tokens_per_step != rows[0].tokens_per_step)
       out += fmt::format("  note: {} is not the same job as {} (model {} vs {}, {:.0f} vs {:.0f} tokens per step)\n",

@@ -371,6 +371,13 @@ set(STEPCAST_CLI_PLAN ${CMAKE_CURRENT_LIST_DIR}/data/plan)
 stepcast_cli_case(compare_priced_json JSON_KEYS rows STDOUT "\"cost_per_epoch_usd\": " "dgx-h100"
                   ARGS compare ${STEPCAST_CLI_PLAN}/gpt2-8xa100-priced.json ${STEPCAST_CLI_PLAN}/gpt2-8xh100-priced.json
                        --json)
+# Both priced: the costs are there and no line says a price is missing.
+add_test(NAME cli.compare_priced_text_no_missing_price
+         COMMAND stepcast compare ${STEPCAST_CLI_PLAN}/gpt2-8xa100-priced.json ${STEPCAST_CLI_PLAN}/gpt2-8xh100-priced.json)
+set_tests_properties(cli.compare_priced_text_no_missing_price PROPERTIES PASS_REGULAR_EXPRESSION "USD per Mtok = price"
+                                                                        FAIL_REGULAR_EXPRESSION "cost needs|n/a")
+stepcast_cli_case(compare_unpriced_says_why STDOUT "n/a: cost needs price_per_gpu_hour_usd"
+                  ARGS compare ${STEPCAST_CLI_GOOD} scenarios/seeds/gpt2-xl-ddp-8xa100.json)
 stepcast_cli_case(plan_cost_objective STDOUT "objective: USD/Mtok"
                   ARGS plan ${STEPCAST_CLI_PLAN}/gpt2-8xh100-priced.json --objective cost --top 2)
 
