@@ -73,38 +73,45 @@ class Config {
   Config(const nlohmann::json& root, const std::string& file) : root_(root), obj_(root, file, "") {}
 
   bool present(const std::string& key) const { return root_.contains(key) && !root_.at(key).is_null(); }
-  std::int64_t integer(const std::string& key, std::int64_t max) { return obj_.integer(key, 1, max); }
+  std::int64_t integer(const std::string& key, std::int64_t max) { return obj_.integer(read(key), 1, max); }
   std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t max) {
     if (!present(key)) return std::nullopt;
-    return obj_.integer(key, 1, max);
+    return obj_.integer(read(key), 1, max);
   }
   /// The first of `keys` that is present (older configs spell some keys differently).
   std::int64_t integer_of(const std::vector<std::string>& keys, std::int64_t max) {
     for (const auto& key : keys)
-      if (present(key)) return obj_.integer(key, 1, max);
+      if (present(key)) return obj_.integer(read(key), 1, max);
     throw obj_.error(keys.front(), "missing (a positive integer)");
   }
-  bool flag(const std::string& key, bool fallback) { return present(key) ? obj_.boolean(key) : fallback; }
+  bool flag(const std::string& key, bool fallback) { return present(key) ? obj_.boolean(read(key)) : fallback; }
   double number(const std::string& key, double fallback, double max) {
-    return present(key) ? obj_.number(key, 0.0, max) : fallback;
+    return present(key) ? obj_.number(read(key), 0.0, max) : fallback;
   }
   std::optional<JsonObject> object(const std::string& key) {
     if (!present(key)) return std::nullopt;
-    return obj_.object(key);
+    return obj_.object(read(key));
   }
   std::optional<JsonArray> array(const std::string& key) {
     if (!present(key)) return std::nullopt;
-    return obj_.array(key);
+    return obj_.array(read(key));
   }
   std::optional<std::string> string(const std::string& key) {
     if (!present(key)) return std::nullopt;
-    return obj_.string(key);
+    return obj_.string(read(key));
   }
   InputError error(const std::string& key, const std::string& what) const { return obj_.error(key, what); }
+  /// The keys whose values were read, in the order first read.
+  const std::vector<std::string>& keys_read() const { return read_; }
 
  private:
+  const std::string& read(const std::string& key) {
+    if (std::find(read_.begin(), read_.end(), key) == read_.end()) read_.push_back(key);
+    return key;
+  }
   const nlohmann::json& root_;
   JsonObject obj_;
+  std::vector<std::string> read_;
 };
 
 Family family_of(Config& c) {
@@ -362,6 +369,9 @@ TransformerSpec spec_from_hf_config(const nlohmann::json& config, const std::str
   for (const char* key : {"resid_pdrop", "embd_pdrop", "attn_pdrop", "hidden_dropout", "hidden_dropout_prob",
                           "attention_dropout", "attention_probs_dropout_prob", "dropout"})
     s.dropout = std::max(s.dropout, c.number(key, 0.0, 0.999));
+  std::string keys;
+  for (const std::string& k : c.keys_read()) keys += (keys.empty() ? "" : ", ") + k;
+  s.source = file + " (keys read: " + keys + ")";
   return s;
 }
 

@@ -96,7 +96,7 @@ std::string read_choice(const Schema& schema, JsonObject& obj, const std::string
   return obj.choice(key, key_of(schema, obj, key).vocabulary);
 }
 
-TransformerSpec parse_model(JsonObject& top) {
+TransformerSpec parse_model(JsonObject& top, std::vector<std::string>& defaults) {
   const nlohmann::json& raw = top.raw("model");
   if (raw.is_string()) {
     const std::string name = raw.get<std::string>();
@@ -115,7 +115,10 @@ TransformerSpec parse_model(JsonObject& top) {
     if (path.is_relative()) path = std::filesystem::path(top.file()).parent_path() / path;
     if (!std::filesystem::exists(path))
       throw obj.error("hf_config", "expected a Hugging Face config.json; " + path.string() + " does not exist");
-    return load_hf_config(path);
+    TransformerSpec spec = load_hf_config(path);
+    defaults.push_back(fmt::format("model \"{}\" (named after its {}): {}", spec.name,
+                                   path.filename() == "config.json" ? "folder" : "file", spec.source));
+    return spec;
   }
   return parse_transformer(obj);
 }
@@ -631,7 +634,7 @@ Scenario parse_root(const JsonDoc& doc, const ReadOptions& options, const Schema
   s.file = doc.file();
   InputErrors errors;
   parse_labels(top, s, errors, schema);
-  const bool model_ok = errors.attempt([&] { s.model = parse_model(top); });
+  const bool model_ok = errors.attempt([&] { s.model = parse_model(top, s.defaults); });
   bool hardware_ok = false;
   errors.attempt([&] {
     JsonObject h = top.object("hardware");

@@ -355,6 +355,11 @@ TEST_CASE("model {hf_config: path}: a Hugging Face config.json relative to the s
   CHECK(s.model.hidden == 768);
   CHECK(mentions(s.model.source, "gpt2.json"));
   CHECK(parameter_count(s.model) == 124439808);  // as the catalog's gpt2
+  // Which name it took and which keys of the config were read are said under Assumptions.
+  CHECK(std::any_of(s.defaults.begin(), s.defaults.end(), [](const std::string& d) {
+    return mentions(d, "model \"gpt2\" (named after its file)") && mentions(d, "keys read: ") &&
+           mentions(d, "n_embd") && mentions(d, "n_layer");
+  }));
 
   j["model"] = json{{"hf_config", "../hf/no-such.json"}};
   std::string what;
