@@ -86,6 +86,10 @@ Dtype gemm_dtype(Precision p) {
 
 int working_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }
 
+bool is_fsdp(Strategy s) {
+  return s == Strategy::fsdp_full_shard || s == Strategy::fsdp_shard_grad_op || s == Strategy::fsdp_hybrid_shard ||
+         s == Strategy::fsdp_no_shard;
+}
 bool shards_optimizer(Strategy s) { return s != Strategy::ddp && s != Strategy::fsdp_no_shard; }
 bool shards_gradients(Strategy s) {
   return s == Strategy::zero2 || s == Strategy::zero3 || s == Strategy::fsdp_full_shard ||

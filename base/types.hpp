@@ -89,6 +89,7 @@ int working_bytes(Precision);
 
 /// Sharding facts of each strategy (ZeRO paper, Rajbhandari et al. 2020, Sec. 5; PyTorch
 /// FSDP docs for ShardingStrategy).
+bool is_fsdp(Strategy);            ///< a PyTorch FSDP mode (no gradient bucket: one flat tensor per unit)
 bool shards_optimizer(Strategy);   ///< ZeRO-1 and above, every FSDP mode but NO_SHARD
 bool shards_gradients(Strategy);   ///< ZeRO-2 and above, FSDP SHARD_GRAD_OP/FULL/HYBRID
 bool shards_parameters(Strategy);  ///< ZeRO-3, FSDP FULL_SHARD and HYBRID_SHARD (in node)

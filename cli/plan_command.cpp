@@ -2,7 +2,9 @@
 /// `stepcast plan SCENARIO`: the best parallel layouts of a job, ranked (or over a GPU range).
 #include "cli/command.hpp"
 
+#include "base/json_input.hpp"
 #include "cli/progress.hpp"
+#include "planner/emit.hpp"
 #include "planner/plan.hpp"
 #include "predict/predict.hpp"
 #include "report/report.hpp"
@@ -14,6 +16,7 @@
 #include <stdexcept>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <string>
@@ -38,6 +41,8 @@ struct PlanArgs {
   bool no_offload = false;            ///< --no-offload: no CPU offload in the search
   std::int64_t min_cp_tokens = 1024;  ///< --min-cp-tokens
   double gap = 0.01;                  ///< --gap
+  std::string emit;                   ///< --emit FILE: the winner (or --emit-rank's row) as a scenario
+  int emit_rank = 1;                  ///< --emit-rank K
 };
 
 /// `plan --gpus-range`: one plan per count at one global batch, then the winners side by side.
@@ -87,6 +92,13 @@ int run_plan(const PlanArgs& args) {
     }
     write_file(args.html, cli::plan_html(s, result, winner ? &*winner : nullptr), "HTML report");
   }
+  if (!args.emit.empty()) {
+    if (args.emit_rank > static_cast<int>(result.top.size()))
+      throw UserError(fmt::format("--emit-rank {}: the plan ranked {} layout(s)", args.emit_rank, result.top.size()));
+    const nlohmann::ordered_json original = nlohmann::ordered_json::parse(read_input_file(args.scenario));
+    const PlanPoint& point = result.top[static_cast<std::size_t>(args.emit_rank - 1)].point;
+    write_file(args.emit, emitted_scenario(original, args.scenario, point, result.gpus).dump(2) + "\n", "scenario");
+  }
   write(args.csv ? cli::plan_csv(result) : args.json ? cli::plan_json(s, result) : cli::plan_text(s, result));
   return kExitOk;
 }
@@ -125,6 +137,12 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   add_html_option(cmd, pa.html);
+  cmd->add_option("--emit", pa.emit,
+                  "Also write the winner as a scenario file to FILE: `stepcast predict FILE`\ngives its step (and "
+                  "the time and cost of the run)");
+  cmd->add_option("--emit-rank", pa.emit_rank, "Which row --emit writes (1: the winner)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   cmd->footer(
       footer("Enumerates every layout of the job on the GPUs at a fixed global batch: data-parallel\n"
              "strategy (ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op) x tensor-parallel\n"

@@ -21,11 +21,6 @@ namespace {
 constexpr std::array<std::string_view, 3> kOptimizerNames{"adam", "adam_deepspeed", "sgd"};
 constexpr std::array<std::string_view, 3> kVerdictNames{"fits", "tight", "oom"};
 
-bool is_fsdp(Strategy s) {
-  return s == Strategy::fsdp_full_shard || s == Strategy::fsdp_shard_grad_op || s == Strategy::fsdp_hybrid_shard ||
-         s == Strategy::fsdp_no_shard;
-}
-
 bool is_mixed(Precision p) { return p != Precision::fp32; }
 
 /// The strategy that actually runs: FSDP with a shard group of one GPU falls back to

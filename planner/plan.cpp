@@ -68,11 +68,6 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
   return low;
 }
 
-bool is_fsdp(Strategy st) {
-  return st == Strategy::fsdp_full_shard || st == Strategy::fsdp_shard_grad_op || st == Strategy::fsdp_hybrid_shard ||
-         st == Strategy::fsdp_no_shard;
-}
-
 /// The base scenario on the planned GPUs, tensor parallelism off (each layout sets its own).
 Scenario planned_base(const Scenario& base, const PlanOptions& options) {
   Scenario s = base;

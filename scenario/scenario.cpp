@@ -960,9 +960,7 @@ void check_strategy(const Scenario& s, const ScenarioSource& w) {
               "layers gathered ahead, at most the model's layers");
   const std::string bucket = w.strategy + "/bucket_mb";
   const Strategy kind = st.layout.dp_sharding;
-  const bool fsdp = kind == Strategy::fsdp_full_shard || kind == Strategy::fsdp_shard_grad_op ||
-                    kind == Strategy::fsdp_hybrid_shard || kind == Strategy::fsdp_no_shard;
-  if (fsdp && st.bucket_given)
+  if (is_fsdp(kind) && st.bucket_given)
     throw InputError(w.file, bucket,
                      "FSDP reduce-scatters each wrapped unit's gradients as one flat tensor and has no gradient "
                      "bucket; remove bucket_mb (it is for ddp and zero1/2/3)");
