@@ -568,6 +568,9 @@ json plan_object(const Scenario& sc, const PlanResult& r) {
                     {"memory_per_gpu_bytes", num(p.memory.total_bytes)},
                     {"comm_exposed_s", num(p.comm_exposed_s)},
                     {"bubble_s", num(bubble_s(p))},
+                    // The run's time and cost: with a dataset, and a price for the cost (null otherwise).
+                    {"time_per_epoch_s", num(p.time_per_epoch_s)},
+                    {"cost_per_epoch_usd", opt(p.cost_per_epoch_usd)},
                     {"objective", num(row.objective)}});
   }
   const json out = {{"scenario", sc.name},

@@ -969,22 +969,31 @@ std::string plan_text(const Scenario& sc, const PlanResult& r) {
   std::string out = fmt::format("Plan {}{}: {} on {} GPUs, global batch {} sequences x {} tokens, objective {}\n",
                                 sc.name, sc.file.empty() ? "" : fmt::format(" [{}]", sc.file), sc.model.name, r.gpus,
                                 r.global_batch, sc.training.seq_len, name(r.objective));
-  Table t({{"rank", true},
-           {"layout", false},
-           {"step time (s)", true},
-           {"tokens/s/GPU", true},
-           {"MFU (%)", true},
-           {"memory/GPU (GiB)", true},
-           {"exposed comm (s)", true},
-           {"bubble (%)", true},
-           {objective_header(r.objective), true}});
+  // The run's time with a dataset, its cost with a price too.
+  const bool timed = !r.top.empty() && std::isfinite(r.top.front().prediction.time_per_epoch_s);
+  const bool priced = timed && r.top.front().prediction.cost_per_epoch_usd.has_value();
+  std::vector<Table::Column> columns = {
+      {"rank", true},    {"layout", false},          {"step time (s)", true},    {"tokens/s/GPU", true},
+      {"MFU (%)", true}, {"memory/GPU (GiB)", true}, {"exposed comm (s)", true}, {"bubble (%)", true}};
+  if (timed) columns.push_back({"time to train (h)", true});
+  if (priced) columns.push_back({"cost (USD)", true});
+  columns.push_back({objective_header(r.objective), true});
+  Table t(std::move(columns));
   int rank = 0;
   for (const PlanRow& row : r.top) {
     const Prediction& p = row.prediction;
-    t.add({std::to_string(++rank), row.point.describe(), seconds(p.step_time_s), grouped(p.tokens_per_s_per_gpu),
-           percent(p.mfu), gib(p.memory.total_bytes), seconds(p.comm_exposed_s),
-           fixed(p.step_time_s > 0 ? 100 * bubble_s(p) / p.step_time_s : 0.0, 1),
-           objective_cell(r.objective, row.objective)});
+    std::vector<std::string> cells = {std::to_string(++rank),
+                                      row.point.describe(),
+                                      seconds(p.step_time_s),
+                                      grouped(p.tokens_per_s_per_gpu),
+                                      percent(p.mfu),
+                                      gib(p.memory.total_bytes),
+                                      seconds(p.comm_exposed_s),
+                                      fixed(p.step_time_s > 0 ? 100 * bubble_s(p) / p.step_time_s : 0.0, 1)};
+    if (timed) cells.push_back(fixed(p.time_per_epoch_s / 3600, 2));
+    if (priced) cells.push_back(p.cost_per_epoch_usd ? fixed(*p.cost_per_epoch_usd, 2) : "n/a");
+    cells.push_back(objective_cell(r.objective, row.objective));
+    t.add(std::move(cells));
   }
   if (r.top.empty()) {
     out += "  no layout fits: see the rejections below\n";

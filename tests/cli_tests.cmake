@@ -378,6 +378,11 @@ set_tests_properties(cli.compare_priced_text_no_missing_price PROPERTIES PASS_RE
                                                                         FAIL_REGULAR_EXPRESSION "cost needs|n/a")
 stepcast_cli_case(compare_unpriced_says_why STDOUT "n/a: cost needs price_per_gpu_hour_usd"
                   ARGS compare ${STEPCAST_CLI_GOOD} scenarios/seeds/gpt2-xl-ddp-8xa100.json)
+# With a dataset and a price, each plan row has the run's time and cost.
+stepcast_cli_case(plan_rows_time_and_cost STDOUT "time to train (h)" "cost (USD)"
+                  ARGS plan ${STEPCAST_CLI_PLAN}/gpt2-8xh100-priced.json --top 2)
+stepcast_cli_case(plan_rows_time_and_cost_json JSON_KEYS rows STDOUT "\"time_per_epoch_s\": " "\"cost_per_epoch_usd\": "
+                  ARGS plan ${STEPCAST_CLI_PLAN}/gpt2-8xh100-priced.json --top 2 --json)
 stepcast_cli_case(plan_cost_objective STDOUT "objective: USD/Mtok"
                   ARGS plan ${STEPCAST_CLI_PLAN}/gpt2-8xh100-priced.json --objective cost --top 2)
 
