@@ -63,9 +63,9 @@ std::optional<Strategy> strategy_alias(std::string_view text) {
     if (c != '-' && c != '_' && c != ' ') key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (key == "fsdp" || key == "fsdp2") return Strategy::fsdp_full_shard;
   if (key == "hsdp") return Strategy::fsdp_hybrid_shard;
-  if (key == "zero1" && text != "zero1") return Strategy::zero1;
-  if (key == "zero2" && text != "zero2") return Strategy::zero2;
-  if (key == "zero3" && text != "zero3") return Strategy::zero3;
+  if (key == "zero1") return Strategy::zero1;
+  if (key == "zero2") return Strategy::zero2;
+  if (key == "zero3") return Strategy::zero3;
   return std::nullopt;
 }
 Collective parse_collective(std::string_view s) { return parse_enum<Collective>(s, kCollective, "collective"); }

@@ -75,7 +75,7 @@ Strategy parse_strategy(std::string_view);
 /// The strategy a common name stands for, compared without case, '-', '_' or spaces:
 /// "fsdp" and "fsdp2" (PyTorch FSDP's default ShardingStrategy.FULL_SHARD; FSDP2's
 /// fully_shard), "hsdp" (HYBRID_SHARD), "zero-1" to "zero-3" (DeepSpeed's stages); none for
-/// a canonical name or an unknown one.
+/// an unknown one. Callers try parse_strategy first: a canonical name is no alias.
 std::optional<Strategy> strategy_alias(std::string_view);
 Collective parse_collective(std::string_view);
 

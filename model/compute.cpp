@@ -488,7 +488,7 @@ AttentionTimes attention_times(const TransformerSpec& spec, double b, std::int64
     auto time = [&](AttentionPass p) {
       if (!spec.sliding_window) return full(p);
       const double window = static_cast<double>(spec.sliding_window->tokens);
-      const double windowed = static_cast<double>(spec.sliding_window->layers) / static_cast<double>(spec.layers);
+      const double windowed = windowed_layer_share(spec);
       const double t_window =
           attention_flops(spec, b, seq, k.causal, p) * window_pair_share(seq, window) / k.tp /
           (attention_tflops(d.attention, spec.head_dim(), k.causal, p, std::min(window, seq)) * 1e12);

@@ -75,7 +75,7 @@ double window_factor(const TransformerSpec& spec, std::int64_t seq_len, bool cau
   const double s = static_cast<double>(seq_len);
   const double w = static_cast<double>(spec.sliding_window->tokens);
   const double r = causal_halving ? window_pair_share(s, w) : std::min(w, s) / s;
-  const double windowed = static_cast<double>(spec.sliding_window->layers) / static_cast<double>(spec.layers);
+  const double windowed = windowed_layer_share(spec);
   return 1.0 - windowed + windowed * r;
 }
 

@@ -251,6 +251,11 @@ TransformerSpec parse_transformer(JsonObject& obj) {
   return spec;
 }
 
+double windowed_layer_share(const TransformerSpec& spec) {
+  return spec.sliding_window ? static_cast<double>(spec.sliding_window->layers) / static_cast<double>(spec.layers)
+                             : 0.0;
+}
+
 double window_pair_share(double s, double window) {
   if (!(s >= 1) || !(window >= 1)) throw std::invalid_argument("window_pair_share needs s >= 1 and window >= 1");
   if (window >= s) return 1.0;

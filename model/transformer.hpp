@@ -61,6 +61,8 @@ struct SlidingWindow {
 /// sequence of `s` tokens: [w·s − w·(w−1)/2] / [s·(s+1)/2] with w = min(window, s), 1 when
 /// the window covers the sequence. (Query i attends to min(i+1, w) keys.)
 double window_pair_share(double s, double window);
+/// Share of a model's layers with a sliding window (0 without one).
+double windowed_layer_share(const struct TransformerSpec& spec);
 
 /// The shape of a transformer (dense unless `moe` is set). Counts are plain integers; sizes are in elements.
 struct TransformerSpec {

@@ -260,11 +260,14 @@ void apply_training_defaults(Scenario& s, const TrainingInput& in, std::shared_p
 /// A strategy's canonical name, or a common one (strategy_alias), kept in `given` for the
 /// assumption that says what it was read as.
 Strategy strategy_named(const std::string& text, std::string& given) {
-  if (const std::optional<Strategy> alias = strategy_alias(text)) {
+  try {
+    return parse_strategy(text);
+  } catch (const std::invalid_argument&) {
+    const std::optional<Strategy> alias = strategy_alias(text);
+    if (!alias) throw;
     given = text;
     return *alias;
   }
-  return parse_strategy(text);
 }
 
 StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors, const Schema& schema) {

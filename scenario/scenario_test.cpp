@@ -79,6 +79,7 @@ TEST_CASE("a common strategy name is read as its canonical one, and said so; a m
   CHECK_THROWS_AS(parse(j), InputError);
   CHECK_FALSE(strategy_alias("ddp"));
   CHECK_FALSE(strategy_alias("fsdp_no_shard"));
+  CHECK_FALSE(strategy_alias("fsdpp"));
 }
 
 TEST_CASE("an inline model's problems come back at once, each with its path") {
