@@ -264,12 +264,14 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in, do
 /// cast. Korthikanti Sec. 4.1 counts the fp32 cross-entropy as 4·s·b·V; we add the w-byte
 /// head output (HF causal-LM heads compute `logits.float()` from it). A fused cross-entropy
 /// kernel reads the w-byte logits and saves one fp32 log-sum-exp per row (flash-attn's
-/// xentropy, Liger's): b·s·(V·w + 4).
+/// xentropy, Liger's): b·s·(V·w + 4). A loss that subtracts the row maximum out of place
+/// holds a second fp32 copy at its peak, b·s·V·(w + 8) (nanotron's sharded_cross_entropy,
+/// src/nanotron/parallel/tensor_parallel/functional.py @ 3034bd21).
 double logits_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
   const double w = working_bytes(in.precision);
   const double rows = static_cast<double>(in.micro_batch) * static_cast<double>(in.seq_len / in.cp);
   const double v = static_cast<double>(spec.vocab) / in.tp;  // vocab-parallel under TP
-  return in.fused_loss ? rows * (v * w + 4.0) : rows * v * (w + 4.0);
+  return in.fused_loss ? rows * (v * w + 4.0) : rows * v * (w + 4.0 * in.loss_fp32_copies);
 }
 
 /// Communication buffers not already in another term:
@@ -431,6 +433,12 @@ double allocator_bytes(const MemoryBreakdown& m) {
   return bytes;
 }
 
+double allocator_bytes(const MemoryBreakdown& m, int stage) {
+  if (m.stage_total_bytes.empty()) return allocator_bytes(m);
+  const double context = m.total_bytes - allocator_bytes(m);
+  return m.stage_total_bytes.at(static_cast<std::size_t>(stage)) - context;
+}
+
 MemoryVerdict memory_verdict(double total_bytes, double capacity_bytes) {
   if (!(capacity_bytes > 0)) throw std::invalid_argument("memory capacity must be > 0 bytes");
   if (total_bytes > capacity_bytes) return MemoryVerdict::oom;
@@ -537,6 +545,7 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
   const double first = probe(0, 1, true, false) - base, last = probe(0, 1, false, true) - base;
   StageShare worst;
   double worst_bytes = -1;
+  std::vector<double> totals;
   for (int i = 0; i < in.pp; ++i) {
     const auto k = static_cast<std::size_t>(i);
     require(in.stage_layers[k] >= 0 && in.stage_in_flight[k] >= 1, "a stage's layers >= 0 and in flight >= 1");
@@ -544,9 +553,12 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
                            false};
     const double bytes = base + share.layers * per_layer + share.layers * share.in_flight * per_activation +
                          (share.first ? first : 0.0) + (share.last ? last : 0.0);
+    totals.push_back(bytes);
     if (bytes > worst_bytes) worst = share, worst_bytes = bytes;
   }
-  return stage_memory(in, worst, true);
+  MemoryBreakdown out = stage_memory(in, worst, true);
+  out.stage_total_bytes = std::move(totals);
+  return out;
 }
 
 namespace {
@@ -640,9 +652,10 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
                        spec.moe ? fmt::format(", MoE capacity factor {:g}", in.moe_capacity_factor) : "");
   });
   add("logits", stage.last ? logits_bytes(spec, in) : 0.0, [&] {
-    return !stage.last     ? std::string("on the last stage")
-           : in.fused_loss ? fmt::format("b*s*V*{} (fused cross-entropy)", w)
-                           : fmt::format("b*s*V*({} + 4 fp32 loss)", w);
+    return !stage.last                ? std::string("on the last stage")
+           : in.fused_loss            ? fmt::format("b*s*V*{} (fused cross-entropy)", w)
+           : in.loss_fp32_copies == 1 ? fmt::format("b*s*V*({} + 4 fp32 loss)", w)
+                                      : fmt::format("b*s*V*({} + {} x 4 fp32 loss copies)", w, in.loss_fp32_copies);
   });
   ParamCounts local = c;  // what this GPU's gradient buffers hold: 1/ep of a MoE model's experts
   local.trainable = spec.moe ? held : c.trainable;

@@ -114,6 +114,10 @@ struct MemoryInputs {
   /// The loss is one fused cross-entropy kernel (flash-attn's xentropy, Liger's; the scenario's
   /// training.fused_loss): it keeps a row's log-sum-exp, not an fp32 copy of the logits.
   bool fused_loss = false;
+  /// fp32 copies of the logits alive at the unfused loss's peak (training.loss_fp32_copies):
+  /// 1, the upcast whose softmax is taken in place (Megatron-LM's vocab-parallel cross-entropy);
+  /// 2 where the row maximum is subtracted out of place (nanotron's sharded_cross_entropy).
+  int loss_fp32_copies = 1;
   /// A fused SwiGLU kernel (the fused kernel profile): a gated MLP keeps 3 f-wide tensors per
   /// token, not 4 (layer activations, memory.cpp layer_bytes_per_token).
   bool fused_swiglu = false;
@@ -140,6 +144,9 @@ struct MemoryBreakdown {
   /// The layers' activations counted: the stage's layers x its micro-batches in flight.
   double activation_layers = 0;
   double total_bytes = 0;
+  /// Under a pipeline with its stages listed, every stage's total bytes, stage 0 first (the
+  /// GPU of global rank 0, which frameworks such as nanotron log); else empty.
+  std::vector<double> stage_total_bytes;
   double capacity_bytes = 0;
   MemoryVerdict verdict = MemoryVerdict::fits;  ///< tight when total > 90% of capacity
   std::vector<std::string> largest;             ///< names of the largest terms, largest first (up to 3)
@@ -163,6 +170,10 @@ bool fits(const MemoryBreakdown& m);
 /// What the caching allocator holds at the step's peak (PyTorch's max_memory_reserved, what
 /// frameworks log as peak memory): every term but the CUDA context, which lives outside it.
 double allocator_bytes(const MemoryBreakdown& m);
+
+/// allocator_bytes of pipeline stage `stage` (stage_total_bytes); the reported stage's without a
+/// stage list.
+double allocator_bytes(const MemoryBreakdown& m, int stage);
 
 /// Parameter counts that the model states are proportional to (elements).
 struct ParamCounts {

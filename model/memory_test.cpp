@@ -581,6 +581,36 @@ TEST_CASE("a pipeline's GPU is its fullest stage: the first holds the embedding,
   CHECK_THROWS_AS(memory_per_gpu(in), std::invalid_argument);
 }
 
+TEST_CASE("every stage's total is listed, stage 0 first; its allocator bytes leave out the CUDA context") {
+  const TransformerSpec spec = llama2_7b();
+  MemoryInputs in = base_inputs(spec, Strategy::ddp, 1);
+  in.pp = 4;
+  in.stage_layers = {8, 8, 8, 8};
+  in.stage_in_flight = {1, 1, 1, 1};
+  const MemoryBreakdown m = memory_per_gpu(in);
+  REQUIRE(m.stage_total_bytes.size() == 4);
+  CHECK(m.stage_total_bytes[3] == doctest::Approx(m.total_bytes));  // the reported, fullest stage
+  CHECK(m.stage_total_bytes[0] < m.stage_total_bytes[3]);           // no head, no logits
+  CHECK(allocator_bytes(m, 3) == doctest::Approx(allocator_bytes(m)));
+  CHECK(allocator_bytes(m, 0) == doctest::Approx(m.stage_total_bytes[0] - term(m, "cuda_context")));
+  // Without a pipeline: no list, and any stage reads the one breakdown.
+  const MemoryBreakdown flat = memory_per_gpu(base_inputs(spec, Strategy::ddp, 1));
+  CHECK(flat.stage_total_bytes.empty());
+  CHECK(allocator_bytes(flat, 0) == allocator_bytes(flat));
+}
+
+TEST_CASE("a loss that subtracts the maximum out of place holds a second fp32 copy: b·s·V·(w + 8)") {
+  const TransformerSpec spec = llama2_7b();
+  MemoryInputs in = base_inputs(spec, Strategy::ddp, 1);
+  in.tp = 2;
+  const double rows = static_cast<double>(in.micro_batch * in.seq_len), v = 32000.0 / 2;
+  CHECK(term(memory_per_gpu(in), "logits") == doctest::Approx(rows * v * (2 + 4)));
+  in.loss_fp32_copies = 2;
+  CHECK(term(memory_per_gpu(in), "logits") == doctest::Approx(rows * v * (2 + 8)));
+  in.fused_loss = true;  // a fused kernel keeps no copy of the logits in fp32
+  CHECK(term(memory_per_gpu(in), "logits") == doctest::Approx(rows * (v * 2 + 4)));
+}
+
 TEST_CASE("fp32 main gradients hold 4 bytes per gradient, sharded as the strategy shards gradients") {
   const TransformerSpec spec = llama2_7b();
   for (Strategy s : {Strategy::ddp, Strategy::zero1, Strategy::zero2}) {

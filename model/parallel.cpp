@@ -564,8 +564,9 @@ std::vector<int> balanced_layers_per_stage(std::int64_t layers, int pp, double h
     ++out[static_cast<std::size_t>(stage)];
     if (static_cast<double>(j) > total * (stage + 1) / pp && stage < pp - 1) ++stage;
   }
-  // No stage without a layer: an empty stage takes one from the busier neighbour.
-  for (int i = 0; i < pp; ++i) {
+  // No stage without a layer but the last, which holds the LM head: an empty stage takes one
+  // from the busier neighbour.
+  for (int i = 0; i + 1 < pp; ++i) {
     if (out[static_cast<std::size_t>(i)] > 0) continue;
     int from = i;
     for (int d = 1; from == i; ++d) {

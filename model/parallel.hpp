@@ -388,8 +388,9 @@ std::vector<std::string> stage_split_names();
 /// block j goes to the current stage i, and the stage moves on once the cumulative cost
 /// exceeds (i + 1)/p of the total (nanotron's build_model, models/base.py, with each block's
 /// cost from get_block_compute_costs: a decoder layer 4·h·heads·d + 3·f·h, the LM head
-/// V·h). A stage the rule leaves without a layer takes one from its busier neighbour, as
-/// stepcast's pipeline needs one layer per stage. Throws when L < p.
+/// V·h). The last stage may hold the LM head alone (Llama-3.1-8B's 32 layers over 32 stages:
+/// stage 0 takes 2); any other stage the rule leaves without a layer takes one from its busier
+/// neighbour. Throws when L < p.
 std::vector<int> balanced_layers_per_stage(std::int64_t layers, int pp, double head_cost);
 
 /// The LM head's cost in decoder layers for the balanced split: V·h over one layer's

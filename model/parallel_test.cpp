@@ -362,12 +362,13 @@ TEST_CASE("uneven stages: extra layers go to chunks 1..r, never the first") {
 TEST_CASE("balanced split: a stage moves on once the cumulative cost passes its share, the head counted") {
   // 16 layers + a head of 4 layer-costs over 4 stages: total 20, thresholds 5, 10, 15, 20.
   // Layer j goes to the current stage, which moves on after j > threshold: stage 0 takes
-  // 1..6, stage 1 7..11, stage 2 12..16, stage 3 only the head; an empty stage takes a
-  // layer from its busier neighbour.
-  CHECK(balanced_layers_per_stage(16, 4, 4.0) == std::vector<int>{6, 5, 4, 1});
+  // 1..6, stage 1 7..11, stage 2 12..16, stage 3 only the head (nanotron's last rank).
+  CHECK(balanced_layers_per_stage(16, 4, 4.0) == std::vector<int>{6, 5, 5, 0});
   // No head cost: the layer that crosses each threshold stays behind (21 = 80/4 + 1).
   CHECK(balanced_layers_per_stage(80, 4, 0.0) == std::vector<int>{21, 20, 20, 19});
-  CHECK(balanced_layers_per_stage(4, 4, 100.0) == std::vector<int>{1, 1, 1, 1});
+  // A stage before the last left empty takes a layer from its busier neighbour: {4, 0, 0, 0}
+  // becomes {3, 1, 0, 0}, then {2, 1, 1, 0}; the last keeps the head alone.
+  CHECK(balanced_layers_per_stage(4, 4, 100.0) == std::vector<int>{2, 1, 1, 0});
   CHECK_THROWS_AS(balanced_layers_per_stage(3, 4, 0.0), std::invalid_argument);
   CHECK_THROWS_AS(balanced_layers_per_stage(8, 2, -1.0), std::invalid_argument);
 }

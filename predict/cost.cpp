@@ -161,6 +161,7 @@ void cost_memory(const Job& job, Costs& c) {
   mem.prefetch_layers = s.strategy.prefetch_layers;
   mem.fp32_gradients = s.strategy.reduce_fp32;
   mem.fused_loss = tr.fused_loss.value_or(false);
+  mem.loss_fp32_copies = tr.loss_fp32_copies;
   mem.fused_swiglu = job.kernels.profile == KernelProfile::fused;
   mem.fp8_gemm_inputs = mem.fused_swiglu && tr.precision == Precision::fp8_mixed;
   mem.capacity_bytes = job.gpu.memory_bytes;

@@ -173,6 +173,9 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors, const Schema&
     if (obj.has("kernels")) t.kernel_profile = parse_name(obj, "kernels", parse_kernel_profile);
   });
   errors.attempt([&] { t.fused_loss = obj.optional_boolean("fused_loss"); });
+  errors.attempt([&] {
+    if (obj.has("loss_fp32_copies")) t.loss_fp32_copies = read_int32(schema, obj, "loss_fp32_copies");
+  });
   errors.attempt([&] { t.launch_blocking = obj.optional_boolean("launch_blocking").value_or(false); });
   errors.attempt([&] {
     if (!obj.has("grad_accumulation")) return;

@@ -43,6 +43,9 @@ struct TrainingSpec {
   std::optional<KernelProfile> kernel_profile;
   /// The loss runs as a fused kernel ("fused_loss"); absent: fused unless the profile is eager.
   std::optional<bool> fused_loss;
+  /// fp32 copies of the logits alive at the unfused loss's peak ("loss_fp32_copies", 1 or 2):
+  /// 2 where the row maximum is subtracted out of place (nanotron). Default 1.
+  int loss_fp32_copies = 1;
   /// Extra forward passes of an eager cross-entropy over the logits per micro-batch
   /// ("metric_loss_passes"): training metrics computed on the logits (Composer's
   /// LanguageCrossEntropy and LanguagePerplexity: 2). Default 0.

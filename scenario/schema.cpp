@@ -110,6 +110,9 @@ std::vector<SchemaKey> training_keys() {
       choice("/training/kernels", split_names(kernel_profile_names()), "eager (PyTorch without fusion)",
              "what runs the memory-bound work"),
       key("/training/fused_loss", kBool, "fused unless kernels is eager", "the loss as one fused kernel"),
+      ranged("/training/loss_fp32_copies", kInt, 1, 2, "1 (the upcast logits, softmax in place)",
+             "fp32 copies of the logits at an unfused loss's peak (2: the maximum subtracted out of place, "
+             "nanotron)"),
       ranged("/training/metric_loss_passes", kInt, 0, 16, "0",
              "extra eager cross-entropy passes over the logits (training metrics)"),
       key("/training/launch_blocking", kBool, "false (launches are asynchronous)",

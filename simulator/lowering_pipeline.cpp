@@ -237,6 +237,7 @@ OpTasks PipelineBuilder::forward(int m, int k) {
   if (k == V_ - 1) {
     const std::string n = fmt::format("fwd head m{}", m);
     const int t = task(i, n, TaskCategory::head, p_.micro.head_forward_s, p_.head_flops_forward, p_.logits_bytes, 0);
+    if (ot.first < 0) ot.first = t;  // a last stage that holds the head alone
     ot.last = tp_after(i, p_.tp_head_forward, t, n);
   }
   return ot;
@@ -292,7 +293,7 @@ void PipelineBuilder::play_programs(const std::vector<StageProgram>& programs) {
           t = backward(op.micro_batch, k, Part::weight);
           break;
       }
-      stage_last_[i] = t.last;
+      if (t.last >= 0) stage_last_[i] = t.last;  // a head-only stage has no weight pass
     }
   }
 }

@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -272,4 +273,22 @@ TEST_CASE("a 16-stage interleaved pipeline holds tasks linear in layers x micro-
   // (0.79 + 1.58) / 128 s each, plus the head on the critical path; the sends only add time.
   const SimResult r = simulate(g);
   CHECK(r.step_s() > (64 * 4 + 15) * (2 * (0.79 + 1.58) / 128));
+}
+
+TEST_CASE("a last stage may hold the LM head alone: it runs the head's forward and backward, every schedule") {
+  for (const char* s : {"gpipe", "1f1b", "zb-h1"}) {
+    CostedStep p = pipe_plan(s, 4, 8);
+    p.micro.forward_s = 0.9;  // 0.1 s a layer and 0.1 s of head
+    p.micro.head_forward_s = 0.1;
+    p.micro.backward_s = 1.8;  // 0.2 s a layer and 0.2 s of head
+    p.micro.head_backward_s = 0.2;
+    p.chunk_layers = {3, 3, 2, 0};  // nanotron's split of 8 layers and a heavy head
+    const StepGraph g = lower_step(p);
+    const SimResult r = simulate(g);
+    CHECK(to_seconds(r.tasks[task_named(g, "fwd head m7")].end) > 0);
+    CHECK(to_seconds(r.tasks[task_named(g, "bwd head m7")].end) > 0);
+    // Stages 0 and 1 (0.9 s a micro-batch) bound the step: 8 x 0.9 s and more.
+    CHECK(step_s(p) >= 8 * 0.9);
+    CHECK(std::isfinite(step_s(p)));
+  }
 }

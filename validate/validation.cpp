@@ -178,6 +178,25 @@ bool take_reference_architecture(const std::string& arch, TransformerSpec& m, st
 
 bool has_extra(const MeasuredRun& r, const char* extra);
 
+/// Whether a record's model shares its input embedding with its LM head, read from the
+/// parameter count it states: where the count of one choice is within 1% of it and the other's
+/// is not, that choice (the Ultra-Scale Playbook's 1.34B and 3.57B are Llama-3.2 shapes with
+/// tied embeddings, its 8.86B and 80B Llama-3.1 shapes with untied ones). Otherwise the
+/// reference architecture's choice stands.
+void take_tying_from_parameter_count(const MeasuredRun& r, TransformerSpec& m, std::vector<std::string>& assumed) {
+  if (!r.params || *r.params <= 0) return;
+  const auto near = [&](const TransformerSpec& x) {
+    return std::abs(static_cast<double>(parameter_count(x) - *r.params)) <= 0.01 * static_cast<double>(*r.params);
+  };
+  TransformerSpec other = m;
+  other.tied_embeddings = !m.tied_embeddings;
+  if (near(m) || !near(other)) return;
+  m.tied_embeddings = other.tied_embeddings;
+  assumed.push_back(fmt::format("{} embeddings: the record's {:.3g} parameters are this shape's count with them {}",
+                                m.tied_embeddings ? "tied" : "untied", static_cast<double>(*r.params),
+                                m.tied_embeddings ? "tied" : "untied"));
+}
+
 /// The catalog model a record names: its name, or the name before a parenthesised variant
 /// ("Qwen3-30B-A3B (tokendrop)", "DeepSeek-V3 (w/ MTP)": a run setting, not another shape).
 const TransformerSpec* catalog_model_named(const MeasuredRun& r, std::vector<std::string>& assumed) {
@@ -232,6 +251,7 @@ TransformerSpec model_for(const MeasuredRun& r, std::vector<std::string>& assume
     if (const TransformerSpec* bert = find_model("bert-large")) m.dropout = bert->dropout;
   }
   if (m.positional == Positional::learned) m.max_positions = *r.seq_len;
+  take_tying_from_parameter_count(r, m, assumed);
   assumed.push_back("model shape from the record (not in the catalog)");
   return m;
 }
@@ -513,6 +533,11 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
         "gradients accumulated and reduced in fp32 (bench_cluster's nanotron template sets "
         "accumulate_grad_in_fp32: nanotron's FP32GradientAccumulator keeps an fp32 gradient buffer for every "
         "parameter, src/nanotron/optim/gradient_accumulator.py)");
+    s.training.loss_fp32_copies = 2;
+    assumed.push_back(
+        "two fp32 copies of the logits at the loss (nanotron's sharded_cross_entropy casts the LM head's "
+        "output to fp32 and subtracts the row maximum out of place, src/nanotron/parallel/tensor_parallel/"
+        "functional.py @ 3034bd21)");
   }
   if (framework_is(r, "nanotron") && s.strategy.layout.pp > 1) {
     s.strategy.pp_split = StageSplit::balanced;
@@ -926,7 +951,14 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   row.memory_verdict = overall_verdict(p.memory);
   if (run.memory_measured_bytes) {
     row.memory_measured_bytes = run.memory_measured_bytes;
-    row.memory_predicted_bytes = allocator_bytes(p.memory);
+    // nanotron logs the memory of global rank 0 (log_memory's rank=0, src/nanotron/logging.py
+    // @ 3034bd21): the first pipeline stage.
+    const bool rank0 = framework_is(run, "nanotron") && !p.memory.stage_total_bytes.empty();
+    row.memory_predicted_bytes = rank0 ? allocator_bytes(p.memory, 0) : allocator_bytes(p.memory);
+    if (rank0)
+      row.assumptions.push_back(
+          "peak memory of the first pipeline stage: nanotron logs global rank 0's (log_memory, "
+          "src/nanotron/logging.py @ 3034bd21)");
     row.memory_error_pct =
         100.0 * (*row.memory_predicted_bytes - *run.memory_measured_bytes) / *run.memory_measured_bytes;
   }

@@ -339,6 +339,22 @@ TEST_CASE("a record outside the catalog takes the architecture of its arch's cat
   CHECK(says(neox, "model shape from the record (not in the catalog)"));
 }
 
+TEST_CASE("a record's parameter count decides tied embeddings where one choice is within 1% of it") {
+  nlohmann::json r = small_record();
+  r["model"]["arch"] = "llama";  // the reference, Llama-3-8B, unties its embeddings
+  // 4 layers x (4·512² + 3·512·2048 + 2·512) + 512 + 1000·512 = 17,293,824 with one 1000 x 512
+  // table; 17,805,824 with two.
+  r["model"]["params"] = 17293824;
+  const ValidationRow tied = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK(says(tied, "tied embeddings: the record's 1.73e+07 parameters are this shape's count with them tied"));
+  r["model"]["params"] = 17805824;
+  const ValidationRow untied = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK_FALSE(says(untied, "embeddings: the record's"));
+  CHECK(says(untied, "untied embeddings"));  // the reference's, as before
+  r["model"]["params"] = 30000000;           // neither: the reference's choice stands
+  CHECK_FALSE(says(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)), "embeddings: the record's"));
+}
+
 TEST_CASE("measured.value must be > 0; unknown precision or checkpointing names are InputErrors with the path") {
   nlohmann::json r = small_record();
   for (double v : {0.0, -5.0}) {
