@@ -35,6 +35,7 @@ nlohmann::ordered_json emitted_scenario(const nlohmann::ordered_json& original, 
   strategy["vpp"] = l.vpp;
   strategy["schedule"] = std::string(name(l.schedule));
   strategy["cp"] = l.cp;
+  strategy["ep"] = l.ep;
   strategy["offload"] = std::string(name(point.offload));
   // What with_layout keeps of the scenario's overlaps, and FSDP's lack of a bucket.
   if (!l.sp) strategy.erase("tp_comm_overlap");

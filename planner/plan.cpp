@@ -118,6 +118,8 @@ std::optional<PlanRejectReason> plan_reason(LayoutRule rule) {
       return PlanRejectReason::cp_attention;
     case LayoutRule::pipeline_strategy:
       return PlanRejectReason::pipeline_strategy;
+    case LayoutRule::ep_ranks:
+      return PlanRejectReason::ep_ranks;
     default:
       return std::nullopt;
   }
@@ -181,7 +183,7 @@ std::vector<std::size_t> dividing_micro_batches(PlanScreen& out, const std::vect
 /// The micro-step of each (tp, sp, micro-batch, recompute), costed once per screen: it reads
 /// the model, micro-batch, sequence, precision, recompute, device and kernels (whose choice
 /// reads tp and sp), which neither the strategy nor the pipeline changes. `base` selects the
-/// (tp, sp) block of slots.
+/// (tp, sp, cp, ep) block of slots.
 struct MicroCache {
   std::vector<MicroStepTimes> times;
   std::vector<char> known;
@@ -210,7 +212,7 @@ struct LastResolve {
 bool same_family(const FamilyChoice& a, const FamilyChoice& b) {
   const ParallelLayout &x = a.layout, &y = b.layout;
   return x.dp_sharding == y.dp_sharding && x.tp == y.tp && x.sp == y.sp && x.pp == y.pp && x.cp == y.cp &&
-         a.offload == b.offload;
+         x.ep == y.ep && a.offload == b.offload;
 }
 
 /// Screens one resolved family: every dividing micro-batch and recompute, each costed and
@@ -441,6 +443,8 @@ std::string_view describe(PlanRejectReason r) {
       return "context parallelism needs a flash-class attention kernel (training.flash_attention)";
     case PlanRejectReason::pipeline_strategy:
       return "a pipeline runs ddp or zero1 within each stage";
+    case PlanRejectReason::ep_ranks:
+      return "expert parallelism: ep does not divide the DP x CP ranks of a stage";
     case PlanRejectReason::offload_host:
       return "CPU offload: the box has no host (CPU, memory bandwidth) in the catalog";
     case PlanRejectReason::offload_pipeline:
@@ -475,6 +479,8 @@ std::string_view key(PlanRejectReason r) {
       return "offload_pipeline";
     case PlanRejectReason::pipeline_strategy:
       return "pipeline_strategy";
+    case PlanRejectReason::ep_ranks:
+      return "ep_ranks";
     case PlanRejectReason::batch:
       return "batch";
     case PlanRejectReason::pipeline_groups:
@@ -502,6 +508,7 @@ std::string PlanPoint::describe() const {
   if (l.tp > 1) out += fmt::format(" tp{}", l.tp);
   if (l.sp) out += " sp";
   if (l.cp > 1) out += fmt::format(" cp{}", l.cp);
+  if (l.ep > 1) out += fmt::format(" ep{}", l.ep);
   if (l.pp > 1)
     out += l.vpp > 1 ? fmt::format(" pp{} vpp{} {}", l.pp, l.vpp, name(l.schedule))
                      : fmt::format(" pp{} {}", l.pp, name(l.schedule));
@@ -514,7 +521,6 @@ Scenario with_layout(const Scenario& base, const PlanPoint& point) {
   Scenario s = base;
   const ParallelLayout& l = point.layout;
   s.strategy.layout = l;
-  s.strategy.layout.ep = base.strategy.layout.ep;
   // --tp-comm-overlap needs SP: the scenario's overlap applies to the layouts with SP.
   s.strategy.tp_comm_overlap = base.strategy.tp_comm_overlap && l.sp;
   // --overlap-param-gather is the distributed optimizer's: it applies to ZeRO-1/2 layouts.
@@ -571,16 +577,29 @@ void screen_one_family(PlanScreen& out, const Topology& topo, const PlanOptions&
   screen_family(out, job, family, micro_batches, dividing, limit, first_index, micro);
 }
 
-/// The (tp, sp, cp) blocks of the search in enumeration order, each with its pipelines.
+/// The (tp, sp, cp, ep) blocks of the search in enumeration order, each with its pipelines.
 struct ParallelBlock {
   int tp = 1;
   bool sp = false;
   int cp = 1;
+  int ep = 1;
   const std::vector<PipeChoice>* pipes = nullptr;
 };
 
-/// Every (tp, sp, cp) of the search: tp dividing the node, sp with tp >= 2, cp_choices
-/// of the GPUs over tp; `pipes` holds the pipelines of each (tp, cp).
+/// Expert-parallel degrees of the search over `ranks`, the GPUs over tp (dp x cp x pp): 1 for
+/// a dense model; for a MoE model every divisor of the ranks that divides the experts (a
+/// pipeline whose dp x cp it does not divide is refused as ep_ranks).
+std::vector<int> ep_choices(const TransformerSpec& model, std::int64_t ranks) {
+  std::vector<int> out{1};
+  if (!model.moe) return out;
+  for (std::int64_t ep = 2; ep <= ranks && ep <= model.moe->experts; ++ep)
+    if (ranks % ep == 0 && model.moe->experts % ep == 0) out.push_back(static_cast<int>(ep));
+  return out;
+}
+
+/// Every (tp, sp, cp, ep) of the search: tp dividing the node, sp with tp >= 2, cp_choices
+/// of the GPUs over tp, ep_choices of the GPUs over tp; `pipes` holds the pipelines of each
+/// (tp, cp).
 std::vector<ParallelBlock> parallel_blocks(const PlanScreen& out, const PlanOptions& options,
                                            std::vector<std::vector<PipeChoice>>& pipes) {
   std::vector<ParallelBlock> blocks;
@@ -592,7 +611,8 @@ std::vector<ParallelBlock> parallel_blocks(const PlanScreen& out, const PlanOpti
     const std::size_t first = blocks.size();
     for (int cp : cp_choices(out.gpus / tp, out.base.training.seq_len, options)) {
       pipes.push_back(pipe_choices(out.gpus / (tp * cp), out.base.model.layers, out.base.strategy.pp_split));
-      blocks.push_back({static_cast<int>(tp), false, cp, &pipes.back()});
+      for (int ep : ep_choices(out.base.model, out.gpus / tp))
+        blocks.push_back({static_cast<int>(tp), false, cp, ep, &pipes.back()});
     }
     if (tp == 1) continue;
     const std::size_t plain = blocks.size();
@@ -636,7 +656,7 @@ PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool
         for (OffloadKind off : offloads) {
           FamilyChoice f;
           f.layout.dp_sharding = st;
-          f.layout.tp = b.tp, f.layout.sp = b.sp, f.layout.cp = b.cp;
+          f.layout.tp = b.tp, f.layout.sp = b.sp, f.layout.cp = b.cp, f.layout.ep = b.ep;
           f.layout.pp = pipe.pp, f.layout.vpp = pipe.vpp, f.layout.schedule = pipe.schedule;
           f.layout.dp = out.gpus / (b.tp * b.cp * pipe.pp);
           f.offload = off;

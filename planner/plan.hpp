@@ -1,7 +1,8 @@
 /// \file
 /// `stepcast plan`: the best parallel layout of one job on a fixed number of GPUs and a fixed
 /// global batch. A layout is a data-parallel strategy x tensor-parallel degree x sequence
-/// parallelism x context parallelism (cp) x pipeline (stages pp, model chunks vpp, a
+/// parallelism x context parallelism (cp) x expert parallelism (ep, MoE models) x pipeline
+/// (stages pp, model chunks vpp, a
 /// registered schedule) x CPU offload x micro-batch x recompute (grad accumulation follows
 /// from the global batch).
 ///
@@ -24,9 +25,9 @@
 /// lazily, only for the layouts whose compute bound reaches the front of the queue. The
 /// simulation order is exactly the order of the lowered bound, as if every layout had been
 /// lowered. The hardware's
-/// topology is built once per plan; resolve() runs on it once per (strategy, tp, sp, cp, pp,
+/// topology is built once per plan; resolve() runs on it once per (strategy, tp, sp, cp, ep, pp,
 /// offload) family, never per layout (micro-batch, grad accumulation and recompute
-/// are not read by it); the micro-step's compute is costed once per (tp, sp, cp,
+/// are not read by it); the micro-step's compute is costed once per (tp, sp, cp, ep,
 /// micro-batch, recompute), which neither the strategy, the pipeline nor the offload changes.
 #pragma once
 
@@ -85,7 +86,8 @@ struct PlanOptions {
 };
 
 /// One point of the search space: a parallel layout (sharding, tp, sp, cp, pp, vpp, schedule;
-/// dp = gpus / (tp·cp·pp)) and the batch shape, recompute and offload around it.
+/// ep for a MoE model; dp = gpus / (tp·cp·pp)) and the batch shape, recompute and offload
+/// around it.
 struct PlanPoint {
   ParallelLayout layout;
   std::int64_t micro_batch = 1;  ///< sequences per GPU per micro-step
@@ -93,8 +95,8 @@ struct PlanPoint {
   Recompute recompute = Recompute::none;
   OffloadKind offload = OffloadKind::none;
   /// "zero2 tp2 sp mb4 ga2 selective", "zero1 tp8 pp16 vpp4 interleaved mb1 ga32 full",
-  /// "zero3 cp2 mb1 ga8 none offload_optimizer" (tp, sp, cp, the pipeline and the offload
-  /// shown only when used; recompute always).
+  /// "zero3 cp2 mb1 ga8 none offload_optimizer", "zero1 ep8 mb1 ga4 none" (tp, sp, cp, ep, the
+  /// pipeline and the offload shown only when used; recompute always).
   std::string describe() const;
 };
 
@@ -109,6 +111,7 @@ enum class PlanRejectReason {
   cp_sequence,        ///< context parallelism: 2 x cp (causal; cp otherwise) does not divide seq_len
   cp_attention,       ///< context parallelism without a flash-class attention kernel
   pipeline_strategy,  ///< a pipeline with a strategy other than ddp or zero1
+  ep_ranks,           ///< expert parallelism: ep does not divide the DP x CP ranks of a stage
   offload_host,       ///< CPU offload on a box with no host in the catalog
   offload_pipeline,   ///< CPU offload with a pipeline (not modelled)
   batch,              ///< micro_batch x dp does not divide the global batch
@@ -117,7 +120,7 @@ enum class PlanRejectReason {
   memory,             ///< memory per GPU above the fraction of capacity
   host_memory,        ///< CPU offload: the host's memory runs out (memory.hpp fits)
 };
-inline constexpr int kPlanRejectReasons = 12;
+inline constexpr int kPlanRejectReasons = 13;
 /// One sentence: "tp does not divide the heads, KV heads and MLP width".
 std::string_view describe(PlanRejectReason);
 /// Its name in JSON: "tp_model", "sp_sequence", ...

@@ -5,6 +5,7 @@
 #include "predict/predict.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <limits>
 #include <string>
@@ -520,4 +521,33 @@ TEST_CASE("offload: each kind the strategy takes is searched; with a pipeline it
   // 2 x 13, tp4 2 x 8 (sp doubles tp >= 2): 58 families x 21 layouts.
   CHECK(s.rejected[static_cast<int>(PlanRejectReason::offload_pipeline)] == 58 * 21);
   CHECK(s.rejected[static_cast<int>(PlanRejectReason::offload_host)] == 0);  // the DGX A100 has a host
+}
+
+TEST_CASE("a MoE plan searches ep: the winner names its degree and beats its own layout at every other ep") {
+  const Scenario base = parse_scenario(R"({"name": "plan-moe", "model": "mixtral-8x7b",
+    "training": {"micro_batch": 1, "grad_accum": 8, "seq_len": 4096, "recompute": "full", "kernels": "fused"},
+    "strategy": {"name": "zero1", "ep": 1}, "hardware": {"box": "dgx-h100", "gpus": 8}})",
+                                       "moe.json");
+  PlanOptions o;
+  o.top = 3;
+  o.gap = 0;
+  const PlanResult r = plan(base, o);
+  REQUIRE(!r.top.empty());
+  const PlanPoint& win = r.top[0].point;
+  CHECK(win.layout.ep > 1);  // ep 1 holds all 8 experts of a layer: over memory
+  CHECK(win.describe().find(fmt::format(" ep{} ", win.layout.ep)) != std::string::npos);
+  CHECK(r.rejected[static_cast<int>(PlanRejectReason::ep_ranks)] > 0);  // ep 8 over pp 2's 4 ranks
+  for (int ep : {1, 2, 4, 8}) {
+    if (ep == win.layout.ep) continue;
+    PlanPoint other = win;
+    other.layout.ep = ep;
+    const Prediction p = predict(with_layout(base, other));
+    if (p.memory.total_bytes <= o.max_memory_fraction * p.memory.capacity_bytes)
+      CHECK(p.step_time_s >= r.top[0].prediction.step_time_s);
+  }
+  // A dense model's layouts keep ep 1 and never name it.
+  for (const PlanRow& row : plan(gpt2_small(), o).top) {
+    CHECK(row.point.layout.ep == 1);
+    CHECK(row.point.describe().find(" ep") == std::string::npos);
+  }
 }

@@ -557,6 +557,7 @@ json plan_object(const Scenario& sc, const PlanResult& r) {
                       {"vpp", l.vpp},
                       {"schedule", str(name(l.schedule))},
                       {"cp", l.cp},
+                      {"ep", l.ep},
                       {"offload", str(name(pt.offload))},
                       {"micro_batch", pt.micro_batch},
                       {"grad_accum", pt.grad_accum},

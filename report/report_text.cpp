@@ -1001,10 +1001,10 @@ std::string plan_text(const Scenario& sc, const PlanResult& r) {
     out += t.render();
     out +=
         "  layout: strategy, tp (tensor-parallel degree), sp (sequence parallelism), cp (context-parallel\n"
-        "  degree), pp (pipeline stages), vpp (model chunks per stage) and schedule, mb (micro-batch per GPU),\n"
-        "  ga (gradient accumulation), recompute, offload_* (CPU offload); step time simulated, exposed comm = "
-        "communication not hidden, bubble = time stage 0\n"
-        "  neither computes nor waits on a collective\n";
+        "  degree), ep (expert-parallel degree), pp (pipeline stages), vpp (model chunks per stage) and\n"
+        "  schedule, mb (micro-batch per GPU), ga (gradient accumulation), recompute, offload_* (CPU offload);\n"
+        "  step time simulated, exposed comm = communication not hidden, bubble = time stage 0 neither\n"
+        "  computes nor waits on a collective\n";
   }
   if (!r.why.empty()) out += "Why the winner: " + r.why + "\n";
   out += plan_rejections(r);

@@ -20,14 +20,14 @@ import sys
 # Column suffixes that are units; columns without one must be counts or text (below).
 UNITS = ("_s", "_bytes", "_usd", "usd_per_million_tokens", "_fraction", "_x",
          "_pct", "_bool", "_per_s", "_per_s_per_gpu", "_sequences", "_steps", "_unit", "tokens_per_step")
-COUNTS_AND_TEXT = {"gpus", "nodes", "tp", "dp", "pp", "vpp", "cp", "offload", "schedule", "rank", "layout", "strategy", "recompute", "memory_verdict",
+COUNTS_AND_TEXT = {"gpus", "nodes", "tp", "dp", "pp", "vpp", "cp", "ep", "offload", "schedule", "rank", "layout", "strategy", "recompute", "memory_verdict",
                    "scenario", "file", "model", "hardware", "gpu", "id", "metric", "status", "source", "trust"}
 # CSV column -> key of the JSON row ("a.b": nested), where the names differ.
 JSON_KEY = {"mfu_fraction": "mfu", "baseline_bool": "baseline", "speedup_x": "speedup",
             "scaling_efficiency_fraction": "scaling_efficiency", "memory_verdict": "verdict",
             "fits_bool": "fits", "measured_in_metric_unit": "measured", "predicted_in_metric_unit": "predicted"}
 # plan's layout columns are fields of the row's "layout" object.
-PLAN_LAYOUT_KEY = {"layout": "name", "strategy": "strategy", "tp": "tp", "sp_bool": "sp", "dp": "dp", "pp": "pp", "vpp": "vpp", "schedule": "schedule", "cp": "cp", "offload": "offload",
+PLAN_LAYOUT_KEY = {"layout": "name", "strategy": "strategy", "tp": "tp", "sp_bool": "sp", "dp": "dp", "pp": "pp", "vpp": "vpp", "schedule": "schedule", "cp": "cp", "ep": "ep", "offload": "offload",
                    "micro_batch_sequences": "micro_batch", "grad_accum_steps": "grad_accum", "recompute": "recompute"}
 
 
