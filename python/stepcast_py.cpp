@@ -1,16 +1,18 @@
 /// \file
-/// The Python module `stepcast` (pybind11): predict, scale, plan and validate, each taking a
-/// dict or a path (str or os.PathLike) and returning plain dicts, the very JSON that the
-/// command's --json prints (cli/report_json.cpp, parsed by Python's json module). Bad input
-/// raises stepcast.InputError, a ValueError whose `file`, `path` (JSON pointer) and `problems`
-/// (every problem of the input, as dicts {file, path, message}) say where; a count the
-/// hardware cannot take or an impossible option raises ValueError; a missing file
-/// FileNotFoundError. The computations release the GIL.
+/// The Python module `stepcast` (pybind11): predict, scale, plan, compare, need and validate,
+/// each taking a dict or a path (str or os.PathLike), and catalog and init, each returning plain
+/// dicts, the very JSON that the command's --json prints (init: the starter scenario) (cli/report_json.cpp, parsed by
+/// Python's json module). Bad input raises stepcast.InputError, a ValueError whose `file`, `path` (JSON pointer) and
+/// `problems` (every problem of the input, as dicts {file, path, message}) say where; a count the hardware cannot take
+/// or an impossible option raises ValueError; a missing file FileNotFoundError. The computations release the GIL.
 
 #include "report/report.hpp"
 
 #include "base/json_input.hpp"
+#include "planner/need.hpp"
 #include "planner/plan.hpp"
+#include "report/need_view.hpp"
+#include "scenario/starter.hpp"
 #include "predict/predict.hpp"
 #include "scenario/scenario.hpp"
 #include "topologies/hardware_file.hpp"
@@ -142,6 +144,65 @@ py::dict run_plan(const py::object& scenario, std::optional<int> gpus, std::opti
   return from_json(text);
 }
 
+py::dict run_compare(const std::vector<py::object>& scenarios) {
+  if (scenarios.size() < 2) throw OptionError("compare needs two scenarios or more");
+  std::vector<Scenario> loaded;
+  for (const py::object& s : scenarios) loaded.push_back(scenario_of(s));
+  std::string text;
+  {
+    py::gil_scoped_release unlocked;
+    std::vector<cli::CompareRow> rows;
+    for (const Scenario& s : loaded) rows.push_back(cli::compare_row(s, predict(s)));
+    text = cli::compare_json(rows);
+  }
+  return from_json(text);
+}
+
+py::dict run_need(const py::object& scenario, double exposed_comm, double min_gbps, double max_gbps, double tolerance,
+                  int curve_points) {
+  const Scenario s = scenario_of(scenario);
+  NeedOptions options;
+  options.exposed_fraction = exposed_comm;
+  options.min_Gbps = min_gbps;
+  options.max_Gbps = max_gbps;
+  options.tolerance = tolerance;
+  options.curve_points = curve_points;
+  std::string text;
+  try {
+    py::gil_scoped_release unlocked;
+    text = cli::need_json(need(s, options));
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw OptionError(s.file + ": " + e.what());
+  }
+  return from_json(text);
+}
+
+py::dict run_init(const std::string& model, const std::string& box, std::optional<int> gpus) {
+  try {
+    return from_json(starter_scenario(StarterRequest{model, box, gpus.value_or(0)}));
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw OptionError(e.what());
+  }
+}
+
+py::dict run_catalog(std::optional<std::string> section) {
+  std::vector<cli::CatalogSection> sections;
+  try {
+    if (section) {
+      sections.push_back(cli::parse_catalog_section(*section));
+    } else {
+      for (const std::string& n : cli::catalog_section_names()) sections.push_back(cli::parse_catalog_section(n));
+    }
+  } catch (const std::invalid_argument& e) {
+    throw OptionError(std::string("section: ") + e.what());
+  }
+  return from_json(cli::catalog_json(sections));
+}
+
 [[noreturn]] void raise_file_not_found(const std::string& message) {
   PyErr_SetString(PyExc_FileNotFoundError, message.c_str());
   throw py::error_already_set();
@@ -212,9 +273,10 @@ void raise_input_error(const InputError& e) {
 
 PYBIND11_MODULE(stepcast, m) {
   m.doc() =
-      "stepcast: a performance model of distributed GPU training. predict, scale, plan and "
-      "validate take a scenario (or measured runs) as a dict or a path and return the dict "
-      "that `stepcast <command> --json` prints.";
+      "stepcast: a performance model of distributed GPU training. predict, scale, plan, "
+      "compare, need and validate take a scenario (or measured runs) as a dict or a path and "
+      "return the dict that `stepcast <command> --json` prints; catalog returns the catalogs "
+      "and init a starter scenario, as dicts.";
   m.attr("__version__") = STEPCAST_VERSION;
 
   g_input_error = PyErr_NewExceptionWithDoc(
@@ -246,6 +308,19 @@ PYBIND11_MODULE(stepcast, m) {
         py::arg("objective") = "time", py::arg("max_memory_fraction") = 0.9, py::arg("top") = 5,
         "The best layouts of the job (a dict or a path): the dict of `stepcast plan --json`. "
         "gpus and global_batch None take the scenario's; objective is time, tokens_per_s or cost.");
+  m.def("compare", &run_compare, py::arg("scenarios"),
+        "One job on several hardware choices: `scenarios` is a list of two or more scenarios "
+        "(dicts or paths). The dict of `stepcast compare --json`, {rows: [...]}.");
+  m.def("need", &run_need, py::arg("scenario"), py::arg("exposed_comm") = 0.05, py::arg("min_gbps") = 1.0,
+        py::arg("max_gbps") = 102400.0, py::arg("tolerance") = 0.01, py::arg("curve_points") = 9,
+        "The smallest inter-node line rate per node (Gb/s) at which exposed communication is at "
+        "most `exposed_comm` (a fraction) of the step: the dict of `stepcast need --json`.");
+  m.def("init", &run_init, py::arg("model"), py::arg("box"), py::arg("gpus") = py::none(),
+        "A starter scenario for a catalog model on a catalog box (gpus None: one box), as the "
+        "dict `stepcast init` writes; predict() takes it as it is.");
+  m.def("catalog", &run_catalog, py::arg("section") = py::none(),
+        "The catalogs (models, gpus, boxes, clusters, links, algorithms; None: all) as the dict "
+        "of `stepcast catalog --json`.");
   m.def("validate", &run_validate, py::arg("runs"), py::arg("calibration") = py::none(),
         "Predictions against measured runs: `runs` is a path (.jsonl file or folder), one "
         "record dict or a list of them; calibration an optional hardware file from `stepcast "

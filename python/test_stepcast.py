@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Tests of the Python module `stepcast` (python/stepcast_py.cpp): predict, scale, plan and
-validate, each given a path (str and pathlib.Path) and a dict, return the dict the command's
+"""Tests of the Python module `stepcast` (python/stepcast_py.cpp): predict, scale, plan, compare,
+need and validate (catalog and init besides), each given a path (str and pathlib.Path) and a dict, return the dict the command's
 --json prints; bad input raises stepcast.InputError (a ValueError) naming the file and the
 JSON path. Run by ctest (test python_module) with PYTHONPATH=build/python, from the
 repository root; STEPCAST names the command, to compare the module with `--json`.
@@ -99,6 +99,57 @@ class Plan(unittest.TestCase):
     def test_cost_without_price_is_a_value_error(self):
         with self.assertRaisesRegex(ValueError, "price_per_gpu_hour_usd"):
             stepcast.plan(MINIMAL, objective="cost")
+
+
+A100_PRICED = ROOT / "tests/data/plan/gpt2-8xa100-priced.json"
+NEED = ROOT / "scenarios/seeds/rule-of-thumb-10b-4x8a100-100g.json"
+
+
+class Compare(unittest.TestCase):
+    def test_paths_and_dicts_give_the_commands_json(self):
+        got = stepcast.compare([A100_PRICED, PRICED])
+        self.assertEqual(len(got["rows"]), 2)
+        expected = cli_json("compare", A100_PRICED, PRICED)
+        if expected is not None:
+            self.assertEqual(got, expected)
+        mixed = stepcast.compare([load(A100_PRICED), str(PRICED)])
+        self.assertEqual(mixed["rows"][1], got["rows"][1])
+
+    def test_one_scenario_is_a_value_error(self):
+        with self.assertRaisesRegex(ValueError, "two scenarios or more"):
+            stepcast.compare([MINIMAL])
+
+
+class Need(unittest.TestCase):
+    def test_gives_the_commands_json(self):
+        got = stepcast.need(NEED, exposed_comm=0.05)
+        expected = cli_json("need", NEED, "--exposed-comm", "5%")
+        if expected is not None:
+            self.assertEqual(got, expected)
+
+    def test_one_node_is_a_value_error(self):
+        with self.assertRaises(ValueError):
+            stepcast.need(MINIMAL)
+
+
+class InitAndCatalog(unittest.TestCase):
+    def test_init_gives_a_scenario_predict_takes(self):
+        scenario = stepcast.init("llama-3-8b", "dgx-h100", gpus=16)
+        self.assertEqual(scenario["hardware"], {"box": "dgx-h100", "gpus": 16})
+        self.assertGreater(stepcast.predict(scenario)["step_time_s"], 0)
+
+    def test_init_unknown_model_is_a_value_error(self):
+        with self.assertRaises(ValueError):
+            stepcast.init("no-such-model", "dgx-h100")
+
+    def test_catalog_gives_the_commands_json(self):
+        got = stepcast.catalog("gpus")
+        expected = cli_json("catalog", "gpus")
+        if expected is not None:
+            self.assertEqual(got, expected)
+        self.assertEqual(set(stepcast.catalog()), set(cli_json("catalog") or stepcast.catalog()))
+        with self.assertRaises(ValueError):
+            stepcast.catalog("trains")
 
 
 class Validate(unittest.TestCase):
