@@ -5,6 +5,7 @@
 #include "predict/predict.hpp"
 #include "report/report.hpp"
 #include "report/report_html.hpp"
+#include "base/json_input.hpp"
 #include "scenario/scenario.hpp"
 
 #include <unistd.h>
@@ -23,7 +24,9 @@ namespace {
 
 std::string scale_examples() {
   return examples({{fmt::format("stepcast scale {} --gpus 1,8,16,32", kMultiNodeSeed), "scaling table"},
-                   {fmt::format("stepcast scale {} --gpus 1,2,4,8 --json", kSeed), "one box, as JSON"}});
+                   {fmt::format("stepcast scale {} --gpus 1,2,4,8 --json", kSeed), "one box, as JSON"},
+                   {fmt::format("stepcast scale {} --gpus 8,16,32 --fixed-batch", kMultiNodeSeed),
+                    "strong scaling: one global batch"}});
 }
 
 struct ScaleArgs {
@@ -31,15 +34,28 @@ struct ScaleArgs {
   std::vector<int> gpus;
   bool json = false;
   bool csv = false;
-  std::string html;  ///< HTML report to write; empty: none
+  bool fixed_batch = false;  ///< hold the scenario's global batch (strong scaling)
+  std::string html;          ///< HTML report to write; empty: none
 };
+
+/// The scenario on `gpus` GPUs at its own global batch; a count whose data-parallel ranks do
+/// not divide it is the user's --gpus.
+Scenario on_gpus_at_global_batch(const Scenario& s, int gpus) {
+  try {
+    return with_gpus_at_global_batch(s, gpus);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw UserError(fmt::format("{}: --gpus {} --fixed-batch: {}", s.file, gpus, e.what()));
+  }
+}
 
 int run_scale(const ScaleArgs& args) {
   const Scenario base = load_scenario(args.scenario);
   // Check every count before spending time on predictions.
   std::vector<Scenario> scenarios;
   scenarios.reserve(args.gpus.size());
-  for (int n : args.gpus) scenarios.push_back(on_gpus(base, n));
+  for (int n : args.gpus) scenarios.push_back(args.fixed_batch ? on_gpus_at_global_batch(base, n) : on_gpus(base, n));
 
   const bool progress = isatty(fileno(stderr)) != 0;
   std::vector<Prediction> predictions;
@@ -48,9 +64,11 @@ int run_scale(const ScaleArgs& args) {
     if (progress) fmt::print(stderr, "[{}/{}] {} GPUs\n", i + 1, scenarios.size(), args.gpus[i]);
     predictions.push_back(predict(scenarios[i]));
   }
-  const auto rows = cli::scale_rows(predictions, base.price_per_gpu_hour_usd);
+  const auto rows = cli::scale_rows(scenarios, predictions, base.price_per_gpu_hour_usd);
   if (!args.html.empty()) write_file(args.html, cli::scale_html(base, scenarios, predictions), "HTML report");
-  write(args.csv ? cli::scale_csv(rows) : args.json ? cli::scale_json(base, rows) : cli::scale_text(base, rows));
+  write(args.csv    ? cli::scale_csv(rows)
+        : args.json ? cli::scale_json(base, rows, args.fixed_batch)
+                    : cli::scale_text(base, rows, args.fixed_batch));
   return kExitOk;
 }
 
@@ -64,9 +82,14 @@ CLI::App* add_scale_command(CLI::App& app, ScaleArgs& sa) {
   CLI::Option* json =
       cmd->add_flag("--json", sa.json, "Print {\"scenario\": ..., \"rows\": [...]} instead of the table");
   cmd->add_flag("--csv", sa.csv, "Print the table as CSV (units in the column names)")->excludes(json);
+  cmd->add_flag("--fixed-batch", sa.fixed_batch,
+                "Hold the scenario's global batch (strong scaling): fewer micro-steps per GPU as GPUs grow");
   add_html_option(cmd, sa.html);
   cmd->footer(
-      footer("One row per GPU count (the micro-batch per GPU stays fixed, so the global batch grows):\n"
+      footer("One row per GPU count. By default the micro-batch per GPU stays fixed, so the global batch\n"
+             "grows (weak scaling); --fixed-batch holds the scenario's global batch (micro_batch x grad_accum\n"
+             "x data-parallel ranks): each count runs it as fewer micro-steps, then smaller micro-batches\n"
+             "(strong scaling; a count whose data-parallel ranks do not divide it is an error). Columns:\n"
              "GPUs, nodes, step time, tokens/s, MFU, time per epoch, USD per million tokens (with a\n"
              "price), speedup and scaling efficiency against the baseline -- the fewest GPUs that fit\n"
              "in memory (marked *; rows that do not fit get none) -- memory per GPU and whether it\n"

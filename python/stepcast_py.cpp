@@ -103,17 +103,29 @@ py::dict run_predict(const py::object& scenario, std::optional<int> gpus) {
   return from_json(text);
 }
 
-py::dict run_scale(const py::object& scenario, const std::vector<int>& gpus) {
+py::dict run_scale(const py::object& scenario, const std::vector<int>& gpus, bool fixed_batch) {
   if (gpus.empty()) throw OptionError("scale needs at least one GPU count");
   const Scenario base = scenario_of(scenario);
   std::vector<Scenario> scenarios;
-  for (int n : gpus) scenarios.push_back(on_gpus(base, n));
+  for (int n : gpus) {
+    if (!fixed_batch) {
+      scenarios.push_back(on_gpus(base, n));
+      continue;
+    }
+    try {
+      scenarios.push_back(with_gpus_at_global_batch(base, n));
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::invalid_argument& e) {
+      throw OptionError(base.file + ": gpus=" + std::to_string(n) + ", fixed_batch: " + e.what());
+    }
+  }
   std::string text;
   {
     py::gil_scoped_release unlocked;
     std::vector<Prediction> predictions;
     for (const Scenario& s : scenarios) predictions.push_back(predict(s));
-    text = cli::scale_json(base, cli::scale_rows(predictions, base.price_per_gpu_hour_usd));
+    text = cli::scale_json(base, cli::scale_rows(scenarios, predictions, base.price_per_gpu_hour_usd), fixed_batch);
   }
   return from_json(text);
 }
@@ -301,9 +313,10 @@ PYBIND11_MODULE(stepcast, m) {
         "The prediction of one scenario (a dict or a path), optionally on `gpus` GPUs instead of "
         "the scenario's: the dict of `stepcast predict --json` (step_time_s, tokens_per_s_per_gpu, "
         "mfu, memory_per_gpu_bytes, fits, simulation, ...).");
-  m.def("scale", &run_scale, py::arg("scenario"), py::arg("gpus"),
+  m.def("scale", &run_scale, py::arg("scenario"), py::arg("gpus"), py::arg("fixed_batch") = false,
         "The scenario predicted on each GPU count of `gpus` (a list): the dict of `stepcast "
-        "scale --json`, {scenario, baseline_gpus, rows: [...]}.");
+        "scale --json`, {scenario, baseline_gpus, rows: [...]}; fixed_batch holds the global batch "
+        "(as --fixed-batch).");
   m.def("plan", &run_plan, py::arg("scenario"), py::arg("gpus") = py::none(), py::arg("global_batch") = py::none(),
         py::arg("objective") = "time", py::arg("max_memory_fraction") = 0.9, py::arg("top") = 5,
         "The best layouts of the job (a dict or a path): the dict of `stepcast plan --json`. "

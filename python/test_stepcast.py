@@ -81,6 +81,20 @@ class Scale(unittest.TestCase):
             self.assertGreater(row["usd_per_million_tokens"], 0)
 
 
+class ScaleFixedBatch(unittest.TestCase):
+    def test_fixed_batch_holds_the_global_batch_as_the_command_does(self):
+        example = ROOT / "scenarios/examples/llama3-8b-fsdp-16xh100.json"
+        got = stepcast.scale(example, [8, 16, 32], fixed_batch=True)
+        self.assertTrue(got["global_batch_fixed"])
+        self.assertEqual({r["global_batch"] for r in got["rows"]}, {128})
+        self.assertEqual([r["grad_accum"] for r in got["rows"]], [16, 8, 4])
+        expected = cli_json("scale", example, "--gpus", "8,16,32", "--fixed-batch")
+        if expected is not None:
+            self.assertEqual(got, expected)
+        with self.assertRaisesRegex(ValueError, "does not split over 24"):
+            stepcast.scale(example, [24], fixed_batch=True)
+
+
 class Plan(unittest.TestCase):
     def test_path_ranks_top_layouts(self):
         got = stepcast.plan(MINIMAL, top=2)

@@ -40,6 +40,9 @@ struct ScaleRow {
   bool baseline = false;          ///< the row the speedups are relative to
   double memory_per_gpu_bytes = 0;
   MemoryVerdict verdict = MemoryVerdict::fits;
+  std::int64_t micro_batch = 0;   ///< sequences per GPU per micro-step
+  std::int64_t grad_accum = 0;    ///< micro-steps per optimizer step
+  std::int64_t global_batch = 0;  ///< sequences per optimizer step
   bool fits() const { return verdict != MemoryVerdict::oom; }
 };
 
@@ -87,6 +90,20 @@ inline std::vector<ScaleRow> scale_rows(const std::vector<Prediction>& predictio
     r.scaling_efficiency = r.speedup / (static_cast<double>(r.gpus) / rows[*base].gpus);
   }
   if (base) rows[*base].baseline = true;
+  return rows;
+}
+
+/// scale_rows with each row's batch (micro-batch, accumulation, global batch) from the scenario
+/// it predicts, scenarios[i] for predictions[i].
+inline std::vector<ScaleRow> scale_rows(const std::vector<Scenario>& scenarios,
+                                        const std::vector<Prediction>& predictions,
+                                        std::optional<double> price_per_gpu_hour_usd = std::nullopt) {
+  std::vector<ScaleRow> rows = scale_rows(predictions, price_per_gpu_hour_usd);
+  for (std::size_t i = 0; i < rows.size() && i < scenarios.size(); ++i) {
+    rows[i].micro_batch = scenarios[i].training.micro_batch;
+    rows[i].grad_accum = scenarios[i].training.grad_accum;
+    rows[i].global_batch = global_batch_sequences(scenarios[i]);
+  }
   return rows;
 }
 
@@ -150,8 +167,9 @@ std::string predict_text(const Scenario& scenario, const Prediction& prediction,
 /// gradients 38.5 GiB); ..." or "TIGHT: ...", the host's under CPU offload; "" when it fits.
 std::string memory_warning(const MemoryBreakdown& memory);
 
-/// The table of a scaling sweep.
-std::string scale_text(const Scenario& scenario, const std::vector<ScaleRow>& rows);
+/// The table of a scaling sweep; `fixed_batch`: the global batch was held (strong scaling;
+/// each row's micro-batch x accumulation shown), else the micro-batch per GPU (weak scaling).
+std::string scale_text(const Scenario& scenario, const std::vector<ScaleRow>& rows, bool fixed_batch = false);
 
 /// `stepcast plan`: the ranked table (layout, step time, tokens/s/GPU, MFU, memory/GPU,
 /// exposed communication, the objective), the rejections per reason, the search's counts and
@@ -185,8 +203,9 @@ std::string predict_json(const Scenario& scenario, const Prediction& prediction,
 /// "price_per_gpu_hour_usd", "rows": [{gpus, nodes, step_time_s, comm_exposed_s,
 /// tokens_per_s, tokens_per_s_per_gpu, mfu, time_per_epoch_s, cost_per_epoch_usd,
 /// usd_per_million_tokens, baseline, speedup, scaling_efficiency, memory_per_gpu_bytes,
-/// verdict, fits}, ...]} (absent figures are null).
-std::string scale_json(const Scenario& scenario, const std::vector<ScaleRow>& rows);
+/// verdict, fits, micro_batch, grad_accum, global_batch}, ...], "global_batch_fixed"} (absent
+/// figures are null; the batch fields 0 where rows were made without their scenarios).
+std::string scale_json(const Scenario& scenario, const std::vector<ScaleRow>& rows, bool fixed_batch = false);
 
 /// {"scenario", "gpus", "global_batch", "objective", "max_memory_fraction", "enumerated",
 ///  "screened", "bounded", "simulated", "exact", "rejected": [{reason, description, count}],
@@ -236,7 +255,7 @@ std::string validate_json(const std::vector<ValidationRow>& rows, bool pairs = f
 /// gpus, nodes, step_time_s, comm_exposed_s, tokens_per_s, tokens_per_s_per_gpu,
 /// mfu_fraction, time_per_epoch_s, cost_per_epoch_usd, usd_per_million_tokens,
 /// baseline_bool, speedup_x, scaling_efficiency_fraction, memory_per_gpu_bytes,
-/// memory_verdict, fits_bool.
+/// memory_verdict, fits_bool, micro_batch_sequences, grad_accum_steps, global_batch_sequences.
 std::string scale_csv(const std::vector<ScaleRow>& rows);
 /// rank, layout, strategy, tp, sp_bool, dp, pp, vpp, schedule, micro_batch_sequences, grad_accum_steps,
 /// recompute, step_time_s, lower_bound_s, tokens_per_s_per_gpu, mfu_fraction,

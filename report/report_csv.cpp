@@ -50,13 +50,14 @@ std::string scale_csv(const std::vector<ScaleRow>& rows) {
   std::string out =
       line({"gpus", "nodes", "step_time_s", "comm_exposed_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu_fraction",
             "time_per_epoch_s", "cost_per_epoch_usd", "usd_per_million_tokens", "baseline_bool", "speedup_x",
-            "scaling_efficiency_fraction", "memory_per_gpu_bytes", "memory_verdict", "fits_bool"});
+            "scaling_efficiency_fraction", "memory_per_gpu_bytes", "memory_verdict", "fits_bool",
+            "micro_batch_sequences", "grad_accum_steps", "global_batch_sequences"});
   for (const ScaleRow& r : rows)
-    out +=
-        line({count(r.gpus), count(r.nodes), number(r.step_time_s), number(r.comm_exposed_s), number(r.tokens_per_s),
-              number(r.tokens_per_s_per_gpu), number(r.mfu), number(r.time_per_epoch_s), number(r.cost_per_epoch_usd),
-              number(r.usd_per_million_tokens), flag(r.baseline), number(r.speedup), number(r.scaling_efficiency),
-              number(r.memory_per_gpu_bytes), std::string(name(r.verdict)), flag(r.fits())});
+    out += line({count(r.gpus), count(r.nodes), number(r.step_time_s), number(r.comm_exposed_s), number(r.tokens_per_s),
+                 number(r.tokens_per_s_per_gpu), number(r.mfu), number(r.time_per_epoch_s),
+                 number(r.cost_per_epoch_usd), number(r.usd_per_million_tokens), flag(r.baseline), number(r.speedup),
+                 number(r.scaling_efficiency), number(r.memory_per_gpu_bytes), std::string(name(r.verdict)),
+                 flag(r.fits()), count(r.micro_batch), count(r.grad_accum), count(r.global_batch)});
   return out;
 }
 

@@ -165,7 +165,7 @@ std::string scale_html(const Scenario& base, const std::vector<Scenario>& scenar
                        const std::vector<Prediction>& predictions) {
   if (scenarios.size() != predictions.size() || predictions.empty())
     throw std::invalid_argument("scale_html: one scenario per prediction, at least one");
-  json report = parsed(scale_json(base, scale_rows(predictions, base.price_per_gpu_hour_usd)));
+  json report = parsed(scale_json(base, scale_rows(scenarios, predictions, base.price_per_gpu_hour_usd)));
   json preds = json::array();
   for (std::size_t i = 0; i < predictions.size(); ++i) {
     const Prediction& p = predictions[i];

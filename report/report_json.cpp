@@ -250,11 +250,12 @@ std::string predict_json(const Scenario& sc, const Prediction& p, const std::str
   return dump(j);
 }
 
-std::string scale_json(const Scenario& sc, const std::vector<ScaleRow>& rows) {
+std::string scale_json(const Scenario& sc, const std::vector<ScaleRow>& rows, bool fixed_batch) {
   const auto base = scale_baseline(rows);
   json out = {{"scenario", sc.name},
               {"baseline_gpus", base ? json(rows[*base].gpus) : json(nullptr)},
               {"price_per_gpu_hour_usd", opt(sc.price_per_gpu_hour_usd)},
+              {"global_batch_fixed", fixed_batch},
               {"rows", json::array()}};
   for (const ScaleRow& r : rows)
     out["rows"].push_back({{"gpus", r.gpus},
@@ -272,7 +273,10 @@ std::string scale_json(const Scenario& sc, const std::vector<ScaleRow>& rows) {
                            {"scaling_efficiency", num(r.scaling_efficiency)},
                            {"memory_per_gpu_bytes", num(r.memory_per_gpu_bytes)},
                            {"verdict", str(name(r.verdict))},
-                           {"fits", r.fits()}});
+                           {"fits", r.fits()},
+                           {"micro_batch", r.micro_batch},
+                           {"grad_accum", r.grad_accum},
+                           {"global_batch", r.global_batch}});
   return dump(out);
 }
 

@@ -559,7 +559,7 @@ std::string predict_text(const Scenario& sc, const Prediction& p, const std::str
 // ---------------------------------------------------------------------------------------
 // scale
 
-std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
+std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows, bool fixed_batch) {
   std::string out =
       fmt::format("Scaling {}{} ({}, {})\n", sc.name, sc.file.empty() ? "" : fmt::format(" [{}]", sc.file),
                   sc.model.name, name(sc.strategy.layout.dp_sharding));
@@ -568,6 +568,7 @@ std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
       {"GPUs", true},     {"nodes", true},   {"step time (s)", true},     {"comm exposed (s)", true},
       {"tokens/s", true}, {"MFU (%)", true}, {"time per epoch (h)", true}};
   if (priced) columns.push_back({"USD per M tokens", true});
+  if (fixed_batch) columns.push_back({"batch (mb x ga)", true});
   for (const char* header : {"speedup (x)", "scaling efficiency (%)", "memory/GPU (GiB)"})
     columns.push_back({header, true});
   columns.push_back({"fits", false});
@@ -593,6 +594,7 @@ std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
                                       percent(r.mfu),
                                       r.time_per_epoch_s > 0 ? fixed(r.time_per_epoch_s / 3600, 2) : "n/a"};
     if (priced) cells.push_back(r.usd_per_million_tokens ? fixed(*r.usd_per_million_tokens, 3) : "n/a");
+    if (fixed_batch) cells.push_back(fmt::format("{} x {}", r.micro_batch, r.grad_accum));
     const bool measured = std::isfinite(r.speedup);
     cells.push_back(measured ? fixed(r.speedup, 2) + (r.baseline ? "*" : "") : "-");
     cells.push_back(measured ? percent(r.scaling_efficiency) : "-");
@@ -606,9 +608,13 @@ std::string scale_text(const Scenario& sc, const std::vector<ScaleRow>& rows) {
   if (const auto base = scale_baseline(rows))
     out += fmt::format(
         "  speedup = tokens/s over the {}-GPU row (*: the fewest GPUs that fit in memory; rows "
-        "that do not fit have none);\n  efficiency = speedup / GPU ratio; micro-batch per GPU "
-        "fixed (global batch grows with GPUs)\n",
-        rows[*base].gpus);
+        "that do not fit have none);\n  efficiency = speedup / GPU ratio; {}\n",
+        rows[*base].gpus,
+        fixed_batch ? fmt::format("global batch fixed at {} sequences (--fixed-batch): the micro-steps per "
+                                  "GPU, then the micro-batch, shrink as GPUs grow",
+                                  rows[*base].global_batch)
+                    : std::string("micro-batch per GPU fixed (global batch grows with GPUs; --fixed-batch "
+                                  "holds it)"));
   else
     out += "  no GPU count fits in memory: no baseline, no speedup\n";
   return out;

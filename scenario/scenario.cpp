@@ -1173,6 +1173,27 @@ Scenario resized(const Scenario& s, int gpus) {
 
 }  // namespace
 
+std::int64_t global_batch_sequences(const Scenario& s) {
+  return s.training.micro_batch * s.training.grad_accum * s.strategy.layout.dp;
+}
+
+Scenario with_gpus_at_global_batch(const Scenario& s, int gpus) {
+  if (gpus < 1 || gpus > limits::kMaxGpus)
+    throw std::invalid_argument(fmt::format("GPU count must be in [1, {}], got {}", limits::kMaxGpus, gpus));
+  const std::int64_t global = global_batch_sequences(s);
+  Scenario out = resized(s, gpus);
+  const std::int64_t dp = out.strategy.layout.dp;
+  if (dp < 1 || global % dp != 0)
+    throw std::invalid_argument(
+        fmt::format("the global batch of {} sequences does not split over {} data-parallel ranks", global, dp));
+  const std::int64_t share = global / dp;
+  std::int64_t mb = std::min(s.training.micro_batch, share);
+  while (share % mb != 0) --mb;
+  out.training.micro_batch = mb;
+  out.training.grad_accum = share / mb;
+  return with_gpus(out, gpus);
+}
+
 Scenario with_gpus(const Scenario& s, int gpus) {
   if (gpus < 1 || gpus > limits::kMaxGpus)
     throw std::invalid_argument(fmt::format("GPU count must be in [1, {}], got {}", limits::kMaxGpus, gpus));

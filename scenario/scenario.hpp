@@ -258,4 +258,13 @@ int data_parallel_degree(const Scenario& s);
 /// cluster came from the catalog with a fixed size).
 Scenario with_gpus(const Scenario& s, int gpus);
 
+/// The global batch of `s` in sequences: micro_batch x grad_accum x data-parallel ranks.
+std::int64_t global_batch_sequences(const Scenario& s);
+
+/// with_gpus at the global batch of `s` (strong scaling): each data-parallel replica's share,
+/// global / dp sequences, runs as micro-steps of the largest micro-batch that divides it and is
+/// no larger than the scenario's, grad_accum of them. Throws std::invalid_argument when the
+/// data-parallel ranks on `gpus` do not divide the global batch, or as with_gpus.
+Scenario with_gpus_at_global_batch(const Scenario& s, int gpus);
+
 }  // namespace stepcast

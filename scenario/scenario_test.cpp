@@ -277,6 +277,32 @@ TEST_CASE("with_gpus: the GPU bound and the same checks") {
   CHECK(with_gpus(s, 4).hardware.gpus() == 4);
 }
 
+TEST_CASE("at the global batch, more GPUs run fewer micro-steps, then smaller micro-batches; indivisible refused") {
+  Scenario s = parse(good());
+  s.training.micro_batch = 4;
+  s.training.grad_accum = 2;
+  s = with_gpus(s, 4);  // 4 x 2 x 4 ranks = 32 sequences
+  REQUIRE(global_batch_sequences(s) == 32);
+  const Scenario two = with_gpus_at_global_batch(s, 2);  // 16 a replica: mb 4 x ga 4
+  CHECK(two.training.micro_batch == 4);
+  CHECK(two.training.grad_accum == 4);
+  const Scenario eight = with_gpus_at_global_batch(s, 8);  // 4 a replica: mb 4 x ga 1
+  CHECK(eight.training.micro_batch == 4);
+  CHECK(eight.training.grad_accum == 1);
+  const Scenario sixteen = with_gpus_at_global_batch(s, 16);  // 2 a replica: the micro-batch shrinks
+  CHECK(sixteen.training.micro_batch == 2);
+  CHECK(sixteen.training.grad_accum == 1);
+  for (const Scenario* x : {&two, &eight, &sixteen}) CHECK(global_batch_sequences(*x) == 32);
+  CHECK_THROWS_WITH_AS(with_gpus_at_global_batch(s, 3), doctest::Contains("does not split over 3"),
+                       std::invalid_argument);
+  // 6 a replica from a micro-batch of 4: the largest divisor no larger, 3 x 2.
+  s.training.micro_batch = 4;
+  s.training.grad_accum = 3;  // 4 x 3 x 4 = 48
+  const Scenario six = with_gpus_at_global_batch(s, 8);
+  CHECK(six.training.micro_batch == 3);
+  CHECK(six.training.grad_accum == 2);
+}
+
 namespace {
 json two_dgx_a100() {
   return json{{"box", "dgx-a100"},

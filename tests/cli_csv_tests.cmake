@@ -40,7 +40,7 @@ stepcast_cli_case(csv_excludes_json RC 2 STDERR "excludes"
 
 # ---- scale: the baseline is the fewest GPUs that fit; rows carry MFU, tokens/s/GPU, cost ----
 stepcast_cli_case(scale_oom_baseline_json
-                  JSON_KEYS scenario baseline_gpus price_per_gpu_hour_usd rows
+                  JSON_KEYS scenario baseline_gpus price_per_gpu_hour_usd global_batch_fixed rows
                   STDOUT "\"baseline_gpus\": 8" "\"mfu\": " "\"tokens_per_s_per_gpu\": " "\"cost_per_epoch_usd\": "
                          "\"usd_per_million_tokens\": " "\"baseline\": true" "\"speedup\": null"
                   ARGS scale ${STEPCAST_SCALE_PRICED} --gpus 1,8,16 --json)
@@ -48,5 +48,14 @@ stepcast_cli_case(scale_oom_baseline_text
                   STDOUT "speedup = tokens/s over the 8-GPU row (*: the fewest GPUs that fit in memory"
                          "1.00*" "NO (OOM)" "USD per M tokens" "MFU (%)"
                   ARGS scale ${STEPCAST_SCALE_PRICED} --gpus 1,8,16)
+# ---- scale --fixed-batch: strong scaling at the scenario's global batch (128 sequences) ----
+set(STEPCAST_SCALE_EXAMPLE ${CMAKE_CURRENT_LIST_DIR}/../scenarios/examples/llama3-8b-fsdp-16xh100.json)
+stepcast_cli_csv_case(scale_fixed_batch_csv ROWS 3 ARGS scale ${STEPCAST_SCALE_EXAMPLE} --gpus 8,16,32 --fixed-batch)
+stepcast_cli_case(scale_fixed_batch_text
+                  STDOUT "batch (mb x ga)" "1 x 16" "1 x 8" "global batch fixed at 128 sequences (--fixed-batch)"
+                  ARGS scale ${STEPCAST_SCALE_EXAMPLE} --gpus 8,16 --fixed-batch)
+stepcast_cli_case(scale_fixed_batch_indivisible RC 2
+                  STDERR "the global batch of 128 sequences does not split over 24 data-parallel ranks"
+                  ARGS scale ${STEPCAST_SCALE_EXAMPLE} --gpus 24 --fixed-batch)
 stepcast_cli_case(scale_none_fits_text STDOUT "no GPU count fits in memory: no baseline"
                   ARGS scale ${STEPCAST_SCALE_PRICED} --gpus 1)
