@@ -34,6 +34,7 @@ int run_compare(const CompareArgs& args) {
     predictions.push_back(predict(loaded.back()));
     rows.push_back(cli::compare_row(loaded.back(), predictions.back()));
   }
+  cli::compare_against_first(rows);
   if (!args.html.empty()) write_file(args.html, cli::compare_html(loaded, predictions), "HTML report");
   write(args.csv ? cli::compare_csv(rows) : args.json ? cli::compare_json(rows) : cli::compare_text(rows));
   return kExitOk;

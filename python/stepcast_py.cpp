@@ -165,6 +165,7 @@ py::dict run_compare(const std::vector<py::object>& scenarios) {
     py::gil_scoped_release unlocked;
     std::vector<cli::CompareRow> rows;
     for (const Scenario& s : loaded) rows.push_back(cli::compare_row(s, predict(s)));
+    cli::compare_against_first(rows);
     text = cli::compare_json(rows);
   }
   return from_json(text);

@@ -124,6 +124,16 @@ struct CompareRow {
   std::optional<double> usd_per_million_tokens;
   double memory_per_gpu_bytes = 0;
   MemoryVerdict verdict = MemoryVerdict::fits;
+  std::optional<double> price_per_gpu_hour_usd;  ///< the scenario's
+  double compute_busy_s = 0;                     ///< simulated compute per step
+  double comm_exposed_s = 0;                     ///< simulated communication not hidden per step
+  /// Against the first row (compare_against_first): tokens/s over the first's, x.
+  double speedup = 1;
+  /// The price per GPU-hour at which this row's cost per token equals the first's:
+  /// first's USD per Mtok x tokens/s / 1e6 x 3600 / GPUs; needs the first's price.
+  std::optional<double> break_even_price_per_gpu_hour_usd;
+  /// One line on what makes the difference to the first row (empty on the first).
+  std::string why;
 };
 
 inline CompareRow compare_row(const Scenario& s, const Prediction& p) {
@@ -142,8 +152,15 @@ inline CompareRow compare_row(const Scenario& s, const Prediction& p) {
   if (s.price_per_gpu_hour_usd) r.usd_per_million_tokens = usd_per_million_tokens(*s.price_per_gpu_hour_usd, p);
   r.memory_per_gpu_bytes = p.memory.total_bytes;
   r.verdict = overall_verdict(p.memory);
+  r.price_per_gpu_hour_usd = s.price_per_gpu_hour_usd;
+  r.compute_busy_s = p.compute_busy_s;
+  r.comm_exposed_s = p.comm_exposed_s;
   return r;
 }
+
+/// Each row against the first: speedup, break-even price and the line saying why
+/// (report_text.cpp compare_why).
+void compare_against_first(std::vector<CompareRow>& rows);
 
 /// Sections of `stepcast catalog`, in the order they are listed.
 enum class CatalogSection { models, gpus, boxes, clusters, links, algorithms };

@@ -156,14 +156,47 @@ std::string plan_range_csv(const std::vector<PlanResult>& results) {
 }
 
 std::string compare_csv(const std::vector<CompareRow>& rows) {
-  std::string out = line({"scenario", "file", "model", "hardware", "gpu", "gpus", "step_time_s", "time_per_epoch_s",
-                          "tokens_per_s", "tokens_per_step", "cost_per_epoch_usd", "usd_per_million_tokens",
-                          "memory_per_gpu_bytes", "memory_verdict", "fits_bool"});
+  std::string out = line({"scenario",
+                          "file",
+                          "model",
+                          "hardware",
+                          "gpu",
+                          "gpus",
+                          "step_time_s",
+                          "time_per_epoch_s",
+                          "tokens_per_s",
+                          "tokens_per_step",
+                          "cost_per_epoch_usd",
+                          "usd_per_million_tokens",
+                          "memory_per_gpu_bytes",
+                          "memory_verdict",
+                          "fits_bool",
+                          "price_per_gpu_hour_usd",
+                          "compute_busy_s",
+                          "comm_exposed_s",
+                          "speedup_x",
+                          "break_even_price_per_gpu_hour_usd"});
   for (const CompareRow& r : rows)
-    out += line({r.scenario, r.file, r.model, r.hardware, r.gpu, count(r.gpus), number(r.step_time_s),
-                 number(r.time_per_epoch_s), number(r.tokens_per_s), number(r.tokens_per_step),
-                 number(r.cost_per_epoch_usd), number(r.usd_per_million_tokens), number(r.memory_per_gpu_bytes),
-                 std::string(name(r.verdict)), flag(r.verdict != MemoryVerdict::oom)});
+    out += line({r.scenario,
+                 r.file,
+                 r.model,
+                 r.hardware,
+                 r.gpu,
+                 count(r.gpus),
+                 number(r.step_time_s),
+                 number(r.time_per_epoch_s),
+                 number(r.tokens_per_s),
+                 number(r.tokens_per_step),
+                 number(r.cost_per_epoch_usd),
+                 number(r.usd_per_million_tokens),
+                 number(r.memory_per_gpu_bytes),
+                 std::string(name(r.verdict)),
+                 flag(r.verdict != MemoryVerdict::oom),
+                 number(r.price_per_gpu_hour_usd),
+                 number(r.compute_busy_s),
+                 number(r.comm_exposed_s),
+                 number(r.speedup),
+                 number(r.break_even_price_per_gpu_hour_usd)});
   return out;
 }
 

@@ -203,6 +203,7 @@ std::string compare_html(const std::vector<Scenario>& scenarios, const std::vect
     if (std::find(models.begin(), models.end(), scenarios[i].model.name) == models.end())
       models.push_back(scenarios[i].model.name);
   }
+  compare_against_first(rows);
   const std::string title =
       fmt::format("Predicted comparison: {} on {} hardware choices", join(models, ", "), predictions.size());
   json data = {{"kind", "compare"},

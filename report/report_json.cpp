@@ -674,7 +674,13 @@ std::string compare_json(const std::vector<CompareRow>& rows) {
                  {"usd_per_million_tokens", opt(r.usd_per_million_tokens)},
                  {"memory_per_gpu_bytes", num(r.memory_per_gpu_bytes)},
                  {"verdict", str(name(r.verdict))},
-                 {"fits", r.verdict != MemoryVerdict::oom}});
+                 {"fits", r.verdict != MemoryVerdict::oom},
+                 {"price_per_gpu_hour_usd", opt(r.price_per_gpu_hour_usd)},
+                 {"compute_busy_s", num(r.compute_busy_s)},
+                 {"comm_exposed_s", num(r.comm_exposed_s)},
+                 {"speedup", num(r.speedup)},
+                 {"break_even_price_per_gpu_hour_usd", opt(r.break_even_price_per_gpu_hour_usd)},
+                 {"why", r.why.empty() ? json(nullptr) : json(r.why)}});
   return dump(json{{"rows", a}});
 }
 

@@ -118,3 +118,39 @@ TEST_CASE("an HTML page names the stepcast version that wrote it") {
   CHECK(page.find(std::string("stepcast ") + version()) != std::string::npos);
   CHECK(page.find("stepcast unknown") == std::string::npos);
 }
+
+TEST_CASE("compare: speedup and break-even price against the first row; why names the largest difference") {
+  CompareRow a;
+  a.scenario = "a100";
+  a.gpus = 8;
+  a.tokens_per_s = 1000;
+  a.tokens_per_step = 8000;
+  a.step_time_s = 8;
+  a.compute_busy_s = 7;
+  a.comm_exposed_s = 1;
+  a.usd_per_million_tokens = 2.0 * 8 / 3600 / (1000 / 1e6);  // 2 USD/GPU-h
+  CompareRow b = a;
+  b.scenario = "h100";
+  b.tokens_per_s = 2500;
+  b.step_time_s = 3.2;
+  b.compute_busy_s = 2.7;
+  b.comm_exposed_s = 0.5;
+  b.usd_per_million_tokens.reset();
+  std::vector<CompareRow> rows{a, b};
+  compare_against_first(rows);
+  CHECK(rows[0].speedup == doctest::Approx(1.0));
+  CHECK(rows[1].speedup == doctest::Approx(2.5));
+  // 2.5x the tokens per GPU-hour: the same cost per token at 2.5 x 2 USD.
+  REQUIRE(rows[1].break_even_price_per_gpu_hour_usd.has_value());
+  CHECK(*rows[1].break_even_price_per_gpu_hour_usd == doctest::Approx(5.0));
+  CHECK(*rows[0].break_even_price_per_gpu_hour_usd == doctest::Approx(2.0));
+  CHECK(rows[0].why.empty());
+  CHECK(rows[1].why.find("2.50x the tokens/s of a100; the largest difference is compute: 2.7 s against 7 s") !=
+        std::string::npos);
+  // Without the first's price there is no break-even; an out-of-memory row says so first.
+  rows[0].usd_per_million_tokens.reset();
+  rows[1].verdict = MemoryVerdict::oom;
+  compare_against_first(rows);
+  CHECK_FALSE(rows[1].break_even_price_per_gpu_hour_usd.has_value());
+  CHECK(rows[1].why.rfind("h100 runs out of memory", 0) == 0);
+}

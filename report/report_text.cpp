@@ -1043,24 +1043,83 @@ std::string plan_range_text(const Scenario& sc, const std::vector<PlanResult>& r
   return out + t.render();
 }
 
+void compare_against_first(std::vector<CompareRow>& rows) {
+  if (rows.empty()) return;
+  const CompareRow& a = rows.front();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    CompareRow& r = rows[i];
+    r.speedup = a.tokens_per_s > 0 ? r.tokens_per_s / a.tokens_per_s : std::nan("");
+    r.break_even_price_per_gpu_hour_usd.reset();
+    if (a.usd_per_million_tokens && r.gpus > 0)
+      r.break_even_price_per_gpu_hour_usd = *a.usd_per_million_tokens * r.tokens_per_s / 1e6 * 3600.0 / r.gpus;
+    r.why.clear();
+    if (i == 0) continue;
+    if ((r.verdict == MemoryVerdict::oom) != (a.verdict == MemoryVerdict::oom)) {
+      const CompareRow& out = r.verdict == MemoryVerdict::oom ? r : a;
+      r.why = fmt::format("{} runs out of memory ({} GiB per GPU); the other fits", out.scenario,
+                          gib(out.memory_per_gpu_bytes));
+      continue;
+    }
+    // Per step, scaled to the first row's tokens per step (the same job unless noted).
+    const double scale = r.tokens_per_step > 0 ? a.tokens_per_step / r.tokens_per_step : 1.0;
+    const double compute = r.compute_busy_s * scale, comm = r.comm_exposed_s * scale;
+    const double rest = std::max(0.0, r.step_time_s - r.compute_busy_s - r.comm_exposed_s) * scale;
+    const double a_rest = std::max(0.0, a.step_time_s - a.compute_busy_s - a.comm_exposed_s);
+    struct Term {
+      const char* name;
+      double mine, first;
+    };
+    const Term terms[] = {{"compute", compute, a.compute_busy_s},
+                          {"exposed communication", comm, a.comm_exposed_s},
+                          {"idle time (bubble, waits)", rest, a_rest}};
+    const Term* big = &terms[0];
+    for (const Term& t : terms)
+      if (std::abs(t.mine - t.first) > std::abs(big->mine - big->first)) big = &t;
+    r.why = fmt::format(
+        "{:.2f}x the tokens/s of {}; the largest difference is {}: {:.4g} s against {:.4g} s per "
+        "step of {}'s tokens",
+        r.speedup, a.scenario, big->name, big->mine, big->first, a.scenario);
+  }
+}
+
 std::string compare_text(const std::vector<CompareRow>& rows) {
   std::string out = "Compare\n";
-  Table t({{"scenario", false},
-           {"hardware", false},
-           {"GPUs", true},
-           {"step time (s)", true},
-           {"time per epoch (h)", true},
-           {"tokens/s", true},
-           {"cost per epoch (USD)", true},
-           {"USD per Mtok", true},
-           {"memory/GPU (GiB)", true},
-           {"memory", false}});
-  for (const CompareRow& r : rows)
-    t.add({r.scenario, r.hardware, std::to_string(r.gpus), seconds(r.step_time_s), fixed(r.time_per_epoch_s / 3600, 2),
-           grouped(r.tokens_per_s), r.cost_per_epoch_usd ? fixed(*r.cost_per_epoch_usd, 2) : "n/a",
-           r.usd_per_million_tokens ? fixed(*r.usd_per_million_tokens, 4) : "n/a", gib(r.memory_per_gpu_bytes),
-           verdict_text(r.verdict)});
+  const bool priced = !rows.empty() && rows.front().usd_per_million_tokens.has_value();
+  std::vector<Table::Column> columns = {
+      {"scenario", false},     {"hardware", false},          {"GPUs", true},
+      {"step time (s)", true}, {"time per epoch (h)", true}, {"tokens/s", true},
+      {"speedup (x)", true},   {"USD/GPU-h", true},          {"cost per epoch (USD)", true},
+      {"USD per Mtok", true}};
+  if (priced) columns.push_back({"break-even USD/GPU-h", true});
+  columns.push_back({"memory/GPU (GiB)", true});
+  columns.push_back({"memory", false});
+  Table t(columns);
+  for (const CompareRow& r : rows) {
+    std::vector<std::string> cells = {r.scenario,
+                                      r.hardware,
+                                      std::to_string(r.gpus),
+                                      seconds(r.step_time_s),
+                                      fixed(r.time_per_epoch_s / 3600, 2),
+                                      grouped(r.tokens_per_s),
+                                      std::isfinite(r.speedup) ? fixed(r.speedup, 2) : "-",
+                                      r.price_per_gpu_hour_usd ? fixed(*r.price_per_gpu_hour_usd, 2) : "n/a",
+                                      r.cost_per_epoch_usd ? fixed(*r.cost_per_epoch_usd, 2) : "n/a",
+                                      r.usd_per_million_tokens ? fixed(*r.usd_per_million_tokens, 4) : "n/a"};
+    if (priced)
+      cells.push_back(r.break_even_price_per_gpu_hour_usd ? fixed(*r.break_even_price_per_gpu_hour_usd, 2) : "n/a");
+    cells.push_back(gib(r.memory_per_gpu_bytes));
+    cells.push_back(verdict_text(r.verdict));
+    t.add(cells);
+  }
   out += t.render();
+  if (!rows.empty())
+    out += fmt::format("  speedup = tokens/s over {}'s{}\n", rows.front().scenario,
+                       priced ? fmt::format("; break-even = the price per GPU-hour at which a row's cost per token "
+                                            "equals {}'s",
+                                            rows.front().scenario)
+                              : "");
+  for (const CompareRow& r : rows)
+    if (!r.why.empty()) out += fmt::format("  why {}: {}\n", r.scenario, r.why);
   // Why a cost is n/a, only where one is.
   const bool some_unpriced = std::any_of(
       rows.begin(), rows.end(), [](const CompareRow& r) { return !r.cost_per_epoch_usd || !r.usd_per_million_tokens; });

@@ -25,7 +25,7 @@ COUNTS_AND_TEXT = {"gpus", "nodes", "tp", "dp", "pp", "vpp", "cp", "ep", "offloa
 # CSV column -> key of the JSON row ("a.b": nested), where the names differ.
 JSON_KEY = {"mfu_fraction": "mfu", "baseline_bool": "baseline", "speedup_x": "speedup",
             "scaling_efficiency_fraction": "scaling_efficiency", "memory_verdict": "verdict",
-            "fits_bool": "fits", "micro_batch_sequences": "micro_batch", "grad_accum_steps": "grad_accum",
+            "fits_bool": "fits", "break_even_price_per_gpu_hour_usd": "break_even_price_per_gpu_hour_usd", "micro_batch_sequences": "micro_batch", "grad_accum_steps": "grad_accum",
             "global_batch_sequences": "global_batch", "measured_in_metric_unit": "measured", "predicted_in_metric_unit": "predicted"}
 # plan's layout columns are fields of the row's "layout" object.
 PLAN_LAYOUT_KEY = {"layout": "name", "strategy": "strategy", "tp": "tp", "sp_bool": "sp", "dp": "dp", "pp": "pp", "vpp": "vpp", "schedule": "schedule", "cp": "cp", "ep": "ep", "offload": "offload",
