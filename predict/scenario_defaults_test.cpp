@@ -12,6 +12,8 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include <cmath>
 #include <string>
 
@@ -219,4 +221,20 @@ TEST_CASE("more GPUs than one box on a scenario without a network take the box's
   CHECK(two.hardware.cluster.network->nics_per_node == find_box("dgx-h100")->nics);
   CHECK(has_default(two, "hardware.network:"));
   CHECK(predict(two).step_time_s > 0);
+}
+
+TEST_CASE("a scenario without a price takes its box's catalog price, said with its date and source; its own wins") {
+  json j = five_keys();
+  j["hardware"] = {{"box", "aws-p5"}, {"gpus", 8}};
+  const Scenario s = parse(j);
+  REQUIRE(s.price_per_gpu_hour_usd.has_value());
+  CHECK(*s.price_per_gpu_hour_usd == doctest::Approx(98.32 / 8));
+  CHECK(std::any_of(s.defaults.begin(), s.defaults.end(), [](const std::string& d) {
+    return d.rfind("price_per_gpu_hour_usd: 12.29 USD, aws-p5's on-demand list price of 2023-07 to 2025-06", 0) == 0;
+  }));
+  j["price_per_gpu_hour_usd"] = 2.0;
+  CHECK(*parse(j).price_per_gpu_hour_usd == 2.0);
+  j.erase("price_per_gpu_hour_usd");
+  j["hardware"] = {{"box", "dgx-b200"}, {"gpus", 8}};  // no price in the catalog: none
+  CHECK_FALSE(parse(j).price_per_gpu_hour_usd.has_value());
 }

@@ -341,6 +341,17 @@ json boxes_json() {
                  {"p2p", b.p2p},
                  {"nic", b.nic},
                  {"nics", b.nics},
+                 {"host", b.host ? json{{"cpu", b.host->cpu},
+                                        {"cores", b.host->cores},
+                                        {"memory_GiB", b.host->memory_GiB},
+                                        {"memory_bw_GBps", b.host->memory_bw_GBps},
+                                        {"source", b.host->source}}
+                                 : json(nullptr)},
+                 {"price", b.price ? json{{"usd_per_gpu_hour", b.price->usd_per_gpu_hour},
+                                          {"kind", b.price->kind},
+                                          {"date", b.price->date},
+                                          {"source", b.price->source}}
+                                   : json(nullptr)},
                  {"source", b.source}});
   return a;
 }

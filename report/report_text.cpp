@@ -667,15 +667,24 @@ std::string boxes_text() {
            {"intra fabric", false},
            {"PCIe", false},
            {"NICs (count x kind)", false},
+           {"host (CPUs, GiB)", false},
+           {"USD/GPU-h", true},
            {"source", false}});
   for (const BoxSpec& b : box_catalog()) {
     std::string fabric(name(b.fabric));
     if (!b.nvlink.empty()) fabric += " " + b.nvlink;
     if (b.nvswitches > 0) fabric += fmt::format(" ({} switches)", b.nvswitches);
     t.add({b.name, b.gpu, std::to_string(b.gpus), fabric, b.pcie.empty() ? "-" : b.pcie,
-           b.nics > 0 ? fmt::format("{} x {}", b.nics, b.nic) : "-", shorten(b.source)});
+           b.nics > 0 ? fmt::format("{} x {}", b.nics, b.nic) : "-",
+           b.host ? fmt::format("{}, {:g}", b.host->cpu, b.host->memory_GiB) : "-",
+           b.price ? fmt::format("{:.2f}{}", b.price->usd_per_gpu_hour, b.price->kind == "reference" ? " (ref)" : "")
+                   : "-",
+           shorten(b.source)});
   }
-  return t.render();
+  return t.render() +
+         "  host: CPU offload runs on boxes with one (others: none catalogued); USD/GPU-h: the default of\n"
+         "  price_per_gpu_hour_usd, a cloud's on-demand list price or (ref) a rental rate of the GPU class,\n"
+         "  dated with its source in `stepcast catalog boxes --json`\n";
 }
 
 std::string clusters_text() {

@@ -604,6 +604,20 @@ void parse_labels(JsonObject& top, Scenario& s, InputErrors& errors, const Schem
   errors.attempt([&] { s.price_per_gpu_hour_usd = read_optional_number(schema, top, "price_per_gpu_hour_usd"); });
 }
 
+/// A scenario without price_per_gpu_hour_usd takes its box's catalog price where the catalog
+/// has one (a cloud instance's on-demand list price, a reference rate for a box one buys),
+/// said under Assumptions with its date and source.
+void apply_price_default(Scenario& s) {
+  if (s.price_per_gpu_hour_usd) return;
+  const BoxSpec* box = find_box(s.hardware.cluster.box);
+  if (!box || !box->price) return;
+  const PriceSpec& p = *box->price;
+  s.price_per_gpu_hour_usd = p.usd_per_gpu_hour;
+  s.defaults.push_back(fmt::format(
+      "price_per_gpu_hour_usd: {:g} USD, {}'s {} of {} ({}); set it to your own price", p.usd_per_gpu_hour, box->name,
+      p.kind == "cloud_on_demand" ? "on-demand list price" : "reference rate", p.date, p.source));
+}
+
 /// `--calibration FILE`: the hardware file replacing the scenario's own, fitted for the box's GPU.
 void apply_calibration_option(HardwareChoice& h, const std::string& file, const std::string& scenario_file) {
   if (!std::filesystem::exists(file))
@@ -665,6 +679,7 @@ Scenario parse_root(const JsonDoc& doc, const ReadOptions& options, const Schema
     throw std::logic_error("parse_root: a part failed without an InputError");
   if (!options.calibration_file.empty()) apply_calibration_option(s.hardware, options.calibration_file, s.file);
   apply_training_defaults(s, training, in_step_option(options.in_step_file, training, s.file), options.in_step_file);
+  apply_price_default(s);
   ScenarioSource where;
   where.file = doc.file();
   where.model_inline = doc.root().at("model").is_object();

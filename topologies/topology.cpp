@@ -125,6 +125,16 @@ BoxSpec parse_box(JsonObject& obj) {
     h.finish();
     b.host = host;
   }
+  if (obj.has("price")) {
+    JsonObject p = obj.object("price");
+    PriceSpec price;
+    price.usd_per_gpu_hour = p.number("usd_per_gpu_hour", 1e-3, 1e4);
+    price.kind = p.choice("kind", {"cloud_on_demand", "reference"});
+    price.date = p.string("date");
+    price.source = p.string("source");
+    p.finish();
+    b.price = price;
+  }
   b.source = obj.string("source");
   obj.finish();
   return b;

@@ -46,6 +46,17 @@ struct HostSpec {
   bool operator==(const HostSpec&) const = default;
 };
 
+/// A published price of a box's GPU-hour ("price" in the catalog), the default of a
+/// scenario's price_per_gpu_hour_usd: a cloud instance's on-demand list price over its GPUs,
+/// or, for a box one buys, a dated rental rate of its GPU class.
+struct PriceSpec {
+  double usd_per_gpu_hour = 0;
+  std::string kind;  ///< "cloud_on_demand" or "reference"
+  std::string date;  ///< when the figure applies, "2025-06"
+  std::string source;
+  bool operator==(const PriceSpec&) const = default;
+};
+
 struct BoxSpec {
   std::string name;  ///< "dgx-a100"
   std::string display_name;
@@ -60,11 +71,12 @@ struct BoxSpec {
   std::string pcie;       ///< link kind of GPU/NIC PCIe connections
   int pcie_switches = 0;  ///< 0: GPUs hang off CPU root ports directly
   int cpus = 1;
-  std::string cpu_link;          ///< link kind between CPU sockets (UPI/xGMI), "" with one CPU
-  bool p2p = true;               ///< GPU peer-to-peer over PCIe allowed (false: via host memory)
-  std::string nic;               ///< default NIC link kind ("" = none)
-  int nics = 0;                  ///< NICs per box
-  std::optional<HostSpec> host;  ///< the CPUs and host memory ("host"); absent: not catalogued
+  std::string cpu_link;            ///< link kind between CPU sockets (UPI/xGMI), "" with one CPU
+  bool p2p = true;                 ///< GPU peer-to-peer over PCIe allowed (false: via host memory)
+  std::string nic;                 ///< default NIC link kind ("" = none)
+  int nics = 0;                    ///< NICs per box
+  std::optional<HostSpec> host;    ///< the CPUs and host memory ("host"); absent: not catalogued
+  std::optional<PriceSpec> price;  ///< "price"; absent: none published in the catalog
   std::string source;
   bool operator==(const BoxSpec&) const = default;
 };
