@@ -45,9 +45,25 @@ struct PlanArgs {
   int emit_rank = 1;                  ///< --emit-rank K
 };
 
+/// The strong-scaling page of a plan range: each count's winner (at the one global batch) as
+/// a row of the scaling page (step time, efficiency and cost against GPUs); a count where no
+/// layout fits has no row.
+std::string plan_range_html(const Scenario& s, const std::vector<PlanResult>& results) {
+  std::vector<Scenario> scenarios;
+  std::vector<Prediction> predictions;
+  for (const PlanResult& r : results) {
+    if (r.top.empty()) continue;
+    scenarios.push_back(with_layout(on_gpus(s, r.gpus), r.top.front().point));
+    predictions.push_back(r.top.front().prediction);
+  }
+  if (scenarios.empty()) throw UserError("--html: no GPU count of the range has a layout that fits");
+  Scenario named = s;
+  named.name = s.name + " (each count's best layout, global batch held)";
+  return cli::scale_html(named, scenarios, predictions);
+}
+
 /// `plan --gpus-range`: one plan per count at one global batch, then the winners side by side.
 int run_plan_range(const Scenario& s, const PlanArgs& args, PlanOptions options) {
-  if (!args.html.empty()) throw UserError("--html takes one plan; give --gpus N, not --gpus-range");
   std::vector<int> counts;
   try {
     counts = parse_gpu_range(args.gpus_range);
@@ -57,6 +73,7 @@ int run_plan_range(const Scenario& s, const PlanArgs& args, PlanOptions options)
   for (int n : counts) (void)on_gpus(s, n);  // every count checked before any plan runs
   const std::vector<PlanResult> results = plan_range(s, counts, options);
   cli::clear_progress();
+  if (!args.html.empty()) write_file(args.html, plan_range_html(s, results), "HTML report");
   write(args.csv    ? cli::plan_range_csv(results)
         : args.json ? cli::plan_range_json(s, results)
                     : cli::plan_range_text(s, results));
@@ -124,7 +141,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& pa) {
   CLI::Option* json = cmd->add_flag("--json", pa.json, "Print one JSON object instead of the table");
   cmd->add_flag("--csv", pa.csv, "Print the ranked table as CSV (units in the column names)")->excludes(json);
   cmd->add_option("--gpus-range", pa.gpus_range,
-                  "Plan on several GPU counts at one global batch: A:B\n(A, 2A, 4A, ... up to B) or a list A,B,C");
+                  "Plan on several GPU counts at one global batch: A:B\n(A, 2A, 4A, ... up to B) or a list A,B,C; with "
+                  "--html,\nthe strong-scaling page of the winners");
   cmd->add_flag("--no-cp", pa.no_cp, "Leave context parallelism out of the search (cp 1)");
   cmd->add_flag("--no-offload", pa.no_offload, "Leave CPU offload out of the search");
   cmd->add_option("--min-cp-tokens", pa.min_cp_tokens,

@@ -71,6 +71,8 @@ const pages = [
    charts: ['throughput', 'breakdown', 'memory'], title: /^Predicted comparison: /, tables: 1},
   {name: 'plan', args: ['plan', seed('gpt2-xl-ddp-8xa100.json'), '--top', '4'],
    charts: ['timeline', 'breakdown', 'memory'], title: /^Planned layouts: /, tables: 1},
+  {name: 'plan-range', args: ['plan', priced, '--gpus-range', '8:32', '--global-batch', '64', '--top', '1'],
+   charts: ['speedup', 'efficiency', 'cost', 'breakdown', 'memory'], title: /^Predicted scaling: /, tables: 1},
   {name: 'validate', args: ['validate', runs],
    charts: ['scatter', 'errors'], title: /^Validation: /, tables: 3},
 ];
