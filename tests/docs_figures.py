@@ -343,7 +343,7 @@ def peak_memory(sc):
         groups.setdefault(f"pp {st['pp']}", []).append(r["memory_error_pct"])
     med = {k: f"{statistics.median(e):+.0f}%" for k, e in groups.items()}
     pps = sorted((int(k[3:]) for k in groups if k.startswith("pp ")))
-    files = [sc.validate(name) for name in ["runs", "ultrascale-playbook"] + HELD_OUT]
+    files = [sc.validate(name) for name in ["runs", "ultrascale-playbook"] + HELD_OUT + ["megatron-bridge-nemo"]]
     oom = sum(f["summary_memory"]["false_oom"] for f in files)
     predicted = sum(f["summary_memory"]["predicted"] for f in files)
     tt = sc.validate("torchtitan-h100")
