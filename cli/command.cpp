@@ -150,15 +150,17 @@ std::string footer(const std::string& details, const std::string& example_block,
   return out;
 }
 
-/// The scenario on `gpus` GPUs. with_gpus documents std::invalid_argument for a count the
-/// hardware cannot take (not whole nodes, more than the cluster): the user's --gpus.
-Scenario on_gpus(const Scenario& s, int gpus) {
+/// The scenario on `gpus` GPUs (at its own global batch with `fixed_batch`). with_gpus and
+/// with_gpus_at_global_batch document std::invalid_argument for a count the hardware or the
+/// batch cannot take (not whole nodes, more than the cluster, DP ranks that do not divide the
+/// batch): the user's --gpus.
+Scenario on_gpus(const Scenario& s, int gpus, bool fixed_batch) {
   try {
-    return with_gpus(s, gpus);
+    return fixed_batch ? with_gpus_at_global_batch(s, gpus) : with_gpus(s, gpus);
   } catch (const InputError&) {
     throw;
   } catch (const std::invalid_argument& e) {
-    throw UserError(fmt::format("{}: --gpus {}: {}", s.file, gpus, e.what()));
+    throw UserError(fmt::format("{}: --gpus {}{}: {}", s.file, gpus, fixed_batch ? " --fixed-batch" : "", e.what()));
   }
 }
 

@@ -80,8 +80,9 @@ std::string examples(const std::vector<std::pair<std::string, std::string>>& lin
 std::string footer(const std::string& details, const std::string& example_block, bool with_scenario);
 std::string fit_footer(const std::string& details, const std::string& example_block);
 
-/// The scenario on `gpus` GPUs; a count the hardware cannot take is the user's --gpus.
-Scenario on_gpus(const Scenario& s, int gpus);
+/// The scenario on `gpus` GPUs (at its own global batch with `fixed_batch`, `scale --fixed-batch`); a
+/// count the hardware or the batch cannot take is the user's --gpus.
+Scenario on_gpus(const Scenario& s, int gpus, bool fixed_batch = false);
 
 /// The in-step fractions of `file` (`--in-step`), or null for none given.
 std::shared_ptr<const InStepFractions> load_in_step_option(const std::string& file);

@@ -5,7 +5,6 @@
 #include "predict/predict.hpp"
 #include "report/report.hpp"
 #include "report/report_html.hpp"
-#include "base/json_input.hpp"
 #include "scenario/scenario.hpp"
 
 #include <unistd.h>
@@ -38,24 +37,12 @@ struct ScaleArgs {
   std::string html;          ///< HTML report to write; empty: none
 };
 
-/// The scenario on `gpus` GPUs at its own global batch; a count whose data-parallel ranks do
-/// not divide it is the user's --gpus.
-Scenario on_gpus_at_global_batch(const Scenario& s, int gpus) {
-  try {
-    return with_gpus_at_global_batch(s, gpus);
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::invalid_argument& e) {
-    throw UserError(fmt::format("{}: --gpus {} --fixed-batch: {}", s.file, gpus, e.what()));
-  }
-}
-
 int run_scale(const ScaleArgs& args) {
   const Scenario base = load_scenario(args.scenario);
   // Check every count before spending time on predictions.
   std::vector<Scenario> scenarios;
   scenarios.reserve(args.gpus.size());
-  for (int n : args.gpus) scenarios.push_back(args.fixed_batch ? on_gpus_at_global_batch(base, n) : on_gpus(base, n));
+  for (int n : args.gpus) scenarios.push_back(on_gpus(base, n, args.fixed_batch));
 
   const bool progress = isatty(fileno(stderr)) != 0;
   std::vector<Prediction> predictions;
