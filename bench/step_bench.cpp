@@ -3,7 +3,8 @@
 /// grows with the number of rank classes. A plain timing harness (std::chrono, one thread):
 /// every figure is the median and the minimum over --repeat runs, after one warm-up run.
 ///
-/// Per benchmark scenario (scenarios/bench/*.json) it times
+/// Per benchmark scenario (scenarios/bench/*.json, and one measured-run record of
+/// data/validation/runs.jsonl as validate turns it into a scenario) it times
 ///  (a) predict(): topology build, compute and memory model, lowering, simulation, bounds
 ///      and the report fields, i.e. everything `stepcast predict` does but reading the file;
 ///  (b) lower_step() + simulate() alone, on the CostedStep predict() built (kept with
@@ -25,6 +26,7 @@
 #include "scenario/scenario.hpp"
 #include "simulator/simulation.hpp"
 #include "topologies/topology.hpp"
+#include "validate/validation.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -42,6 +44,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -51,8 +54,9 @@ using namespace stepcast;
 namespace fs = std::filesystem;
 
 struct CaseSpec {
-  const char* label;  ///< row label
-  const char* file;   ///< in the scenario folder
+  const char* label;             ///< row label
+  const char* file;              ///< in the scenario folder, or a record file under the data folder
+  const char* record = nullptr;  ///< the id of a measured-run record of `file` (its scenario, as validate builds it)
 };
 
 /// The benchmark scenarios, smallest first (the peak RSS column is the process's peak so far).
@@ -62,8 +66,11 @@ constexpr CaseSpec kCases[] = {
     {"Llama-3-70B FSDP, 16,384x H100", "llama3-70b-fsdp-16384xh100.json"},
     {"Llama-3.1-405B TP8 PP16 VPP4, 16,384x H100", "llama31-405b-3d-16384xh100.json"},
     {"Llama-3.1-405B TP8 CP16 PP16 VPP4 (131k tokens), 16,384x H100", "llama31-405b-4d-cp16-16384xh100.json"},
+    {"BigScience 80L TP8 PP10, 2,048 micro-batches, 80x A100", "data/validation/runs.jsonl",
+     "bigscience-prequel-a100-80l-n10-dp1tp8pp10-fp16"},
 };
-constexpr int kSweepCase = 1;  ///< the 1,024-GPU case
+constexpr int kPipelineCase = 5;  ///< the 2,048-micro-batch pipeline
+constexpr int kSweepCase = 1;     ///< the 1,024-GPU case
 constexpr int kSweepClasses[] = {1, 2, 4, 8, 16, 32};
 
 /// Targets from the issue (one core).
@@ -73,6 +80,9 @@ constexpr double kTarget16384Ms = 1000;
 constexpr double kTarget3dMs = 100;
 /// From the planning issue: the screen predicts many layouts, so 16,384 GPUs under 5 ms.
 constexpr double kTarget16384PlanMs = 5;
+/// From the plan-to-purchase issue: a pipeline's steady state in closed form, so BigScience's
+/// 2,048 micro-batches under 10 ms.
+constexpr double kTargetPipelineMs = 10;
 constexpr double kTargetRssMiB = 1000.0 * 1000 * 1000 / (1024 * 1024);  // 1 GB
 
 /// `plan` split into `classes` rank classes of equal size, class k at compute speed
@@ -88,6 +98,17 @@ sim::CostedStep with_classes(sim::CostedStep plan, int classes) {
     plan.groups.push_back(g);
   }
   return plan;
+}
+
+/// The scenario validate builds for record `id` of `file`.
+Scenario record_scenario(const fs::path& file, const std::string& id) {
+  for (const MeasuredRun& run : load_measured_runs(file))
+    if (run.id == id) {
+      RunScenario rs = scenario_for(run);
+      if (!rs.scenario) throw std::runtime_error(fmt::format("record {}: {}", id, rs.skip_reason));
+      return *rs.scenario;
+    }
+  throw std::runtime_error(fmt::format("{}: no record {}", file.string(), id));
 }
 
 struct Timing {
@@ -170,7 +191,8 @@ std::vector<CaseResult> time_cases(const std::string& scenario_dir, int repeat, 
                                    std::uint64_t& sink) {
   std::vector<CaseResult> cases;
   for (const CaseSpec& spec : kCases) {
-    const Scenario s = load_scenario(fs::path(scenario_dir) / spec.file);
+    const Scenario s = spec.record ? record_scenario(data_dir() / spec.file, spec.record)
+                                   : load_scenario(fs::path(scenario_dir) / spec.file);
     PredictOptions keep;
     keep.keep_simulation = true;
     const Prediction p = predict(s, keep);
@@ -218,7 +240,7 @@ std::vector<SweepRow> time_sweep(const sim::CostedStep& sweep_plan, int repeat, 
 /// the last two doublings of the class count (4: linear; 16 would be quadratic), allowed 10%
 /// for noise.
 struct Targets {
-  double rss_mib = 0, ms1024 = 0, ms16k = 0, ms3d = 0, growth = 0, last_x4 = 0;
+  double rss_mib = 0, ms1024 = 0, ms16k = 0, ms3d = 0, ms_pipeline = 0, growth = 0, last_x4 = 0;
   int quarter_classes = 0;
   bool linear = false;
 };
@@ -229,6 +251,7 @@ Targets targets_of(const std::vector<CaseResult>& cases, const std::vector<Sweep
   t.ms1024 = cases[1].predict.median_ms;
   t.ms16k = cases[2].predict.median_ms;
   t.ms3d = cases[3].predict.median_ms;
+  t.ms_pipeline = cases[kPipelineCase].predict.median_ms;
   t.growth = sweep.back().ms_per_class / sweep.front().ms_per_class;
   const SweepRow& quarter = sweep[sweep.size() - 3];
   t.quarter_classes = quarter.classes;
@@ -289,6 +312,8 @@ void print_json(int repeat, const std::vector<CaseResult>& cases, const std::vec
   g["gpus_16384_under_1_s"] = {{"median_ms", t.ms16k}, {"met", t.ms16k < kTarget16384Ms}};
   g["gpus_16384_under_5_ms"] = {{"median_ms", t.ms16k}, {"met", t.ms16k < kTarget16384PlanMs}};
   g["layout_3d_16384_under_100_ms"] = {{"median_ms", t.ms3d}, {"met", t.ms3d < kTarget3dMs}};
+  g["pipeline_2048_micro_batches_under_10_ms"] = {{"median_ms", t.ms_pipeline},
+                                                  {"met", t.ms_pipeline < kTargetPipelineMs}};
   g["memory_under_1_gb"] = {{"peak_rss_mib", t.rss_mib}, {"met", t.rss_mib < kTargetRssMiB}};
   g["linear_in_rank_classes"] = {{"per_class_growth", t.growth}, {"last_x4_time_ratio", t.last_x4}, {"met", t.linear}};
   j["targets"] = g;
@@ -337,6 +362,8 @@ void print_targets(const std::vector<SweepRow>& sweep, const Targets& t) {
                            t.ms16k, verdict(t.ms16k < kTarget16384PlanMs));
   std::cout << fmt::format("  3D layout, 16,384 GPUs, under {:.0f} ms: predict() median {:.3f} ms: {}\n", kTarget3dMs,
                            t.ms3d, verdict(t.ms3d < kTarget3dMs));
+  std::cout << fmt::format("  2,048-micro-batch pipeline under {:.0f} ms: predict() median {:.3f} ms: {}\n",
+                           kTargetPipelineMs, t.ms_pipeline, verdict(t.ms_pipeline < kTargetPipelineMs));
   std::cout << fmt::format("  memory under 1 GB:         peak RSS {:.1f} MiB: {}\n", t.rss_mib,
                            verdict(t.rss_mib < kTargetRssMiB));
   std::cout << fmt::format(

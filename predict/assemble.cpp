@@ -176,7 +176,14 @@ Prediction assemble(const Job& job, const Costs& costs, Lowered lowered, sim::Si
     p.assumptions.push_back(fmt::format("gradient accumulation ({}): {:.3g} ms of memory-bound adds per micro-step",
                                         name(job.scenario.training.grad_accumulation),
                                         1e3 * costs.grad_accumulation_s));
-  if (!result.repetition_exact)
+  if (!result.repetition_exact && lowered.graph.pipeline)
+    p.assumptions.push_back(
+        fmt::format("the pipeline's {} micro-batches do not settle into an exact period within the first units "
+                    "(flows of several stages share links, or a stage runs ahead of the slowest): the step adds the "
+                    "middle ones at the slowest stream's mean period over the explicit units, within 0.9% of "
+                    "simulating every micro-batch on the shipped records (docs/benchmarks.md)",
+                    job.scenario.training.grad_accum));
+  else if (!result.repetition_exact)
     p.assumptions.push_back(
         fmt::format("the {} micro-steps were too many to simulate one by one and their middle ones do not repeat "
                     "exactly (reductions queue up behind compute): the step adds them from the pattern of the first "

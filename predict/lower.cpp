@@ -118,11 +118,13 @@ sim::SimResult simulate(const sim::StepGraph& graph, const PredictOptions& optio
 
 sim::SimResult simulate(Lowered& lowered, const PredictOptions& options) {
   sim::SimResult result = simulate(lowered.graph, options);
-  if (result.repetition_exact) return result;
-  std::optional<sim::StepGraph> every_micro_step = sim::lower_step_explicit(lowered.step, lowered.graph);
-  if (!every_micro_step) return result;
-  lowered.graph = std::move(*every_micro_step);
-  return simulate(lowered.graph, options);
+  while (!result.repetition_exact) {  // more of the step explicit, while there is more to lower
+    std::optional<sim::StepGraph> longer = sim::lower_step_longer(lowered.step, lowered.graph);
+    if (!longer) break;
+    lowered.graph = std::move(*longer);
+    result = simulate(lowered.graph, options);
+  }
+  return result;
 }
 
 sim::StepBounds bound(const sim::StepGraph& graph) { return sim::closed_form_bounds(graph); }

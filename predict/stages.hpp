@@ -236,9 +236,11 @@ Lowered lower(const Job& job, const Costs& costs, const PredictOptions& options)
 /// Plays the step graph (sim::simulate with the options' limiting cases and timelines).
 sim::SimResult simulate(const sim::StepGraph& graph, const PredictOptions& options);
 
-/// Plays the lowered step; where its middle micro-steps, held in closed form, turn out not to
-/// repeat exactly, lowers every micro-step (sim::lower_step_explicit, into `lowered`) and
-/// plays that instead. One simulation when the closed form is exact, two otherwise.
+/// Plays the lowered step; where its middle micro-steps (a pipeline's steady-state units),
+/// held in closed form, turn out not to repeat exactly, lowers more of it explicitly
+/// (sim::lower_step_longer, into `lowered`) and plays that instead, until they repeat or
+/// every micro-step is explicit. One simulation when the closed form is exact; a data-parallel
+/// step two otherwise, a pipeline one more each time its explicit units double.
 sim::SimResult simulate(Lowered& lowered, const PredictOptions& options);
 
 /// Closed-form bounds on the lowered step (sim::closed_form_bounds).

@@ -107,7 +107,7 @@ StepGraph lower_step(const CostedStep& plan) {
                                     plan.micro_steps, plan.gpus));
   if (plan.layout.pp < 1)
     throw std::invalid_argument(fmt::format("pipeline stages pp {} must be >= 1", plan.layout.pp));
-  if (plan.layout.pp > 1) return lowering::lower_pipeline(plan);
+  if (plan.layout.pp > 1) return lowering::lower_pipeline(plan, lowering::first_repeat_unit(plan));
   const std::vector<std::int64_t> ks = lowering::explicit_micro_steps(plan, std::max(4, plan.max_explicit_micro_steps));
   // At least a forward and a backward task per layer, micro-step and rank class: refuse a
   // graph past kMaxTasks before building any of it.
@@ -120,11 +120,25 @@ StepGraph lower_step(const CostedStep& plan) {
 }
 
 std::optional<StepGraph> lower_step_explicit(const CostedStep& plan, const StepGraph& closed_form) {
-  if (plan.layout.pp > 1 || closed_form.repeat_count == 0) return std::nullopt;
-  const MicroStepSpan& middle = closed_form.micro_steps[1];
-  const double tasks = static_cast<double>(middle.end_task - middle.first_task) * static_cast<double>(plan.micro_steps);
+  if (closed_form.repeat_count == 0) return std::nullopt;
+  const MicroStepSpan& repeated = closed_form.micro_steps[static_cast<std::size_t>(closed_form.repeat_after)];
+  const double tasks =
+      static_cast<double>(closed_form.tasks.size()) +
+      static_cast<double>(repeated.end_task - repeated.first_task) * static_cast<double>(closed_form.repeat_count);
   if (tasks > kMaxExplicitTasks) return std::nullopt;
+  if (plan.layout.pp > 1) return lowering::lower_pipeline(plan, -1);
   return lower_micro_steps(plan, lowering::explicit_micro_steps(plan, plan.micro_steps));
+}
+
+std::optional<StepGraph> lower_step_longer(const CostedStep& plan, const StepGraph& closed_form) {
+  if (plan.layout.pp == 1 || closed_form.repeat_count == 0) return lower_step_explicit(plan, closed_form);
+  const int R = closed_form.repeat_after;
+  if (R > lowering::first_repeat_unit(plan)) return std::nullopt;  // doubled once already
+  const MicroStepSpan& repeated = closed_form.micro_steps[static_cast<std::size_t>(R)];
+  const double tasks = static_cast<double>(closed_form.tasks.size()) +
+                       static_cast<double>(repeated.end_task - repeated.first_task) * (R + 1);
+  if (tasks > kMaxExplicitTasks) return std::nullopt;
+  return lowering::lower_pipeline(plan, 2 * R + 1);
 }
 
 }  // namespace stepcast::sim

@@ -191,9 +191,18 @@ struct CostedStep {
 StepGraph lower_step(const CostedStep& plan);
 
 /// The same step with every micro-step explicit, for a `closed_form` (lower_step of `plan`)
-/// whose middle micro-steps the simulation found not to repeat exactly; nullopt when it
-/// holds none in closed form, is a pipeline, or would take more than kMaxExplicitTasks tasks.
+/// whose middle micro-steps (a pipeline's steady-state units) the simulation found not to
+/// repeat exactly; nullopt when it holds none in closed form or would take more than
+/// kMaxExplicitTasks tasks.
 std::optional<StepGraph> lower_step_explicit(const CostedStep& plan, const StepGraph& closed_form);
+
+/// The same step with more of it explicit, for a `closed_form` whose repeated part the
+/// simulation found not to repeat exactly: a pipeline's steady state repeated from unit
+/// 2R + 1 instead of R, once (every micro-batch explicit when they are too few; after that
+/// the simulation takes the units' mean period, repetition.hpp), else lower_step_explicit.
+/// nullopt when there is nothing more to lower: nothing in closed form, a pipeline doubled
+/// once already, or more than kMaxExplicitTasks tasks.
+std::optional<StepGraph> lower_step_longer(const CostedStep& plan, const StepGraph& closed_form);
 
 /// The name of the lowering family of strategy `s` ("replicated (DDP, FSDP NO_SHARD)",
 /// "ZeRO-1/2", "sharded (ZeRO-3, FSDP FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD)").

@@ -152,8 +152,13 @@ std::unique_ptr<StrategyLowering> sharded_lowering(Strategy s);
 
 /// The pipeline-parallel lowering (lowering_pipeline.cpp), for plans with pp > 1.
 /// Throws std::invalid_argument for what it does not lower (sharding other than ddp or
-/// zero1, rank classes, an unknown schedule, ...).
-StepGraph lower_pipeline(const CostedStep& plan);
+/// zero1, rank classes, an unknown schedule, ...). The steady state's units after the first
+/// `repeat_unit` in closed form (StepGraph::repeat_count), where the micro-batches are enough;
+/// repeat_unit < 0: every micro-batch lowered.
+StepGraph lower_pipeline(const CostedStep& plan, int repeat_unit);
+
+/// The first unit lower_pipeline repeats by default: p + 1 (lowering_pipeline.cpp).
+int first_repeat_unit(const CostedStep& plan);
 
 /// The family that lowers strategy `s`.
 std::unique_ptr<StrategyLowering> lowering_for(Strategy s);

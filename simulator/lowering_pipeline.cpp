@@ -29,6 +29,19 @@
 ///    optimizer and the all-gather of the updated parameters (zero1, Megatron's distributed
 ///    optimizer). The optimizer time is optimizer_s x the stage's share of the parameters.
 /// The step ends when every stage is done.
+///
+/// The steady state in closed form (schedules.hpp steady_period_micro_batches): a stage's
+/// program is its warm-up forwards, then pairs (a forward and the backward work up to the next
+/// forward), unit j holding pairs j·u .. (j+1)·u - 1 with u = period·v. The graph holds the
+/// program for M_e micro-batches (M_e ≡ M modulo the period, the fewest for which every stage
+/// has units 0 .. R + 1), its tasks created unit by unit (unit j of stage 0, of stage 1, ...;
+/// each op followed by its sends), one MicroStepSpan per unit up to R and one for the rest;
+/// unit R stands for the (M - M_e)/period + 1 units of the steady state (StepGraph::repeat_count,
+/// repetition.hpp). Ops after unit R carry the micro-batch numbers they have in the whole
+/// program. lower_step starts from R = first_repeat_unit; where the simulation finds the units
+/// around R not yet repeating exactly (a stage that runs ahead until the slack of the schedule
+/// is used up, as zb-h1's deferred weight gradients allow), lower_step_longer doubles R, up to
+/// every micro-batch explicit.
 #include "simulator/lowering_common.hpp"
 
 #include "model/parallel.hpp"
@@ -69,60 +82,120 @@ void check_pipeline_plan(const CostedStep& p) {
     refuse(fmt::format("data-parallel sharding {} inside a stage: only ddp or zero1 are lowered with pp > 1",
                        name(p.layout.dp_sharding)));
   if (!p.groups.empty()) refuse("rank classes (stragglers) with pp > 1: every stage is one rank class");
-  if (p.micro_steps > INT_MAX) refuse(fmt::format("{} micro-batches", p.micro_steps));
   if (p.p2p_bytes < 0 || p.p2p_latency_s < 0) refuse("negative p2p bytes or latency");
   const double link_GBps = p.pp_fabric.inter ? p.pp_fabric.inter->bw_GBps : p.pp_fabric.intra.bw_GBps;
   if (p.p2p_bytes > 0 && !(link_GBps > 0)) refuse("p2p bytes on a pp_fabric link of no bandwidth");
   if (!p.stage_static_memory_bytes.empty() && static_cast<int>(p.stage_static_memory_bytes.size()) != p.layout.pp)
     refuse(fmt::format("{} stage static memories for {} stages", p.stage_static_memory_bytes.size(), p.layout.pp));
-  if (2.0 * p.layers * static_cast<double>(p.micro_steps) > kMaxTasks)
-    throw InternalError(fmt::format("a pipeline of {} layers and {} micro-batches: more than {} tasks", p.layers,
-                                    p.micro_steps, kMaxTasks));
+}
+
+/// Which micro-batches the graph holds and which unit stands for the repeated ones.
+struct Repetition {
+  int micro_batches = 1;  ///< M_e: the program lowered
+  int period = 1;         ///< micro-batches a unit carries
+  int unit_pairs = 1;     ///< pairs a unit holds on each stage: period·v
+  int repeat_unit = -1;   ///< R; -1: every unit explicit
+  std::int64_t repeat_count = 0;
+};
+
+/// `R` units explicit before the repeated one (< 0: every micro-batch explicit).
+Repetition plan_repetition(const CostedStep& p, int R) {
+  const std::string_view sched = name(p.layout.schedule);
+  const int P = p.layout.pp, v = p.layout.vpp;
+  Repetition r;
+  r.period = steady_period_micro_batches(sched, P);
+  r.unit_pairs = std::max(1, r.period * v);
+  if (R >= 0 && r.period > 0 && p.micro_steps > static_cast<std::int64_t>(R + 2) * r.period) {
+    // The fewest micro-batches (as many modulo the period) that give every stage units 0 .. R + 1.
+    int m = (R + 2) * r.period + static_cast<int>(p.micro_steps % r.period);
+    auto enough = [&](int mb) {
+      for (int i = 0; i < P; ++i)
+        if (mb * v - warmup_forwards(sched, P, mb, v, i) < (R + 2) * r.unit_pairs) return false;
+      return true;
+    };
+    while (m < p.micro_steps && !enough(m)) m += r.period;
+    if (m < p.micro_steps) {
+      r.micro_batches = m;
+      r.repeat_unit = R;
+      r.repeat_count = (p.micro_steps - m) / r.period;
+      return r;
+    }
+  }
+  if (p.micro_steps > INT_MAX)
+    throw std::invalid_argument(fmt::format("pipeline lowering: {} micro-batches", p.micro_steps));
+  r.micro_batches = static_cast<int>(p.micro_steps);
+  return r;
 }
 
 class PipelineBuilder {
  public:
-  explicit PipelineBuilder(const CostedStep& p);
+  PipelineBuilder(const CostedStep& p, int repeat_unit);
   StepGraph build();
 
  private:
   void add_stage(int i);
   int task(int stage, const std::string& name, TaskCategory c, double s, double flops, double alloc, double free);
-  int tp_after(int stage, const std::vector<TpCollective>& list, int after, const std::string& what);
+  /// A TP collective as each layer plays it: its phases costed once.
+  struct TpPlay {
+    std::string name;  ///< "tp all_reduce ", the op's name before what it follows
+    std::string purpose;
+    std::vector<CollectivePhase> phases;
+    Collective op = Collective::all_reduce;
+    double bytes = 0;
+    int count = 0;
+  };
+  std::vector<TpPlay> tp_plays(const std::vector<TpCollective>& list) const;
+  int tp_after(int stage, const std::vector<TpPlay>& list, int after, const std::string& what);
   int cp_after(int stage, const std::vector<LayerCollective>& list, int after, const std::string& what);
   OpTasks forward(int m, int k);
   OpTasks backward(int m, int k, Part part);
-  void play_programs(const std::vector<StageProgram>& programs);
+  void play(int stage, const PipeOp& op);
   int p2p_stream(int stage, bool forward, bool send);
   int p2p(int from, int to, bool forward, int m, int k, int after);
-  void link_stages(const std::vector<StageProgram>& programs);
+  void receive(OpTasks& into, std::size_t at, std::vector<int>& pending, int recv);
   int stage_collective(int stage, const std::string& name, const std::string& purpose, Collective c, double bytes,
                        int after);
   void data_parallel(int stage, int last);
-  void gather_params_first(int stage, const StageProgram& program);
+  void gather_params_first(int stage);
+  /// The micro-batch number that names op tasks of explicit micro-batch m: m + the repeated
+  /// units' micro-batches after unit R.
+  std::int64_t label(int m) const { return m + (after_repeat_ ? shift_ : 0); }
   double stage_param_bytes(int i) const;
   double stage_grad_bytes(int i) const;
   /// The stage's share of the model's parameter bytes (of its layers when there are none).
   double stage_share(int i) const;
 
   const CostedStep& p_;
+  const Repetition rep_;
   StepGraph g_;
-  int P_ = 1, V_ = 1, M_ = 1;                    ///< stages, virtual stages, micro-batches
+  int P_ = 1, V_ = 1, M_ = 1;                    ///< stages, virtual stages, micro-batches held
+  std::int64_t shift_ = 0;                       ///< micro-batches the repeated units add
+  bool after_repeat_ = false;                    ///< lowering the units after R
   std::vector<int> chunk_layers_, first_layer_;  ///< per virtual stage
   std::vector<int> stage_layers_;
   std::vector<StageStreams> st_;
   std::vector<OpTasks> fwd_, bwd_;  ///< per m·V + k; bwd_: the whole backward or B
-  std::vector<int> stage_last_;     ///< each stage's last compute task
+  /// Per m·V + k, the receive of the activation (gradient) that the forward (backward) of
+  /// (m, k) waits for when it came before that op was lowered; -1: none.
+  std::vector<int> fwd_recv_, bwd_recv_;
+  std::vector<int> stage_first_gather_;  ///< each stage's first parameter all-gather; -1: none
+  std::vector<bool> stage_started_;
+  std::vector<int> stage_last_;  ///< each stage's last compute task
   /// Per stage, the tasks of the last micro-batch that finish a layer's weight gradients
   /// (its whole or weight backward), in the order they run (overlap_grad_reduce).
   std::vector<std::vector<int>> grad_ready_;
   double fwd_s_ = 0, bwd_s_ = 0, rec_s_ = 0;
+  std::vector<TpPlay> tp_forward_, tp_backward_, tp_recompute_, tp_head_forward_, tp_head_backward_;
 };
 
-PipelineBuilder::PipelineBuilder(const CostedStep& p) : p_(p) {
+PipelineBuilder::PipelineBuilder(const CostedStep& p, int repeat_unit) : p_(p), rep_(plan_repetition(p, repeat_unit)) {
   P_ = p.layout.pp;
   V_ = p.layout.pp * p.layout.vpp;
-  M_ = static_cast<int>(p.micro_steps);
+  M_ = rep_.micro_batches;
+  shift_ = rep_.repeat_count * rep_.period;
+  if (2.0 * p.layers * M_ > kMaxTasks)
+    throw InternalError(
+        fmt::format("a pipeline of {} layers and {} micro-batches held: more than {} tasks", p.layers, M_, kMaxTasks));
   chunk_layers_ = p.chunk_layers.empty() ? layers_per_chunk(p.layers, p.layout.pp, p.layout.vpp) : p.chunk_layers;
   if (static_cast<int>(chunk_layers_.size()) != V_) throw InternalError("chunk layers: one count per chunk expected");
   stage_layers_.assign(P_, 0);
@@ -134,8 +207,17 @@ PipelineBuilder::PipelineBuilder(const CostedStep& p) : p_(p) {
   bwd_s_ = std::max(0.0, p.micro.backward_s - p.micro.head_backward_s) / L;
   rec_s_ = p.micro.recompute_s / L;
   for (int i = 0; i < P_; ++i) add_stage(i);
+  tp_forward_ = tp_plays(p.tp_forward);
+  tp_backward_ = tp_plays(p.tp_backward);
+  tp_recompute_ = tp_plays(p.tp_recompute);
+  tp_head_forward_ = tp_plays(p.tp_head_forward);
+  tp_head_backward_ = tp_plays(p.tp_head_backward);
   fwd_.assign(static_cast<std::size_t>(M_) * V_, OpTasks{});
   bwd_ = fwd_;
+  fwd_recv_.assign(fwd_.size(), -1);
+  bwd_recv_ = fwd_recv_;
+  stage_first_gather_.assign(P_, -1);
+  stage_started_.assign(P_, false);
   stage_last_.assign(P_, -1);
   grad_ready_.assign(P_, {});
 }
@@ -197,19 +279,27 @@ int PipelineBuilder::task(int stage, const std::string& name, TaskCategory c, do
 
 /// The TP collectives `list` after task `after` on the stage's compute stream (one member:
 /// the stage's class stands for every TP group of the stage); returns the last task.
-int PipelineBuilder::tp_after(int stage, const std::vector<TpCollective>& list, int after, const std::string& what) {
+int PipelineBuilder::tp_after(int stage, const std::vector<TpPlay>& list, int after, const std::string& what) {
   int last = after;
-  for (const TpCollective& c : list)
+  for (const TpPlay& c : list)
     for (int n = 0; n < c.count; ++n) {
-      std::string purpose = fmt::format("tensor-parallel {}", name(c.op));
-      std::vector<CollectivePhase> phases = tp_phases(p_, c, purpose);
-      const auto ids =
-          g_.add_collective(fmt::format("tp {} {}", name(c.op), what), std::move(purpose), FabricScope::intra_node,
-                            c.op, c.bytes, std::move(phases), {{st_[stage].compute, {last}}});
+      const auto ids = g_.add_collective(c.name + what, c.purpose, FabricScope::intra_node, c.op, c.bytes, c.phases,
+                                         {{st_[stage].compute, {last}}});
       g_.ops[g_.tasks[ids[0]].op].ranks = p_.layout.tp;
       last = ids[0];
     }
   return last;
+}
+
+std::vector<PipelineBuilder::TpPlay> PipelineBuilder::tp_plays(const std::vector<TpCollective>& list) const {
+  std::vector<TpPlay> out;
+  for (const TpCollective& c : list) {
+    TpPlay play{
+        fmt::format("tp {} ", name(c.op)), fmt::format("tensor-parallel {}", name(c.op)), {}, c.op, c.bytes, c.count};
+    play.phases = tp_phases(p_, c, play.purpose);
+    out.push_back(std::move(play));
+  }
+  return out;
 }
 
 /// The context-parallel exchanges `list` after task `after` on the stage's compute stream;
@@ -229,16 +319,16 @@ OpTasks PipelineBuilder::forward(int m, int k) {
   const int i = k % P_;
   OpTasks ot;
   for (int l = first_layer_[k]; l < first_layer_[k] + chunk_layers_[k]; ++l) {
-    const std::string n = fmt::format("fwd L{} m{}", l, m);
+    const std::string n = fmt::format("fwd L{} m{}", l, label(m));
     const int t = task(i, n, TaskCategory::forward, fwd_s_, p_.layer_flops_forward, p_.activation_bytes_per_layer, 0);
     if (ot.first < 0) ot.first = t;
-    ot.last = tp_after(i, p_.tp_forward, cp_after(i, p_.exchange_forward, t, n), n);
+    ot.last = tp_after(i, tp_forward_, cp_after(i, p_.exchange_forward, t, n), n);
   }
   if (k == V_ - 1) {
-    const std::string n = fmt::format("fwd head m{}", m);
+    const std::string n = fmt::format("fwd head m{}", label(m));
     const int t = task(i, n, TaskCategory::head, p_.micro.head_forward_s, p_.head_flops_forward, p_.logits_bytes, 0);
     if (ot.first < 0) ot.first = t;  // a last stage that holds the head alone
-    ot.last = tp_after(i, p_.tp_head_forward, t, n);
+    ot.last = tp_after(i, tp_head_forward_, t, n);
   }
   return ot;
 }
@@ -251,51 +341,65 @@ OpTasks PipelineBuilder::backward(int m, int k, Part part) {
     ot.last = t;
   };
   if (part != Part::weight && k == V_ - 1) {
-    const std::string n = fmt::format("bwd head m{}", m);
+    const std::string n = fmt::format("bwd head m{}", label(m));
     keep(task(i, n, TaskCategory::head, p_.micro.head_backward_s, p_.head_flops_backward, 0, p_.logits_bytes));
-    ot.last = tp_after(i, p_.tp_head_backward, ot.last, n);
+    ot.last = tp_after(i, tp_head_backward_, ot.last, n);
   }
   const double half = part == Part::whole ? 1.0 : 0.5;
   const char* what = part == Part::whole ? "bwd" : part == Part::input ? "bwd-input" : "bwd-weight";
   for (int l = first_layer_[k] + chunk_layers_[k] - 1; l >= first_layer_[k]; --l) {
     if (part != Part::weight && rec_s_ > 0) {
-      const std::string n = fmt::format("recompute L{} m{}", l, m);
+      const std::string n = fmt::format("recompute L{} m{}", l, label(m));
       keep(task(i, n, TaskCategory::recompute, rec_s_, p_.layer_flops_recompute, 0, 0));
-      ot.last = tp_after(i, p_.tp_recompute, cp_after(i, p_.exchange_recompute, ot.last, n), n);
+      ot.last = tp_after(i, tp_recompute_, cp_after(i, p_.exchange_recompute, ot.last, n), n);
     }
-    const std::string n = fmt::format("{} L{} m{}", what, l, m);
+    const std::string n = fmt::format("{} L{} m{}", what, l, label(m));
     const double free = part == Part::input ? 0 : p_.activation_bytes_per_layer;
     keep(task(i, n, TaskCategory::backward, bwd_s_ * half, p_.layer_flops_backward * half, 0, free));
     if (m == M_ - 1 && part != Part::input) grad_ready_[i].push_back(ot.last);
-    if (part != Part::weight) ot.last = tp_after(i, p_.tp_backward, cp_after(i, p_.exchange_backward, ot.last, n), n);
+    if (part != Part::weight) ot.last = tp_after(i, tp_backward_, cp_after(i, p_.exchange_backward, ot.last, n), n);
   }
   return ot;
 }
 
-/// Pass 1: every stage's compute tasks in its program's order (no cross-stage dependency yet).
-void PipelineBuilder::play_programs(const std::vector<StageProgram>& programs) {
-  for (int i = 0; i < P_; ++i) {
-    for (const PipeOp& op : programs[i]) {
-      const int k = virtual_stage(i, op.chunk, P_);
-      const std::size_t at = static_cast<std::size_t>(op.micro_batch) * V_ + k;
-      OpTasks t;
-      switch (op.kind) {
-        case PipeOp::forward:
-          t = fwd_[at] = forward(op.micro_batch, k);
-          break;
-        case PipeOp::backward:
-          t = bwd_[at] = backward(op.micro_batch, k, Part::whole);
-          break;
-        case PipeOp::backward_input:
-          t = bwd_[at] = backward(op.micro_batch, k, Part::input);
-          break;
-        case PipeOp::backward_weight:
-          t = backward(op.micro_batch, k, Part::weight);
-          break;
-      }
-      if (t.last >= 0) stage_last_[i] = t.last;  // a head-only stage has no weight pass
-    }
+/// Lowers one op of stage `stage`: its tasks, then the send of its activation (forward) or
+/// gradient (backward, B) to the neighbouring virtual stage, whose op waits for the receive.
+void PipelineBuilder::play(int i, const PipeOp& op) {
+  const int k = virtual_stage(i, op.chunk, P_);
+  const int m = op.micro_batch;
+  const std::size_t at = static_cast<std::size_t>(m) * V_ + k;
+  OpTasks t;
+  switch (op.kind) {
+    case PipeOp::forward:
+      t = fwd_[at] = forward(m, k);
+      if (fwd_recv_[at] >= 0) g_.tasks[t.first].deps.push_back(fwd_recv_[at]);
+      break;
+    case PipeOp::backward:
+    case PipeOp::backward_input:
+      t = bwd_[at] = backward(m, k, op.kind == PipeOp::backward ? Part::whole : Part::input);
+      if (bwd_recv_[at] >= 0) g_.tasks[t.first].deps.push_back(bwd_recv_[at]);
+      break;
+    case PipeOp::backward_weight:
+      t = backward(m, k, Part::weight);
+      break;
   }
+  if (!stage_started_[i] && t.first >= 0) {
+    stage_started_[i] = true;
+    if (stage_first_gather_[i] >= 0) g_.tasks[t.first].deps.push_back(stage_first_gather_[i]);
+  }
+  if (t.last >= 0) stage_last_[i] = t.last;  // a head-only stage has no weight pass
+  if (op.kind == PipeOp::forward && k + 1 < V_)
+    receive(fwd_[at + 1], at + 1, fwd_recv_, p2p(i, (k + 1) % P_, true, m, k, t.last));
+  if ((op.kind == PipeOp::backward || op.kind == PipeOp::backward_input) && k > 0)
+    receive(bwd_[at - 1], at - 1, bwd_recv_, p2p(i, (k - 1) % P_, false, m, k, t.last));
+}
+
+/// The op lowered as `into` (or, not lowered yet, the one at `at`) waits for receive `recv`.
+void PipelineBuilder::receive(OpTasks& into, std::size_t at, std::vector<int>& pending, int recv) {
+  if (into.first >= 0)
+    g_.tasks[into.first].deps.push_back(recv);
+  else
+    pending[at] = recv;
 }
 
 int PipelineBuilder::p2p_stream(int stage, bool forward, bool send) {
@@ -336,33 +440,13 @@ int PipelineBuilder::p2p(int from, int to, bool forward, int m, int k, int after
     phases.push_back(ph);
   }
   const std::string n =
-      fmt::format("p2p {} m{} vs{}->vs{}", forward ? "activation" : "gradient", m, k, forward ? k + 1 : k - 1);
+      fmt::format("p2p {} m{} vs{}->vs{}", forward ? "activation" : "gradient", label(m), k, forward ? k + 1 : k - 1);
   const auto ids = g_.add_collective(
       n, forward ? "pipeline p2p (activations)" : "pipeline p2p (gradients)",
       inter ? FabricScope::inter_node : FabricScope::intra_node, Collective::broadcast, p_.p2p_bytes, std::move(phases),
       {{p2p_stream(from, forward, true), {after}}, {p2p_stream(to, forward, false), {}}});
   g_.ops[g_.tasks[ids[0]].op].ranks = 2;
   return ids[1];
-}
-
-/// Pass 2: the sends, in each sender's program order (so a channel's two streams hold its
-/// sends in the same order), and the receivers' waits on them.
-void PipelineBuilder::link_stages(const std::vector<StageProgram>& programs) {
-  for (int i = 0; i < P_; ++i) {
-    for (const PipeOp& op : programs[i]) {
-      const int k = virtual_stage(i, op.chunk, P_);
-      const std::size_t at = static_cast<std::size_t>(op.micro_batch) * V_ + k;
-      if (op.kind == PipeOp::forward && k + 1 < V_) {
-        const int recv = p2p(i, (k + 1) % P_, true, op.micro_batch, k, fwd_[at].last);
-        g_.tasks[fwd_[at + 1].first].deps.push_back(recv);
-      }
-      const bool grad_out = op.kind == PipeOp::backward || op.kind == PipeOp::backward_input;
-      if (grad_out && k > 0) {
-        const int recv = p2p(i, (k - 1) % P_, false, op.micro_batch, k, bwd_[at].last);
-        g_.tasks[bwd_[at - 1].first].deps.push_back(recv);
-      }
-    }
-  }
 }
 
 int PipelineBuilder::stage_collective(int stage, const std::string& name, const std::string& purpose, Collective c,
@@ -412,14 +496,13 @@ void PipelineBuilder::data_parallel(int i, int last) {
 
 /// Megatron-Core's --overlap-param-gather (lowering_zero.cpp): the stage's updated
 /// parameters all-gathered at the step's start in buckets (plan.bucket_bytes), one after the
-/// other in forward order on the stage's NCCL stream; the stage's first forward waits for
-/// the first bucket, the rest run beside the forward (this lowering does not place each
-/// layer in its bucket: later buckets are taken to arrive before their layers).
-void PipelineBuilder::gather_params_first(int i, const StageProgram& program) {
-  if (p_.layout.dp_sharding != Strategy::zero1 || !p_.overlap_param_gather || p_.fabric.ranks() < 2 || program.empty())
-    return;
+/// other in forward order on the stage's NCCL stream; the stage's first op waits for the
+/// first bucket, the rest run beside the forward (this lowering does not place each layer in
+/// its bucket: later buckets are taken to arrive before their layers).
+void PipelineBuilder::gather_params_first(int i) {
+  if (p_.layout.dp_sharding != Strategy::zero1 || !p_.overlap_param_gather || p_.fabric.ranks() < 2) return;
   const std::vector<double> sizes = bucket_sizes(stage_param_bytes(i), p_.bucket_bytes, p_.bucket_bytes);
-  int first = -1, prev = -1;
+  int prev = -1;
   for (std::size_t j = sizes.size(); j-- > 0;) {  // forward order: the last (partial) bucket first
     std::vector<CollectivePhase> phases;
     if (sizes[j] > 0) phases = collective_phases(Collective::all_gather, sizes[j], p_.fabric, p_.algorithm);
@@ -427,19 +510,38 @@ void PipelineBuilder::gather_params_first(int i, const StageProgram& program) {
                              FabricScope::all, Collective::all_gather, sizes[j], std::move(phases),
                              {{st_[i].nccl, prev < 0 ? std::vector<int>{} : std::vector<int>{prev}}})
                .front();
-    if (first < 0) first = prev;
+    if (stage_first_gather_[i] < 0) stage_first_gather_[i] = prev;
   }
-  const PipeOp& op = program.front();
-  const std::size_t at = static_cast<std::size_t>(op.micro_batch) * V_ + virtual_stage(i, op.chunk, P_);
-  const int t = op.kind == PipeOp::forward ? fwd_[at].first : bwd_[at].first;
-  if (t >= 0 && first >= 0) g_.tasks[t].deps.push_back(first);
 }
 
 StepGraph PipelineBuilder::build() {
   const std::vector<StageProgram> programs = schedule(name(p_.layout.schedule), P_, M_, p_.layout.vpp);
-  play_programs(programs);
-  for (int i = 0; i < P_; ++i) gather_params_first(i, programs[i]);
-  link_stages(programs);
+  for (int i = 0; i < P_; ++i) gather_params_first(i);
+  // Each op's unit (the warm-up in unit 0), and the ops lowered unit by unit, stage by stage.
+  std::vector<std::vector<int>> unit(P_);
+  int units = 1;
+  for (int i = 0; i < P_; ++i) {
+    unit[i] = pair_indices(programs[i]);
+    for (int& u : unit[i]) u = std::max(0, u) / rep_.unit_pairs;
+    if (!unit[i].empty()) units = std::max(units, unit[i].back() + 1);
+  }
+  const int R = rep_.repeat_unit;
+  std::vector<std::size_t> next(P_, 0);
+  for (int j = 0; j < units; ++j) {
+    const int first = static_cast<int>(g_.tasks.size());
+    after_repeat_ = R >= 0 && j > R;
+    for (int i = 0; i < P_; ++i)
+      for (; next[i] < programs[i].size() && unit[i][next[i]] == j; ++next[i]) play(i, programs[i][next[i]]);
+    if (R >= 0 && j <= R + 1) g_.micro_steps.push_back(MicroStepSpan{j, first, static_cast<int>(g_.tasks.size())});
+  }
+  if (R >= 0) {
+    g_.micro_steps.back().end_task = static_cast<int>(g_.tasks.size());  // the rest of the units
+    for (int i = 0; i < P_; ++i)  // unit R whole on every stage, its cool-down later (plan_repetition)
+      if (unit[i].empty() || unit[i].back() <= R)
+        throw InternalError(fmt::format("stage {}: no unit after the repeated unit {}", i, R));
+    g_.repeat_after = R;
+    g_.repeat_count = rep_.repeat_count;
+  }
   for (int i = 0; i < P_; ++i) data_parallel(i, stage_last_[i]);
   g_.pipeline = true;
   return std::move(g_);
@@ -447,9 +549,11 @@ StepGraph PipelineBuilder::build() {
 
 }  // namespace
 
-StepGraph lower_pipeline(const CostedStep& plan) {
+int first_repeat_unit(const CostedStep& plan) { return plan.layout.pp + 1; }
+
+StepGraph lower_pipeline(const CostedStep& plan, int repeat_unit) {
   check_pipeline_plan(plan);
-  return PipelineBuilder(plan).build();
+  return PipelineBuilder(plan, repeat_unit).build();
 }
 
 }  // namespace stepcast::sim::lowering

@@ -10,10 +10,14 @@
 #include "simulator/simulation.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 using namespace stepcast;
 using namespace stepcast::sim;
@@ -291,4 +295,136 @@ TEST_CASE("a last stage may hold the LM head alone: it runs the head's forward a
     CHECK(step_s(p) >= 8 * 0.9);
     CHECK(std::isfinite(step_s(p)));
   }
+}
+
+TEST_CASE("a pipeline's steady state in closed form gives the explicit simulation's step, to the nanosecond") {
+  struct Shape {
+    const char* schedule;
+    int pp, vpp;
+    std::vector<std::int64_t> micro_batches;
+  };
+  const Shape shapes[] = {{"1f1b", 2, 1, {6, 7, 9, 40}},       {"1f1b", 4, 1, {10, 11, 17, 64}},
+                          {"zb-h1", 3, 1, {8, 9, 30}},         {"zb-h1", 4, 1, {10, 13, 64}},
+                          {"interleaved", 2, 2, {12, 14, 40}}, {"interleaved", 4, 2, {36, 40, 64}}};
+  int closed_forms = 0;
+  for (const Shape& sh : shapes)
+    for (std::int64_t m : sh.micro_batches)
+      for (int variant = 0; variant < 4; ++variant) {
+        CostedStep p = pipe_plan(sh.schedule, sh.pp, m, sh.vpp);
+        p.micro.head_forward_s = 0.03;  // the last stage the slowest
+        p.micro.head_backward_s = 0.06;
+        p.micro.forward_s += 0.03;
+        p.micro.backward_s += 0.06;
+        p.activation_bytes_per_layer = 3e8;
+        p.logits_bytes = 5e8;
+        p.static_memory_bytes = 1e9;
+        p.p2p_bytes = 40e6;
+        p.p2p_latency_s = 15e-6;
+        p.optimizer_s = 0.05;
+        if (variant >= 1) {  // stages on their own nodes: sends over the NICs, dp 2 inside each node
+          p.gpus = 2 * sh.pp;
+          p.gpus_per_node = 2;
+          p.nodes = sh.pp;
+          p.fabric.intra.ranks = 2;
+          p.pp_fabric.inter = FabricLevel{2, LinkClass::network, 3.0, 0.0, "1x roce-25g", 1};
+        }
+        if (variant == 2) p.overlap_grad_reduce = true;
+        if (variant == 3) {
+          p.layout.dp_sharding = Strategy::zero1;
+          p.overlap_param_gather = true;
+          p.micro.recompute_s = 0.4;
+        }
+        CAPTURE(sh.schedule);
+        CAPTURE(sh.pp);
+        CAPTURE(m);
+        CAPTURE(variant);
+        StepGraph cg = lower_step(p);
+        const std::optional<StepGraph> eg = lower_step_explicit(p, cg);
+        if (!eg) {
+          CHECK(cg.repeat_count == 0);
+          continue;
+        }
+        CHECK(eg->repeat_count == 0);
+        CHECK(eg->tasks.size() > cg.tasks.size());
+        SimResult closed = simulate(cg);
+        if (!closed.repetition_exact) {  // as predict() does: twice as many units explicit, once
+          std::optional<StepGraph> longer = lower_step_longer(p, cg);
+          REQUIRE(longer.has_value());
+          cg = std::move(*longer);
+          closed = simulate(cg);
+          CHECK_FALSE(lower_step_longer(p, cg).has_value());
+        }
+        if (cg.repeat_count > 0) ++closed_forms;
+        const SimResult explicit_run = simulate(*eg);
+        CHECK(closed.repetition_exact);
+        CHECK(closed.micro_steps_repeated == cg.repeat_count);
+        CHECK(closed.step_ns == explicit_run.step_ns);
+        CHECK(closed.compute_busy_ns == explicit_run.compute_busy_ns);
+        CHECK(closed.comm_busy_ns == explicit_run.comm_busy_ns);
+        CHECK(closed.overlap_ns == explicit_run.overlap_ns);
+        CHECK(closed.events_represented == explicit_run.events);
+        for (std::size_t s = 0; s < closed.streams.size(); ++s)
+          CHECK(closed.streams[s].busy_ns == explicit_run.streams[s].busy_ns);
+        for (std::size_t l = 0; l < closed.links.size(); ++l)
+          CHECK(closed.links[l].bytes == doctest::Approx(explicit_run.links[l].bytes).epsilon(1e-9));
+        for (std::size_t c = 0; c < closed.peak_memory_bytes.size(); ++c)
+          CHECK(closed.peak_memory_bytes[c] == explicit_run.peak_memory_bytes[c]);
+        const StepBounds bc = closed_form_bounds(cg), be = closed_form_bounds(*eg);
+        CHECK(bc.no_overlap_s == doctest::Approx(be.no_overlap_s).epsilon(1e-12));
+        CHECK(bc.perfect_overlap_s == doctest::Approx(be.perfect_overlap_s).epsilon(1e-12));
+        // The tasks after the repeated units carry their micro-batch numbers of the whole step.
+        CHECK(to_seconds(closed.tasks[task_named(cg, fmt::format("bwd head m{}", m - 1))].end) ==
+              doctest::Approx(to_seconds(explicit_run.tasks[task_named(*eg, fmt::format("bwd head m{}", m - 1))].end)));
+      }
+  INFO("closed forms: " << closed_forms);
+  CHECK(closed_forms >= 40);
+}
+
+TEST_CASE("units that never repeat exactly are added at the slowest stream's mean period, close to simulating all") {
+  // Each layer's all-to-all and the sends share a stage's NICs, so the flows' overlaps, and
+  // with them each unit's length, keep shifting: the closed form takes the mean period.
+  CostedStep p = pipe_plan("1f1b", 4, 200);
+  p.micro.head_forward_s = 0.013;
+  p.micro.forward_s += 0.013;
+  p.gpus = 4 * 8;
+  p.gpus_per_node = 8;
+  p.nodes = 4;
+  p.fabric.intra.ranks = 8;
+  p.pp_fabric.inter = FabricLevel{2, LinkClass::network, 3.0, 0.0, "1x roce-25g", 1};
+  p.p2p_bytes = 37e6;
+  p.p2p_latency_s = 17e-6;
+  LayerCollective a2a;
+  a2a.purpose = "expert-parallel all-to-all";
+  a2a.op = Collective::all_to_all;
+  a2a.bytes = 61e6;
+  a2a.ranks = 16;
+  a2a.tag = "ep";
+  CollectivePhase ph;
+  ph.collective = Collective::all_to_all;
+  ph.level = FabricScope::inter_node;
+  ph.bytes = a2a.bytes;
+  ph.latency_s = 23e-6;
+  ph.algbw_GBps = 2.1;
+  ph.inter_load = 1.0 / 0.7;
+  a2a.phases = {ph};
+  p.exchange_forward = p.exchange_backward = {a2a};
+  StepGraph cg = lower_step(p);
+  SimResult closed = simulate(cg);
+  REQUIRE_FALSE(closed.repetition_exact);
+  std::optional<StepGraph> longer = lower_step_longer(p, cg);  // twice as many units: still not exact
+  REQUIRE(longer.has_value());
+  cg = std::move(*longer);
+  closed = simulate(cg);
+  CHECK_FALSE(closed.repetition_exact);
+  CHECK_FALSE(lower_step_longer(p, cg).has_value());
+  CHECK(closed.micro_steps_repeated == cg.repeat_count);
+  const std::optional<StepGraph> eg = lower_step_explicit(p, cg);
+  REQUIRE(eg.has_value());
+  const SimResult every = simulate(*eg);
+  CHECK(every.repetition_exact);
+  CHECK(closed.step_s() == doctest::Approx(every.step_s()).epsilon(0.01));
+  CHECK(closed.step_s() >= every.step_s() * 0.999);  // the slowest stream's period: not shorter
+  CHECK(closed.compute_busy_ns == doctest::Approx(static_cast<double>(every.compute_busy_ns)).epsilon(0.01));
+  for (std::size_t c = 0; c < closed.peak_memory_bytes.size(); ++c)
+    CHECK(closed.peak_memory_bytes[c] == every.peak_memory_bytes[c]);
 }

@@ -3,6 +3,7 @@
 #include "simulator/internal_error.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 namespace stepcast::sim {
@@ -196,6 +197,67 @@ void add_memory_drift(const std::vector<MarkSnapshot>& marks, std::size_t b_at, 
   }
 }
 
+/// Per stream, when its first task of span `s` started (-1: none there).
+std::vector<Time> first_starts(const StepGraph& g, const SimResult& r, const MicroStepSpan& s) {
+  std::vector<Time> at(g.streams.size(), -1);
+  for (int t = s.first_task; t < s.end_task; ++t)
+    if (at[g.tasks[t].stream] < 0) at[g.tasks[t].stream] = r.tasks[t].start;
+  return at;
+}
+
+/// A pipeline whose steady-state units do not repeat exactly (flows of several stages that
+/// share links settle into no exact period, or a stage still runs ahead of the slowest):
+/// everything after the repeated unit moves by n periods, the period being the slowest
+/// stream's mean from the middle explicit unit to the repeated one (the rate the stages
+/// settle to), and no less than any stream's busy time in the repeated unit; each busy
+/// time, byte count and event count grows by n times its mean per unit from the middle
+/// explicit unit's mark to the tail's; memory does not drift (each unit frees what it
+/// allocates).
+void extrapolate_mean_units(const StepGraph& g, const std::vector<MarkSnapshot>& marks, std::size_t b_at,
+                            std::int64_t n, SimResult& r) {
+  const std::size_t base = (b_at + 1) / 2;
+  const MarkSnapshot &from = marks[base], &to = marks[b_at + 1];
+  const auto units = static_cast<std::int64_t>(b_at + 1 - base);
+  auto mean_times_n = [&](double later, double earlier) {
+    if (later < earlier) throw InternalError("a simulated accumulator went backwards between two units");
+    return static_cast<Time>(std::llround((later - earlier) * static_cast<double>(n) / static_cast<double>(units)));
+  };
+  const MicroStepSpan& b = g.micro_steps[b_at];
+  const std::vector<Time> early = first_starts(g, r, g.micro_steps[base]), late = first_starts(g, r, b);
+  std::vector<Time> busy(g.streams.size(), 0);
+  for (int t = b.first_task; t < b.end_task; ++t) busy[g.tasks[t].stream] += r.tasks[t].end - r.tasks[t].start;
+  Time period = 0;
+  for (std::size_t s = 0; s < g.streams.size(); ++s) {
+    period = std::max(period, busy[s]);
+    if (early[s] >= 0 && late[s] >= early[s])
+      period =
+          std::max(period, (late[s] - early[s] + static_cast<Time>(b_at - base) - 1) / static_cast<Time>(b_at - base));
+  }
+  shift_tail(g, std::vector<Time>(g.streams.size(), period), n, g.micro_steps[b_at + 1].first_task, r);
+  const Time by = mul_time(n, period);
+  for (int t = b.first_task; t < b.end_task; ++t) {
+    StreamStats& st = r.streams[g.tasks[t].stream];
+    st.busy_ns = add_time(st.busy_ns, scaled(n, r.tasks[t].end, r.tasks[t].start));
+  }
+  auto add_mean = [&](Time& acc, Time later, Time earlier) {  // no more than the time it adds
+    acc = add_time(acc, std::min(by, mean_times_n(static_cast<double>(later), static_cast<double>(earlier))));
+  };
+  add_mean(r.compute_busy_ns, to.compute_busy_ns, from.compute_busy_ns);
+  add_mean(r.comm_busy_ns, to.comm_busy_ns, from.comm_busy_ns);
+  add_mean(r.overlap_ns, to.overlap_ns, from.overlap_ns);
+  for (std::size_t l = 0; l < r.links.size(); ++l) {
+    r.links[l].bytes += static_cast<double>(n) * (to.links.bytes[l] - from.links.bytes[l]) / static_cast<double>(units);
+    add_mean(r.links[l].busy_ns, to.links.busy_ns[l], from.links.busy_ns[l]);
+    shift_samples(r.links[l].timeline, to.at, by);
+  }
+  for (MemorySample& m : r.memory_timeline)
+    if (m.at >= to.at) m.at = add_time(m.at, by);
+  r.repetition_exact = false;
+  r.micro_steps_repeated = n;
+  r.events_represented = r.events + static_cast<std::uint64_t>(
+                                        mean_times_n(static_cast<double>(to.events), static_cast<double>(from.events)));
+}
+
 }  // namespace
 
 void extrapolate_repeats(const StepGraph& g, const std::vector<MarkSnapshot>& marks, SimResult& r) {
@@ -205,6 +267,7 @@ void extrapolate_repeats(const StepGraph& g, const std::vector<MarkSnapshot>& ma
   if (b_at < 2 || b_at + 1 >= g.micro_steps.size() || marks.size() != g.micro_steps.size())
     throw InternalError("repeated micro-steps without two explicit ones before and one after");
   const Periods p = find_periods(g, r, b_at);
+  if (!p.exact && g.pipeline) return extrapolate_mean_units(g, marks, b_at, n, r);
   r.repetition_exact = p.exact;
   shift_tail(g, p.shift, n, g.micro_steps[b_at + 1].first_task, r);
   const MarkSnapshot &ma = marks[b_at - 1], &mb = marks[b_at], &tail = marks[b_at + 1];

@@ -76,14 +76,19 @@ PipeOp interleaved_op(Kind kind, int k, int stages, int chunks) {
   return op(kind, (k / group) * stages + in_group % stages, chunk);
 }
 
+/// Warm-up forwards of stage i under interleaving: 2(p-i-1) + (v-1)p, all m·v when m = p.
+int interleaved_warmup(int stages, int micro_batches, int chunks, int stage) {
+  const int total = micro_batches * chunks;
+  return micro_batches == stages ? total : std::min(2 * (stages - stage - 1) + (chunks - 1) * stages, total);
+}
+
 /// Interleaved 1F1B over the m·v chunk-passes of stage i: warm-up of 2(p-i-1) + (v-1)p
 /// forwards (all m·v when m = p), then one forward one backward, then the cool-down
 /// backwards. Warm-up count as in Megatron-LM's interleaved schedule
 /// (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving).
 StageProgram interleaved_stage(int stages, int micro_batches, int chunks, int stage) {
   const int total = micro_batches * chunks;
-  const int warmup =
-      micro_batches == stages ? total : std::min(2 * (stages - stage - 1) + (chunks - 1) * stages, total);
+  const int warmup = interleaved_warmup(stages, micro_batches, chunks, stage);
   StageProgram prog;
   for (int k = 0; k < warmup; ++k) prog.push_back(interleaved_op(PipeOp::forward, k, stages, chunks));
   for (int k = 0; k < total - warmup; ++k) {
@@ -157,6 +162,34 @@ std::vector<StageProgram> schedule(std::string_view name, int stages, int micro_
       programs.push_back(zb_h1_stage(stages, micro_batches, i));
   }
   return programs;
+}
+
+int steady_period_micro_batches(std::string_view name, int stages) {
+  if (name == "interleaved") return stages;
+  return name == "gpipe" ? 0 : 1;
+}
+
+int warmup_forwards(std::string_view name, int stages, int micro_batches, int chunks, int stage) {
+  check_parameters(name, stages, micro_batches, chunks);
+  const int last = micro_batches * chunks - 1;
+  if (name == "gpipe") return last;
+  if (name == "interleaved") return std::min(last, interleaved_warmup(stages, micro_batches, chunks, stage));
+  return std::min(last, warmup_1f1b(stages, micro_batches, stage));
+}
+
+std::vector<int> pair_indices(const StageProgram& program) {
+  int before_first_backward = 0;
+  while (before_first_backward < static_cast<int>(program.size()) &&
+         program[before_first_backward].kind == PipeOp::forward)
+    ++before_first_backward;
+  const int warmup = std::max(0, before_first_backward - 1);
+  std::vector<int> pair(program.size(), -1);
+  int forwards = 0;
+  for (std::size_t k = 0; k < program.size(); ++k) {
+    if (program[k].kind == PipeOp::forward) ++forwards;
+    pair[k] = std::max(-1, forwards - 1 - warmup);
+  }
+  return pair;
 }
 
 namespace {

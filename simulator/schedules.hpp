@@ -42,6 +42,28 @@ const std::vector<ScheduleInfo>& pipeline_schedules();
 /// parameters the schedule does not accept (stages, micro_batches, chunks < 1, ...).
 std::vector<StageProgram> schedule(std::string_view name, int stages, int micro_batches, int chunks);
 
+/// The steady state of the "1f1b", "interleaved" and "zb-h1" programs, which the pipeline
+/// lowering holds in closed form (lowering_pipeline.cpp). A stage's program is its warm-up
+/// forwards, then pairs: a forward and the backward work after it up to the next forward
+/// (the last pair also holds the cool-down). The program for m + period micro-batches is the
+/// one for m with period·v more pairs: pair j of the longer program is pair j of the shorter
+/// for the first ones, and pair j - period·v with its micro-batches moved by period for the
+/// steady ones from pair p on (schedules_test.cpp checks both for every schedule).
+/// The period in micro-batches: 1 for "1f1b" and "zb-h1", p for "interleaved" (its groups of
+/// p micro-batches), 0 for "gpipe" (no steady state: all forwards, then all backwards).
+int steady_period_micro_batches(std::string_view name, int stages);
+
+/// Forwards stage `stage` runs before its first pair: its warm-up, p - i - 1 for "1f1b" and
+/// "zb-h1", Megatron's 2(p - i - 1) + (v - 1)p for "interleaved", but one less than all m·v
+/// forwards where the warm-up would take them all (m = p interleaved, "gpipe", short
+/// pipelines: the last forward then opens the only pair). Parameters as schedule().
+int warmup_forwards(std::string_view name, int stages, int micro_batches, int chunks, int stage);
+
+/// The pair of each op of `program` (its steady-state unit, above): -1 for the warm-up
+/// forwards (those before the first op that is not a forward, but one), then 0, 1, ...
+/// counting forwards.
+std::vector<int> pair_indices(const StageProgram& program);
+
 /// Virtual stage of chunk c on stage i among p stages: c·p + i (Megatron's interleaved
 /// assignment: chunk 0 of every stage, then chunk 1, ...; Narayanan et al. 2021, Sec 2.2).
 inline int virtual_stage(int stage, int chunk, int stages) { return chunk * stages + stage; }

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -137,6 +138,63 @@ TEST_CASE("every registered schedule satisfies the dependencies") {
         CHECK(progs.size() == static_cast<std::size_t>(p));
         CHECK(dependency_violation(progs, m, v) == "");
       }
+}
+
+TEST_CASE("pair_indices counts the warm-up forwards as warmup_forwards says") {
+  for (const auto& s : pipeline_schedules())
+    for (int p : {1, 2, 3, 4, 5})
+      for (int m : {1, 2, 3, 4, 5, 8, 10, 15}) {
+        const int v = s.name == "interleaved" ? 2 : 1;
+        if (s.name == "interleaved" && m % p != 0) continue;
+        const auto progs = schedule(s.name, p, m, v);
+        for (int i = 0; i < p; ++i) {
+          CAPTURE(s.name);
+          CAPTURE(p);
+          CAPTURE(m);
+          CAPTURE(i);
+          const std::vector<int> pair = pair_indices(progs[i]);
+          CHECK(std::count(pair.begin(), pair.end(), -1) == warmup_forwards(s.name, p, m, v, i));
+          CHECK(std::is_sorted(pair.begin(), pair.end()));
+          CHECK(pair.back() == m * v - 1 - warmup_forwards(s.name, p, m, v, i));  // one pair a forward after
+        }
+      }
+}
+
+TEST_CASE("a steady period more micro-batches adds pairs moved by the period, the first ones kept") {
+  // What the pipeline lowering's closed form rests on (lowering_pipeline.cpp).
+  for (const auto& s : pipeline_schedules()) {
+    CAPTURE(s.name);
+    if (s.name == "gpipe") {
+      CHECK(steady_period_micro_batches(s.name, 4) == 0);
+      continue;
+    }
+    for (int p : {1, 2, 3, 4, 6})
+      for (int v : s.name == "interleaved" ? std::vector<int>{2, 3} : std::vector<int>{1}) {
+        const int d = steady_period_micro_batches(s.name, p);
+        CHECK(d == (s.name == "interleaved" ? p : 1));
+        for (int m = 2 * p + d; m <= 5 * p + 3 * d; m += d) {
+          const auto shorter = schedule(s.name, p, m, v), longer = schedule(s.name, p, m + d, v);
+          for (int i = 0; i < p; ++i) {
+            CAPTURE(p);
+            CAPTURE(v);
+            CAPTURE(m);
+            CAPTURE(i);
+            const std::vector<int> a = pair_indices(shorter[i]), b = pair_indices(longer[i]);
+            REQUIRE(a.size() + (s.name == "zb-h1" ? 3 : 2) * d * v == b.size());  // F, B (and W) each
+            const int last = a.back(), u = d * v;
+            CHECK(b.back() == last + u);
+            auto ops = [](const StageProgram& prog, const std::vector<int>& pair, int j, int shift) {
+              StageProgram out;
+              for (std::size_t k = 0; k < prog.size(); ++k)
+                if (pair[k] == j) out.push_back({prog[k].kind, prog[k].micro_batch + shift, prog[k].chunk});
+              return out;
+            };
+            for (int j = -1; j < last; ++j) CHECK(ops(longer[i], b, j, 0) == ops(shorter[i], a, j, 0));
+            for (int j = p; j <= last; ++j) CHECK(ops(longer[i], b, j + u, 0) == ops(shorter[i], a, j, d));
+          }
+        }
+      }
+  }
 }
 
 TEST_CASE("the dependency checker names a missing, duplicated or out-of-range op") {
