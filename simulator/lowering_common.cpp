@@ -85,7 +85,8 @@ int Builder::collective(Lane lane, std::string name, std::string purpose, Collec
   std::vector<std::pair<int, std::vector<int>>> members;
   for (int k = 0; k < classes_; ++k)
     members.push_back({lane == Lane::gather ? gather_[k] : reduce_[k], shifted(deps, k)});
-  const auto ids = g_.add_collective(std::move(name), std::move(purpose), level, c, bytes, std::move(phases), members);
+  const auto ids =
+      g_.add_collective(std::move(name), std::move(purpose), level, c, bytes, std::move(phases), std::move(members));
   for (int id : ids) {
     g_.tasks[id].alloc_bytes = alloc;
     g_.tasks[id].free_bytes = free;
@@ -118,7 +119,8 @@ int Builder::tp_collective(std::string name, std::string purpose, const TpCollec
   for (int k = 0; k < classes_; ++k) members.push_back({compute_[k], shifted(deps, k)});
   // A TP group wider than a node spans its GPUs on several nodes (level "all").
   const FabricScope level = p_.tp_fabric.inter ? FabricScope::all : FabricScope::intra_node;
-  const auto ids = g_.add_collective(std::move(name), std::move(purpose), level, c, bytes, std::move(phases), members);
+  const auto ids =
+      g_.add_collective(std::move(name), std::move(purpose), level, c, bytes, std::move(phases), std::move(members));
   g_.ops[g_.tasks[ids[0]].op].ranks = p_.layout.tp;
   return ids[0];
 }
@@ -126,7 +128,8 @@ int Builder::tp_collective(std::string name, std::string purpose, const TpCollec
 int Builder::layer_collective(std::string name, const LayerCollective& c, const std::vector<int>& deps) {
   std::vector<std::pair<int, std::vector<int>>> members;
   for (int k = 0; k < classes_; ++k) members.push_back({compute_[k], shifted(deps, k)});
-  const auto ids = g_.add_collective(std::move(name), c.purpose, FabricScope::all, c.op, c.bytes, c.phases, members);
+  const auto ids =
+      g_.add_collective(std::move(name), c.purpose, FabricScope::all, c.op, c.bytes, c.phases, std::move(members));
   g_.ops[g_.tasks[ids[0]].op].ranks = c.ranks;
   return ids[0];
 }

@@ -157,7 +157,8 @@ std::unique_ptr<StrategyLowering> sharded_lowering(Strategy s);
 /// repeat_unit < 0: every micro-batch lowered.
 StepGraph lower_pipeline(const CostedStep& plan, int repeat_unit);
 
-/// The first unit lower_pipeline repeats by default: p + 1 (lowering_pipeline.cpp).
+/// The first unit lower_pipeline repeats by default: the units of p + 1 micro-batches, at
+/// least 3 (lowering_pipeline.cpp): p + 1 under 1f1b and zb-h1, 3 interleaved.
 int first_repeat_unit(const CostedStep& plan);
 
 /// The family that lowers strategy `s`.

@@ -40,8 +40,8 @@
 /// repetition.hpp). Ops after unit R carry the micro-batch numbers they have in the whole
 /// program. lower_step starts from R = first_repeat_unit; where the simulation finds the units
 /// around R not yet repeating exactly (a stage that runs ahead until the slack of the schedule
-/// is used up, as zb-h1's deferred weight gradients allow), lower_step_longer doubles R, up to
-/// every micro-batch explicit.
+/// is used up, as zb-h1's deferred weight gradients allow), lower_step_longer makes it 2R + 1,
+/// once; where they still do not, repetition.hpp adds them at the slowest stream's mean period.
 #include "simulator/lowering_common.hpp"
 
 #include "model/parallel.hpp"
@@ -549,7 +549,10 @@ StepGraph PipelineBuilder::build() {
 
 }  // namespace
 
-int first_repeat_unit(const CostedStep& plan) { return plan.layout.pp + 1; }
+int first_repeat_unit(const CostedStep& plan) {
+  const int period = std::max(1, steady_period_micro_batches(name(plan.layout.schedule), plan.layout.pp));
+  return std::max(3, (plan.layout.pp + period) / period);  // p + 1 micro-batches' worth of units, at least 3
+}
 
 StepGraph lower_pipeline(const CostedStep& plan, int repeat_unit) {
   check_pipeline_plan(plan);

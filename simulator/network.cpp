@@ -23,13 +23,19 @@ int Network::add_resource(std::string name, double capacity_Bps) {
   r.capacity_Bps = capacity_Bps;
   resources_.push_back(std::move(r));
   usage_Bps_.push_back(0.0);
+  users_.emplace_back();
+  settled_.push_back(0);
+  local_of_.push_back(-1);
   return static_cast<int>(resources_.size()) - 1;
 }
 
-void Network::start(Engine& engine, double bytes, double max_rate_Bps, std::vector<ResourceUse> uses,
+void Network::start(Engine& engine, double bytes, double max_rate_Bps, const std::vector<ResourceUse>& uses,
                     Listener* listener, std::uint64_t cookie) {
   if (!(bytes >= 0) || !std::isfinite(bytes) || !(max_rate_Bps > 0) || !listener)
     throw InternalError(fmt::format("a flow of {} B at up to {} B/s", bytes, max_rate_Bps));
+  for (const ResourceUse& u : uses)
+    if (u.resource < 0 || u.resource >= static_cast<int>(resources_.size()))
+      throw InternalError(fmt::format("a flow on link {} of {}", u.resource, resources_.size()));
   int id;
   if (!free_slots_.empty()) {
     id = free_slots_.back();
@@ -37,119 +43,148 @@ void Network::start(Engine& engine, double bytes, double max_rate_Bps, std::vect
   } else {
     id = static_cast<int>(flows_.size());
     flows_.emplace_back();
+    seen_flow_.push_back(0);
   }
   Flow& f = flows_[id];
   f.remaining = bytes;
   f.max_rate = max_rate_Bps;
   f.rate = 0;
-  f.uses = std::move(uses);
+  f.since = engine.now();
+  f.uses.assign(uses.begin(), uses.end());  // the slot's vector keeps its capacity
   f.listener = listener;
   f.cookie = cookie;
   ++f.version;
   f.active = true;
+  f.moving = false;
   if (bytes == 0) {  // nothing to share: ends now, in event order
     engine.schedule(engine.now(), this, kZeroByteFlow | static_cast<std::uint64_t>(id) << 32 | f.version);
     return;
   }
-  advance(engine.now());
-  active_.push_back(id);
+  f.moving = true;
+  ++active_count_;
+  for (const ResourceUse& u : f.uses) users_[u.resource].push_back(id);
+  component(f.uses);
+  if (!seen_flow_[id]) {  // a flow on no resource: its own component
+    seen_flow_[id] = 1;
+    scratch_flows_.push_back(id);
+  }
   reallocate(engine);
 }
 
-void Network::advance(Time now) {
-  const double dt = to_seconds(now - last_);
-  if (dt > 0) {
-    for (int id : active_) flows_[id].remaining -= flows_[id].rate * dt;
-    for (std::size_t r = 0; r < resources_.size(); ++r) {
-      if (usage_Bps_[r] > 0) {
-        resources_[r].bytes += usage_Bps_[r] * dt;
-        resources_[r].busy_ns += now - last_;
-      }
+void Network::component(const std::vector<ResourceUse>& seeds) {
+  scratch_flows_.clear();
+  scratch_resources_.clear();
+  auto add_resource_of = [&](int r) {
+    if (local_of_[r] >= 0) return;
+    local_of_[r] = static_cast<int>(scratch_resources_.size());
+    scratch_resources_.push_back(r);
+  };
+  for (const ResourceUse& u : seeds) add_resource_of(u.resource);
+  for (std::size_t k = 0; k < scratch_resources_.size(); ++k)
+    for (int id : users_[scratch_resources_[k]]) {
+      if (seen_flow_[id]) continue;
+      seen_flow_[id] = 1;
+      scratch_flows_.push_back(id);
+      for (const ResourceUse& u : flows_[id].uses) add_resource_of(u.resource);
     }
+}
+
+void Network::settle(int r, Time now) {
+  const Time dt = now - settled_[r];
+  if (dt > 0 && usage_Bps_[r] > 0) {
+    resources_[r].bytes += usage_Bps_[r] * to_seconds(dt);
+    resources_[r].busy_ns += dt;
   }
-  last_ = now;
+  settled_[r] = now;
 }
 
 void Network::reallocate(Engine& engine) {
-  // Progressive filling over the active flows.
-  // Scratch vectors are members: this runs on every flow start and end.
-  const std::size_t n = active_.size();
-  std::vector<double>& remaining_capacity = scratch_capacity_;
+  // Progressive filling over the component's flows and resources (local indices).
+  const Time now = engine.now();
+  const std::size_t n = scratch_flows_.size(), m = scratch_resources_.size();
+  std::vector<double>& capacity = scratch_capacity_;
   std::vector<double>& load_sum = scratch_load_;
+  std::vector<double>& rate = scratch_rate_;
   std::vector<char>& frozen = scratch_frozen_;
-  remaining_capacity.resize(resources_.size());
-  load_sum.resize(resources_.size());
-  for (std::size_t r = 0; r < resources_.size(); ++r) remaining_capacity[r] = resources_[r].capacity_Bps;
+  capacity.resize(m);
+  load_sum.resize(m);
+  for (std::size_t k = 0; k < m; ++k) capacity[k] = resources_[scratch_resources_[k]].capacity_Bps;
+  rate.assign(n, 0.0);
   frozen.assign(n, 0);
-  for (std::size_t i = 0; i < n; ++i) flows_[active_[i]].rate = 0;
   std::size_t unfrozen = n;
   while (unfrozen > 0) {
     std::fill(load_sum.begin(), load_sum.end(), 0.0);
     double step = std::numeric_limits<double>::infinity();
     for (std::size_t i = 0; i < n; ++i) {
       if (frozen[i]) continue;
-      const Flow& f = flows_[active_[i]];
-      step = std::min(step, f.max_rate - f.rate);
-      for (const ResourceUse& u : f.uses) load_sum[u.resource] += u.load;
+      const Flow& f = flows_[scratch_flows_[i]];
+      step = std::min(step, f.max_rate - rate[i]);
+      for (const ResourceUse& u : f.uses) load_sum[local_of_[u.resource]] += u.load;
     }
-    for (std::size_t r = 0; r < resources_.size(); ++r)
-      if (load_sum[r] > 0) step = std::min(step, remaining_capacity[r] / load_sum[r]);
+    for (std::size_t k = 0; k < m; ++k)
+      if (load_sum[k] > 0) step = std::min(step, capacity[k] / load_sum[k]);
     step = std::max(step, 0.0);
     for (std::size_t i = 0; i < n; ++i) {
       if (frozen[i]) continue;
-      Flow& f = flows_[active_[i]];
-      f.rate += step;
-      for (const ResourceUse& u : f.uses) remaining_capacity[u.resource] -= u.load * step;
+      rate[i] += step;
+      for (const ResourceUse& u : flows_[scratch_flows_[i]].uses) capacity[local_of_[u.resource]] -= u.load * step;
     }
     // Freeze flows at their cap or on a saturated resource.
     for (std::size_t i = 0; i < n; ++i) {
       if (frozen[i]) continue;
-      const Flow& f = flows_[active_[i]];
-      bool stop = f.rate >= f.max_rate * (1 - 1e-12);
+      const Flow& f = flows_[scratch_flows_[i]];
+      bool stop = rate[i] >= f.max_rate * (1 - 1e-12);
       for (const ResourceUse& u : f.uses)
-        if (u.load > 0 && remaining_capacity[u.resource] <= resources_[u.resource].capacity_Bps * 1e-12) stop = true;
+        if (u.load > 0 && capacity[local_of_[u.resource]] <= resources_[u.resource].capacity_Bps * 1e-12) stop = true;
       if (stop) {
         frozen[i] = 1;
         --unfrozen;
       }
     }
   }
-  for (int id : active_) {
-    Flow& f = flows_[id];
-    if (!(f.rate > 0)) throw InternalError(fmt::format("a flow got a rate of {} B/s", f.rate));
+  for (int r : scratch_resources_) {
+    settle(r, now);
+    usage_Bps_[r] = 0;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    Flow& f = flows_[scratch_flows_[i]];
+    if (!(rate[i] > 0)) throw InternalError(fmt::format("a flow got a rate of {} B/s", rate[i]));
+    for (const ResourceUse& u : f.uses) usage_Bps_[u.resource] += u.load * rate[i];
+    if (rate[i] == f.rate) continue;  // its end stands
+    f.remaining -= f.rate * to_seconds(now - f.since);
+    f.since = now;
+    f.rate = rate[i];
     ++f.version;
     const double left_s = std::max(0.0, f.remaining) / f.rate;
-    engine.schedule(add_time(engine.now(), to_ns(left_s)), this, static_cast<std::uint64_t>(id) << 32 | f.version);
+    engine.schedule(add_time(now, to_ns(left_s)), this,
+                    static_cast<std::uint64_t>(scratch_flows_[i]) << 32 | f.version);
   }
-  record_usage(engine.now());
+  if (record_timeline_)
+    for (int r : scratch_resources_) {
+      const double util = usage_Bps_[r] / resources_[r].capacity_Bps;
+      auto& tl = resources_[r].timeline;
+      if (!tl.empty() && tl.back().at == now) {
+        tl.back().utilization = util;
+        if (tl.size() >= 2 && tl[tl.size() - 2].utilization == util) tl.pop_back();
+      } else if (tl.empty() ? util != 0 : tl.back().utilization != util) {
+        tl.push_back({now, util});
+      }
+    }
+  for (int r : scratch_resources_) local_of_[r] = -1;
+  for (int id : scratch_flows_) seen_flow_[id] = 0;
 }
 
 Network::Usage Network::usage_at(Time now) const {
   Usage u;
-  const Time dt = std::max<Time>(0, now - last_);
+  u.bytes.reserve(resources_.size());
+  u.busy_ns.reserve(resources_.size());
   for (std::size_t r = 0; r < resources_.size(); ++r) {
+    const Time dt = std::max<Time>(0, now - settled_[r]);
     const bool busy = usage_Bps_[r] > 0;
     u.bytes.push_back(resources_[r].bytes + (busy ? usage_Bps_[r] * to_seconds(dt) : 0.0));
     u.busy_ns.push_back(resources_[r].busy_ns + (busy ? dt : 0));
   }
   return u;
-}
-
-void Network::record_usage(Time now) {
-  std::fill(usage_Bps_.begin(), usage_Bps_.end(), 0.0);
-  for (int id : active_)
-    for (const ResourceUse& u : flows_[id].uses) usage_Bps_[u.resource] += u.load * flows_[id].rate;
-  if (!record_timeline_) return;
-  for (std::size_t r = 0; r < resources_.size(); ++r) {
-    const double util = usage_Bps_[r] / resources_[r].capacity_Bps;
-    auto& tl = resources_[r].timeline;
-    if (!tl.empty() && tl.back().at == now) {
-      tl.back().utilization = util;
-      if (tl.size() >= 2 && tl[tl.size() - 2].utilization == util) tl.pop_back();
-    } else if (tl.empty() ? util != 0 : tl.back().utilization != util) {
-      tl.push_back({now, util});
-    }
-  }
 }
 
 void Network::fire(Engine& engine, std::uint64_t tag) {
@@ -163,8 +198,14 @@ void Network::fire(Engine& engine, std::uint64_t tag) {
   const std::uint64_t cookie = f.cookie;
   free_slots_.push_back(id);
   if (!zero) {
-    advance(engine.now());
-    active_.erase(std::find(active_.begin(), active_.end(), id));
+    f.moving = false;
+    --active_count_;
+    for (const ResourceUse& u : f.uses) {
+      std::vector<int>& on = users_[u.resource];
+      const auto it = std::find(on.begin(), on.end(), id);
+      if (it != on.end()) on.erase(it);
+    }
+    component(f.uses);  // the flows that shared a resource with it
     reallocate(engine);
   }
   listener->flow_done(engine, cookie);

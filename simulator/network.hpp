@@ -5,7 +5,11 @@
 /// model of SimGrid's LV08: Velho and Legrand 2009, "Accuracy study and improvement of
 /// network simulation in the SimGrid framework"): all unfrozen flows grow at the same rate
 /// until a resource saturates or a flow reaches its cap, then those freeze. Rates change
-/// only when a flow starts or ends, so each flow's end is an exact event.
+/// only when a flow starts or ends, so each flow's end is an exact event. Max-min sharing
+/// splits over the connected components of flows and the resources they share, so a start
+/// or end refills only its own component (flows on other links keep their rates and their
+/// scheduled ends), and a flow's bytes and a resource's usage are settled only when its rate
+/// changes: the cost of an event does not grow with the flows elsewhere.
 ///
 /// Symmetry: one flow may stand for many identical transfers; its load on a resource they
 /// share (a spine, a switch) is then multiplied by their number, while its load on a
@@ -58,8 +62,8 @@ class Network : public Component {
 
   /// Starts a flow of `bytes` at no more than `max_rate_Bps` (> 0). Calls
   /// listener->flow_done(cookie) when it ends (at once, through the engine, for 0 bytes).
-  void start(Engine& engine, double bytes, double max_rate_Bps, std::vector<ResourceUse> uses, Listener* listener,
-             std::uint64_t cookie);
+  void start(Engine& engine, double bytes, double max_rate_Bps, const std::vector<ResourceUse>& uses,
+             Listener* listener, std::uint64_t cookie);
 
   /// Each resource's carried bytes and busy time as of `now` (>= the last event), without
   /// moving any flow: for snapshots between events.
@@ -69,35 +73,47 @@ class Network : public Component {
   };
   Usage usage_at(Time now) const;
 
-  /// Current rate of every active flow is recomputed on each start and end; for tests.
-  std::size_t active_flows() const { return active_.size(); }
+  /// Flows moving bytes now; for tests.
+  std::size_t active_flows() const { return active_count_; }
 
   void fire(Engine& engine, std::uint64_t tag) override;
 
  private:
   struct Flow {
-    double remaining = 0;  ///< bytes
+    double remaining = 0;  ///< bytes, as of `since`
     double max_rate = 0;   ///< bytes/s
     double rate = 0;       ///< bytes/s, current
+    Time since = 0;        ///< when `remaining` was last settled
     std::vector<ResourceUse> uses;
     Listener* listener = nullptr;
     std::uint64_t cookie = 0;
     std::uint32_t version = 0;  ///< bumped on every reschedule; stale events are ignored
     bool active = false;
+    bool moving = false;  ///< sharing links (a started flow of bytes, not yet ended)
   };
 
-  void advance(Time now);           ///< moves every active flow's bytes up to now
-  void reallocate(Engine& engine);  ///< max-min rates, then reschedules every end
-  void record_usage(Time now);
+  /// The moving flows connected to resources `seeds` through shared resources, and their
+  /// resources, into scratch_flows_ and scratch_resources_ (in a fixed order).
+  void component(const std::vector<ResourceUse>& seeds);
+  /// Max-min rates over the component; each flow whose rate changed is settled and its end
+  /// rescheduled, each resource's usage settled and updated.
+  void reallocate(Engine& engine);
+  /// Adds a resource's carried bytes and busy time up to `now` at its current usage.
+  void settle(int resource, Time now);
 
   std::vector<Resource> resources_;
   std::vector<Flow> flows_;
   std::vector<int> free_slots_;
-  std::vector<int> active_;                              ///< flow ids, in start order
-  std::vector<double> usage_Bps_;                        ///< per resource, current
-  std::vector<double> scratch_capacity_, scratch_load_;  ///< reallocate()'s working space
+  std::vector<std::vector<int>> users_;  ///< per resource, the moving flows on it
+  std::vector<double> usage_Bps_;        ///< per resource, current
+  std::vector<Time> settled_;            ///< per resource, when bytes and busy_ns were last settled
+  std::size_t active_count_ = 0;
+  // reallocate()'s working space: members, since it runs on every flow start and end.
+  std::vector<int> scratch_flows_, scratch_resources_;
+  std::vector<int> local_of_;  ///< per resource: its index in scratch_resources_, or -1
+  std::vector<char> seen_flow_;
+  std::vector<double> scratch_capacity_, scratch_load_, scratch_rate_;
   std::vector<char> scratch_frozen_;
-  Time last_ = 0;
   bool record_timeline_ = false;
 };
 

@@ -31,7 +31,7 @@ class Executor final : public Component, public Network::Listener {
       mark_of_[g_.micro_steps[i].first_task] = static_cast<int>(i);
     marks_.resize(g_.micro_steps.size());
     pending_.assign(n, 0);
-    succ_.assign(n, {});
+    succ_begin_.assign(n + 1, 0);
     enabler_.assign(n, -1);
     state_.assign(n, State::waiting);
     remaining_s_.assign(n, 0.0);
@@ -53,9 +53,15 @@ class Executor final : public Component, public Network::Listener {
         if (d < 0 || d >= static_cast<int>(n) || d == static_cast<int>(t))
           throw InternalError("task \"" + task.name + "\" depends on a task that does not exist or on itself");
         ++pending_[t];
-        succ_[d].push_back(static_cast<int>(t));
+        ++succ_begin_[d + 1];
       }
     }
+    // Successors in one array, task t's at [succ_begin_[t], succ_begin_[t + 1]), in task order.
+    for (std::size_t t = 0; t < n; ++t) succ_begin_[t + 1] += succ_begin_[t];
+    succ_.resize(succ_begin_[n]);
+    std::vector<int> fill(succ_begin_.begin(), succ_begin_.end() - 1);
+    for (std::size_t t = 0; t < n; ++t)
+      for (int d : g_.tasks[t].deps) succ_[fill[d]++] = static_cast<int>(t);
     arrived_.assign(g_.ops.size(), 0);
     phase_.assign(g_.ops.size(), 0);
     op_enabler_.assign(g_.ops.size(), -1);
@@ -246,12 +252,13 @@ class Executor final : public Component, public Network::Listener {
   void start_flow(Engine& e, int op) {
     const CollectiveOp& o = g_.ops[op];
     const CollectivePhase& ph = o.phases[phase_[op]];
-    std::vector<ResourceUse> uses;
+    std::vector<ResourceUse>& uses = scratch_uses_;
+    uses.clear();
     for (int m : o.members) {
       const RankClass& rc = g_.classes[class_of(m)];
       for_each_link_load(rc, ph, [&](int link, double load) { uses.push_back({link, load}); });
     }
-    net_.start(e, ph.bytes, ph.algbw_GBps * 1e9, std::move(uses), this, static_cast<std::uint64_t>(op));
+    net_.start(e, ph.bytes, ph.algbw_GBps * 1e9, uses, this, static_cast<std::uint64_t>(op));
   }
 
   void finish_op(int op) {
@@ -277,7 +284,8 @@ class Executor final : public Component, public Network::Listener {
     change_memory(class_of(t), -g_.tasks[t].free_bytes);
     ++head_[s];
     if (head_[s] < queue_[s].size()) enabler_[queue_[s][head_[s]]] = t;
-    for (int n : succ_[t]) {
+    for (int k = succ_begin_[t]; k < succ_begin_[t + 1]; ++k) {
+      const int n = succ_[k];
       --pending_[n];
       enabler_[n] = t;
       if (pending_[n] == 0) try_start(g_.tasks[n].stream);
@@ -297,7 +305,9 @@ class Executor final : public Component, public Network::Listener {
   std::vector<std::vector<double>> segment_peak_;
   std::size_t segment_ = 0;
   std::vector<int> pending_;
-  std::vector<std::vector<int>> succ_;
+  std::vector<ResourceUse> scratch_uses_;  ///< start_flow's working space
+  std::vector<int> succ_;                  ///< successors of every task, task by task
+  std::vector<int> succ_begin_;            ///< per task: where its successors start in succ_ (n + 1 entries)
   std::vector<int> enabler_;
   std::vector<State> state_;
   std::vector<double> remaining_s_;  ///< compute work left at full speed, seconds

@@ -96,7 +96,7 @@ int StepGraph::add_compute(int stream, std::string name, Category category, doub
 
 std::vector<int> StepGraph::add_collective(std::string name, std::string purpose, FabricScope level, Collective c,
                                            double bytes, std::vector<CollectivePhase> phases,
-                                           const std::vector<std::pair<int, std::vector<int>>>& members) {
+                                           std::vector<std::pair<int, std::vector<int>>> members) {
   if (members.empty()) throw InternalError("collective \"" + name + "\" without members");
   if (tasks.size() + members.size() > static_cast<std::size_t>(kMaxTasks))
     throw InternalError("a step graph of more than " + std::to_string(kMaxTasks) + " tasks");
@@ -109,14 +109,15 @@ std::vector<int> StepGraph::add_collective(std::string name, std::string purpose
   op.phases = std::move(phases);
   const int op_id = static_cast<int>(ops.size());
   std::vector<int> ids;
-  for (const auto& [stream, deps] : members) {
+  ids.reserve(members.size());
+  for (std::size_t k = 0; k < members.size(); ++k) {
     Task t;
-    t.name = name;
+    t.name = k + 1 < members.size() ? name : std::move(name);  // op.name holds a copy
     t.category = category_of(c);
     t.kind = TaskKind::collective;
-    t.stream = stream;
+    t.stream = members[k].first;
     t.op = op_id;
-    t.deps = deps;
+    t.deps = std::move(members[k].second);
     tasks.push_back(std::move(t));
     ids.push_back(static_cast<int>(tasks.size()) - 1);
   }

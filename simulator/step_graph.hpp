@@ -177,7 +177,7 @@ struct StepGraph {
   /// the member task ids in that order.
   std::vector<int> add_collective(std::string name, std::string purpose, FabricScope level, Collective c, double bytes,
                                   std::vector<CollectivePhase> phases,
-                                  const std::vector<std::pair<int, std::vector<int>>>& members);
+                                  std::vector<std::pair<int, std::vector<int>>> members);
 };
 
 }  // namespace stepcast::sim
