@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -237,8 +238,21 @@ std::string completeness_violation(const std::vector<StageProgram>& programs, co
   return "";
 }
 
+/// At most two values, without an allocation (the replay asks for them once per op).
+template <class T>
+struct Few {
+  T v[2] = {};
+  int n = 0;
+  Few() = default;
+  Few(std::initializer_list<T> list) {
+    for (T x : list) v[n++] = x;
+  }
+  const T* begin() const { return v; }
+  const T* end() const { return v + n; }
+};
+
 /// The progress slots op `o` of `stage` waits for (dependency_violation's rules).
-std::vector<std::size_t> dependencies(const PipeOp& o, int stage, const Shape& s) {
+Few<std::size_t> dependencies(const PipeOp& o, int stage, const Shape& s) {
   const int vs = virtual_stage(stage, o.chunk, s.stages);
   const int last = s.stages * s.chunks - 1;
   switch (o.kind) {
@@ -270,7 +284,7 @@ double duration_of(Kind kind, const PipeOpDurations& d) {
 }
 
 /// The progress slots an op completes: a whole backward completes both B and W.
-std::vector<int> completes(Kind kind) {
+Few<int> completes(Kind kind) {
   switch (kind) {
     case PipeOp::forward:
       return {kForward};
@@ -368,9 +382,14 @@ PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, 
         throw std::invalid_argument("pipeline replay: op durations must be finite and >= 0");
   if (per_virtual_stage.size() != 1 && per_virtual_stage.size() != programs.size() * static_cast<std::size_t>(chunks))
     throw std::invalid_argument("pipeline replay: expected one durations entry or one per virtual stage");
-  if (auto why = dependency_violation(programs, micro_batches, chunks); !why.empty())
+  if (auto why = shape_violation(programs, micro_batches, chunks); !why.empty())
     throw std::invalid_argument("pipeline replay: " + why);
-  return play(programs, Shape{static_cast<int>(programs.size()), micro_batches, chunks}, per_virtual_stage).replay;
+  const Shape s{static_cast<int>(programs.size()), micro_batches, chunks};
+  if (auto why = completeness_violation(programs, s); !why.empty())
+    throw std::invalid_argument("pipeline replay: " + why);
+  Played played = play(programs, s, per_virtual_stage);  // a deadlock shows as a stuck play, as in dependency_violation
+  if (!played.stuck.empty()) throw std::invalid_argument("pipeline replay: " + played.stuck);
+  return played.replay;
 }
 
 namespace {
