@@ -262,6 +262,11 @@ stepcast_cli_case(validate_with_calibration RC 0 STDOUT "Summary, leave one sour
 stepcast_cli_case(predict_pattern_assumption
                   STDOUT "100000 micro-steps were too many to simulate one by one"
                   ARGS predict tests/data/good/hybrid_many_microsteps.json)
+# So does a pipeline whose steady state never repeats to the nanosecond (the closed form's
+# mean period: context-parallel exchanges and the stages' sends share the NICs).
+stepcast_cli_case(predict_pipeline_mean_period
+                  STDOUT "128 micro-batches do not settle into an exact period"
+                  ARGS predict ${CMAKE_CURRENT_LIST_DIR}/data/pipeline-mean-period.json)
 
 # ---- scenarios people can write: five keys predict, defaults under Assumptions,
 # every problem at once, allowed keys and "did you mean" ----
