@@ -258,13 +258,14 @@ stepcast_cli_case(validate_with_calibration RC 0 STDOUT "Summary, leave one sour
                   ARGS validate ${CMAKE_CURRENT_LIST_DIR}/data/good/runs.jsonl
                        --calibration ${CMAKE_CURRENT_LIST_DIR}/data/good/synthetic_hardware.json)
 
+# A cloud box with a catalogued host runs CPU offload on it (AWS p5: 2x EPYC 7R13, 2 TiB).
+stepcast_cli_case(predict_offload_on_aws_p5 STDOUT "on the host (CPU offload)" "2048.00  the box's host memory"
+                  ARGS predict ${CMAKE_CURRENT_LIST_DIR}/data/good/offload-aws-p5.json)
+
 # A step whose micro-steps are added from their pattern, not simulated one by one, says so.
 stepcast_cli_case(predict_pattern_assumption
                   STDOUT "100000 micro-steps were too many to simulate one by one"
                   ARGS predict tests/data/good/hybrid_many_microsteps.json)
-# A cloud box with a catalogued host runs CPU offload on it (AWS p5: 2x EPYC 7R13, 2 TiB).
-stepcast_cli_case(predict_offload_on_aws_p5 STDOUT "on the host (CPU offload)" "2048.00  the box's host memory"
-                  ARGS predict ${CMAKE_CURRENT_LIST_DIR}/data/good/offload-aws-p5.json)
 # So does a pipeline whose steady state never repeats to the nanosecond (the closed form's
 # mean period: context-parallel exchanges and the stages' sends share the NICs).
 stepcast_cli_case(predict_pipeline_mean_period
