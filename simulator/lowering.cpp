@@ -119,13 +119,21 @@ StepGraph lower_step(const CostedStep& plan) {
   return lower_micro_steps(plan, ks);
 }
 
+namespace {
+
+/// Tasks of `closed_form` with `copies` more of its repeated micro-step (or unit) explicit.
+double tasks_with_copies(const StepGraph& closed_form, double copies) {
+  const MicroStepSpan& repeated = closed_form.micro_steps[static_cast<std::size_t>(closed_form.repeat_after)];
+  return static_cast<double>(closed_form.tasks.size()) +
+         static_cast<double>(repeated.end_task - repeated.first_task) * copies;
+}
+
+}  // namespace
+
 std::optional<StepGraph> lower_step_explicit(const CostedStep& plan, const StepGraph& closed_form) {
   if (closed_form.repeat_count == 0) return std::nullopt;
-  const MicroStepSpan& repeated = closed_form.micro_steps[static_cast<std::size_t>(closed_form.repeat_after)];
-  const double tasks =
-      static_cast<double>(closed_form.tasks.size()) +
-      static_cast<double>(repeated.end_task - repeated.first_task) * static_cast<double>(closed_form.repeat_count);
-  if (tasks > kMaxExplicitTasks) return std::nullopt;
+  if (tasks_with_copies(closed_form, static_cast<double>(closed_form.repeat_count)) > kMaxExplicitTasks)
+    return std::nullopt;
   if (plan.layout.pp > 1) return lowering::lower_pipeline(plan, -1);
   return lower_micro_steps(plan, lowering::explicit_micro_steps(plan, plan.micro_steps));
 }
@@ -134,10 +142,7 @@ std::optional<StepGraph> lower_step_longer(const CostedStep& plan, const StepGra
   if (plan.layout.pp == 1 || closed_form.repeat_count == 0) return lower_step_explicit(plan, closed_form);
   const int R = closed_form.repeat_after;
   if (R > lowering::first_repeat_unit(plan)) return std::nullopt;  // doubled once already
-  const MicroStepSpan& repeated = closed_form.micro_steps[static_cast<std::size_t>(R)];
-  const double tasks = static_cast<double>(closed_form.tasks.size()) +
-                       static_cast<double>(repeated.end_task - repeated.first_task) * (R + 1);
-  if (tasks > kMaxExplicitTasks) return std::nullopt;
+  if (tasks_with_copies(closed_form, R + 1) > kMaxExplicitTasks) return std::nullopt;
   return lowering::lower_pipeline(plan, 2 * R + 1);
 }
 

@@ -179,8 +179,7 @@ class PipelineBuilder {
   /// (m, k) waits for when it came before that op was lowered; -1: none.
   std::vector<int> fwd_recv_, bwd_recv_;
   std::vector<int> stage_first_gather_;  ///< each stage's first parameter all-gather; -1: none
-  std::vector<bool> stage_started_;
-  std::vector<int> stage_last_;  ///< each stage's last compute task
+  std::vector<int> stage_last_;          ///< each stage's last compute task; -1: none lowered yet
   /// Per stage, the tasks of the last micro-batch that finish a layer's weight gradients
   /// (its whole or weight backward), in the order they run (overlap_grad_reduce).
   std::vector<std::vector<int>> grad_ready_;
@@ -217,7 +216,6 @@ PipelineBuilder::PipelineBuilder(const CostedStep& p, int repeat_unit) : p_(p), 
   fwd_recv_.assign(fwd_.size(), -1);
   bwd_recv_ = fwd_recv_;
   stage_first_gather_.assign(P_, -1);
-  stage_started_.assign(P_, false);
   stage_last_.assign(P_, -1);
   grad_ready_.assign(P_, {});
 }
@@ -383,11 +381,9 @@ void PipelineBuilder::play(int i, const PipeOp& op) {
       t = backward(m, k, Part::weight);
       break;
   }
-  if (!stage_started_[i] && t.first >= 0) {
-    stage_started_[i] = true;
-    if (stage_first_gather_[i] >= 0) g_.tasks[t.first].deps.push_back(stage_first_gather_[i]);
-  }
-  if (t.last >= 0) stage_last_[i] = t.last;  // a head-only stage has no weight pass
+  if (t.last < 0) return;  // a head-only stage has no weight pass
+  if (stage_last_[i] < 0 && stage_first_gather_[i] >= 0) g_.tasks[t.first].deps.push_back(stage_first_gather_[i]);
+  stage_last_[i] = t.last;
   if (op.kind == PipeOp::forward && k + 1 < V_)
     receive(fwd_[at + 1], at + 1, fwd_recv_, p2p(i, (k + 1) % P_, true, m, k, t.last));
   if ((op.kind == PipeOp::backward || op.kind == PipeOp::backward_input) && k > 0)

@@ -55,12 +55,10 @@ void Network::start(Engine& engine, double bytes, double max_rate_Bps, const std
   f.cookie = cookie;
   ++f.version;
   f.active = true;
-  f.moving = false;
   if (bytes == 0) {  // nothing to share: ends now, in event order
     engine.schedule(engine.now(), this, kZeroByteFlow | static_cast<std::uint64_t>(id) << 32 | f.version);
     return;
   }
-  f.moving = true;
   ++active_count_;
   for (const ResourceUse& u : f.uses) users_[u.resource].push_back(id);
   component(f.uses);
@@ -198,7 +196,6 @@ void Network::fire(Engine& engine, std::uint64_t tag) {
   const std::uint64_t cookie = f.cookie;
   free_slots_.push_back(id);
   if (!zero) {
-    f.moving = false;
     --active_count_;
     for (const ResourceUse& u : f.uses) {
       std::vector<int>& on = users_[u.resource];

@@ -89,7 +89,6 @@ class Network : public Component {
     std::uint64_t cookie = 0;
     std::uint32_t version = 0;  ///< bumped on every reschedule; stale events are ignored
     bool active = false;
-    bool moving = false;  ///< sharing links (a started flow of bytes, not yet ended)
   };
 
   /// The moving flows connected to resources `seeds` through shared resources, and their

@@ -235,10 +235,8 @@ void extrapolate_mean_units(const StepGraph& g, const std::vector<MarkSnapshot>&
   }
   shift_tail(g, std::vector<Time>(g.streams.size(), period), n, g.micro_steps[b_at + 1].first_task, r);
   const Time by = mul_time(n, period);
-  for (int t = b.first_task; t < b.end_task; ++t) {
-    StreamStats& st = r.streams[g.tasks[t].stream];
-    st.busy_ns = add_time(st.busy_ns, scaled(n, r.tasks[t].end, r.tasks[t].start));
-  }
+  for (std::size_t s = 0; s < g.streams.size(); ++s)
+    r.streams[s].busy_ns = add_time(r.streams[s].busy_ns, mul_time(n, busy[s]));
   auto add_mean = [&](Time& acc, Time later, Time earlier) {  // no more than the time it adds
     acc = add_time(acc, std::min(by, mean_times_n(static_cast<double>(later), static_cast<double>(earlier))));
   };

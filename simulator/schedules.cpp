@@ -358,13 +358,22 @@ std::string shape_violation(const std::vector<StageProgram>& programs, int micro
   return "";
 }
 
+/// The programs played with `per_vstage`'s durations, or in `stuck` why they are not a valid
+/// pipeline (dependency_violation's reasons: shape, completeness, then a deadlock).
+Played checked_play(const std::vector<StageProgram>& programs, int micro_batches, int chunks,
+                    const std::vector<PipeOpDurations>& per_vstage) {
+  Played out;
+  out.stuck = shape_violation(programs, micro_batches, chunks);
+  if (!out.stuck.empty()) return out;
+  const Shape s{static_cast<int>(programs.size()), micro_batches, chunks};
+  out.stuck = completeness_violation(programs, s);
+  return out.stuck.empty() ? play(programs, s, per_vstage) : out;
+}
+
 }  // namespace
 
 std::string dependency_violation(const std::vector<StageProgram>& programs, int micro_batches, int chunks) {
-  if (auto why = shape_violation(programs, micro_batches, chunks); !why.empty()) return why;
-  const Shape s{static_cast<int>(programs.size()), micro_batches, chunks};
-  if (auto why = completeness_violation(programs, s); !why.empty()) return why;
-  return play(programs, s, {PipeOpDurations{}}).stuck;
+  return checked_play(programs, micro_batches, chunks, {PipeOpDurations{}}).stuck;
 }
 
 PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks, const PipeOpDurations& d) {
@@ -382,12 +391,7 @@ PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, 
         throw std::invalid_argument("pipeline replay: op durations must be finite and >= 0");
   if (per_virtual_stage.size() != 1 && per_virtual_stage.size() != programs.size() * static_cast<std::size_t>(chunks))
     throw std::invalid_argument("pipeline replay: expected one durations entry or one per virtual stage");
-  if (auto why = shape_violation(programs, micro_batches, chunks); !why.empty())
-    throw std::invalid_argument("pipeline replay: " + why);
-  const Shape s{static_cast<int>(programs.size()), micro_batches, chunks};
-  if (auto why = completeness_violation(programs, s); !why.empty())
-    throw std::invalid_argument("pipeline replay: " + why);
-  Played played = play(programs, s, per_virtual_stage);  // a deadlock shows as a stuck play, as in dependency_violation
+  const Played played = checked_play(programs, micro_batches, chunks, per_virtual_stage);  // checked as it plays
   if (!played.stuck.empty()) throw std::invalid_argument("pipeline replay: " + played.stuck);
   return played.replay;
 }

@@ -44,15 +44,10 @@ class Executor final : public Component, public Network::Listener {
       if (g_.streams[s].kind == StreamKind::compute)
         compute_streams_[g_.streams[s].rank_class].push_back(static_cast<int>(s));
     head_.assign(g_.streams.size(), 0);
-    info_.resize(n);
     for (std::size_t t = 0; t < n; ++t) {
       const Task& task = g_.tasks[t];
       if (task.stream < 0 || task.stream >= static_cast<int>(g_.streams.size()))
         throw InternalError("task \"" + task.name + "\" on a stream that does not exist");
-      info_[t] = TaskInfo{task.stream,    g_.streams[task.stream].rank_class,
-                          task.op,        task.kind == TaskKind::compute,
-                          task.work_s,    task.alloc_bytes,
-                          task.free_bytes};
       queue_[task.stream].push_back(static_cast<int>(t));
       for (int d : task.deps) {
         if (d < 0 || d >= static_cast<int>(n) || d == static_cast<int>(t))
@@ -67,12 +62,6 @@ class Executor final : public Component, public Network::Listener {
     std::vector<int> fill(succ_begin_.begin(), succ_begin_.end() - 1);
     for (std::size_t t = 0; t < n; ++t)
       for (int d : g_.tasks[t].deps) succ_[fill[d]++] = static_cast<int>(t);
-    // Each collective's members in one array, op o's at [member_begin_[o], member_begin_[o + 1]).
-    member_begin_.assign(g_.ops.size() + 1, 0);
-    for (std::size_t o = 0; o < g_.ops.size(); ++o)
-      member_begin_[o + 1] = member_begin_[o] + static_cast<int>(g_.ops[o].members.size());
-    members_.reserve(static_cast<std::size_t>(member_begin_.back()));
-    for (const CollectiveOp& op : g_.ops) members_.insert(members_.end(), op.members.begin(), op.members.end());
     arrived_.assign(g_.ops.size(), 0);
     phase_.assign(g_.ops.size(), 0);
     op_enabler_.assign(g_.ops.size(), -1);
@@ -139,17 +128,7 @@ class Executor final : public Component, public Network::Listener {
  private:
   enum class State : char { waiting, arrived, running, done };
 
-  int class_of(int task) const { return info_[task].cls; }
-  /// The members of collective `op`, as a range over members_.
-  struct Members {
-    const int *b, *e;
-    const int* begin() const { return b; }
-    const int* end() const { return e; }
-    std::size_t size() const { return static_cast<std::size_t>(e - b); }
-  };
-  Members members_of(int op) const {
-    return {members_.data() + member_begin_[op], members_.data() + member_begin_[op + 1]};
-  }
+  int class_of(int task) const { return g_.streams[g_.tasks[task].stream].rank_class; }
 
   /// Accumulates the representative rank's busy/overlap time up to `now`.
   void account(Time now) {
@@ -212,7 +191,7 @@ class Executor final : public Component, public Network::Listener {
     for (int s : compute_streams_[cls]) {
       if (head_[s] >= queue_[s].size()) continue;
       const int t = queue_[s][head_[s]];
-      if (state_[t] != State::running || !info_[t].compute) continue;
+      if (state_[t] != State::running || g_.tasks[t].kind != TaskKind::compute) continue;
       remaining_s_[t] -= to_seconds(engine_.now() - since_[t]) * speed_[t];
       remaining_s_[t] = std::max(0.0, remaining_s_[t]);
       since_[t] = engine_.now();
@@ -225,15 +204,15 @@ class Executor final : public Component, public Network::Listener {
     if (head_[s] >= queue_[s].size()) return;
     const int t = queue_[s][head_[s]];
     if (state_[t] != State::waiting || pending_[t] > 0) return;
-    const TaskInfo& task = info_[t];
-    if (task.compute) {
+    const Task& task = g_.tasks[t];
+    if (task.kind == TaskKind::compute) {
       account(engine_.now());
       state_[t] = State::running;
       res_.tasks[t].start = engine_.now();
       res_.tasks[t].enabler = enabler_[t];
       mark(t);
-      change_memory(task.cls, task.alloc_bytes);
-      if (task.cls == 0) ++rep_compute_;
+      change_memory(class_of(t), task.alloc_bytes);
+      if (class_of(t) == 0) ++rep_compute_;
       remaining_s_[t] = task.work_s;
       since_[t] = engine_.now();
       speed_[t] = compute_speed(class_of(t));
@@ -243,17 +222,17 @@ class Executor final : public Component, public Network::Listener {
     state_[t] = State::arrived;
     const int op = task.op;
     op_enabler_[op] = enabler_[t];  // the last member to arrive decides
-    if (++arrived_[op] == member_begin_[op + 1] - member_begin_[op]) start_op(op);
+    if (++arrived_[op] == static_cast<int>(g_.ops[op].members.size())) start_op(op);
   }
 
   void start_op(int op) {
     account(engine_.now());
-    for (int m : members_of(op)) {
+    for (int m : g_.ops[op].members) {
       state_[m] = State::running;
       res_.tasks[m].start = engine_.now();
       res_.tasks[m].enabler = op_enabler_[op];
       mark(m);
-      change_memory(class_of(m), info_[m].alloc_bytes);
+      change_memory(class_of(m), g_.tasks[m].alloc_bytes);
       if (class_of(m) == 0) ++rep_comm_;
       set_comm_active(class_of(m), +1);
     }
@@ -275,7 +254,7 @@ class Executor final : public Component, public Network::Listener {
     const CollectivePhase& ph = o.phases[phase_[op]];
     std::vector<ResourceUse>& uses = scratch_uses_;
     uses.clear();
-    for (int m : members_of(op)) {
+    for (int m : o.members) {
       const RankClass& rc = g_.classes[class_of(m)];
       for_each_link_load(rc, ph, [&](int link, double load) { uses.push_back({link, load}); });
     }
@@ -284,11 +263,11 @@ class Executor final : public Component, public Network::Listener {
 
   void finish_op(int op) {
     account(engine_.now());
-    for (int m : members_of(op)) {
+    for (int m : g_.ops[op].members) {
       if (class_of(m) == 0) --rep_comm_;
       set_comm_active(class_of(m), -1);
     }
-    for (int m : members_of(op)) end_task(m);
+    for (int m : g_.ops[op].members) end_task(m);
   }
 
   void finish_task(int t) {
@@ -300,16 +279,16 @@ class Executor final : public Component, public Network::Listener {
   void end_task(int t) {
     state_[t] = State::done;
     res_.tasks[t].end = engine_.now();
-    const int s = info_[t].stream;
+    const int s = g_.tasks[t].stream;
     res_.streams[s].busy_ns += res_.tasks[t].end - res_.tasks[t].start;
-    change_memory(class_of(t), -info_[t].free_bytes);
+    change_memory(class_of(t), -g_.tasks[t].free_bytes);
     ++head_[s];
     if (head_[s] < queue_[s].size()) enabler_[queue_[s][head_[s]]] = t;
     for (int k = succ_begin_[t]; k < succ_begin_[t + 1]; ++k) {
       const int n = succ_[k];
       --pending_[n];
       enabler_[n] = t;
-      if (pending_[n] == 0) try_start(info_[n].stream);
+      if (pending_[n] == 0) try_start(g_.tasks[n].stream);
     }
     try_start(s);
   }
@@ -326,22 +305,9 @@ class Executor final : public Component, public Network::Listener {
   std::vector<std::vector<double>> segment_peak_;
   std::size_t segment_ = 0;
   std::vector<int> pending_;
-  /// What the simulation reads of each task, in one compact array (Task holds names and
-  /// vectors the simulation does not need).
-  struct TaskInfo {
-    int stream = 0;
-    int cls = 0;
-    int op = -1;
-    bool compute = true;
-    double work_s = 0;
-    double alloc_bytes = 0;
-    double free_bytes = 0;
-  };
-  std::vector<TaskInfo> info_;
-  std::vector<int> members_, member_begin_;  ///< collectives' members, op by op
-  std::vector<ResourceUse> scratch_uses_;    ///< start_flow's working space
-  std::vector<int> succ_;                    ///< successors of every task, task by task
-  std::vector<int> succ_begin_;              ///< per task: where its successors start in succ_ (n + 1 entries)
+  std::vector<ResourceUse> scratch_uses_;  ///< start_flow's working space
+  std::vector<int> succ_;                  ///< successors of every task, task by task
+  std::vector<int> succ_begin_;            ///< per task: where its successors start in succ_ (n + 1 entries)
   std::vector<int> enabler_;
   std::vector<State> state_;
   std::vector<double> remaining_s_;  ///< compute work left at full speed, seconds
