@@ -380,12 +380,15 @@ struct GemmTimes {
 
 /// Adds the MoE layers' MLP GEMMs (model/moe.hpp moe_layer_gemms), each grouped GEMM one
 /// launch per pass (forward; backward its input- and weight-gradient GEMMs), weighted by the
-/// share of MoE layers, since `out` is per layer on average.
+/// share of MoE layers, since `out` is per layer on average. Under tensor parallelism (with
+/// SP) a rank routes its own rows/t tokens and runs whole experts (expert TP 1:
+/// moe_tokens_per_rank).
 void add_moe_gemms(const TransformerSpec& spec, std::int64_t rows, double elem_bytes, const KernelChoice& kc,
                    const DeviceRates& d, GemmTimes& out) {
   const double share = moe_layer_share(spec);
   const double bw = d.achieved_memory_GBps();
-  for (const GroupedGemm& gg : moe_layer_gemms(spec, *spec.moe, rows, kc.ep, kc.moe_imbalance)) {
+  const std::int64_t tokens = moe_tokens_per_rank(rows, kc.tp);
+  for (const GroupedGemm& gg : moe_layer_gemms(spec, *spec.moe, tokens, kc.ep, kc.moe_imbalance)) {
     const GemmShape& g = gg.shape;
     auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
       return gemm_time_s(m, n, k, gg.groups, elem_bytes, d.gemm_ceiling_tflops, d.sm_count, bw);
@@ -540,16 +543,20 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
     throw std::invalid_argument("micro-step times need tp >= 1, and tp >= 2 for sequence parallelism");
   if (kernels.tp > 1 && opts.lora != nullptr)
     throw std::invalid_argument("micro-step times: LoRA under tensor parallelism is not modelled");
-  if ((spec.moe || spec.mla) && (kernels.tp > 1 || opts.lora != nullptr))
-    throw std::invalid_argument(
-        "micro-step times: MoE and MLA models under tensor parallelism or LoRA are not modelled");
+  if ((spec.moe || spec.mla) && opts.lora != nullptr)
+    throw std::invalid_argument("micro-step times: MoE and MLA models under LoRA are not modelled");
+  if (spec.mla && kernels.tp > 1)
+    throw std::invalid_argument("micro-step times: MLA models under tensor parallelism are not modelled");
+  if (spec.moe && kernels.tp > 1 && !kernels.sp)
+    throw std::invalid_argument("micro-step times: a MoE model under tensor parallelism needs sequence parallelism");
   if (kernels.ep > 1 && !spec.moe) throw std::invalid_argument("micro-step times: ep > 1 needs a MoE model");
   const GemmTimes g = gemm_times(spec, rows, opts, gemm_elem_bytes(precision), kernels, device);
   const AttentionTimes a = attention_times(spec, static_cast<double>(micro_batch), seq_len, w, kernels, device);
   MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, fp8, kernels.tp, kernels.sp);
   if (spec.moe) {  // token permutation of the MoE layers: two kernels each way
     const double share = moe_layer_share(spec);
-    const double perm = share * moe_permutation_bytes(spec, *spec.moe, tokens, w);
+    const double perm =
+        share * moe_permutation_bytes(spec, *spec.moe, static_cast<double>(moe_tokens_per_rank(rows, kernels.tp)), w);
     mem.bytes_forward += perm;
     mem.bytes_backward += perm;
     mem.kernels_forward += 2 * share;

@@ -455,24 +455,27 @@ double activation_bytes_per_layer(const TransformerSpec& spec, std::int64_t micr
 namespace {
 
 /// Model states of a MoE model: the dense part as any model's over `gpus`; the stage's routed
-/// experts (`layer_share` of the layers'), 1/ep of them on each GPU, sharded by the strategy over the gpus/ep ranks of
-/// the expert-data-parallel group (MemoryInputs::ep). Gathered parameters (ZeRO-3/FSDP) count a layer's dense part and
-/// its local experts.
+/// experts (`layer_share` of the layers'), 1/ep of them whole on each GPU (expert TP 1: `c`
+/// holds them split 1/t like every matrix, which they are not), sharded by the strategy over
+/// the t·gpus/ep ranks of the expert-data-parallel group (MemoryInputs::ep; parallel folding
+/// under TP). Gathered parameters (ZeRO-3/FSDP) count a layer's dense part and its local
+/// experts.
 ModelStateBytes moe_model_state_bytes(const TransformerSpec& spec, const ParamCounts& c, const MemoryInputs& in,
                                       double layer_share) {
-  require(in.ep >= 1 && in.gpus % in.ep == 0, "ep must be >= 1 and divide the DP x CP ranks");
-  require(in.lora == nullptr && in.tp == 1, "MoE memory under LoRA or tensor parallelism is not modelled");
+  require(in.ep >= 1 && (in.gpus * in.tp) % in.ep == 0, "ep must be >= 1 and divide the TP x DP x CP ranks");
+  require(in.lora == nullptr, "MoE memory under LoRA is not modelled");
+  const double t = in.tp;
   const double routed = routed_expert_parameters(spec) * layer_share;
   const double routed_per_layer = routed_expert_parameters(spec) / static_cast<double>(spec.layers);
   ParamCounts dense = c;
-  dense.stored -= routed;
-  dense.trainable -= routed;
-  dense.per_layer -= routed_per_layer * (1.0 - 1.0 / in.ep);
+  dense.stored -= routed / t;
+  dense.trainable -= routed / t;
+  dense.per_layer += routed_per_layer * (1.0 / in.ep - 1.0 / t);
   dense.per_layer_trainable = dense.per_layer;
   ParamCounts experts;
   experts.stored = experts.trainable = routed / in.ep;
   MemoryInputs group = in;
-  group.gpus = in.gpus / in.ep;
+  group.gpus = in.gpus * in.tp / in.ep;
   const ModelStateBytes d = model_state_bytes(dense, in);
   const ModelStateBytes e = model_state_bytes(experts, group);
   ModelStateBytes m;
@@ -611,16 +614,20 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
     else
       out.terms.push_back({term, bytes, std::string(note)});
   };
-  // A MoE GPU holds the dense part and 1/ep of the stage's routed experts.
+  // A MoE GPU holds the dense part and 1/ep of the stage's routed experts, whole.
   const double held =
-      spec.moe ? c.stored - routed_expert_parameters(spec) * layer_share * (1.0 - 1.0 / in.ep) : c.stored;
+      spec.moe ? c.stored + routed_expert_parameters(spec) * layer_share * (1.0 / in.ep - 1.0 / in.tp) : c.stored;
   add("weights", m.weights, [&] {
     return fmt::format("{}-bit working copy of {:.4g} params{}{}, {}{}", 8 * w, held,
-                       spec.moe ? fmt::format(" (routed experts 1/{}: expert parallelism; their states sharded over {} "
-                                              "expert-DP ranks)",
-                                              in.ep, in.gpus / in.ep)
+                       spec.moe ? fmt::format(" (routed experts 1/{}: expert parallelism; {})", in.ep,
+                                              in.gpus * in.tp / in.ep == 1
+                                                  ? std::string("one expert-DP rank")
+                                                  : fmt::format("their states sharded over {} expert-DP ranks",
+                                                                in.gpus * in.tp / in.ep))
                                 : "",
-                       in.tp > 1 ? fmt::format(" (1/{} of each matrix: tensor parallelism)", in.tp) : "",
+                       in.tp > 1 ? fmt::format(" (1/{} of each {}matrix: tensor parallelism)", in.tp,
+                                               spec.moe ? "other " : "")
+                                 : "",
                        shard_note(shards_parameters(s), n),
                        s == Strategy::fsdp_shard_grad_op ? " (SHARD_GRAD_OP keeps them gathered)" : "");
   });

@@ -535,6 +535,28 @@ TEST_CASE("MoE memory: a GPU holds 1/ep of the routed experts; ZeRO shards them 
   CHECK_THROWS_AS(memory_per_gpu(ep2), std::invalid_argument);
 }
 
+TEST_CASE("MoE memory under TP (expert TP 1): experts whole, 1/ep each; the rest 1/t; expert-DP over t·dp/ep") {
+  const TransformerSpec* mix = find_model("mixtral-8x7b");
+  REQUIRE(mix != nullptr);
+  const double p = static_cast<double>(parameter_count(*mix));
+  const double routed = routed_expert_parameters(*mix);
+  // tp 2 x dp 4 = 8 ranks of one stage, ep 8: every rank one expert per layer, folded over
+  // the TP ranks; the expert-DP group is one rank.
+  MemoryInputs in = base_inputs(*mix, Strategy::zero1, 4);
+  in.capacity_bytes = 1e12;
+  in.tp = 2;
+  in.sp = true;
+  in.ep = 8;
+  const MemoryBreakdown m = memory_per_gpu(in);
+  CHECK(term(m, "weights") == doctest::Approx(2 * ((p - routed) / 2 + routed / 8)));
+  CHECK(term(m, "optimizer") == doctest::Approx(12 * ((p - routed) / 2 / 4 + routed / 8)));
+  // ep 2: experts 1/2 per GPU (not split by TP), their states over 2 x 4 / 2 = 4 expert-DP ranks.
+  in.ep = 2;
+  CHECK(term(memory_per_gpu(in), "optimizer") == doctest::Approx(12 * ((p - routed) / 2 / 4 + routed / 2 / 4)));
+  in.ep = 16;  // more than the 8 ranks of the stage
+  CHECK_THROWS_AS(memory_per_gpu(in), std::invalid_argument);
+}
+
 TEST_CASE(
     "MoE activations grow with the capacity factor: c·k expert-widths of inner activations and dispatch "
     "copies") {

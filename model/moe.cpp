@@ -30,6 +30,13 @@ std::int64_t moe_layer_count(std::int64_t layers, const MoeSpec& moe) {
   return (layers - moe.first_dense_layers + moe.moe_every - 1) / moe.moe_every;
 }
 
+std::int64_t moe_tokens_per_rank(std::int64_t rows, int tp) {
+  if (rows < 1 || tp < 1 || rows % tp != 0)
+    throw std::invalid_argument("MoE tokens per rank: tp " + std::to_string(tp) + " must divide the " +
+                                std::to_string(rows) + " rows");
+  return rows / tp;
+}
+
 std::int64_t expert_parameters(std::int64_t hidden, std::int64_t ffn, bool gated) {
   return (gated ? 3 : 2) * hidden * ffn;
 }

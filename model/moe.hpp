@@ -37,6 +37,13 @@ struct MoeParameters {
 };
 MoeParameters moe_parameters(const TransformerSpec& spec, const MoeSpec& moe);
 
+/// Tokens one rank routes in a MoE layer from its `rows` (b·s/cp): under tensor parallelism
+/// with sequence parallelism the layer's input is split along the sequence and each TP rank
+/// dispatches its own rows/t tokens to whole experts (expert TP 1: Megatron-Core's MoE layer
+/// under SP, token_dispatcher.py, and parallel folding, Liu et al. 2025, arXiv 2504.14960).
+/// `tp` must divide `rows`.
+std::int64_t moe_tokens_per_rank(std::int64_t rows, int tp);
+
 /// One GPU's share of the routed expert work of one MoE layer for `tokens` tokens of its
 /// micro-batch under expert parallelism of degree `ep` (experts spread evenly over the ep
 /// ranks; ep divides the experts). With routing balanced, the rank computes tokens·k

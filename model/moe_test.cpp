@@ -106,6 +106,13 @@ TEST_CASE("expert parallelism: tokens·k·ep/E rows per local expert; all-to-all
   CHECK_THROWS_AS(expert_work(s, m, 4096, 8, 0.9), std::invalid_argument);
 }
 
+TEST_CASE("under TP with SP a rank routes its own b·s/t tokens; t must divide them") {
+  CHECK(moe_tokens_per_rank(4096, 1) == 4096);
+  CHECK(moe_tokens_per_rank(4096, 2) == 2048);
+  CHECK_THROWS_AS(moe_tokens_per_rank(4097, 2), std::invalid_argument);
+  CHECK_THROWS_AS(moe_tokens_per_rank(4096, 0), std::invalid_argument);
+}
+
 TEST_CASE("all-to-all: NVLink peers at the intra rate, other nodes' peers at the node's NIC share") {
   CommFabric f;
   f.intra.ranks = 8;

@@ -2,6 +2,8 @@
 // activation memory under TP. Every formula is stated with its source in parallel.hpp.
 #include "model/parallel.hpp"
 
+#include "model/moe.hpp"
+
 #include <algorithm>
 #include <cassert>
 #include <array>
@@ -117,9 +119,11 @@ std::string_view describe(LayoutRule rule) {
     case LayoutRule::ep_experts:
       return "ep does not divide the experts";
     case LayoutRule::ep_ranks:
-      return "ep does not divide the data-parallel x context-parallel ranks of a stage";
-    case LayoutRule::moe_tp:
-      return "MoE and MLA models under tensor parallelism are not modelled";
+      return "ep does not divide the tensor x context x data-parallel ranks of a stage";
+    case LayoutRule::moe_sp:
+      return "MoE under tensor parallelism without sequence parallelism";
+    case LayoutRule::mla_tp:
+      return "MLA models under tensor parallelism are not modelled";
   }
   return "?";
 }
@@ -148,9 +152,9 @@ std::vector<LayoutRule> layout_violations(const ParallelLayout& l, const Transfo
   }
   if (l.ep > 1 && !m.moe) out.push_back(LayoutRule::ep_model);
   if (m.moe && m.moe->experts % l.ep != 0) out.push_back(LayoutRule::ep_experts);
-  if (c.gpus % model_parallel == 0 && (c.gpus / (static_cast<std::int64_t>(l.tp) * l.pp)) % l.ep != 0)
-    out.push_back(LayoutRule::ep_ranks);
-  if ((m.moe || m.mla) && l.tp > 1) out.push_back(LayoutRule::moe_tp);
+  if (c.gpus % model_parallel == 0 && (c.gpus / l.pp) % l.ep != 0) out.push_back(LayoutRule::ep_ranks);
+  if (m.moe && l.tp > 1 && !l.sp) out.push_back(LayoutRule::moe_sp);
+  if (m.mla && l.tp > 1) out.push_back(LayoutRule::mla_tp);
   return out;
 }
 
@@ -322,18 +326,55 @@ double TpLayerComm::backward_bytes() const {
   return sum;
 }
 
+double tp_mlp_layer_share(const TransformerSpec& spec) {
+  if (!spec.moe) return 1.0;
+  const double moe = moe_layer_share(spec);
+  return 1.0 - moe + (spec.moe->shared_experts > 0 ? moe : 0.0);
+}
+
+void scale_tp_mlp_collectives(TpLayerComm& comm, double share) {
+  if (!(share >= 0 && share <= 1)) throw std::invalid_argument("TP MLP share must be in [0, 1]");
+  if (share == 1) return;
+  const auto scale = [share](std::vector<TpCollective>& list) {
+    std::vector<TpCollective> out;
+    for (TpCollective c : list) {
+      if (c.mlp_count > 0) {
+        TpCollective mlp = c;
+        mlp.count = c.mlp_count;
+        mlp.mlp_count = c.mlp_count;
+        mlp.bytes *= share;
+        mlp.gemm_s *= share;
+        c.count -= c.mlp_count;
+        c.mlp_count = 0;
+        if (c.count > 0) out.push_back(c);
+        if (share > 0) out.push_back(mlp);
+      } else {
+        out.push_back(c);
+      }
+    }
+    list = std::move(out);
+  };
+  scale(comm.forward);
+  scale(comm.backward);
+}
+
 TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp, Recompute recompute) {
   if (tokens < 1 || hidden < 1 || w <= 0 || tp < 1)
     throw std::invalid_argument("TP communication needs tokens, hidden, w and tp > 0");
   TpLayerComm out;
   if (tp == 1) return out;
   const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * w;
+  const auto both = [bytes](Collective op, int count) {  // half attention's, half the MLP's
+    TpCollective c{op, count, bytes};
+    c.mlp_count = count / 2;
+    return c;
+  };
   if (sp) {
-    out.forward = {{Collective::all_gather, 2, bytes}, {Collective::reduce_scatter, 2, bytes}};
-    out.backward = {{Collective::all_gather, 4, bytes}, {Collective::reduce_scatter, 2, bytes}};
+    out.forward = {both(Collective::all_gather, 2), both(Collective::reduce_scatter, 2)};
+    out.backward = {both(Collective::all_gather, 4), both(Collective::reduce_scatter, 2)};
   } else {
-    out.forward = {{Collective::all_reduce, 2, bytes}};
-    out.backward = {{Collective::all_reduce, 2, bytes}};
+    out.forward = {both(Collective::all_reduce, 2)};
+    out.backward = {both(Collective::all_reduce, 2)};
   }
   if (recompute == Recompute::full) out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
   return out;
@@ -372,21 +413,22 @@ TpLayerComm tp_layer_comm_overlapped(std::int64_t tokens, std::int64_t hidden, d
     throw std::invalid_argument("overlapped TP communication needs more than 16 SMs, got " + str(sm_count));
   const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * w;
   const double share = static_cast<double>(kCommSms) / sm_count;
-  const auto ring = [&](Collective op, double gemm_s) {
-    return TpCollective{op, 1, bytes, TpOverlap::ring_exchange, gemm_s, tp, 0.0};
+  // `mlp`: 1 for the collectives beside the MLP's GEMMs.
+  const auto ring = [&](Collective op, double gemm_s, int mlp) {
+    return TpCollective{op, 1, bytes, TpOverlap::ring_exchange, gemm_s, tp, 0.0, mlp};
   };
-  const auto pipe = [&](double gemm_s) {
-    return TpCollective{Collective::reduce_scatter, 1, bytes, TpOverlap::pipeline, gemm_s, kSplits, share};
+  const auto pipe = [&](double gemm_s, int mlp) {
+    return TpCollective{Collective::reduce_scatter, 1, bytes, TpOverlap::pipeline, gemm_s, kSplits, share, mlp};
   };
-  const auto bulk = [&](Collective op, double gemm_s) {
-    return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share};
+  const auto bulk = [&](Collective op, double gemm_s, int mlp) {
+    return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share, mlp};
   };
   TpLayerComm out;
-  out.forward = {ring(Collective::all_gather, t.qkv_fprop), pipe(t.proj_fprop),
-                 ring(Collective::all_gather, t.fc1_fprop), pipe(t.fc2_fprop)};
-  out.backward = {ring(Collective::all_gather, t.fc2_dgrad),     bulk(Collective::all_gather, t.fc1_dgrad),
-                  bulk(Collective::reduce_scatter, t.fc1_wgrad), ring(Collective::all_gather, t.proj_dgrad),
-                  bulk(Collective::all_gather, t.qkv_dgrad),     bulk(Collective::reduce_scatter, t.qkv_wgrad)};
+  out.forward = {ring(Collective::all_gather, t.qkv_fprop, 0), pipe(t.proj_fprop, 0),
+                 ring(Collective::all_gather, t.fc1_fprop, 1), pipe(t.fc2_fprop, 1)};
+  out.backward = {ring(Collective::all_gather, t.fc2_dgrad, 1),     bulk(Collective::all_gather, t.fc1_dgrad, 1),
+                  bulk(Collective::reduce_scatter, t.fc1_wgrad, 1), ring(Collective::all_gather, t.proj_dgrad, 0),
+                  bulk(Collective::all_gather, t.qkv_dgrad, 0),     bulk(Collective::reduce_scatter, t.qkv_wgrad, 0)};
   if (recompute == Recompute::full) out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
   return out;
 }
@@ -398,19 +440,20 @@ TpLayerComm tp_layer_comm_async(std::int64_t tokens, std::int64_t hidden, double
         "asynchronous TP communication needs tokens, hidden, w > 0, tp >= 2 and an SM share "
         "in [0, 1)");
   const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * w;
-  const auto beside = [&](Collective op, double gemm_s) {
-    return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share};
+  const auto beside = [&](Collective op, double gemm_s, int mlp) {
+    return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share, mlp};
   };
   TpLayerComm out = tp_layer_comm(tokens, hidden, w, tp, sp, Recompute::none);
   if (sp)
     out.backward = {
-        {Collective::all_gather, 2, bytes},  // the output gradient's, before attention-out and MLP-down dgrad
-        beside(Collective::all_gather, t.qkv_dgrad),
-        beside(Collective::reduce_scatter, t.qkv_wgrad),
-        beside(Collective::all_gather, t.fc1_dgrad),
-        beside(Collective::reduce_scatter, t.fc1_wgrad)};
+        // the output gradient's, before attention-out and MLP-down dgrad
+        TpCollective{Collective::all_gather, 2, bytes, TpOverlap::none, 0.0, 1, 0.0, 1},
+        beside(Collective::all_gather, t.qkv_dgrad, 0),
+        beside(Collective::reduce_scatter, t.qkv_wgrad, 0),
+        beside(Collective::all_gather, t.fc1_dgrad, 1),
+        beside(Collective::reduce_scatter, t.fc1_wgrad, 1)};
   else
-    out.backward = {beside(Collective::all_reduce, t.qkv_wgrad), beside(Collective::all_reduce, t.fc1_wgrad)};
+    out.backward = {beside(Collective::all_reduce, t.qkv_wgrad, 0), beside(Collective::all_reduce, t.fc1_wgrad, 1)};
   if (recompute == Recompute::full) out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
   return out;
 }
@@ -496,12 +539,10 @@ TpLayerComm cp_all_gather_comm(const TransformerSpec& spec, std::int64_t tokens,
 }
 
 ParallelLayout expert_parallel_layout(const ParallelLayout& layout, int ep) {
-  const int ranks = layout.dp * layout.cp;
-  if (layout.tp != 1)
-    throw std::invalid_argument("expert parallelism with tp > 1 (expert tensor parallelism) is not modelled");
+  const int ranks = layout.tp * layout.cp * layout.dp;
   if (ep < 1 || ranks % ep != 0)
     throw std::invalid_argument("expert parallelism " + std::to_string(ep) + " must divide the " +
-                                std::to_string(ranks) + " data-parallel (x context-parallel) ranks of a stage");
+                                std::to_string(ranks) + " tensor x context x data-parallel ranks of a stage");
   ParallelLayout out;
   out.tp = ep;
   out.dp = ranks / ep;

@@ -56,8 +56,8 @@ struct ParallelLayout {
   int cp = 1;       ///< context-parallel degree (sequence split for attention)
   bool sp = false;  ///< Megatron sequence parallelism inside the TP group
   int vpp = 1;      ///< model chunks per pipeline stage (interleaved schedule only)
-  /// Expert-parallel degree of a MoE model's expert layers: consecutive ranks of the DP x CP
-  /// group of a stage (Megatron-Core; expert_parallel_layout). 1: none.
+  /// Expert-parallel degree of a MoE model's expert layers: consecutive ranks of the TP x CP x
+  /// DP ranks of a stage (Megatron-Core's parallel folding; expert_parallel_layout). 1: none.
   int ep = 1;
   PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
   DpSharding dp_sharding = DpSharding::ddp;
@@ -92,8 +92,9 @@ enum class LayoutRule {
   interleaved_groups,  ///< the interleaved schedule runs micro-batches in groups of pp
   ep_model,            ///< expert parallelism needs a MoE model
   ep_experts,          ///< ep divides the experts
-  ep_ranks,            ///< ep divides the DP x CP ranks of a stage
-  moe_tp,              ///< MoE and MLA models without tensor parallelism (not modelled)
+  ep_ranks,            ///< ep divides the TP x CP x DP ranks of a stage
+  moe_sp,              ///< MoE under tensor parallelism needs sequence parallelism
+  mla_tp,              ///< MLA models without tensor parallelism (not modelled)
 };
 /// One sentence: "tp does not divide the heads, KV heads and MLP width".
 std::string_view describe(LayoutRule);
@@ -191,6 +192,7 @@ struct TpCollective {
   double gemm_s = 0;                    ///< the GEMM it overlaps, s (overlap != none)
   int chunks = 1;                       ///< pieces the pair is cut into (overlap != none)
   double comm_sm_share = 0;             ///< share of the GPU's SMs the collective's kernel holds
+  int mlp_count = 0;                    ///< how many of the `count` belong to the MLP (the rest to attention)
 };
 
 /// Seconds a TP collective that takes `comm_s` alone adds to the GEMM it overlaps
@@ -215,6 +217,18 @@ struct TpLayerComm {
   double forward_bytes() const;  ///< sum of count·bytes
   double backward_bytes() const;
 };
+
+/// Share of a model's layers whose MLP is split by tensor parallelism and so issues the MLP's
+/// TP collectives: the dense layers, and the MoE layers with shared experts (Megatron-Core
+/// splits a shared expert like a dense MLP); a MoE layer's routed experts are whole on each
+/// rank (expert TP 1) and exchange tokens by all-to-all instead:
+///   1 - φ + φ·[shared_experts > 0], φ = moe_layer_share.
+double tp_mlp_layer_share(const TransformerSpec& spec);
+
+/// Scales the MLP's part of a layer's TP collectives (TpCollective::mlp_count) to the share
+/// of layers that issue them (tp_mlp_layer_share): bytes and the GEMM each overlaps times
+/// `share` (the mean layer's), dropped at 0; attention's stay. Unchanged at 1.
+void scale_tp_mlp_collectives(TpLayerComm& comm, double share);
 
 /// TP collectives of one layer per micro-batch, each of b·(s/cp)·h·w bytes (Shoeybi et al.
 /// 2019, Sec. 3, Fig. 4; Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4.2.2):
@@ -351,13 +365,15 @@ ParallelLayout gradient_group_layout(const ParallelLayout& layout);
 // Expert parallelism
 
 /// The expert layers' layout of `layout` under expert parallelism of degree `ep`
-/// (Megatron-Core's expert rank generator, order "tp-ep-dp-pp" with expert TP 1): the
-/// dp·cp ranks of a stage (tp = 1) regrouped into EP groups of `ep` consecutive ranks, the
-/// fastest dimension (returned as `tp`, so the group placement of GroupKind::tp is the EP
-/// group's: inside a node when ep <= GPUs per node), and the expert-data-parallel groups
-/// of dp·cp/ep ranks over which an expert's gradients reduce (returned as `dp`); pp kept.
-/// Throws std::invalid_argument when tp > 1 (expert tensor parallelism is not modelled) or
-/// ep does not divide dp·cp.
+/// (Megatron-Core's expert rank generator, order "tp-ep-dp-pp" with expert TP 1, and its
+/// parallel folding: the expert grid EP x expert-DP spans the attention's TP x CP x DP ranks
+/// of a stage, Liu et al. 2025, arXiv 2504.14960): the tp·cp·dp ranks of a stage
+/// regrouped into EP groups of `ep` consecutive ranks, the fastest dimension (returned as
+/// `tp`, so the group placement of GroupKind::tp is the EP group's: inside a node when ep <=
+/// GPUs per node), and the expert-data-parallel groups of tp·cp·dp/ep ranks over which an
+/// expert's gradients reduce (returned as `dp`); pp kept. Experts are not split by TP
+/// (expert TP 1, Megatron-Bridge's MoE presets). Throws std::invalid_argument when ep does
+/// not divide tp·cp·dp.
 ParallelLayout expert_parallel_layout(const ParallelLayout& layout, int ep);
 
 // ---------------------------------------------------------------------------------------

@@ -591,7 +591,90 @@ TEST_CASE(
   // The expert-data-parallel group: the 64/ep ranks holding the same experts.
   CHECK(expert_parallel_layout(l, 64).dp == 1);
   CHECK_THROWS_AS(expert_parallel_layout(l, 128), std::invalid_argument);  // ep above dp
+}
+
+TEST_CASE("parallel folding: expert-parallel groups span a stage's TP x CP x DP ranks, experts not split by TP") {
+  ParallelLayout l;
   l.tp = 2;
-  l.dp = 32;
-  CHECK_THROWS_AS(expert_parallel_layout(l, 8), std::invalid_argument);  // expert TP not modelled
+  l.dp = 16;
+  l.pp = 8;
+  // Qwen3-235B on 256 H100 (Megatron-Bridge): tp 2 x dp 16 = 32 ranks per stage, ep 32.
+  const ParallelLayout e32 = expert_parallel_layout(l, 32);
+  CHECK(e32.tp == 32);
+  CHECK(e32.dp == 1);
+  CHECK(e32.pp == 8);
+  CHECK(e32.gpus() == l.gpus());
+  CHECK(group_placement(e32, GroupKind::tp, 8).nodes_spanned == 4);
+  CHECK(expert_parallel_layout(l, 8).dp == 4);  // 8 consecutive ranks, 4 expert-DP replicas
+  l.cp = 2;
+  l.dp = 8;
+  CHECK(expert_parallel_layout(l, 32).dp == 1);
+  CHECK_THROWS_AS(expert_parallel_layout(l, 64), std::invalid_argument);  // above tp x cp x dp
+  CHECK_THROWS_AS(expert_parallel_layout(l, 3), std::invalid_argument);
+}
+
+TEST_CASE("a MoE layer's MLP collectives: kept in dense layers and beside shared experts, dropped elsewhere") {
+  TransformerSpec dense;
+  dense.layers = 4;
+  CHECK(tp_mlp_layer_share(dense) == 1.0);
+  TransformerSpec moe = dense;
+  moe.moe = MoeSpec{8, 2, 0, 1024, 0, 0, 1};
+  CHECK(tp_mlp_layer_share(moe) == 0.0);
+  moe.moe->first_dense_layers = 1;  // 3 of 4 layers route
+  CHECK(tp_mlp_layer_share(moe) == doctest::Approx(0.25));
+  moe.moe->shared_experts = 1;
+  CHECK(tp_mlp_layer_share(moe) == 1.0);
+
+  for (bool sp : {false, true}) {
+    const TpLayerComm all = tp_layer_comm(1000, 500, 2.0, 4, sp);
+    TpLayerComm none = all;
+    scale_tp_mlp_collectives(none, 0.0);
+    CHECK(none.forward_bytes() == doctest::Approx(all.forward_bytes() / 2));  // attention's half
+    CHECK(none.backward_bytes() == doctest::Approx(all.backward_bytes() / 2));
+    TpLayerComm quarter = all;
+    scale_tp_mlp_collectives(quarter, 0.25);
+    CHECK(quarter.forward_bytes() == doctest::Approx(all.forward_bytes() * 0.625));
+    TpLayerComm same = all;
+    scale_tp_mlp_collectives(same, 1.0);
+    CHECK(same.forward.size() == all.forward.size());
+    CHECK(same.backward_bytes() == all.backward_bytes());
+  }
+  // Overlapped: the collectives beside the MLP's GEMMs go, with the GEMM time they hid behind.
+  TpLayerGemmTimes g;
+  g.qkv_fprop = g.proj_fprop = g.fc1_fprop = g.fc2_fprop = 1e-3;
+  TpLayerComm over = tp_layer_comm_overlapped(1000, 500, 2.0, 4, g, 132);
+  scale_tp_mlp_collectives(over, 0.0);
+  CHECK(over.forward.size() == 2);
+  CHECK(over.backward.size() == 3);
+  for (const TpCollective& c : over.forward) CHECK(c.mlp_count == 0);
+  CHECK_THROWS_AS(scale_tp_mlp_collectives(over, 1.5), std::invalid_argument);
+}
+
+TEST_CASE("MoE under TP needs SP; ep divides a stage's TP x CP x DP ranks; MLA under TP is refused") {
+  const TransformerSpec* mix = find_model("mixtral-8x7b");
+  const TransformerSpec* dsv3 = find_model("deepseek-v3");
+  REQUIRE(mix != nullptr);
+  REQUIRE(dsv3 != nullptr);
+  LayoutContext c;
+  c.gpus = 64;
+  c.gpus_per_node = 8;
+  c.nodes = 8;
+  c.seq_len = 4096;
+  c.micro_batches = 16;
+  ParallelLayout l = with(2, 1, 4);  // 16 ranks per stage
+  l.ep = 8;
+  CHECK(layout_violations(l, *mix, c) == Rules{LayoutRule::moe_sp});
+  l.sp = true;
+  CHECK(layout_violations(l, *mix, c).empty());
+  l.ep = 16;  // all 16 ranks of a stage: folded over TP
+  CHECK(layout_violations(l, *mix, c) == Rules{LayoutRule::ep_experts});  // Mixtral has 8 experts
+  l = with(1, 1, 4);
+  l.ep = 32;  // 16 ranks per stage
+  CHECK(layout_violations(l, *dsv3, c) == Rules{LayoutRule::ep_ranks});
+  l.ep = 16;
+  CHECK(layout_violations(l, *dsv3, c).empty());
+  l.tp = 2;
+  l.sp = true;
+  l.ep = 8;
+  CHECK(layout_violations(l, *dsv3, c) == Rules{LayoutRule::mla_tp});
 }

@@ -444,7 +444,7 @@ std::string_view describe(PlanRejectReason r) {
     case PlanRejectReason::pipeline_strategy:
       return "a pipeline runs ddp or zero1 within each stage";
     case PlanRejectReason::ep_ranks:
-      return "expert parallelism: ep does not divide the DP x CP ranks of a stage";
+      return "expert parallelism: ep does not divide the TP x CP x DP ranks of a stage";
     case PlanRejectReason::offload_host:
       return "CPU offload: the box has no host (CPU, memory bandwidth) in the catalog";
     case PlanRejectReason::offload_pipeline:
@@ -586,9 +586,9 @@ struct ParallelBlock {
   const std::vector<PipeChoice>* pipes = nullptr;
 };
 
-/// Expert-parallel degrees of the search over `ranks`, the GPUs over tp (dp x cp x pp): 1 for
-/// a dense model; for a MoE model every divisor of the ranks that divides the experts (a
-/// pipeline whose dp x cp it does not divide is refused as ep_ranks).
+/// Expert-parallel degrees of the search over `ranks`, the GPUs (tp x cp x dp x pp): 1 for a
+/// dense model; for a MoE model every divisor of the ranks that divides the experts (a
+/// pipeline whose tp x cp x dp it does not divide is refused as ep_ranks).
 std::vector<int> ep_choices(const TransformerSpec& model, std::int64_t ranks) {
   std::vector<int> out{1};
   if (!model.moe) return out;
@@ -597,9 +597,9 @@ std::vector<int> ep_choices(const TransformerSpec& model, std::int64_t ranks) {
   return out;
 }
 
-/// Every (tp, sp, cp, ep) of the search: tp dividing the node, sp with tp >= 2, cp_choices
-/// of the GPUs over tp, ep_choices of the GPUs over tp; `pipes` holds the pipelines of each
-/// (tp, cp).
+/// Every (tp, sp, cp, ep) of the search: tp dividing the node, sp with tp >= 2 (only sp for
+/// a MoE model, which Megatron-Core requires), cp_choices of the GPUs over tp, ep_choices of
+/// the GPUs; `pipes` holds the pipelines of each (tp, cp).
 std::vector<ParallelBlock> parallel_blocks(const PlanScreen& out, const PlanOptions& options,
                                            std::vector<std::vector<PipeChoice>>& pipes) {
   std::vector<ParallelBlock> blocks;
@@ -611,10 +611,14 @@ std::vector<ParallelBlock> parallel_blocks(const PlanScreen& out, const PlanOpti
     const std::size_t first = blocks.size();
     for (int cp : cp_choices(out.gpus / tp, out.base.training.seq_len, options)) {
       pipes.push_back(pipe_choices(out.gpus / (tp * cp), out.base.model.layers, out.base.strategy.pp_split));
-      for (int ep : ep_choices(out.base.model, out.gpus / tp))
+      for (int ep : ep_choices(out.base.model, out.gpus))
         blocks.push_back({static_cast<int>(tp), false, cp, ep, &pipes.back()});
     }
     if (tp == 1) continue;
+    if (out.base.model.moe) {
+      for (std::size_t b = first; b < blocks.size(); ++b) blocks[b].sp = true;
+      continue;
+    }
     const std::size_t plain = blocks.size();
     for (std::size_t b = first; b < plain; ++b) {
       ParallelBlock with_sp = blocks[b];

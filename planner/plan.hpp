@@ -111,7 +111,7 @@ enum class PlanRejectReason {
   cp_sequence,        ///< context parallelism: 2 x cp (causal; cp otherwise) does not divide seq_len
   cp_attention,       ///< context parallelism without a flash-class attention kernel
   pipeline_strategy,  ///< a pipeline with a strategy other than ddp or zero1
-  ep_ranks,           ///< expert parallelism: ep does not divide the DP x CP ranks of a stage
+  ep_ranks,           ///< expert parallelism: ep does not divide the TP x CP x DP ranks of a stage
   offload_host,       ///< CPU offload on a box with no host in the catalog
   offload_pipeline,   ///< CPU offload with a pipeline (not modelled)
   batch,              ///< micro_batch x dp does not divide the global batch

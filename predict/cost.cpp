@@ -79,22 +79,24 @@ void cost_flops(const Job& job, Costs& c) {
   c.hfu_flops_per_step = mf.hfu_flops() * m * job.layout().dp;  // MFU's convention plus recompute
 }
 
-/// A MoE layer's bytes (the mean over layers): a GPU holds 1/ep of the routed experts. Their
-/// gradients reduce over the expert-data-parallel group of n_e = dp·cp/ep ranks, dense ones
-/// over the n = dp·cp ranks; the lowering reduces a layer's gradients in one bucket stream
-/// over the DP fabric, so the experts' bytes there are scaled by the ratio of a ring's
-/// per-rank traffic in the two groups, ((n_e - 1)/n_e) / ((n - 1)/n): 0 when each expert
-/// lives on one rank per stage (n_e = 1). The expert-DP group's own fabric is not modelled.
+/// A MoE layer's bytes (the mean over layers): a GPU holds 1/ep of the routed experts, whole
+/// (expert TP 1), and 1/t of the rest. Their gradients reduce over the expert-data-parallel
+/// group of n_e = t·dp·cp/ep ranks, dense ones over the n = dp·cp ranks; the lowering reduces
+/// a layer's gradients in one bucket stream over the DP fabric, so the experts' bytes there
+/// are scaled by the ratio of a ring's per-rank traffic in the two groups,
+/// ((n_e - 1)/n_e) / ((n - 1)/n): 0 when each expert lives on one rank per stage (n_e = 1).
+/// The expert-DP group's own fabric is not modelled.
 void moe_layer_bytes(const Job& job, double layer_params, Costs& c) {
   const TransformerSpec& model = job.scenario.model;
   const double wb = working_bytes(job.scenario.training.precision);
+  const double t = job.layout().tp;
   const double routed = routed_expert_parameters(model) / static_cast<double>(model.layers);
   const double local = routed / job.layout().ep;
   const double n = static_cast<double>(job.layout().dp) * job.layout().cp;
-  const double n_e = n / job.layout().ep;
-  const double ratio = n_e > 1 ? ((n_e - 1) / n_e) / ((n - 1) / n) : 0.0;
-  c.layer_param_bytes = (layer_params - routed + local) * wb;
-  c.layer_grad_bytes = (layer_params - routed + local * ratio) * wb;
+  const double n_e = t * n / job.layout().ep;
+  const double ratio = n_e > 1 && n > 1 ? ((n_e - 1) / n_e) / ((n - 1) / n) : 0.0;
+  c.layer_param_bytes = ((layer_params - routed) / t + local) * wb;
+  c.layer_grad_bytes = ((layer_params - routed) / t + local * ratio) * wb;
 }
 
 /// Bytes of weights and trainable gradients per layer, root unit and untied LM head.
@@ -335,7 +337,8 @@ void cost_expert_parallel(const Job& job, Costs& c) {
   const TransformerSpec& model = job.scenario.model;
   if (!model.moe || job.layout().ep == 1) return;
   const TrainingSpec& tr = job.scenario.training;
-  const double tokens = static_cast<double>(tr.micro_batch * (tr.seq_len / job.layout().cp));
+  const std::int64_t rows = tr.micro_batch * (tr.seq_len / job.layout().cp);
+  const double tokens = static_cast<double>(moe_tokens_per_rank(rows, job.layout().tp));
   const double bytes = moe_layer_share(model) *
                        moe_all_to_all_bytes(model, *model.moe, tokens, working_bytes(tr.precision), job.layout().ep);
   auto op = [&](const char* what) {
@@ -445,7 +448,8 @@ TpLayerGemmTimes tp_gemm_times(const Job& job, std::int64_t tokens) {
 /// Tensor parallelism per micro-batch: each layer's TP collectives (forward, backward; the
 /// full recompute repeats the forward's) and the vocab-parallel head's, on this GPU's
 /// tokens (model/parallel.hpp): blocking, beside the GEMMs they overlap with
-/// (tp_comm_overlap), or asynchronous in the backward (tp_backward_overlap).
+/// (tp_comm_overlap), or asynchronous in the backward (tp_backward_overlap); the MLP's only
+/// in the layers whose MLP TP splits (tp_mlp_layer_share).
 void cost_tensor_parallel(const Job& job, Costs& c) {
   if (job.layout().tp == 1) return;
   const TrainingSpec& tr = job.scenario.training;
@@ -459,6 +463,7 @@ void cost_tensor_parallel(const Job& job, Costs& c) {
                    ? tp_layer_comm_async(tokens, h, w, job.layout().tp, job.layout().sp, tp_gemm_times(job, tokens),
                                          job.comm_slowdown, Recompute::none)
                    : tp_layer_comm(tokens, h, w, job.layout().tp, job.layout().sp, Recompute::none);
+  scale_tp_mlp_collectives(c.tp_layer, tp_mlp_layer_share(job.scenario.model));
   c.tp_head = tp_embedding_head_comm(tokens, h, w, job.layout().tp, job.layout().sp);
 }
 
@@ -499,11 +504,13 @@ Costs cost(const Job& job, const MicroStepTimes& micro) {
   c.parameters = static_cast<double>(parameter_count(model));
   c.trainable = tr.lora ? static_cast<double>(lora_parameter_count(model, *tr.lora)) : c.parameters;
   // A MoE model's GPU steps 1/ep of the routed experts unless the optimizer is sharded (then
-  // 1/(dp·cp) of them, as of the dense part: E/ep experts over dp·cp/ep expert-DP ranks).
+  // 1/(t·dp·cp) of them: E/ep experts over t·dp·cp/ep expert-DP ranks; the dense part 1/(dp·cp)
+  // of its 1/t, which optimizer_step_s divides).
   const double routed = routed_expert_parameters(model);
+  const double t = job.layout().tp;
   c.optimizer_s = optimizer_step_s(job, shards_optimizer(job.scenario.strategy.layout.dp_sharding)
                                             ? c.trainable
-                                            : c.trainable - routed + routed / job.layout().ep);
+                                            : c.trainable - routed + routed * t / job.layout().ep);
   cost_bytes(job, c);
   cost_grad_accumulation(job, c);  // before the stage share: it adds to every layer's backward
   if (job.layout().pp > 1) first_pipeline_stage_share(job, c);

@@ -406,12 +406,18 @@ void resolve_expert_parallel(Job& job, const Topology& topo) {
   if (job.layout().ep > 1)
     job.ep_fabric = group_fabric(topo, group_placement(experts, GroupKind::tp, job.gpus_per_node));
   job.assumptions.push_back(fmt::format(
-      "MoE: {} of {} layers route to {} experts (top {}{}); expert parallelism ep {} ({} experts per GPU, dispatch and "
-      "combine all-to-alls on the compute stream, spread evenly over the layers), expert gradients reduced over the "
-      "{} expert-data-parallel ranks",
+      "MoE: {} of {} layers route to {} experts (top {}{}); expert parallelism ep {} ({} experts per GPU{}, dispatch "
+      "and combine all-to-alls on the compute stream, spread evenly over the layers), {}",
       moe_layer_count(model.layers, *model.moe), model.layers, model.moe->experts, model.moe->top_k,
       model.moe->shared_experts > 0 ? fmt::format(", {} shared", model.moe->shared_experts) : "", job.layout().ep,
-      model.moe->experts / job.layout().ep, experts.dp));
+      model.moe->experts / job.layout().ep,
+      job.layout().tp > 1 ? fmt::format(", whole (expert TP 1); each TP rank routes its 1/{} of the sequence and the "
+                                        "EP groups span the TP ranks (Megatron-Core's parallel folding); no MLP TP "
+                                        "collectives in the MoE layers{}",
+                                        job.layout().tp, model.moe->shared_experts > 0 ? " but the shared experts'" : "")
+                          : "",
+      experts.dp == 1 ? std::string("each expert on one rank per stage: no expert gradient reduction")
+                      : fmt::format("expert gradients reduced over the {} expert-data-parallel ranks", experts.dp)));
   job.assumptions.push_back(
       fmt::format("moe_imbalance {:g}: the busiest EP rank's routed tokens over the mean{}", st.moe_imbalance,
                   st.moe_imbalance == 1.0 ? " (default: routing balanced, as auxiliary-loss-free "

@@ -226,7 +226,7 @@ std::string header_section(const Scenario& sc, const Prediction& p, const std::s
   const StrategySpec& st = sc.strategy;
   const ParallelLayout& l = st.layout;
   out += fmt::format(
-      "  strategy {}{}{} | hardware {}\n", name(p.strategy),
+      "  strategy {}{}{}{} | hardware {}\n", name(p.strategy),
       l.tp > 1 || l.pp > 1 || l.cp > 1
           ? fmt::format(" | tensor parallel {}{}{} x data parallel {}", l.tp, l.sp ? " (sequence parallel)" : "",
                         l.cp > 1 ? fmt::format(" x context parallel {} ({})", l.cp, name(st.cp_comm)) : "",
@@ -235,7 +235,7 @@ std::string header_section(const Scenario& sc, const Prediction& p, const std::s
       l.pp > 1 ? fmt::format(" x pipeline {} ({}{})", l.pp, name(l.schedule),
                              l.vpp > 1 ? fmt::format(", {} chunks per stage", l.vpp) : "")
                : "",
-      p.hardware);
+      l.ep > 1 ? fmt::format(" | expert parallel {}", l.ep) : "", p.hardware);
   const TrainingSpec& tr = sc.training;
   out += fmt::format("  training {} with {} | recompute {} | flash attention {}{}\n", name(tr.precision),
                      name(tr.optimizer), name(tr.recompute), tr.flash_attention ? "on" : "off",

@@ -849,15 +849,20 @@ InputError layout_error(LayoutRule rule, const Scenario& s, const ScenarioSource
       return InputError(w.file, at("ep"),
                         fmt::format("expected a divisor of the {} experts, got {}", m.moe ? m.moe->experts : 0, l.ep));
     case LayoutRule::ep_ranks: {
-      const std::int64_t ranks = gpus / (static_cast<std::int64_t>(l.tp) * l.pp);
+      const std::int64_t ranks = gpus / l.pp;
       return InputError(w.file, at("ep"),
-                        fmt::format("expected a divisor of the {} data-parallel (x context-parallel) ranks of a stage "
-                                    "({} GPUs / (tp {} x pp {})), got {}: expert-parallel groups lie inside them "
-                                    "(Megatron-Core)",
-                                    ranks, gpus, l.tp, l.pp, l.ep));
+                        fmt::format("expected a divisor of the {} tensor x context x data-parallel ranks of a stage "
+                                    "({} GPUs / pp {}), got {}: expert-parallel groups lie inside them (Megatron-Core's "
+                                    "parallel folding)",
+                                    ranks, gpus, l.pp, l.ep));
     }
-    case LayoutRule::moe_tp:
-      return InputError(w.file, at("tp"), "MoE and MLA models under tensor parallelism are not modelled yet");
+    case LayoutRule::moe_sp:
+      return InputError(w.file, at("sp"),
+                        fmt::format("a MoE model under tensor parallelism (tp {}) needs sequence parallelism: set "
+                                    "\"sp\": true (Megatron-Core requires it with experts)",
+                                    l.tp));
+    case LayoutRule::mla_tp:
+      return InputError(w.file, at("tp"), "MLA models under tensor parallelism are not modelled yet");
   }
   throw std::logic_error("layout_error: unknown rule");
 }

@@ -145,6 +145,8 @@ stepcast_cli_case(bad_malformed RC 2 STDERR "malformed.json" "malformed JSON"
                   ARGS predict ${STEPCAST_CLI_BAD}/malformed.json)
 stepcast_cli_case(bad_ep_not_dividing_dp RC 2 STDERR "ep_not_dividing_dp.json" "/strategy/ep" "expected a divisor of the 32"
                   ARGS predict ${STEPCAST_CLI_BAD}/ep_not_dividing_dp.json)
+stepcast_cli_case(bad_moe_tp_without_sp RC 2 STDERR "moe_tp_without_sp.json" "/strategy/sp" "needs sequence parallelism"
+                  ARGS predict ${STEPCAST_CLI_BAD}/moe_tp_without_sp.json)
 stepcast_cli_case(bad_tp_comm_overlap_without_sp RC 2 STDERR "tp_comm_overlap_without_sp.json"
                   "/strategy/tp_comm_overlap" "needs sequence parallelism"
                   ARGS predict ${STEPCAST_CLI_BAD}/tp_comm_overlap_without_sp.json)
@@ -261,6 +263,13 @@ stepcast_cli_case(validate_with_calibration RC 0 STDOUT "Summary, leave one sour
 # A cloud box with a catalogued host runs CPU offload on it (AWS p5: 2x EPYC 7R13, 2 TiB).
 stepcast_cli_case(predict_offload_on_aws_p5 STDOUT "on the host (CPU offload)" "2048.00  the box's host memory"
                   ARGS predict ${CMAKE_CURRENT_LIST_DIR}/data/good/offload-aws-p5.json)
+
+# A MoE model under TP: experts whole on each rank, the EP group folded over the TP pairs
+# (ep 16 > dp 8), the layout line naming every degree.
+stepcast_cli_case(predict_moe_tp_folded
+                  STDOUT "tensor parallel 2 (sequence parallel) x data parallel 8 | expert parallel 16"
+                         "Megatron-Core's parallel folding" "verdict: FITS"
+                  ARGS predict tests/data/good/moe-tp2-ep16-folded.json)
 
 # A step whose micro-steps are added from their pattern, not simulated one by one, says so.
 stepcast_cli_case(predict_pattern_assumption
