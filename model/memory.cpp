@@ -158,10 +158,13 @@ double mlp_inner_bytes(const TransformerSpec& spec, const StoredWidths& sw, doub
 /// 34·s·b·h); without dropout 32h.
 /// MoE layers (the share φ = moe_layer_share of the layers) keep, per token, in place of the
 /// dense MLP's: the MLP input h·g + its dropout mask m·h, the router's fp32 logits 4·E, the
-/// dispatched copies (the experts' first GEMM input) c·k·h·g and the experts' outputs before
-/// combine c·k·h·w, and the experts' inner activations as a dense MLP of width
-/// F = c·k·f_e + S·f_s (c the capacity factor, k of E routed experts of width f_e, S shared
-/// of width f_s); the layer's mean is (1 - φ)·dense + φ·MoE.
+/// dispatched copies (the experts' first GEMM input) c·k·h·g, the experts' outputs before
+/// combine c·k·h·w for the routing probabilities' gradient (none under the fused profile:
+/// Megatron-Core's TEGroupedMLP weights the SwiGLU by the probabilities,
+/// weighted_bias_swiglu_impl in moe/experts.py, so the combine keeps nothing), and the
+/// experts' inner activations as a dense MLP of width F = c·k·f_e + S·f_s (c the capacity
+/// factor, k of E routed experts of width f_e, S shared of width f_s); the layer's mean is
+/// (1 - φ)·dense + φ·MoE.
 double moe_mlp_bytes_per_token(const TransformerSpec& spec, const StoredWidths& sw, double dense_mlp) {
   const MoeSpec& m = *spec.moe;
   const double h = static_cast<double>(spec.hidden);
@@ -173,7 +176,8 @@ double moe_mlp_bytes_per_token(const TransformerSpec& spec, const StoredWidths& 
   const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
   const double mask = spec.dropout > 0 ? h : 0.0;
   const double moe = mlp_input * sw.gemm_input + mlp_inner_bytes(spec, sw, f) + mask +
-                     4.0 * static_cast<double>(m.experts) + c * k * h * (sw.gemm_input + sw.w);
+                     4.0 * static_cast<double>(m.experts) +
+                     c * k * h * (sw.gemm_input + (sw.fused_swiglu ? 0.0 : sw.w));
   const double share = moe_layer_share(spec);
   return (1.0 - share) * dense_mlp + share * moe;
 }
@@ -618,18 +622,17 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
   const double held =
       spec.moe ? c.stored + routed_expert_parameters(spec) * layer_share * (1.0 / in.ep - 1.0 / in.tp) : c.stored;
   add("weights", m.weights, [&] {
-    return fmt::format("{}-bit working copy of {:.4g} params{}{}, {}{}", 8 * w, held,
-                       spec.moe ? fmt::format(" (routed experts 1/{}: expert parallelism; {})", in.ep,
-                                              in.gpus * in.tp / in.ep == 1
-                                                  ? std::string("one expert-DP rank")
-                                                  : fmt::format("their states sharded over {} expert-DP ranks",
-                                                                in.gpus * in.tp / in.ep))
-                                : "",
-                       in.tp > 1 ? fmt::format(" (1/{} of each {}matrix: tensor parallelism)", in.tp,
-                                               spec.moe ? "other " : "")
-                                 : "",
-                       shard_note(shards_parameters(s), n),
-                       s == Strategy::fsdp_shard_grad_op ? " (SHARD_GRAD_OP keeps them gathered)" : "");
+    return fmt::format(
+        "{}-bit working copy of {:.4g} params{}{}, {}{}", 8 * w, held,
+        spec.moe
+            ? fmt::format(" (routed experts 1/{}: expert parallelism; {})", in.ep,
+                          in.gpus * in.tp / in.ep == 1
+                              ? std::string("one expert-DP rank")
+                              : fmt::format("their states sharded over {} expert-DP ranks", in.gpus * in.tp / in.ep))
+            : "",
+        in.tp > 1 ? fmt::format(" (1/{} of each {}matrix: tensor parallelism)", in.tp, spec.moe ? "other " : "") : "",
+        shard_note(shards_parameters(s), n),
+        s == Strategy::fsdp_shard_grad_op ? " (SHARD_GRAD_OP keeps them gathered)" : "");
   });
   add("gradients", m.gradients, [&] {
     return fmt::format("{} for {:.4g} trainable params, {}",

@@ -535,6 +535,19 @@ TEST_CASE("MoE memory: a GPU holds 1/ep of the routed experts; ZeRO shards them 
   CHECK_THROWS_AS(memory_per_gpu(ep2), std::invalid_argument);
 }
 
+TEST_CASE("fused MoE experts keep no outputs for the combine: the probabilities weight the SwiGLU instead") {
+  const TransformerSpec* mix = find_model("mixtral-8x7b");
+  REQUIRE(mix != nullptr);
+  MemoryInputs in = base_inputs(*mix, Strategy::zero1, 8);
+  in.capacity_bytes = 1e12;
+  const double eager = term(memory_per_gpu(in), "activations");
+  in.fused_swiglu = true;
+  const double fused = term(memory_per_gpu(in), "activations");
+  // Per token and layer the fused profile drops SwiGLU's output (one of its k·f_e-wide
+  // tensors, as in a dense layer) and the k expert outputs before combine, k·h, at w = 2.
+  CHECK(eager - fused == doctest::Approx(32.0 * 1024 * (2.0 * 14336 + 2.0 * 4096) * 2));
+}
+
 TEST_CASE("MoE memory under TP (expert TP 1): experts whole, 1/ep each; the rest 1/t; expert-DP over t·dp/ep") {
   const TransformerSpec* mix = find_model("mixtral-8x7b");
   REQUIRE(mix != nullptr);

@@ -445,13 +445,10 @@ TpLayerComm tp_layer_comm_async(std::int64_t tokens, std::int64_t hidden, double
   };
   TpLayerComm out = tp_layer_comm(tokens, hidden, w, tp, sp, Recompute::none);
   if (sp)
-    out.backward = {
-        // the output gradient's, before attention-out and MLP-down dgrad
-        TpCollective{Collective::all_gather, 2, bytes, TpOverlap::none, 0.0, 1, 0.0, 1},
-        beside(Collective::all_gather, t.qkv_dgrad, 0),
-        beside(Collective::reduce_scatter, t.qkv_wgrad, 0),
-        beside(Collective::all_gather, t.fc1_dgrad, 1),
-        beside(Collective::reduce_scatter, t.fc1_wgrad, 1)};
+    out.backward = {// the output gradient's, before attention-out and MLP-down dgrad
+                    TpCollective{Collective::all_gather, 2, bytes, TpOverlap::none, 0.0, 1, 0.0, 1},
+                    beside(Collective::all_gather, t.qkv_dgrad, 0), beside(Collective::reduce_scatter, t.qkv_wgrad, 0),
+                    beside(Collective::all_gather, t.fc1_dgrad, 1), beside(Collective::reduce_scatter, t.fc1_wgrad, 1)};
   else
     out.backward = {beside(Collective::all_reduce, t.qkv_wgrad, 0), beside(Collective::all_reduce, t.fc1_wgrad, 1)};
   if (recompute == Recompute::full) out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());

@@ -666,7 +666,7 @@ TEST_CASE("MoE under TP needs SP; ep divides a stage's TP x CP x DP ranks; MLA u
   CHECK(layout_violations(l, *mix, c) == Rules{LayoutRule::moe_sp});
   l.sp = true;
   CHECK(layout_violations(l, *mix, c).empty());
-  l.ep = 16;  // all 16 ranks of a stage: folded over TP
+  l.ep = 16;                                                              // all 16 ranks of a stage: folded over TP
   CHECK(layout_violations(l, *mix, c) == Rules{LayoutRule::ep_experts});  // Mixtral has 8 experts
   l = with(1, 1, 4);
   l.ep = 32;  // 16 ranks per stage

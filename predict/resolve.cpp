@@ -411,11 +411,12 @@ void resolve_expert_parallel(Job& job, const Topology& topo) {
       moe_layer_count(model.layers, *model.moe), model.layers, model.moe->experts, model.moe->top_k,
       model.moe->shared_experts > 0 ? fmt::format(", {} shared", model.moe->shared_experts) : "", job.layout().ep,
       model.moe->experts / job.layout().ep,
-      job.layout().tp > 1 ? fmt::format(", whole (expert TP 1); each TP rank routes its 1/{} of the sequence and the "
-                                        "EP groups span the TP ranks (Megatron-Core's parallel folding); no MLP TP "
-                                        "collectives in the MoE layers{}",
-                                        job.layout().tp, model.moe->shared_experts > 0 ? " but the shared experts'" : "")
-                          : "",
+      job.layout().tp > 1
+          ? fmt::format(", whole (expert TP 1); each TP rank routes its 1/{} of the sequence and the "
+                        "EP groups span the TP ranks (Megatron-Core's parallel folding); no MLP TP "
+                        "collectives in the MoE layers{}",
+                        job.layout().tp, model.moe->shared_experts > 0 ? " but the shared experts'" : "")
+          : "",
       experts.dp == 1 ? std::string("each expert on one rank per stage: no expert gradient reduction")
                       : fmt::format("expert gradients reduced over the {} expert-data-parallel ranks", experts.dp)));
   job.assumptions.push_back(

@@ -850,11 +850,12 @@ InputError layout_error(LayoutRule rule, const Scenario& s, const ScenarioSource
                         fmt::format("expected a divisor of the {} experts, got {}", m.moe ? m.moe->experts : 0, l.ep));
     case LayoutRule::ep_ranks: {
       const std::int64_t ranks = gpus / l.pp;
-      return InputError(w.file, at("ep"),
-                        fmt::format("expected a divisor of the {} tensor x context x data-parallel ranks of a stage "
-                                    "({} GPUs / pp {}), got {}: expert-parallel groups lie inside them (Megatron-Core's "
-                                    "parallel folding)",
-                                    ranks, gpus, l.pp, l.ep));
+      return InputError(
+          w.file, at("ep"),
+          fmt::format("expected a divisor of the {} tensor x context x data-parallel ranks of a stage "
+                      "({} GPUs / pp {}), got {}: expert-parallel groups lie inside them (Megatron-Core's "
+                      "parallel folding)",
+                      ranks, gpus, l.pp, l.ep));
     }
     case LayoutRule::moe_sp:
       return InputError(w.file, at("sp"),
