@@ -545,8 +545,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
     throw std::invalid_argument("micro-step times: LoRA under tensor parallelism is not modelled");
   if ((spec.moe || spec.mla) && opts.lora != nullptr)
     throw std::invalid_argument("micro-step times: MoE and MLA models under LoRA are not modelled");
-  if (spec.mla && kernels.tp > 1)
-    throw std::invalid_argument("micro-step times: MLA models under tensor parallelism are not modelled");
+  if (spec.mla && kernels.tp > 1 && !kernels.sp)
+    throw std::invalid_argument("micro-step times: MLA under tensor parallelism is modelled with sequence parallelism");
   if (spec.moe && kernels.tp > 1 && !kernels.sp)
     throw std::invalid_argument("micro-step times: a MoE model under tensor parallelism needs sequence parallelism");
   if (kernels.ep > 1 && !spec.moe) throw std::invalid_argument("micro-step times: ep > 1 needs a MoE model");

@@ -123,7 +123,7 @@ std::string_view describe(LayoutRule rule) {
     case LayoutRule::moe_sp:
       return "MoE under tensor parallelism without sequence parallelism";
     case LayoutRule::mla_tp:
-      return "MLA models under tensor parallelism are not modelled";
+      return "MLA under tensor parallelism without sequence parallelism";
   }
   return "?";
 }
@@ -154,7 +154,7 @@ std::vector<LayoutRule> layout_violations(const ParallelLayout& l, const Transfo
   if (m.moe && m.moe->experts % l.ep != 0) out.push_back(LayoutRule::ep_experts);
   if (c.gpus % model_parallel == 0 && (c.gpus / l.pp) % l.ep != 0) out.push_back(LayoutRule::ep_ranks);
   if (m.moe && l.tp > 1 && !l.sp) out.push_back(LayoutRule::moe_sp);
-  if (m.mla && l.tp > 1) out.push_back(LayoutRule::mla_tp);
+  if (m.mla && l.tp > 1 && !l.sp) out.push_back(LayoutRule::mla_tp);
   return out;
 }
 
@@ -295,8 +295,10 @@ std::vector<GemmShape> tp_layer_gemms(const TransformerSpec& spec, std::int64_t 
                                 str(spec.kv_heads) + " and ffn_hidden " + str(spec.ffn_hidden));
   std::vector<GemmShape> gemms = layer_gemms(spec, tokens);
   for (auto& g : gemms) {
-    if (g.name == "qkv" || g.name == "mlp_up")
-      g.n /= tp;  // column-parallel
+    if (g.name == "qkv" || g.name == "mlp_up" || g.name == "q" || g.name == "q_b" || g.name == "kv_b")
+      g.n /= tp;  // column-parallel (MLA's up projections: the heads)
+    else if (g.name == "q_a" || g.name == "kv_a")
+      g.m = (g.m + tp - 1) / tp;  // MLA's down projections: whole, on the rank's own tokens
     else if (g.name == "attn_out" || g.name == "mlp_down")
       g.k /= tp;  // row-parallel
     else if (g.name == "lm_head")
@@ -332,25 +334,41 @@ double tp_mlp_layer_share(const TransformerSpec& spec) {
   return 1.0 - moe + (spec.moe->shared_experts > 0 ? moe : 0.0);
 }
 
-void scale_tp_mlp_collectives(TpLayerComm& comm, double share) {
-  if (!(share >= 0 && share <= 1)) throw std::invalid_argument("TP MLP share must be in [0, 1]");
-  if (share == 1) return;
-  const auto scale = [share](std::vector<TpCollective>& list) {
+double tp_attention_input_share(const TransformerSpec& spec) {
+  if (!spec.mla) return 1.0;
+  const MlaSpec& m = *spec.mla;
+  const double q = m.q_lora_rank > 0 ? static_cast<double>(m.q_lora_rank) : static_cast<double>(spec.hidden);
+  return std::min(1.0, (q + static_cast<double>(m.kv_lora_rank + m.qk_rope_dim)) / static_cast<double>(spec.hidden));
+}
+
+void scale_tp_collectives(TpLayerComm& comm, double mlp_share, double attention_input_share) {
+  if (!(mlp_share >= 0 && mlp_share <= 1) || !(attention_input_share > 0 && attention_input_share <= 1))
+    throw std::invalid_argument("TP collective shares: MLP in [0, 1], attention input in (0, 1]");
+  if (mlp_share == 1 && attention_input_share == 1) return;
+  const auto scale = [&](std::vector<TpCollective>& list) {
     std::vector<TpCollective> out;
     for (TpCollective c : list) {
-      if (c.mlp_count > 0) {
-        TpCollective mlp = c;
-        mlp.count = c.mlp_count;
-        mlp.mlp_count = c.mlp_count;
-        mlp.bytes *= share;
-        mlp.gemm_s *= share;
-        c.count -= c.mlp_count;
-        c.mlp_count = 0;
-        if (c.count > 0) out.push_back(c);
-        if (share > 0) out.push_back(mlp);
-      } else {
-        out.push_back(c);
+      // The part that stays, then the MLP's and the attention input's, each scaled.
+      const auto part = [&](int count, double bytes_share, double gemm_share, bool mlp) {
+        if (count == 0 || bytes_share == 0) return;
+        TpCollective p = c;
+        p.count = count;
+        p.mlp_count = mlp ? count : 0;
+        p.attn_in_count = mlp ? 0 : count;
+        p.bytes *= bytes_share;
+        p.gemm_s *= gemm_share;
+        out.push_back(p);
+      };
+      const int mlp = mlp_share == 1 ? 0 : c.mlp_count, attn_in = attention_input_share == 1 ? 0 : c.attn_in_count;
+      if (c.count > mlp + attn_in) {
+        TpCollective rest = c;
+        rest.count -= mlp + attn_in;
+        rest.mlp_count -= mlp;
+        rest.attn_in_count -= attn_in;
+        out.push_back(rest);
       }
+      part(mlp, mlp_share, mlp_share, true);
+      part(attn_in, attention_input_share, 1.0, false);
     }
     list = std::move(out);
   };
@@ -364,17 +382,19 @@ TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, in
   TpLayerComm out;
   if (tp == 1) return out;
   const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * w;
-  const auto both = [bytes](Collective op, int count) {  // half attention's, half the MLP's
+  // `mlp` of the `count` are the MLP's, `in` gather attention's input or reduce its gradient.
+  const auto of = [bytes](Collective op, int count, int mlp, int in) {
     TpCollective c{op, count, bytes};
-    c.mlp_count = count / 2;
+    c.mlp_count = mlp;
+    c.attn_in_count = in;
     return c;
   };
   if (sp) {
-    out.forward = {both(Collective::all_gather, 2), both(Collective::reduce_scatter, 2)};
-    out.backward = {both(Collective::all_gather, 4), both(Collective::reduce_scatter, 2)};
+    out.forward = {of(Collective::all_gather, 2, 1, 1), of(Collective::reduce_scatter, 2, 1, 0)};
+    out.backward = {of(Collective::all_gather, 4, 2, 1), of(Collective::reduce_scatter, 2, 1, 1)};
   } else {
-    out.forward = {both(Collective::all_reduce, 2)};
-    out.backward = {both(Collective::all_reduce, 2)};
+    out.forward = {of(Collective::all_reduce, 2, 1, 0)};
+    out.backward = {of(Collective::all_reduce, 2, 1, 1)};
   }
   if (recompute == Recompute::full) out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
   return out;
@@ -413,22 +433,23 @@ TpLayerComm tp_layer_comm_overlapped(std::int64_t tokens, std::int64_t hidden, d
     throw std::invalid_argument("overlapped TP communication needs more than 16 SMs, got " + str(sm_count));
   const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * w;
   const double share = static_cast<double>(kCommSms) / sm_count;
-  // `mlp`: 1 for the collectives beside the MLP's GEMMs.
-  const auto ring = [&](Collective op, double gemm_s, int mlp) {
-    return TpCollective{op, 1, bytes, TpOverlap::ring_exchange, gemm_s, tp, 0.0, mlp};
+  // `mlp`: 1 beside the MLP's GEMMs; `in`: 1 for attention's input (or its gradient).
+  const auto ring = [&](Collective op, double gemm_s, int mlp, int in) {
+    return TpCollective{op, 1, bytes, TpOverlap::ring_exchange, gemm_s, tp, 0.0, mlp, in};
   };
   const auto pipe = [&](double gemm_s, int mlp) {
-    return TpCollective{Collective::reduce_scatter, 1, bytes, TpOverlap::pipeline, gemm_s, kSplits, share, mlp};
+    return TpCollective{Collective::reduce_scatter, 1, bytes, TpOverlap::pipeline, gemm_s, kSplits, share, mlp, 0};
   };
-  const auto bulk = [&](Collective op, double gemm_s, int mlp) {
-    return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share, mlp};
+  const auto bulk = [&](Collective op, double gemm_s, int mlp, int in) {
+    return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share, mlp, in};
   };
   TpLayerComm out;
-  out.forward = {ring(Collective::all_gather, t.qkv_fprop, 0), pipe(t.proj_fprop, 0),
-                 ring(Collective::all_gather, t.fc1_fprop, 1), pipe(t.fc2_fprop, 1)};
-  out.backward = {ring(Collective::all_gather, t.fc2_dgrad, 1),     bulk(Collective::all_gather, t.fc1_dgrad, 1),
-                  bulk(Collective::reduce_scatter, t.fc1_wgrad, 1), ring(Collective::all_gather, t.proj_dgrad, 0),
-                  bulk(Collective::all_gather, t.qkv_dgrad, 0),     bulk(Collective::reduce_scatter, t.qkv_wgrad, 0)};
+  out.forward = {ring(Collective::all_gather, t.qkv_fprop, 0, 1), pipe(t.proj_fprop, 0),
+                 ring(Collective::all_gather, t.fc1_fprop, 1, 0), pipe(t.fc2_fprop, 1)};
+  out.backward = {
+      ring(Collective::all_gather, t.fc2_dgrad, 1, 0),     bulk(Collective::all_gather, t.fc1_dgrad, 1, 0),
+      bulk(Collective::reduce_scatter, t.fc1_wgrad, 1, 0), ring(Collective::all_gather, t.proj_dgrad, 0, 0),
+      bulk(Collective::all_gather, t.qkv_dgrad, 0, 1),     bulk(Collective::reduce_scatter, t.qkv_wgrad, 0, 1)};
   if (recompute == Recompute::full) out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
   return out;
 }
@@ -440,17 +461,19 @@ TpLayerComm tp_layer_comm_async(std::int64_t tokens, std::int64_t hidden, double
         "asynchronous TP communication needs tokens, hidden, w > 0, tp >= 2 and an SM share "
         "in [0, 1)");
   const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * w;
-  const auto beside = [&](Collective op, double gemm_s, int mlp) {
-    return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share, mlp};
+  const auto beside = [&](Collective op, double gemm_s, int mlp, int in) {
+    return TpCollective{op, 1, bytes, TpOverlap::bulk, gemm_s, 1, share, mlp, in};
   };
   TpLayerComm out = tp_layer_comm(tokens, hidden, w, tp, sp, Recompute::none);
   if (sp)
-    out.backward = {// the output gradient's, before attention-out and MLP-down dgrad
-                    TpCollective{Collective::all_gather, 2, bytes, TpOverlap::none, 0.0, 1, 0.0, 1},
-                    beside(Collective::all_gather, t.qkv_dgrad, 0), beside(Collective::reduce_scatter, t.qkv_wgrad, 0),
-                    beside(Collective::all_gather, t.fc1_dgrad, 1), beside(Collective::reduce_scatter, t.fc1_wgrad, 1)};
+    out.backward = {
+        // the output gradient's, before attention-out and MLP-down dgrad
+        TpCollective{Collective::all_gather, 2, bytes, TpOverlap::none, 0.0, 1, 0.0, 1, 0},
+        beside(Collective::all_gather, t.qkv_dgrad, 0, 1), beside(Collective::reduce_scatter, t.qkv_wgrad, 0, 1),
+        beside(Collective::all_gather, t.fc1_dgrad, 1, 0), beside(Collective::reduce_scatter, t.fc1_wgrad, 1, 0)};
   else
-    out.backward = {beside(Collective::all_reduce, t.qkv_wgrad, 0), beside(Collective::all_reduce, t.fc1_wgrad, 1)};
+    out.backward = {beside(Collective::all_reduce, t.qkv_wgrad, 0, 1),
+                    beside(Collective::all_reduce, t.fc1_wgrad, 1, 0)};
   if (recompute == Recompute::full) out.backward.insert(out.backward.end(), out.forward.begin(), out.forward.end());
   return out;
 }

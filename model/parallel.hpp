@@ -94,7 +94,7 @@ enum class LayoutRule {
   ep_experts,          ///< ep divides the experts
   ep_ranks,            ///< ep divides the TP x CP x DP ranks of a stage
   moe_sp,              ///< MoE under tensor parallelism needs sequence parallelism
-  mla_tp,              ///< MLA models without tensor parallelism (not modelled)
+  mla_tp,              ///< MLA under tensor parallelism needs sequence parallelism (modelled only with it)
 };
 /// One sentence: "tp does not divide the heads, KV heads and MLP width".
 std::string_view describe(LayoutRule);
@@ -168,8 +168,10 @@ GroupPlacement group_placement(const ParallelLayout& layout, GroupKind kind, int
 /// et al. 2019, arXiv 1909.08053, Sec. 3): column-parallel QKV and MLP-up split n by t,
 /// row-parallel attention-out and MLP-down split k by t; the vocab-parallel LM head has
 /// vocab_rows_per_rank(V, t) rows. `tokens` = the GEMM's m (b·s/cp: with SP the input is
-/// all-gathered to the full sequence first). Throws std::invalid_argument when t does not
-/// divide heads, kv_heads or ffn_hidden.
+/// all-gathered to the full sequence first). MLA (with SP): the up projections split the
+/// heads (n by t), the down projections stay whole on the rank's own tokens/t (Megatron-Core's
+/// multi_latent_attention.py). Throws std::invalid_argument when t does not divide heads,
+/// kv_heads or ffn_hidden.
 std::vector<GemmShape> tp_layer_gemms(const TransformerSpec& spec, std::int64_t tokens, int tp);
 
 /// Rows of a vocab-parallel embedding or LM head on one TP rank: ceil(V_pad / t), with V
@@ -192,7 +194,8 @@ struct TpCollective {
   double gemm_s = 0;                    ///< the GEMM it overlaps, s (overlap != none)
   int chunks = 1;                       ///< pieces the pair is cut into (overlap != none)
   double comm_sm_share = 0;             ///< share of the GPU's SMs the collective's kernel holds
-  int mlp_count = 0;                    ///< how many of the `count` belong to the MLP (the rest to attention)
+  int mlp_count = 0;                    ///< how many of the `count` belong to the MLP
+  int attn_in_count = 0;                ///< how many gather attention's input (or reduce its gradient)
 };
 
 /// Seconds a TP collective that takes `comm_s` alone adds to the GEMM it overlaps
@@ -225,10 +228,18 @@ struct TpLayerComm {
 ///   1 - φ + φ·[shared_experts > 0], φ = moe_layer_share.
 double tp_mlp_layer_share(const TransformerSpec& spec);
 
-/// Scales the MLP's part of a layer's TP collectives (TpCollective::mlp_count) to the share
-/// of layers that issue them (tp_mlp_layer_share): bytes and the GEMM each overlaps times
-/// `share` (the mean layer's), dropped at 0; attention's stay. Unchanged at 1.
-void scale_tp_mlp_collectives(TpLayerComm& comm, double share);
+/// Share of a layer's h-wide tensor that attention's input collectives move: 1, or for MLA
+/// (q_lora_rank + kv_lora_rank + qk_rope_dim) / h: Megatron-Core's MLA runs its down
+/// projections on the rank's own s/t tokens and all-gathers the compressed latents, not the
+/// hidden states (multi_latent_attention.py, gather_from_sequence_parallel_region).
+double tp_attention_input_share(const TransformerSpec& spec);
+
+/// Scales parts of a layer's TP collectives: the MLP's (TpCollective::mlp_count) to the share
+/// of layers that issue them (tp_mlp_layer_share) and attention's input collectives
+/// (attn_in_count) to tp_attention_input_share: bytes and the GEMM each overlaps times the
+/// share (the mean layer's; the input share scales bytes only), a part dropped at 0. Unchanged
+/// at 1, 1.
+void scale_tp_collectives(TpLayerComm& comm, double mlp_share, double attention_input_share = 1.0);
 
 /// TP collectives of one layer per micro-batch, each of b·(s/cp)·h·w bytes (Shoeybi et al.
 /// 2019, Sec. 3, Fig. 4; Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4.2.2):

@@ -628,14 +628,14 @@ TEST_CASE("a MoE layer's MLP collectives: kept in dense layers and beside shared
   for (bool sp : {false, true}) {
     const TpLayerComm all = tp_layer_comm(1000, 500, 2.0, 4, sp);
     TpLayerComm none = all;
-    scale_tp_mlp_collectives(none, 0.0);
+    scale_tp_collectives(none, 0.0);
     CHECK(none.forward_bytes() == doctest::Approx(all.forward_bytes() / 2));  // attention's half
     CHECK(none.backward_bytes() == doctest::Approx(all.backward_bytes() / 2));
     TpLayerComm quarter = all;
-    scale_tp_mlp_collectives(quarter, 0.25);
+    scale_tp_collectives(quarter, 0.25);
     CHECK(quarter.forward_bytes() == doctest::Approx(all.forward_bytes() * 0.625));
     TpLayerComm same = all;
-    scale_tp_mlp_collectives(same, 1.0);
+    scale_tp_collectives(same, 1.0);
     CHECK(same.forward.size() == all.forward.size());
     CHECK(same.backward_bytes() == all.backward_bytes());
   }
@@ -643,14 +643,14 @@ TEST_CASE("a MoE layer's MLP collectives: kept in dense layers and beside shared
   TpLayerGemmTimes g;
   g.qkv_fprop = g.proj_fprop = g.fc1_fprop = g.fc2_fprop = 1e-3;
   TpLayerComm over = tp_layer_comm_overlapped(1000, 500, 2.0, 4, g, 132);
-  scale_tp_mlp_collectives(over, 0.0);
+  scale_tp_collectives(over, 0.0);
   CHECK(over.forward.size() == 2);
   CHECK(over.backward.size() == 3);
   for (const TpCollective& c : over.forward) CHECK(c.mlp_count == 0);
-  CHECK_THROWS_AS(scale_tp_mlp_collectives(over, 1.5), std::invalid_argument);
+  CHECK_THROWS_AS(scale_tp_collectives(over, 1.5), std::invalid_argument);
 }
 
-TEST_CASE("MoE under TP needs SP; ep divides a stage's TP x CP x DP ranks; MLA under TP is refused") {
+TEST_CASE("MoE and MLA under TP need SP; ep divides a stage's TP x CP x DP ranks") {
   const TransformerSpec* mix = find_model("mixtral-8x7b");
   const TransformerSpec* dsv3 = find_model("deepseek-v3");
   REQUIRE(mix != nullptr);
@@ -674,7 +674,40 @@ TEST_CASE("MoE under TP needs SP; ep divides a stage's TP x CP x DP ranks; MLA u
   l.ep = 16;
   CHECK(layout_violations(l, *dsv3, c).empty());
   l.tp = 2;
-  l.sp = true;
   l.ep = 8;
-  CHECK(layout_violations(l, *dsv3, c) == Rules{LayoutRule::mla_tp});
+  CHECK(layout_violations(l, *dsv3, c) == Rules{LayoutRule::moe_sp, LayoutRule::mla_tp});
+  l.sp = true;
+  CHECK(layout_violations(l, *dsv3, c).empty());
+}
+
+TEST_CASE("MLA under TP: up projections split the heads, down projections whole on a rank's own tokens") {
+  const TransformerSpec* dsv3 = find_model("deepseek-v3");
+  REQUIRE(dsv3 != nullptr);
+  const std::vector<GemmShape> one = layer_gemms(*dsv3, 4096);
+  const std::vector<GemmShape> two = tp_layer_gemms(*dsv3, 4096, 2);
+  REQUIRE(one.size() == two.size());
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    const std::string& n = one[i].name;
+    if (n == "q_a" || n == "kv_a") {
+      CHECK(two[i].m == 2048);
+      CHECK(two[i].n == one[i].n);
+    } else if (n == "q_b" || n == "kv_b") {
+      CHECK(two[i].n == one[i].n / 2);
+    } else if (n == "attn_out") {
+      CHECK(two[i].k == one[i].k / 2);
+    }
+  }
+  // Attention's input collectives move the latents: (1536 + 512 + 64) / 7168 of h.
+  CHECK(tp_attention_input_share(*dsv3) == doctest::Approx(2112.0 / 7168));
+  TransformerSpec dense;
+  dense.hidden = 4096;
+  CHECK(tp_attention_input_share(dense) == 1.0);
+  const TpLayerComm all = tp_layer_comm(1000, 500, 2.0, 4, true);
+  TpLayerComm mla = all;
+  scale_tp_collectives(mla, 1.0, 0.25);
+  // Forward: one of the two all-gathers at a quarter; backward: one re-gather and one
+  // reduce-scatter of the input gradient.
+  CHECK(mla.forward_bytes() == doctest::Approx(all.forward_bytes() - 0.75 * 1000 * 500 * 2));
+  CHECK(mla.backward_bytes() == doctest::Approx(all.backward_bytes() - 2 * 0.75 * 1000 * 500 * 2));
+  CHECK_THROWS_AS(scale_tp_collectives(mla, 1.0, 0.0), std::invalid_argument);
 }

@@ -433,8 +433,8 @@ TpLayerGemmTimes tp_gemm_times(const Job& job, std::int64_t tokens) {
   for (const GemmShape& g : tp_layer_gemms(job.scenario.model, tokens, job.layout().tp)) {
     const double fprop = t(g.m, g.n, g.k, g.count_per_layer), dgrad = t(g.m, g.k, g.n, g.count_per_layer),
                  wgrad = t(g.n, g.k, g.m, g.count_per_layer);
-    if (g.name == "qkv")
-      out.qkv_fprop = fprop, out.qkv_dgrad = dgrad, out.qkv_wgrad = wgrad;
+    if (g.name == "qkv" || g.name == "q" || g.name == "q_b" || g.name == "kv_b")  // MLA: the up projections
+      out.qkv_fprop += fprop, out.qkv_dgrad += dgrad, out.qkv_wgrad += wgrad;
     else if (g.name == "attn_out")
       out.proj_fprop = fprop, out.proj_dgrad = dgrad;
     else if (g.name == "mlp_up")
@@ -449,7 +449,8 @@ TpLayerGemmTimes tp_gemm_times(const Job& job, std::int64_t tokens) {
 /// full recompute repeats the forward's) and the vocab-parallel head's, on this GPU's
 /// tokens (model/parallel.hpp): blocking, beside the GEMMs they overlap with
 /// (tp_comm_overlap), or asynchronous in the backward (tp_backward_overlap); the MLP's only
-/// in the layers whose MLP TP splits (tp_mlp_layer_share).
+/// in the layers whose MLP TP splits (tp_mlp_layer_share), attention's input ones at MLA's
+/// latent width (tp_attention_input_share).
 void cost_tensor_parallel(const Job& job, Costs& c) {
   if (job.layout().tp == 1) return;
   const TrainingSpec& tr = job.scenario.training;
@@ -463,7 +464,8 @@ void cost_tensor_parallel(const Job& job, Costs& c) {
                    ? tp_layer_comm_async(tokens, h, w, job.layout().tp, job.layout().sp, tp_gemm_times(job, tokens),
                                          job.comm_slowdown, Recompute::none)
                    : tp_layer_comm(tokens, h, w, job.layout().tp, job.layout().sp, Recompute::none);
-  scale_tp_mlp_collectives(c.tp_layer, tp_mlp_layer_share(job.scenario.model));
+  scale_tp_collectives(c.tp_layer, tp_mlp_layer_share(job.scenario.model),
+                       tp_attention_input_share(job.scenario.model));
   c.tp_head = tp_embedding_head_comm(tokens, h, w, job.layout().tp, job.layout().sp);
 }
 

@@ -863,7 +863,11 @@ InputError layout_error(LayoutRule rule, const Scenario& s, const ScenarioSource
                                     "\"sp\": true (Megatron-Core requires it with experts)",
                                     l.tp));
     case LayoutRule::mla_tp:
-      return InputError(w.file, at("tp"), "MLA models under tensor parallelism are not modelled yet");
+      return InputError(w.file, at("sp"),
+                        fmt::format("an MLA model under tensor parallelism (tp {}) is modelled with sequence "
+                                    "parallelism only (its down projections on each rank's own tokens): set "
+                                    "\"sp\": true",
+                                    l.tp));
   }
   throw std::logic_error("layout_error: unknown rule");
 }

@@ -271,6 +271,12 @@ stepcast_cli_case(predict_moe_tp_folded
                          "Megatron-Core's parallel folding" "verdict: FITS"
                   ARGS predict tests/data/good/moe-tp2-ep16-folded.json)
 
+# MLA under TP with SP: the latents' all-gathers (2,112 of 7,168 wide) beside the
+# hidden states' (17.30 MB against 58.72 MB per micro-batch).
+stepcast_cli_case(predict_mla_tp_latent_gathers
+                  STDOUT "expert parallel 64" "17.30" "58.72"
+                  ARGS predict tests/data/good/mla-tp2-sp.json)
+
 # A step whose micro-steps are added from their pattern, not simulated one by one, says so.
 stepcast_cli_case(predict_pattern_assumption
                   STDOUT "100000 micro-steps were too many to simulate one by one"
