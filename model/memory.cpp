@@ -621,15 +621,14 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
   // A MoE GPU holds the dense part and 1/ep of the stage's routed experts, whole.
   const double held =
       spec.moe ? c.stored + routed_expert_parameters(spec) * layer_share * (1.0 / in.ep - 1.0 / in.tp) : c.stored;
+  const std::int64_t expert_dp = in.gpus * in.tp / in.ep;  // moe_model_state_bytes' group
   add("weights", m.weights, [&] {
     return fmt::format(
         "{}-bit working copy of {:.4g} params{}{}, {}{}", 8 * w, held,
-        spec.moe
-            ? fmt::format(" (routed experts 1/{}: expert parallelism; {})", in.ep,
-                          in.gpus * in.tp / in.ep == 1
-                              ? std::string("one expert-DP rank")
-                              : fmt::format("their states sharded over {} expert-DP ranks", in.gpus * in.tp / in.ep))
-            : "",
+        spec.moe ? fmt::format(" (routed experts 1/{}: expert parallelism; {})", in.ep,
+                               expert_dp == 1 ? std::string("one expert-DP rank")
+                                              : fmt::format("their states sharded over {} expert-DP ranks", expert_dp))
+                 : "",
         in.tp > 1 ? fmt::format(" (1/{} of each {}matrix: tensor parallelism)", in.tp, spec.moe ? "other " : "") : "",
         shard_note(shards_parameters(s), n),
         s == Strategy::fsdp_shard_grad_op ? " (SHARD_GRAD_OP keeps them gathered)" : "");

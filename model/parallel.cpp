@@ -338,12 +338,12 @@ double tp_attention_input_share(const TransformerSpec& spec) {
   if (!spec.mla) return 1.0;
   const MlaSpec& m = *spec.mla;
   const double q = m.q_lora_rank > 0 ? static_cast<double>(m.q_lora_rank) : static_cast<double>(spec.hidden);
-  return std::min(1.0, (q + static_cast<double>(m.kv_lora_rank + m.qk_rope_dim)) / static_cast<double>(spec.hidden));
+  return (q + static_cast<double>(m.kv_lora_rank + m.qk_rope_dim)) / static_cast<double>(spec.hidden);
 }
 
 void scale_tp_collectives(TpLayerComm& comm, double mlp_share, double attention_input_share) {
-  if (!(mlp_share >= 0 && mlp_share <= 1) || !(attention_input_share > 0 && attention_input_share <= 1))
-    throw std::invalid_argument("TP collective shares: MLP in [0, 1], attention input in (0, 1]");
+  if (!(mlp_share >= 0 && mlp_share <= 1) || !(attention_input_share > 0 && std::isfinite(attention_input_share)))
+    throw std::invalid_argument("TP collective shares: MLP in [0, 1], attention input > 0");
   if (mlp_share == 1 && attention_input_share == 1) return;
   const auto scale = [&](std::vector<TpCollective>& list) {
     std::vector<TpCollective> out;

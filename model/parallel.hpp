@@ -231,14 +231,16 @@ double tp_mlp_layer_share(const TransformerSpec& spec);
 /// Share of a layer's h-wide tensor that attention's input collectives move: 1, or for MLA
 /// (q_lora_rank + kv_lora_rank + qk_rope_dim) / h: Megatron-Core's MLA runs its down
 /// projections on the rank's own s/t tokens and all-gathers the compressed latents, not the
-/// hidden states (multi_latent_attention.py, gather_from_sequence_parallel_region).
+/// hidden states (multi_latent_attention.py, gather_from_sequence_parallel_region); without
+/// a query latent (q_lora_rank 0) the query projection gathers the hidden states, h in place
+/// of q_lora_rank, so the share exceeds 1.
 double tp_attention_input_share(const TransformerSpec& spec);
 
 /// Scales parts of a layer's TP collectives: the MLP's (TpCollective::mlp_count) to the share
 /// of layers that issue them (tp_mlp_layer_share) and attention's input collectives
 /// (attn_in_count) to tp_attention_input_share: bytes and the GEMM each overlaps times the
-/// share (the mean layer's; the input share scales bytes only), a part dropped at 0. Unchanged
-/// at 1, 1.
+/// share (the mean layer's; the input share, > 0, scales bytes only), the MLP's part dropped
+/// at 0. Unchanged at 1, 1.
 void scale_tp_collectives(TpLayerComm& comm, double mlp_share, double attention_input_share = 1.0);
 
 /// TP collectives of one layer per micro-batch, each of b·(s/cp)·h·w bytes (Shoeybi et al.

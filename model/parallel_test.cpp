@@ -702,6 +702,9 @@ TEST_CASE("MLA under TP: up projections split the heads, down projections whole 
   TransformerSpec dense;
   dense.hidden = 4096;
   CHECK(tp_attention_input_share(dense) == 1.0);
+  TransformerSpec no_q_latent = *dsv3;  // the query projection gathers the hidden states
+  no_q_latent.mla->q_lora_rank = 0;
+  CHECK(tp_attention_input_share(no_q_latent) == doctest::Approx((7168.0 + 576) / 7168));
   const TpLayerComm all = tp_layer_comm(1000, 500, 2.0, 4, true);
   TpLayerComm mla = all;
   scale_tp_collectives(mla, 1.0, 0.25);

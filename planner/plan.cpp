@@ -598,8 +598,9 @@ std::vector<int> ep_choices(const TransformerSpec& model, std::int64_t ranks) {
 }
 
 /// Every (tp, sp, cp, ep) of the search: tp dividing the node, sp with tp >= 2 (only sp for
-/// a MoE model, which Megatron-Core requires), cp_choices of the GPUs over tp, ep_choices of
-/// the GPUs; `pipes` holds the pipelines of each (tp, cp).
+/// a MoE model, which Megatron-Core requires, and an MLA model, modelled with it only),
+/// cp_choices of the GPUs over tp, ep_choices of the GPUs; `pipes` holds the pipelines of
+/// each (tp, cp).
 std::vector<ParallelBlock> parallel_blocks(const PlanScreen& out, const PlanOptions& options,
                                            std::vector<std::vector<PipeChoice>>& pipes) {
   std::vector<ParallelBlock> blocks;
@@ -615,7 +616,7 @@ std::vector<ParallelBlock> parallel_blocks(const PlanScreen& out, const PlanOpti
         blocks.push_back({static_cast<int>(tp), false, cp, ep, &pipes.back()});
     }
     if (tp == 1) continue;
-    if (out.base.model.moe) {
+    if (out.base.model.moe || out.base.model.mla) {  // modelled with SP only (LayoutRule::moe_sp, mla_tp)
       for (std::size_t b = first; b < blocks.size(); ++b) blocks[b].sp = true;
       continue;
     }

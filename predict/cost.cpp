@@ -85,7 +85,8 @@ void cost_flops(const Job& job, Costs& c) {
 /// a layer's gradients in one bucket stream over the DP fabric, so the experts' bytes there
 /// are scaled by the ratio of a ring's per-rank traffic in the two groups,
 /// ((n_e - 1)/n_e) / ((n - 1)/n): 0 when each expert lives on one rank per stage (n_e = 1).
-/// The expert-DP group's own fabric is not modelled.
+/// The expert-DP group's own fabric is not modelled, nor its reduction when n = 1 (folded
+/// over TP ranks alone, the step has no DP reduction to carry it).
 void moe_layer_bytes(const Job& job, double layer_params, Costs& c) {
   const TransformerSpec& model = job.scenario.model;
   const double wb = working_bytes(job.scenario.training.precision);
