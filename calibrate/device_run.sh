@@ -103,7 +103,7 @@ if [[ "$part" == first ]]; then
     --gemm-tokens 2048,8192 --min-time-ms 20 --repeats 3 --warmup 3 --nccl-max-bytes 64M >"$dest/calibrate.log" 2>&1
   echo "stepcast-calibrate: status $?"; tail -n 2 "$dest/calibrate.log"
   timeout -k 5 "$(cap 150)" python3 "$here/bench/torch_bench.py" --raw "$dest/raw.json" \
-    --sections attention,launch,memory_kernels --min-ms 10 --repeats 3 >>"$dest/calibrate.log" 2>&1
+    --sections attention,launch,memory_kernels,gemm_torch --min-ms 10 --repeats 3 >>"$dest/calibrate.log" 2>&1
   echo "torch_bench.py: status $?"; tail -n 1 "$dest/calibrate.log"
   probe gpt2 8 1024 eager
   probe llama-3.2-1b 4 2048 eager

@@ -9,7 +9,7 @@ Prints "raw schema ok: ..." and exits 0, or prints each problem and exits 1.
 calibrate/bench/torch_bench.py adds; overlap needs two GPUs and is never required).
 
 The sections gemm, memory and nccl are required; launch (stepcast-calibrate and
-torch_bench.py), attention, memory_kernels and overlap (torch_bench.py) are optional.
+torch_bench.py), attention, memory_kernels, gemm_torch and overlap (torch_bench.py) are optional.
 """
 import json
 import math
@@ -38,12 +38,16 @@ MEMORY_KERNELS = {"op": str, "profile": str, "dtype": str, "elements": int, "byt
 OVERLAP = {"collective": str, "ranks": int, "bytes": int, "gemm_m": int, "gemm_n": int, "gemm_k": int,
            "dtype": str, "gemm_time_s_alone": NUMBER, "gemm_time_s_beside": NUMBER,
            "collective_time_s_alone": NUMBER, "collective_time_s_beside": NUMBER, "check": str}
+GEMM_TORCH = dict(GEMM, library=str)
 REQUIRED = (("gemm", GEMM), ("memory", MEMORY), ("nccl", NCCL))
 OPTIONAL = (("launch", LAUNCH), ("attention", ATTENTION), ("memory_kernels", MEMORY_KERNELS),
-            ("overlap", OVERLAP))
+            ("overlap", OVERLAP), ("gemm_torch", GEMM_TORCH))
 CHOICES = {
     ("gemm", "name"): {"qkv", "attn_out", "mlp_up", "mlp_down", "lm_head", "wave", "square"},
     ("gemm", "dtype"): {"fp32", "tf32", "bf16", "fp16", "fp8"},
+    ("gemm_torch", "name"): {"qkv", "attn_out", "mlp_up", "mlp_down", "lm_head", "square"},
+    ("gemm_torch", "dtype"): {"bf16", "fp8"},
+    ("gemm_torch", "library"): {"torch.matmul", "torch._scaled_mm"},
     ("memory", "kind"): {"device_to_device", "host_to_device", "device_to_host"},
     ("nccl", "collective"): {"all_reduce", "all_gather", "reduce_scatter", "broadcast"},
     ("nccl", "dtype"): {"float", "bfloat16"},
@@ -130,7 +134,7 @@ def main(argv):
     optional = {name for name, _ in OPTIONAL}
     if not isinstance(doc, dict) or not required <= set(doc) or not set(doc) <= required | optional:
         print("top level: expected keys format, machine, gemm, memory, nccl and optionally "
-              "launch, attention, memory_kernels, overlap")
+              "launch, attention, memory_kernels, overlap, gemm_torch")
         return 1
     if doc["format"] != "stepcast-calibrate-raw-v1":
         problems.append(f"/format: {doc['format']!r}")
@@ -176,7 +180,7 @@ def main(argv):
                 continue
             if section in ("launch", "attention", "memory_kernels"):
                 check_kernel_row(section, row, where, problems)
-            elif section == "gemm":
+            elif section in ("gemm", "gemm_torch"):
                 if not close(row["tflops"], 2 * row["m"] * row["n"] * row["k"] / t / 1e12):
                     problems.append(f"{where}/tflops: not 2mnk / time_s_median / 1e12")
                 if not row["time_s_min"] <= t <= row["time_s_max"]:

@@ -59,6 +59,16 @@ class RowsTest(unittest.TestCase):
             self.assertEqual({c for _, _, c in att}, {True, False})
         self.assertGreater(len(tb.attention_plan(False)), len(tb.attention_plan(True)))
 
+    def test_gemm_torch_plan_has_every_layer_shape_and_the_squares(self):
+        plan = tb.gemm_torch_plan(quick=False)
+        self.assertEqual({name for name, *_ in plan}, {"qkv", "attn_out", "mlp_up", "mlp_down", "lm_head", "square"})
+        self.assertIn(("mlp_down", 8192, 4096, 16384), plan)  # y[m, n] = x[m, k] · Wᵀ, k the ffn width
+        self.assertIn(("square", 16384, 16384, 16384), plan)
+        row = tb.gemm_torch_row(name="square", library="torch.matmul", dtype="bf16", m=4096, n=4096, k=4096,
+                                iterations=5, times_s=[2e-4, 1e-4, 3e-4], check="ok")
+        self.assertEqual(row["time_s_median"], 2e-4)
+        self.assertAlmostEqual(row["tflops"], 2 * 4096 ** 3 / 2e-4 / 1e12)
+
     def test_measure_grows_the_batch_until_it_lasts_the_minimum(self):
         calls = []
 
@@ -92,6 +102,11 @@ class RowsTest(unittest.TestCase):
                                            time_s=0.0, check="skipped: unsupported")],
             "memory_kernels": [tb.memory_row(op="rmsnorm", profile="eager", dtype="bf16", elements=1 << 24,
                                              elem_bytes=2, iterations=10, time_s=3e-4, check="ok")],
+            "gemm_torch": [tb.gemm_torch_row(name="mlp_up", library="torch._scaled_mm", dtype="fp8", m=8192,
+                                             n=16384, k=4096, iterations=20, times_s=[1.2e-3, 1.1e-3, 1.3e-3],
+                                             check="ok"),
+                           tb.gemm_torch_row(name="square", library="torch.matmul", dtype="bf16", m=4096, n=4096,
+                                             k=4096, iterations=0, times_s=[0.0], check="skipped: no memory")],
             "overlap": [tb.overlap_row(ranks=8, nbytes=1 << 28, m=8192, n=8192, k=8192, gemm_alone=1.6e-3,
                                        gemm_beside=1.8e-3, coll_alone=2.5e-3, coll_beside=2.6e-3, check="ok")]})
         with tempfile.TemporaryDirectory() as d:

@@ -15,6 +15,10 @@ stepcast-calibrate wrote, for `stepcast fit`:
   launch          eager_forward_op / eager_backward_op: the CPU cost per kernel of a small
                   Llama-style stack in eager PyTorch, too small for the GPU to matter
                   (kernels counted by torch.profiler)
+  gemm_torch      the layer GEMMs and squares through torch.matmul (bf16) and torch._scaled_mm
+                  (fp8 e4m3, per-tensor scales, bf16 out, Hopper and later): the library calls
+                  frameworks make, beside stepcast-calibrate's direct cuBLASLt rows; each output
+                  checked against an fp32 product of the same inputs on a slice
   overlap         with two or more GPUs: a bf16 GEMM on GPU 0 alone, an NCCL all-reduce over
                   all GPUs alone (torch.cuda.nccl, one process), and both at once
 
@@ -30,7 +34,7 @@ import statistics
 import sys
 import time
 
-SECTIONS = ("attention", "memory_kernels", "launch", "overlap")
+SECTIONS = ("attention", "memory_kernels", "launch", "gemm_torch", "overlap")
 ATTENTION_KERNELS = {"sdpa:flash": "flash2", "sdpa:cudnn": "cudnn", "sdpa:efficient": "mem_efficient",
                      "flash_attn": "flash2", "flash_attn_interface": "flash3"}
 # The flash-attention benchmark convention (Dao 2023, benchmarks/benchmark_flash_attention.py):
@@ -119,6 +123,30 @@ def launch_row(*, kind, ops, iterations, time_s, check):
     ok = check == "ok"
     return {"kind": kind, "ops": ops, "iterations": iterations if ok else 0,
             "time_s_median": time_s if ok else None, "time_s_per_op": time_s / ops if ok else None,
+            "check": check}
+
+
+def gemm_torch_plan(quick):
+    """(name, m, n, k): y[m, n] = x[m, k] · W[n, k]ᵀ, m the tokens (bench/gemm.cu's layer shapes):
+    qkv, attn_out, mlp_up and mlp_down (ffn 4h) at 8,192 tokens for hidden 2,048, 4,096 and 8,192,
+    a Llama-3 LM head (hidden 4,096, vocabulary 128,256) and the squares 4,096 to 16,384."""
+    hiddens = (4096,) if quick else (2048, 4096, 8192)
+    tokens = 8192
+    plan = []
+    for h in hiddens:
+        plan += [("qkv", tokens, 3 * h, h), ("attn_out", tokens, h, h), ("mlp_up", tokens, 4 * h, h),
+                 ("mlp_down", tokens, h, 4 * h)]
+    plan.append(("lm_head", tokens, 128256, 4096))
+    plan += [("square", n, n, n) for n in ((8192,) if quick else (4096, 8192, 16384))]
+    return plan
+
+
+def gemm_torch_row(*, name, library, dtype, m, n, k, iterations, times_s, check):
+    ok = check == "ok"
+    t = statistics.median(times_s) if ok else None
+    return {"name": name, "library": library, "dtype": dtype, "m": m, "n": n, "k": k,
+            "iterations": iterations if ok else 0, "time_s_median": t, "time_s_min": min(times_s) if ok else None,
+            "time_s_max": max(times_s) if ok else None, "tflops": 2.0 * m * n * k / t / 1e12 if ok else None,
             "check": check}
 
 
@@ -309,6 +337,53 @@ def run_memory_kernels(torch, args, timer):
     return rows
 
 
+def run_gemm_torch(torch, args, timer):
+    """Each shape in bf16 (torch.matmul) and fp8 (torch._scaled_mm), inputs uniform in [-1, 1) as
+    bench/gemm.cu fills them; fp8 needs compute capability 8.9 or later."""
+    rows = []
+    fp8 = torch.cuda.get_device_capability() >= (8, 9)
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+    for name, m, n, k in gemm_torch_plan(args.quick):
+        for dtype, library in (("bf16", "torch.matmul"), ("fp8", "torch._scaled_mm")):
+            common = dict(name=name, library=library, dtype=dtype, m=m, n=n, k=k)
+            if dtype == "fp8" and not fp8:
+                rows.append(gemm_torch_row(iterations=0, times_s=[0.0], check="skipped: fp8 needs sm_89 or later",
+                                           **common))
+                continue
+            try:
+                x = torch.rand(m, k, device="cuda", dtype=torch.bfloat16) * 2 - 1
+                w = torch.rand(n, k, device="cuda", dtype=torch.bfloat16) * 2 - 1
+                if dtype == "fp8":
+                    x, w = x.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+                    wt = w.t()  # column-major (k, n), the layout _scaled_mm's second operand needs
+
+                    def fn(x=x, wt=wt):
+                        return torch._scaled_mm(x, wt, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+                else:
+                    wt = w.t()
+
+                    def fn(x=x, wt=wt):
+                        return torch.matmul(x, wt)
+                y = fn()
+                rs = slice(0, min(m, 256))
+                ref = x[rs].float() @ w.float().t()
+                err = ((y[rs].float() - ref).norm() / ref.norm()).item()
+                check = "ok" if err < 1e-2 else f"failed: relative error {err:.3g} against fp32 on the same inputs"
+                del y, ref
+                n_calls, _ = measure(timer(fn), args.min_s, 1)
+                times = [timer(fn)(n_calls) / n_calls for _ in range(args.repeats)]
+                rows.append(gemm_torch_row(iterations=n_calls, times_s=times, check=check, **common))
+                del x, w, wt
+            except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
+                rows.append(gemm_torch_row(iterations=0, times_s=[0.0],
+                                           check="skipped: " + str(e).splitlines()[0][:200], **common))
+            r = rows[-1]
+            print(f"[gemm_torch] {library} {name} {m}x{n}x{k}: {r['check']}"
+                  + (f", {r['tflops']:.0f} TFLOP/s" if r["check"] == "ok" else ""), file=sys.stderr)
+            torch.cuda.empty_cache()
+    return rows
+
+
 def tiny_stack(torch):
     """A 4-layer Llama-style stack of width 64 (RMSNorm, rotary-free SDPA, SwiGLU) on 1 x 16
     tokens: every kernel is tiny, so a step is bound by the CPU's dispatch of each op."""
@@ -437,7 +512,8 @@ def main(argv=None):
     timer = gpu_timer(torch)
     runners = {"attention": lambda: run_attention(torch, args, timer),
                "memory_kernels": lambda: run_memory_kernels(torch, args, timer),
-               "launch": lambda: run_launch(torch, args), "overlap": lambda: run_overlap(torch, args)}
+               "launch": lambda: run_launch(torch, args),
+               "gemm_torch": lambda: run_gemm_torch(torch, args, timer), "overlap": lambda: run_overlap(torch, args)}
     status = 0
     for s in wanted:
         try:

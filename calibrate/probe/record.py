@@ -48,14 +48,16 @@ def arch_of(model_name):
 def make_record(*, model, params, gpu_name, gpus, gpus_per_node, nodes, intra_node, strategy, recompute,
                 precision, micro_batch, grad_accum, seq_len, step_times_s, peak_memory_bytes, machine,
                 torch_version, nccl_version, run_tag, categories=None, kernels="eager", lora_rank=0,
-                attention_kernel=None):
+                attention_kernel=None, peak_reserved_bytes=None):
     """One record. `model` is the catalog entry (dict from model/catalog/models.json);
     `step_times_s` the steady-state step times (warm-up excluded); the measured value is
     their median. `categories`: kernel time per step by category (categories.split), written
     as secondary metrics; `kernels` "eager" or "compiled" (torch.compile: extra
     "torch_compile"); `lora_rank` > 0: a LoRA fine-tune with rank-r adapters on the query and
     value projections (extra "lora_r<r>_q_v"); `attention_kernel`: the fused attention kernel
-    the profiler saw (categories.attention_kernel), as extra "attention_kernel_<name>"."""
+    the profiler saw (categories.attention_kernel), as extra "attention_kernel_<name>";
+    `peak_reserved_bytes`: torch.cuda.max_memory_reserved, what the caching allocator held at
+    most (its reserve beyond the allocated peak is what a memory model's allocator term is)."""
     if strategy not in STRATEGY:
         raise ValueError(f"unknown strategy {strategy}")
     if not step_times_s:
@@ -74,6 +76,8 @@ def make_record(*, model, params, gpu_name, gpus, gpus_per_node, nodes, intra_no
         {"metric": "tokens_per_s_per_gpu", "value": tokens_per_s_per_gpu, "unit": "tokens/s"},
         {"metric": "peak_memory_allocated", "value": peak_memory_bytes, "unit": "bytes",
          "note": "torch.cuda.max_memory_allocated on rank 0"},
+    ] + ([{"metric": "peak_memory_reserved", "value": peak_reserved_bytes, "unit": "bytes",
+           "note": "torch.cuda.max_memory_reserved on rank 0"}] if peak_reserved_bytes is not None else []) + [
         {"metric": "step_time_min", "value": times[0], "unit": "s"},
         {"metric": "step_time_max", "value": times[-1], "unit": "s"},
         {"metric": "measured_steps", "value": len(times), "unit": "steps"},

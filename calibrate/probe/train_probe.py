@@ -268,6 +268,7 @@ def main():
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         step_times = t.tolist()
         peak = torch.cuda.max_memory_allocated()
+        peak_reserved = torch.cuda.max_memory_reserved()
         split, attention, top = None, None, []
         if args.profile_steps > 0:
             from torch.profiler import ProfilerActivity, profile
@@ -293,7 +294,7 @@ def main():
             nodes=max(1, world // local_world), intra_node=args.intra_node if world > 1 else None,
             strategy=args.strategy, recompute=args.recompute, precision="bf16_mixed", micro_batch=args.micro_batch,
             grad_accum=args.grad_accum, seq_len=args.seq_len, step_times_s=step_times, peak_memory_bytes=peak,
-            machine=args.machine, torch_version=torch.__version__,
+            peak_reserved_bytes=peak_reserved, machine=args.machine, torch_version=torch.__version__,
             nccl_version=".".join(map(str, torch.cuda.nccl.version())), run_tag=time.strftime("%Y%m%dT%H%M%S"),
             categories=split, kernels=args.kernels, lora_rank=args.lora_rank, attention_kernel=attention)
         with open(args.out, "a") as f:
