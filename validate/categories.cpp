@@ -44,17 +44,27 @@ std::optional<KernelCategories> categories_from_secondary(const nlohmann::json& 
 
 std::optional<double> memory_from_secondary(const nlohmann::json& secondary) {
   if (!secondary.is_array()) return std::nullopt;
+  std::optional<double> reserved;
   for (const nlohmann::json& entry : secondary) {
-    if (!entry.is_object() || entry.value("metric", nlohmann::json()) != "gpu_memory") continue;
+    if (!entry.is_object()) continue;
+    const nlohmann::json metric = entry.value("metric", nlohmann::json());
+    if (metric != "gpu_memory" && metric != "peak_memory_reserved") continue;
+    const std::string name = metric.get<std::string>();
     const nlohmann::json& value = entry.value("value", nlohmann::json());
     if (!value.is_number() || !(value.get<double>() > 0))
-      throw std::invalid_argument("measured.secondary gpu_memory: expected a value > 0");
+      throw std::invalid_argument("measured.secondary " + name + ": expected a value > 0");
     const nlohmann::json& unit = entry.value("unit", nlohmann::json());
+    if (name == "peak_memory_reserved") {
+      if (unit != "bytes")
+        throw std::invalid_argument("measured.secondary peak_memory_reserved: expected the unit \"bytes\"");
+      reserved = value.get<double>();
+      continue;
+    }
     if (unit == "GB") return value.get<double>() * 1e9;
     if (unit == "GiB") return value.get<double>() * 1073741824.0;
     throw std::invalid_argument("measured.secondary gpu_memory: expected the unit \"GB\" or \"GiB\"");
   }
-  return std::nullopt;
+  return reserved;
 }
 
 KernelCategories predicted_categories(const Prediction& p) {

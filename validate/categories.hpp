@@ -34,8 +34,10 @@ struct KernelCategories {
 std::optional<KernelCategories> categories_from_secondary(const nlohmann::json& secondary);
 
 /// The peak memory per GPU among a record's `measured.secondary` entries ({"metric":
-/// "gpu_memory", "value": v, "unit": "GB" or "GiB"}), in bytes (GB: 1e9); null without one.
-/// Throws std::invalid_argument for a value not > 0 or another unit.
+/// "gpu_memory", "value": v, "unit": "GB" or "GiB"}), in bytes (GB: 1e9); else the caching
+/// allocator's peak the probe records ({"metric": "peak_memory_reserved", "unit": "bytes"}:
+/// torch.cuda.max_memory_reserved, which leaves out the CUDA context as the predicted peak
+/// does); null without either. Throws std::invalid_argument for a value not > 0 or another unit.
 std::optional<double> memory_from_secondary(const nlohmann::json& secondary);
 
 /// One category, measured against predicted.

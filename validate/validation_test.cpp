@@ -705,3 +705,16 @@ TEST_CASE("a record's measured peak memory is read from its secondary metrics, i
   CHECK_THROWS_AS(memory_from_secondary(json::array({{{"metric", "gpu_memory"}, {"value", 0}, {"unit", "GB"}}})),
                   std::invalid_argument);
 }
+
+TEST_CASE("a probe record's caching-allocator peak is its measured memory unless a gpu_memory is given") {
+  using nlohmann::json;
+  const json reserved = {{"metric", "peak_memory_reserved"}, {"value", 3.0e9}, {"unit", "bytes"}};
+  const json allocated = {{"metric", "peak_memory_allocated"}, {"value", 2.5e9}, {"unit", "bytes"}};
+  CHECK(*memory_from_secondary(json::array({allocated, reserved})) == doctest::Approx(3.0e9));
+  CHECK(*memory_from_secondary(json::array({reserved, {{"metric", "gpu_memory"}, {"value", 4}, {"unit", "GB"}}})) ==
+        doctest::Approx(4e9));
+  CHECK_FALSE(memory_from_secondary(json::array({allocated})));
+  CHECK_THROWS_AS(
+      memory_from_secondary(json::array({{{"metric", "peak_memory_reserved"}, {"value", 3}, {"unit", "GiB"}}})),
+      std::invalid_argument);
+}

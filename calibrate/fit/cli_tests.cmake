@@ -64,6 +64,12 @@ function(stepcast_fit_cli_tests)
              $<TARGET_FILE:stepcast> ${CMAKE_CURRENT_BINARY_DIR}/synthetic_kernel_hardware.json
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(cli.fit_kernel_hardware_current PROPERTIES LABELS cli)
+  # The H100 calibration's hardware file is what `fit` makes of its raw file today.
+  add_test(NAME cli.fit_h100_x1_hardware_current
+           COMMAND sh -c "\"$0\" fit calibrate/data/h100-x1/raw.json -o \"$1\" >/dev/null && cmp \"$1\" calibrate/data/h100-x1/hardware.json"
+             $<TARGET_FILE:stepcast> ${CMAKE_CURRENT_BINARY_DIR}/h100_x1_hardware.json
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(cli.fit_h100_x1_hardware_current PROPERTIES LABELS cli)
   # predict --calibration: the file's rates replace the catalog's, each saying where from
   # (GEMM and attention rates then scaled in-step as any isolated rate, model/catalog/in_step.json).
   set(kernel_hw ${STEPCAST_FIT_TESTDATA}/synthetic_kernel_hardware.json)

@@ -85,6 +85,14 @@ RawGemm parse_gemm(JsonObject& o) {
   return g;
 }
 
+/// A gemm_torch row: a gemm row plus the PyTorch call that ran it.
+RawGemm parse_gemm_torch(JsonObject& o) {
+  const std::string library = o.choice("library", {"torch.matmul", "torch._scaled_mm"});
+  RawGemm g = parse_gemm(o);
+  g.library = library;
+  return g;
+}
+
 RawMemory parse_memory(JsonObject& o) {
   RawMemory m;
   m.json_path = o.path();
@@ -200,6 +208,7 @@ RawCalibration parse_raw_calibration(const JsonDoc& doc) {
   read_rows(root, "attention", raw.attention, parse_raw_attention);
   read_rows(root, "memory_kernels", raw.memory_kernels, parse_raw_memory_kernel);
   read_rows(root, "overlap", raw.overlap, parse_raw_overlap);
+  read_rows(root, "gemm_torch", raw.gemm, parse_gemm_torch);
   root.finish();
   return raw;
 }

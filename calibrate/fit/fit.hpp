@@ -49,6 +49,9 @@ struct RawGemm {
   double tflops = 0;      ///< as the benchmark computed it (informational)
   std::string check;      ///< "ok" or why the result is not trusted
   std::string json_path;  ///< e.g. "/gemm/3", for messages
+  /// "cublasLt" (stepcast-calibrate's own calls, section gemm) or the PyTorch call that ran it
+  /// (torch_bench.py, section gemm_torch: "torch.matmul", "torch._scaled_mm").
+  std::string library = "cublasLt";
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
 };
 
