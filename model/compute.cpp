@@ -552,7 +552,7 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   if (kernels.ep > 1 && !spec.moe) throw std::invalid_argument("micro-step times: ep > 1 needs a MoE model");
   const GemmTimes g = gemm_times(spec, rows, opts, gemm_elem_bytes(precision), kernels, device);
   const AttentionTimes a = attention_times(spec, static_cast<double>(micro_batch), seq_len, w, kernels, device);
-  MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, fp8, kernels.tp, kernels.sp);
+  MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, fp8, kernels.tp, kernels.sp, kernels.autocast);
   if (spec.moe) {  // token permutation of the MoE layers: two kernels each way
     const double share = moe_layer_share(spec);
     const double perm =
@@ -564,6 +564,19 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   }
   MemoryWork loss =
       loss_memory_work(spec, tokens, w, kernels.fused_loss ? KernelProfile::compiled : kernels.profile, kernels.tp);
+  if (kernels.autocast) {  // each GEMM weight cast to 16 bits in the forward, its gradient back
+    if (spec.moe || kernels.tp > 1 || opts.lora != nullptr)
+      throw std::invalid_argument("micro-step times: autocast is modelled for dense DDP full training");
+    const ParameterBreakdown p = parameter_breakdown(spec);
+    const double layer = static_cast<double>(p.attention + p.mlp) / static_cast<double>(spec.layers);
+    const double head = static_cast<double>(p.lm_head > 0 ? p.lm_head : p.embedding);  // a tied head casts the table
+    mem.bytes_forward += autocast_cast_bytes(layer, w);
+    mem.bytes_backward += autocast_cast_bytes(layer, w);
+    mem.kernels_forward += 4;
+    mem.kernels_backward += 4;
+    loss.bytes_forward += autocast_cast_bytes(head, w);
+    loss.bytes_backward += autocast_cast_bytes(head, w);
+  }
   if (kernels.metric_loss_passes > 0) {
     const MemoryWork metric = loss_memory_work(spec, tokens, w, KernelProfile::eager, kernels.tp);
     loss.bytes_forward += kernels.metric_loss_passes * metric.bytes_forward;

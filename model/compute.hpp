@@ -161,6 +161,10 @@ struct KernelChoice {
   /// cost per op adds to the GPU's time instead of running ahead of it.
   bool launch_blocking = false;
   int metric_loss_passes = 0;  ///< extra eager cross-entropy forwards over the logits
+  /// torch.autocast over fp32 parameters (training.mixed_precision "autocast"): the residual
+  /// stream in fp32 (layer_memory_work) and each micro-step's casts of the GEMM weights to
+  /// 16 bits and of their gradients back (autocast_cast_bytes).
+  bool autocast = false;
   /// Tensor-parallel degree (Megatron): each rank runs the GEMMs of tp_layer_gemms, heads/t
   /// of attention and a vocab-parallel loss; the h-wide memory-bound work is replicated, or
   /// split by `sp` (sequence parallelism).

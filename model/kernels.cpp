@@ -220,9 +220,13 @@ double norm_kernels(const TransformerSpec& spec, KernelProfile profile) {
 
 }  // namespace
 
+double autocast_cast_bytes(double params, double w) { return (4.0 + w) * params; }
+
 MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile, bool fp8,
-                             int tp, bool sp) {
+                             int tp, bool sp, bool autocast) {
   if (tp < 1) throw std::invalid_argument("layer_memory_work: tp must be >= 1");
+  if (autocast && (tp > 1 || fp8))
+    throw std::invalid_argument("layer_memory_work: autocast is modelled without tensor parallelism or fp8");
   const bool eager = profile == KernelProfile::eager;
   const double t = tp;
   const double h_share = sp ? 1.0 / t : 1.0;  // h-wide work: replicated, or split by SP
@@ -232,14 +236,20 @@ MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double 
   const double f = static_cast<double>(spec.ffn_hidden) / t;
   const double norms = spec.parallel_attn_mlp ? 1.0 : 2.0;
 
-  double bytes = norms * norm_bytes(spec, w, profile) * h_share;
+  const double stream = autocast ? 4.0 : w;  // the residual stream's bytes per element
+  double bytes = norms * norm_bytes(spec, stream, profile) * h_share;
   double kernels = norms * norm_kernels(spec, profile);
   if (spec.positional == Positional::rope) {
     bytes += (eager ? 10.0 : 2.0) * w * (q + kv);
     kernels += eager ? 10.0 : 1.0;
   }
-  bytes += (eager ? 3.0 : 1.0) * w * h * 2.0 * h_share;  // two residual adds (fused into the norms)
+  // two residual adds (fused into the norms): read the stream and the branch, write the stream
+  bytes += (eager ? 2.0 * stream + w : stream) * h * 2.0 * h_share;
   kernels += eager ? 2.0 : 0.0;
+  if (autocast && eager) {  // the normed inputs of the QKV and MLP-up GEMMs cast to w bytes
+    bytes += 2.0 * (4.0 + w) * h;
+    kernels += 2.0;
+  }
   if (spec.gated_mlp) {
     bytes += (eager ? 5.0 : 3.0) * w * f;
     kernels += eager ? 2.0 : 1.0;

@@ -179,8 +179,19 @@ struct MemoryWork {
 /// across the t ranks; the h-wide work (norms, residuals, the out- and down-projection
 /// biases) runs on every rank over all tokens, or over tokens/t under sequence parallelism
 /// (`sp`, Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4.2.2).
+/// Under torch.autocast over fp32 parameters (`autocast`; DDP, tp = 1) the residual stream
+/// is fp32: the norms read and write 4 bytes per element, each residual add reads the fp32
+/// stream and the w-byte branch output and writes fp32 (8 + w; compiled: the 4-byte write),
+/// and eager autocast casts the normed input of attention's and the MLP's first GEMM to w
+/// bytes (4 + w each, two kernels; compiled code writes the cast from the norm's kernel).
 MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile, bool fp8,
-                             int tp = 1, bool sp = false);
+                             int tp = 1, bool sp = false, bool autocast = false);
+
+/// Bytes of one autocast cast of `params` fp32 parameters to w-byte elements: read 4, write
+/// w, (4 + w)·params. torch.autocast casts each weight a GEMM uses once per forward (its cast
+/// cache lives for one autocast region: torch/amp/autocast_mode.py), and the backward casts
+/// the w-byte weight gradient back to the fp32 parameter's dtype, the same bytes.
+double autocast_cast_bytes(double params, double w);
 
 /// The loss over V logits per token: eager: the fp32 upcast (read w, write 4), log-softmax
 /// (read 4, write 4) and the loss (read 4), backward softmax gradient (read 8, write 4),

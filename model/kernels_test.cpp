@@ -156,6 +156,26 @@ TEST_CASE("memory-bound work of an eager GPT layer: 2 norms, 2 residual adds, GE
   CHECK(m.kernels_backward == 2 * 5 + 2);
 }
 
+TEST_CASE("autocast keeps the residual stream in fp32 and casts two GEMM inputs: 28h bytes more per token, eager") {
+  const TransformerSpec s = gpt(Norm::layernorm, false, Positional::learned);  // h = 64
+  const MemoryWork plain = layer_memory_work(s, 10, 2, KernelProfile::eager, false);
+  const MemoryWork amp = layer_memory_work(s, 10, 2, KernelProfile::eager, false, 1, false, true);
+  // norms 2·(2·4 - 2·2)·64 = 512, residual adds 2·((8 + 2) - 3·2)·64 = 512, casts 2·(4 + 2)·64 = 768.
+  CHECK(amp.bytes_forward - plain.bytes_forward == doctest::Approx(10 * (512 + 512 + 768)));
+  CHECK(amp.bytes_backward - plain.bytes_backward == doctest::Approx(2 * 10 * (512 + 512 + 768)));
+  CHECK(amp.kernels_forward - plain.kernels_forward == 2);
+  // Compiled: the norms and the residual's one write at 4 bytes, the casts fused into the norms.
+  const MemoryWork compiled = layer_memory_work(s, 10, 2, KernelProfile::compiled, false);
+  const MemoryWork compiled_amp = layer_memory_work(s, 10, 2, KernelProfile::compiled, false, 1, false, true);
+  CHECK(compiled_amp.bytes_forward - compiled.bytes_forward == doctest::Approx(10 * (512 + 2 * 2 * 64)));
+  CHECK_THROWS_AS(layer_memory_work(s, 10, 2, KernelProfile::eager, false, 2, false, true), std::invalid_argument);
+}
+
+TEST_CASE("an autocast cast reads 4 bytes and writes w per parameter") {
+  CHECK(autocast_cast_bytes(1e6, 2) == 6e6);
+  CHECK(autocast_cast_bytes(0, 2) == 0);
+}
+
 TEST_CASE("biased projections add their bias gradients to the backward: one read of each output gradient") {
   TransformerSpec biased = gpt(Norm::layernorm, false, Positional::learned);
   biased.linear_bias = true;

@@ -134,6 +134,7 @@ struct StoredWidths {
   double gemm_input = 2.0;
   double capacity = 1.0;
   bool fused_swiglu = false;
+  double norm_input = 2.0;  ///< a norm's saved input: w, or 4 for autocast's fp32 residual stream
 };
 
 double mlp_inner_bytes(const TransformerSpec& spec, const StoredWidths& sw, double f);
@@ -153,7 +154,8 @@ double mlp_inner_bytes(const TransformerSpec& spec, const StoredWidths& sw, doub
 ///   MLP gated: h·g + 3f·w + f·g + m·h — eager SwiGLU/GeGLU stores gate (for act'), act(gate)
 ///                                  and up (for the product), and the product (down input);
 ///                                  a parallel block shares the MLP input with attention;
-///   norms: 2h·w (h·w for a parallel block's one shared norm).
+///   norms: 2h·w (h·w for a parallel block's one shared norm; 4 bytes in place of w where
+///          autocast keeps the residual stream in fp32).
 /// With d = h, f = 4h, w = g = 2, m = 1, sequential: 11h + 19h + 4h = 34h (Korthikanti's
 /// 34·s·b·h); without dropout 32h.
 /// MoE layers (the share φ = moe_layer_share of the layers) keep, per token, in place of the
@@ -211,7 +213,7 @@ double layer_bytes_per_token(const TransformerSpec& spec, const StoredWidths& sw
   const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
   double mlp = mlp_input * g + mlp_inner_bytes(spec, sw, f) + mask;
   if (spec.moe) mlp = moe_mlp_bytes_per_token(spec, sw, mlp);
-  const double norms = (spec.parallel_attn_mlp ? 1.0 : 2.0) * h * w;
+  const double norms = (spec.parallel_attn_mlp ? 1.0 : 2.0) * h * sw.norm_input;
   return attention + mlp + norms;
 }
 
@@ -256,7 +258,8 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in, do
   const double b = static_cast<double>(in.micro_batch);
   const double s = static_cast<double>(in.seq_len / in.cp);  // the tokens on this GPU
   const double w = working_bytes(in.precision);
-  const StoredWidths sw{w, in.fp8_gemm_inputs ? 1.0 : w, in.moe_capacity_factor, in.fused_swiglu};
+  const StoredWidths sw{w, in.fp8_gemm_inputs ? 1.0 : w, in.moe_capacity_factor, in.fused_swiglu,
+                        in.autocast ? 4.0 : w};
   double bytes = stage_layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, sw, in.tp, in.sp);
   if (in.recompute == Recompute::full)
     bytes += layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, sw, in.tp, in.sp);
@@ -270,7 +273,8 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in, do
 /// kernel reads the w-byte logits and saves one fp32 log-sum-exp per row (flash-attn's
 /// xentropy, Liger's): b·s·(V·w + 4). A loss that subtracts the row maximum out of place
 /// holds a second fp32 copy at its peak, b·s·V·(w + 8) (nanotron's sharded_cross_entropy,
-/// src/nanotron/parallel/tensor_parallel/functional.py @ 3034bd21).
+/// src/nanotron/parallel/tensor_parallel/functional.py @ 3034bd21); PyTorch's cross_entropy on
+/// upcast logits three at its backward's peak, b·s·V·(w + 12).
 double logits_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
   const double w = working_bytes(in.precision);
   const double rows = static_cast<double>(in.micro_batch) * static_cast<double>(in.seq_len / in.cp);
@@ -280,8 +284,9 @@ double logits_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
 
 /// Communication buffers not already in another term:
 ///  * DDP: with gradient_as_bucket_view = false (PyTorch's default) the flat buckets are a
-///    second copy of all trainable gradients, w·T; with true, 0 (PyTorch DDP docs: the
-///    option saves "the total gradients size").
+///    second copy of all trainable gradients, w·T (4·T for autocast's fp32 parameters: a
+///    bucket has its parameters' dtype); with true, 0 (PyTorch DDP docs: the option saves
+///    "the total gradients size").
 ///  * FSDP NO_SHARD: 0 (the flat gradient is all-reduced in place).
 ///  * ZeRO-1/2: 2·bucket_bytes, the reduce bucket and the all-gather bucket (DeepSpeed
 ///    reduce_bucket_size, allgather_bucket_size; the caller passes bytes).
@@ -292,7 +297,7 @@ double comm_buffer_bytes(const ParamCounts& c, Strategy s, const MemoryInputs& i
   const double w = working_bytes(in.precision);
   switch (s) {
     case Strategy::ddp:
-      return in.gradient_as_bucket_view ? 0.0 : w * c.trainable;
+      return in.gradient_as_bucket_view ? 0.0 : (in.autocast ? 4.0 : w) * c.trainable;
     case Strategy::fsdp_no_shard:
       return 0.0;
     case Strategy::zero1:
@@ -427,6 +432,11 @@ ModelStateBytes model_state_bytes(const ParamCounts& c, const MemoryInputs& in) 
   m.gradients = gradients_bytes(c, s, in, n);
   m.optimizer = optimizer_bytes(c, s, in, n);
   m.gathered_params = gathered_params_bytes(c, s, in, n);
+  if (in.autocast) {  // the fp32 master is the parameter itself, beside autocast's 16-bit casts
+    require(is_mixed(in.precision) && in.precision != Precision::fp8_mixed, "autocast casts to 16 bits");
+    m.weights += 4.0 * c.stored;
+    m.optimizer -= 4.0 * c.trainable;
+  }
   return m;
 }
 
@@ -570,6 +580,19 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
 
 namespace {
 
+/// Gradients created by the backward (MemoryInputs::gradients_created_by_backward): the
+/// gradient term becomes what they exceed the activations and logits they replace by.
+void gradients_at_peak(MemoryBreakdown& out, bool with_notes) {
+  MemoryTerm& gradients = out.terms[1];
+  assert(gradients.name == "gradients" && out.terms[4].name == "activations" && out.terms[5].name == "logits");
+  const double at_loss = out.terms[4].bytes + out.terms[5].bytes;
+  if (with_notes)
+    gradients.note += fmt::format("; created by the backward: {} at the peak",
+                                  gradients.bytes > at_loss ? "what they exceed the freed activations and logits by"
+                                                            : "none");
+  gradients.bytes = std::max(0.0, gradients.bytes - at_loss);
+}
+
 MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bool with_notes) {
   require(in.model != nullptr, "no model");
   require(in.micro_batch >= 1, "micro_batch must be >= 1");
@@ -596,6 +619,8 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
   const Strategy s = effective_strategy(in.strategy, n);
   ModelStateBytes m = model_state_bytes(c, in);
   if (spec.moe) m = moe_model_state_bytes(spec, c, in, layer_share);
+  require(!in.autocast || (s == Strategy::ddp && !in.lora && !spec.moe),
+          "autocast is modelled for DDP full training of a dense model");
   const bool offload = in.offload != OffloadKind::none;
   require(!offload || (in.gpus_per_host >= 1 && in.host_capacity_bytes > 0),
           "offload needs gpus_per_host >= 1 and a host capacity > 0");
@@ -623,6 +648,8 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
       spec.moe ? c.stored + routed_expert_parameters(spec) * layer_share * (1.0 / in.ep - 1.0 / in.tp) : c.stored;
   const std::int64_t expert_dp = in.gpus * in.tp / in.ep;  // moe_model_state_bytes' group
   add("weights", m.weights, [&] {
+    if (in.autocast)
+      return fmt::format("fp32 parameters and autocast's {}-bit casts of {:.4g} params, replicated", 8 * w, held);
     return fmt::format(
         "{}-bit working copy of {:.4g} params{}{}, {}{}", 8 * w, held,
         spec.moe ? fmt::format(" (routed experts 1/{}: expert parallelism; {})", in.ep,
@@ -642,8 +669,10 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
   });
   add("optimizer", m.optimizer, [&] {
     return offload ? std::string("on the host (CPU offload)")
-                   : fmt::format("{} B/param ({}), {}", optimizer_bytes_per_param(in.optimizer, in.precision),
-                                 name(in.optimizer), shard_note(shards_optimizer(s), n));
+                   : fmt::format("{} B/param ({}{}), {}",
+                                 optimizer_bytes_per_param(in.optimizer, in.precision) - (in.autocast ? 4.0 : 0.0),
+                                 name(in.optimizer), in.autocast ? ": the fp32 parameters are the master" : "",
+                                 shard_note(shards_optimizer(s), n));
   });
   add("gathered_params", m.gathered_params, [&] {
     return m.gathered_params == 0       ? std::string("none")
@@ -666,6 +695,7 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
            : in.loss_fp32_copies == 1 ? fmt::format("b*s*V*({} + 4 fp32 loss)", w)
                                       : fmt::format("b*s*V*({} + {} x 4 fp32 loss copies)", w, in.loss_fp32_copies);
   });
+  if (in.gradients_created_by_backward) gradients_at_peak(out, with_notes);
   ParamCounts local = c;  // what this GPU's gradient buffers hold: 1/ep of a MoE model's experts
   local.trainable = spec.moe ? held : c.trainable;
   add("comm_buffers", comm_buffer_bytes(local, s, in), [&] { return fmt::format("{} buffers", name(s)); });

@@ -111,12 +111,30 @@ struct MemoryInputs {
   /// src/nanotron/optim/gradient_accumulator.py; FSDP's reduce_dtype float32 leaves the
   /// sharded gradients in fp32). The scenario's strategy.reduce_dtype "fp32".
   bool fp32_gradients = false;
+  /// fp32 parameters under torch.autocast (the scenario's training.mixed_precision
+  /// "autocast": PyTorch AMP under DDP, as Hugging Face's Trainer and Lightning run it): each
+  /// parameter is its own fp32 master (4 B) and autocast's w-byte cast of it lives from the
+  /// forward to the backward that uses it (torch.autocast caches the casts of leaf tensors
+  /// for the forward, and the Linear saves its cast weight), so weights are (4 + w)·P and
+  /// Adam keeps its moments alone (K - 4); gradients and DDP's buckets are fp32 (the
+  /// parameters' dtype; set fp32_gradients too); the residual stream is fp32 (the embedding's
+  /// output and the norms run in fp32 under autocast), so each norm saves a 4-byte input.
+  bool autocast = false;
+  /// The gradients are created by the backward, none held when it starts: PyTorch
+  /// autograd with zero_grad(set_to_none=True) (its default since 2.0) and one micro-step per
+  /// optimizer step, so the peak is the larger of the loss's (activations and logits, no
+  /// gradients) and the backward's end (the gradients, the activations freed): the gradient
+  /// term is what the gradients exceed the activations and logits by, else 0.
+  bool gradients_created_by_backward = false;
   /// The loss is one fused cross-entropy kernel (flash-attn's xentropy, Liger's; the scenario's
   /// training.fused_loss): it keeps a row's log-sum-exp, not an fp32 copy of the logits.
   bool fused_loss = false;
   /// fp32 copies of the logits alive at the unfused loss's peak (training.loss_fp32_copies):
   /// 1, the upcast whose softmax is taken in place (Megatron-LM's vocab-parallel cross-entropy);
-  /// 2 where the row maximum is subtracted out of place (nanotron's sharded_cross_entropy).
+  /// 2 where the row maximum is subtracted out of place (nanotron's sharded_cross_entropy);
+  /// 3 for PyTorch's F.cross_entropy on upcast logits: log_softmax saves its fp32 output, and
+  /// its backward writes the logits' fp32 gradient while the log-probabilities and their
+  /// gradient (nll_loss's backward, dense) are alive (aten LogSoftmax.cpp, LossNLL.cpp).
   int loss_fp32_copies = 1;
   /// A fused SwiGLU kernel (the fused kernel profile): a gated MLP keeps 3 f-wide tensors per
   /// token, not 4 (layer activations, memory.cpp layer_bytes_per_token).

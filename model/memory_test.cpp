@@ -646,6 +646,47 @@ TEST_CASE("a loss that subtracts the maximum out of place holds a second fp32 co
   CHECK(term(memory_per_gpu(in), "logits") == doctest::Approx(rows * (v * 2 + 4)));
 }
 
+TEST_CASE("PyTorch's cross-entropy on upcast logits holds three fp32 copies at its backward: b·s·V·(w + 12)") {
+  const TransformerSpec spec = llama2_7b();
+  MemoryInputs in = base_inputs(spec, Strategy::ddp, 1);
+  in.loss_fp32_copies = 3;
+  const double rows = static_cast<double>(in.micro_batch * in.seq_len);
+  CHECK(term(memory_per_gpu(in), "logits") == doctest::Approx(rows * 32000.0 * (2 + 12)));
+}
+
+TEST_CASE("autocast: fp32 parameters beside their 16-bit casts, Adam's moments alone, fp32 gradients and buckets") {
+  const TransformerSpec spec = llama2_7b();
+  MemoryInputs in = base_inputs(spec, Strategy::ddp, 8);
+  in.fp32_gradients = true;
+  const MemoryBreakdown master = memory_per_gpu(in);
+  in.autocast = true;
+  const MemoryBreakdown amp = memory_per_gpu(in);
+  const double p = param_counts(spec, nullptr).stored;
+  CHECK(term(amp, "weights") == doctest::Approx((4 + 2) * p));
+  CHECK(term(amp, "optimizer") == doctest::Approx(8 * p));
+  CHECK(term(amp, "gradients") == doctest::Approx(4 * p));
+  CHECK(term(amp, "comm_buffers") == doctest::Approx(4 * p));  // DDP's buckets have the parameters' dtype
+  CHECK(term(master, "comm_buffers") == doctest::Approx(2 * p));
+  // The two norms of each layer save their fp32 inputs: 2 bytes more each, per token.
+  const double tokens = static_cast<double>(in.micro_batch * in.seq_len);
+  CHECK(term(amp, "activations") - term(master, "activations") ==
+        doctest::Approx(spec.layers * tokens * 2.0 * spec.hidden * (4 - 2)));
+  in.precision = Precision::fp32;
+  CHECK_THROWS_AS(memory_per_gpu(in), std::invalid_argument);
+}
+
+TEST_CASE("gradients created by the backward count at the peak only beyond the activations and logits freed") {
+  const TransformerSpec spec = llama2_7b();
+  MemoryInputs in = base_inputs(spec, Strategy::ddp, 8);
+  const MemoryBreakdown held = memory_per_gpu(in);
+  in.gradients_created_by_backward = true;
+  const double freed = term(held, "activations") + term(held, "logits");
+  CHECK(term(memory_per_gpu(in), "gradients") == doctest::Approx(std::max(0.0, term(held, "gradients") - freed)));
+  CHECK(term(held, "gradients") > freed);  // a 7B model at 1k tokens: the backward's end is the peak
+  in.micro_batch = 16;                     // 16k tokens: the loss is
+  CHECK(term(memory_per_gpu(in), "gradients") == 0);
+}
+
 TEST_CASE("fp32 main gradients hold 4 bytes per gradient, sharded as the strategy shards gradients") {
   const TransformerSpec spec = llama2_7b();
   for (Strategy s : {Strategy::ddp, Strategy::zero1, Strategy::zero2}) {

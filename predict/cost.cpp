@@ -50,9 +50,11 @@ double optimizer_step_s(const Job& job, double trainable) {
                                                              : static_cast<double>(job.layout().dp) * job.layout().cp);
   if (job.scenario.strategy.offload != OffloadKind::none) return 0.0;  // the host runs it (cost_offload)
   const bool fp32_grads = tr.optimizer == OptimizerKind::adam_deepspeed_18;
-  return optimizer_time_s(
-      trainable / optimizer_shards,
-      optimizer_bytes_per_param(tr.precision, fp32_grads, tr.optimizer == OptimizerKind::sgd_momentum), job.device);
+  // Under autocast the optimizer steps the fp32 parameters themselves, as in fp32 training.
+  const Precision stepped = tr.autocast ? Precision::fp32 : tr.precision;
+  return optimizer_time_s(trainable / optimizer_shards,
+                          optimizer_bytes_per_param(stepped, fp32_grads, tr.optimizer == OptimizerKind::sgd_momentum),
+                          job.device);
 }
 
 /// FLOPs per layer and of the LM head for one micro-step, and per optimizer step on all GPUs.
@@ -163,6 +165,9 @@ void cost_memory(const Job& job, Costs& c) {
                          : job.bucket_bytes;
   mem.prefetch_layers = s.strategy.prefetch_layers;
   mem.fp32_gradients = s.strategy.reduce_fp32;
+  mem.autocast = tr.autocast;
+  // PyTorch AMP under DDP: set_to_none gradients, created by each step's one backward.
+  mem.gradients_created_by_backward = tr.autocast && tr.grad_accum == 1;
   mem.fused_loss = tr.fused_loss.value_or(false);
   mem.loss_fp32_copies = tr.loss_fp32_copies;
   mem.fused_swiglu = job.kernels.profile == KernelProfile::fused;

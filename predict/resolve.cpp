@@ -278,6 +278,11 @@ KernelChoice resolve_kernels(const Scenario& s, GpuArch arch, std::vector<std::s
   k.fused_loss = tr.fused_loss.value_or(k.profile != KernelProfile::eager);
   k.metric_loss_passes = tr.metric_loss_passes;
   k.launch_blocking = tr.launch_blocking;
+  k.autocast = tr.autocast;
+  if (k.autocast)
+    assumptions.push_back(
+        "mixed precision: autocast over fp32 parameters (fp32 weights, gradients and DDP buckets, the residual "
+        "stream in fp32, each GEMM weight cast to 16 bits every micro-step)");
   if (k.launch_blocking)
     assumptions.push_back("launch_blocking: CUDA_LAUNCH_BLOCKING=1, each op's CPU dispatch adds to its kernel's time");
   return k;

@@ -178,6 +178,9 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors, const Schema&
   });
   errors.attempt([&] { t.launch_blocking = obj.optional_boolean("launch_blocking").value_or(false); });
   errors.attempt([&] {
+    if (obj.has("mixed_precision")) t.autocast = read_choice(schema, obj, "mixed_precision") == "autocast";
+  });
+  errors.attempt([&] {
     if (!obj.has("grad_accumulation")) return;
     t.grad_accumulation = parse_name(obj, "grad_accumulation", parse_grad_accumulation, grad_accumulation_names());
     in.grad_accumulation_given = true;
@@ -331,6 +334,7 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors, const S
         throw obj.error("reduce_dtype",
                         "expected \"fp32\" or \"working\" (the precision's 16-bit dtype), got \"" + *r + "\"");
       s.reduce_fp32 = *r == "fp32";
+      s.reduce_dtype_given = true;
     }
   });
   errors.attempt([&] {
@@ -684,6 +688,7 @@ Scenario parse_root(const JsonDoc& doc, const ReadOptions& options, const Schema
   where.file = doc.file();
   where.model_inline = doc.root().at("model").is_object();
   check_scenario(s, where);
+  if (s.training.autocast) s.strategy.reduce_fp32 = true;  // fp32 parameters have fp32 gradients
   s.strategy.layout.dp = data_parallel_degree(s);
   if (options.gpus > 0) {
     try {
@@ -763,6 +768,37 @@ void check_lora(const LoraSpec& l, const TransformerSpec& m, const ScenarioSourc
 
 /// Micro-batch, accumulation and sequence length within their bounds; the sequence within
 /// a learned position table; LoRA.
+/// training.mixed_precision "autocast": fp32 parameters under torch.autocast, modelled for
+/// PyTorch DDP full training of a dense model in 16-bit mixed precision (what runs it: Hugging
+/// Face's Trainer, Lightning, plain PyTorch AMP). Elsewhere frameworks keep 16-bit parameters
+/// (DeepSpeed's ZeRO, Megatron's TP and PP, FSDP's param_dtype), and LoRA's frozen base is
+/// loaded in 16 bits (PEFT), so the key would not act.
+void check_autocast(const Scenario& s, const ScenarioSource& w) {
+  const std::string at = "/training/mixed_precision";
+  const TrainingSpec& t = s.training;
+  const ParallelLayout& l = s.strategy.layout;
+  if (t.precision != Precision::bf16_mixed && t.precision != Precision::fp16_mixed)
+    throw InputError(w.file, at,
+                     fmt::format("autocast casts to 16 bits: it needs training.precision bf16_mixed or fp16_mixed, "
+                                 "got {}",
+                                 name(t.precision)));
+  if (l.dp_sharding != Strategy::ddp || l.tp > 1 || l.pp > 1 || l.cp > 1 || l.ep > 1)
+    throw InputError(w.file, at,
+                     "autocast over fp32 parameters is modelled for strategy ddp without tp, pp, cp or ep "
+                     "(ZeRO, FSDP's mixed precision and Megatron keep 16-bit parameters: use master_weights)");
+  if (t.lora)
+    throw InputError(w.file, at,
+                     "LoRA's frozen base is loaded in 16 bits (PEFT), so autocast has no fp32 weights to cast: use "
+                     "master_weights");
+  if (s.model.moe) throw InputError(w.file, at, "autocast is modelled for dense models");
+  if (t.kernel_profile == KernelProfile::fused)
+    throw InputError(w.file, at, "the fused kernel profile (Transformer Engine, Megatron) keeps 16-bit parameters");
+  if (s.strategy.reduce_dtype_given && !s.strategy.reduce_fp32)
+    throw InputError(w.file, w.strategy + "/reduce_dtype",
+                     "the gradients of autocast's fp32 parameters are fp32 and DDP reduces them so: remove "
+                     "reduce_dtype or set it to fp32");
+}
+
 void check_training(const Scenario& s, const ScenarioSource& w) {
   const TrainingSpec& t = s.training;
   check_count(t.micro_batch, 1, limits::kMaxMicroBatch, w.file, w.micro_batch, "sequences per GPU per micro-step");
@@ -773,6 +809,7 @@ void check_training(const Scenario& s, const ScenarioSource& w) {
                      fmt::format("expected at most {} (the learned position table of {}), got {}",
                                  s.model.max_positions, s.model.name, t.seq_len));
   if (t.lora) check_lora(*t.lora, s.model, w);
+  if (t.autocast) check_autocast(s, w);
 }
 
 /// Prefetch depth within the model; a gradient bucket large enough that one step has at

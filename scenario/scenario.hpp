@@ -53,6 +53,13 @@ struct TrainingSpec {
   /// CUDA_LAUNCH_BLOCKING=1 ("launch_blocking"): each kernel launch waits for the kernel, so
   /// the CPU's cost per op adds to the GPU's time. Default false (launches are asynchronous).
   bool launch_blocking = false;
+  /// How 16-bit mixed precision keeps its parameters ("mixed_precision"): "master_weights"
+  /// (false, the default: 16-bit parameters and an fp32 master copy in the optimizer, as
+  /// Megatron, DeepSpeed, FSDP's param_dtype and nanotron run it) or "autocast" (true: fp32
+  /// parameters with torch.autocast casting each GEMM's inputs, PyTorch AMP under DDP as
+  /// Hugging Face's Trainer and Lightning run it; model/memory.hpp MemoryInputs::autocast,
+  /// model/kernels.hpp layer_memory_work, autocast_cast_bytes).
+  bool autocast = false;
   /// How successive micro-steps' gradients add up ("grad_accumulation": autograd, fused,
   /// bf16_optimizer; model/compute.hpp grad_accumulation_bytes). Default autograd,
   /// PyTorch's in-place add, printed under Assumptions when grad_accum > 1.
@@ -79,8 +86,10 @@ struct StrategySpec {
   std::string algorithm = "auto";            ///< collective algorithm (a registered name or "auto")
   /// Gradients are reduced in fp32 ("reduce_dtype": "fp32"), as FSDP's mixed precision
   /// with reduce_dtype=float32 does (Composer's DEFAULT mode); otherwise in the working
-  /// dtype of the precision.
+  /// dtype of the precision; under training.mixed_precision "autocast" always (the
+  /// gradients of fp32 parameters are fp32).
   bool reduce_fp32 = false;
+  bool reduce_dtype_given = false;  ///< "reduce_dtype" was written
   /// "tp_comm_overlap" (default false; Megatron-Core's --tp-comm-overlap, Transformer
   /// Engine's userbuffers): each layer's TP collectives run beside the GEMMs they feed or
   /// drain and cost only what those leave exposed (model/parallel.hpp

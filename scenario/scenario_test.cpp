@@ -489,3 +489,41 @@ TEST_CASE(
   j["training"]["precision"] = "bf16_mixed";
   CHECK(mentions(error_of(j), "/strategy/fp8_all_gather"));
 }
+
+TEST_CASE("mixed_precision autocast: DDP full training in 16-bit mixed precision, with fp32 gradient reduction") {
+  json j = good();
+  j["strategy"] = {{"name", "ddp"}};
+  CHECK_FALSE(parse(j).training.autocast);
+  j["training"]["mixed_precision"] = "autocast";
+  const Scenario s = parse(j);
+  CHECK(s.training.autocast);
+  CHECK(s.strategy.reduce_fp32);  // fp32 parameters have fp32 gradients
+  j["training"]["mixed_precision"] = "master_weights";
+  CHECK_FALSE(parse(j).training.autocast);
+  j["training"]["mixed_precision"] = "amp";
+  CHECK(mentions(error_of(j), "/training/mixed_precision"));
+}
+
+TEST_CASE("mixed_precision autocast is refused where frameworks keep 16-bit parameters, at the key that says so") {
+  json j = good();
+  j["strategy"] = {{"name", "ddp"}};
+  j["training"]["mixed_precision"] = "autocast";
+  json zero = j;
+  zero["strategy"] = {{"name", "zero2"}};
+  CHECK(mentions(error_of(zero),
+                 "/training/mixed_precision: autocast over fp32 parameters is modelled for strategy ddp"));
+  json fp32 = j;
+  fp32["training"]["precision"] = "fp32";
+  CHECK(mentions(error_of(fp32), "/training/mixed_precision: autocast casts to 16 bits"));
+  json lora = j;
+  lora["training"]["lora"] = {{"rank", 8}, {"targets", {"q", "v"}}};
+  CHECK(mentions(error_of(lora), "/training/mixed_precision: LoRA's frozen base"));
+  json fused = j;
+  fused["training"]["kernels"] = "fused";
+  CHECK(mentions(error_of(fused), "/training/mixed_precision: the fused kernel profile"));
+  json working = j;
+  working["strategy"]["reduce_dtype"] = "working";
+  CHECK(mentions(error_of(working), "/strategy/reduce_dtype"));
+  working["strategy"]["reduce_dtype"] = "fp32";
+  CHECK(error_of(working).empty());
+}

@@ -110,11 +110,16 @@ std::vector<SchemaKey> training_keys() {
       choice("/training/kernels", split_names(kernel_profile_names()), "eager (PyTorch without fusion)",
              "what runs the memory-bound work"),
       key("/training/fused_loss", kBool, "fused unless kernels is eager", "the loss as one fused kernel"),
-      ranged("/training/loss_fp32_copies", kInt, 1, 2, "1 (the upcast logits, softmax in place)",
+      ranged("/training/loss_fp32_copies", kInt, 1, 3, "1 (the upcast logits, softmax in place)",
              "fp32 copies of the logits at an unfused loss's peak (2: the maximum subtracted out of place, "
-             "nanotron)"),
+             "nanotron; 3: PyTorch's cross_entropy on upcast logits, whose backward holds the log-probabilities, "
+             "their gradient and the logits' gradient)"),
       ranged("/training/metric_loss_passes", kInt, 0, 16, "0",
              "extra eager cross-entropy passes over the logits (training metrics)"),
+      choice("/training/mixed_precision", {"master_weights", "autocast"},
+             "master_weights (16-bit parameters, an fp32 master copy in the optimizer)",
+             "how 16-bit mixed precision keeps parameters: autocast is PyTorch AMP over fp32 parameters (DDP, "
+             "Hugging Face Trainer, Lightning)"),
       key("/training/launch_blocking", kBool, "false (launches are asynchronous)",
           "CUDA_LAUNCH_BLOCKING=1: each launch waits for its kernel"),
       choice("/training/grad_accumulation", grad_accumulation_names(),

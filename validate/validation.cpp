@@ -551,6 +551,30 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
   }
 }
 
+/// The stepcast probe's DDP runs (framework "pytorch-ddp") train fp32 parameters under
+/// torch.autocast (calibrate/probe/train_probe.py); its LoRA runs load the frozen base in 16
+/// bits, so they keep master_weights. Called once LoRA is known.
+void mixed_precision_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  if (!framework_is(r, "pytorch-ddp") || s.strategy.layout.dp_sharding != Strategy::ddp || s.training.lora ||
+      (s.training.precision != Precision::bf16_mixed && s.training.precision != Precision::fp16_mixed))
+    return;
+  s.training.autocast = true;
+  s.strategy.reduce_fp32 = true;
+  assumed.push_back(
+      "mixed precision by torch.autocast over fp32 parameters (PyTorch AMP: the stepcast probe's DDP runs, "
+      "calibrate/probe/train_probe.py)");
+}
+
+/// The stepcast probe's loss: F.cross_entropy on the upcast logits (calibrate/probe/
+/// train_probe.py), whose backward holds three fp32 copies of the logits.
+void probe_loss_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  if (!framework_is(r, "pytorch-ddp")) return;
+  s.training.loss_fp32_copies = 3;
+  assumed.push_back(
+      "three fp32 copies of the logits at the loss's backward (the probe's F.cross_entropy on logits.float(): "
+      "log-probabilities, their gradient and the logits' gradient)");
+}
+
 /// The record's layout refused by a rule of model/parallel.hpp layout_violations, as a skip
 /// with its reason: a record is measured data, not a scenario someone can fix.
 void skip_broken_layout(const MeasuredRun& r, const Scenario& s, const LayoutContext& context) {
@@ -778,6 +802,8 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
     assumed.push_back(fmt::format("LoRA rank {} (the record's extras)", lora->rank));
   }
   parallel_extras_for(r, s, assumed);  // after LoRA, which context parallelism refuses
+  mixed_precision_for(r, s, assumed);  // after LoRA, whose base is 16-bit
+  probe_loss_for(r, s, assumed);
   s.hardware = hardware_for(r, gpu, assumed);
   offload_for(r, s, assume_host, assumed);
   if (has_extra(r, "float8_allgather")) {
