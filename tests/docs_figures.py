@@ -369,6 +369,25 @@ def peak_memory(sc):
     ]
 
 
+@figures("calibrate/data/h100-x1/README.md", "the H100 probe's step time and peak memory")
+def h100_probe(sc):
+    v = sc.json("validate", "calibrate/data/h100-x1/runs.jsonl")
+    loso, free, m = v["summary_loso"], v["summary_fit_free"], v["summary_memory"]
+    return [
+        f"| after (this commit) | {loso['median_abs_error_pct']:.1f}% / {loso['p90_abs_error_pct']:.1f}% / "
+        f"{loso['max_abs_error_pct']:.1f}% | {free['median_abs_error_pct']:.1f}% |",
+        f"{m['median_abs_error_pct']:.1f}% / {m['p90_abs_error_pct']:.1f}% / {m['max_abs_error_pct']:.1f}% |",
+    ]
+
+
+@figures("docs/accuracy.md", "the H100 probe's peak memory")
+def h100_probe_accuracy(sc):
+    v = sc.json("validate", "calibrate/data/h100-x1/runs.jsonl")
+    m, loso = v["summary_memory"], v["summary_loso"]
+    return [f"{m['count']} runs of the project's H100 probe, median |error| {m['median_abs_error_pct']:.1f}%, p90 "
+            f"{m['p90_abs_error_pct']:.1f}% (step time {loso['median_abs_error_pct']:.1f}% median)"]
+
+
 def summary_text(v):
     s = v["summary_loso"]
     return (f"{s['count']} compared, median |error| {s['median_abs_error_pct']:.1f}%, "
