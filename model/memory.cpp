@@ -433,7 +433,9 @@ ModelStateBytes model_state_bytes(const ParamCounts& c, const MemoryInputs& in) 
   m.optimizer = optimizer_bytes(c, s, in, n);
   m.gathered_params = gathered_params_bytes(c, s, in, n);
   if (in.autocast) {  // the fp32 master is the parameter itself, beside autocast's 16-bit casts
-    require(is_mixed(in.precision) && in.precision != Precision::fp8_mixed, "autocast casts to 16 bits");
+    require(s == Strategy::ddp && !in.lora && !in.model->moe && is_mixed(in.precision) &&
+                in.precision != Precision::fp8_mixed,
+            "autocast is modelled for DDP full training of a dense model, cast to 16 bits");
     m.weights += 4.0 * c.stored;
     m.optimizer -= 4.0 * c.trainable;
   }
@@ -587,13 +589,14 @@ void gradients_at_peak(MemoryBreakdown& out, bool with_notes) {
   assert(gradients.name == "gradients" && out.terms[4].name == "activations" && out.terms[5].name == "logits");
   const double at_loss = out.terms[4].bytes + out.terms[5].bytes;
   if (with_notes)
-    gradients.note += fmt::format("; created by the backward: {} at the peak",
-                                  gradients.bytes > at_loss ? "what they exceed the freed activations and logits by"
-                                                            : "none");
+    gradients.note +=
+        fmt::format("; created by the backward: {} at the peak",
+                    gradients.bytes > at_loss ? "what they exceed the freed activations and logits by" : "none");
   gradients.bytes = std::max(0.0, gradients.bytes - at_loss);
 }
 
-MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bool with_notes) {
+/// The inputs' own ranges (the layout's are checked where they are used).
+void require_inputs(const MemoryInputs& in) {
   require(in.model != nullptr, "no model");
   require(in.micro_batch >= 1, "micro_batch must be >= 1");
   require(in.seq_len >= 1, "seq_len must be >= 1");
@@ -604,6 +607,10 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
   require(in.cuda_context_bytes >= 0, "cuda_context_bytes must be >= 0");
   require(in.allocator_fragmentation >= 0, "allocator_fragmentation must be >= 0");
   require(in.capacity_bytes > 0, "capacity_bytes must be > 0");
+}
+
+MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bool with_notes) {
+  require_inputs(in);
   const TransformerSpec& spec = *in.model;
 
   require(in.tp >= 1 && (!in.sp || in.tp >= 2), "tp must be >= 1, and >= 2 with sequence parallelism");
@@ -619,8 +626,6 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
   const Strategy s = effective_strategy(in.strategy, n);
   ModelStateBytes m = model_state_bytes(c, in);
   if (spec.moe) m = moe_model_state_bytes(spec, c, in, layer_share);
-  require(!in.autocast || (s == Strategy::ddp && !in.lora && !spec.moe),
-          "autocast is modelled for DDP full training of a dense model");
   const bool offload = in.offload != OffloadKind::none;
   require(!offload || (in.gpus_per_host >= 1 && in.host_capacity_bytes > 0),
           "offload needs gpus_per_host >= 1 and a host capacity > 0");
