@@ -567,15 +567,15 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   if (kernels.autocast) {  // each GEMM weight cast to 16 bits in the forward, its gradient back
     if (spec.moe || kernels.tp > 1 || opts.lora != nullptr)
       throw std::invalid_argument("micro-step times: autocast is modelled for dense DDP full training");
-    const ParameterBreakdown p = parameter_breakdown(spec);
-    const double layer = static_cast<double>(p.attention + p.mlp) / static_cast<double>(spec.layers);
-    const double head = static_cast<double>(p.lm_head > 0 ? p.lm_head : p.embedding);  // a tied head casts the table
-    mem.bytes_forward += autocast_cast_bytes(layer, w);
-    mem.bytes_backward += autocast_cast_bytes(layer, w);
-    mem.kernels_forward += 4;
-    mem.kernels_backward += 4;
-    loss.bytes_forward += autocast_cast_bytes(head, w);
-    loss.bytes_backward += autocast_cast_bytes(head, w);
+    const AutocastCasts casts = autocast_casts(spec);
+    mem.bytes_forward += autocast_cast_bytes(casts.per_layer, w);
+    mem.bytes_backward += autocast_cast_bytes(casts.per_layer, w);
+    mem.kernels_forward += casts.kernels_per_layer;
+    mem.kernels_backward += casts.kernels_per_layer;
+    loss.bytes_forward += autocast_cast_bytes(casts.head, w);
+    loss.bytes_backward += autocast_cast_bytes(casts.head, w);
+    loss.kernels_forward += 1;
+    loss.kernels_backward += 1;
   }
   if (kernels.metric_loss_passes > 0) {
     const MemoryWork metric = loss_memory_work(spec, tokens, w, KernelProfile::eager, kernels.tp);

@@ -218,9 +218,36 @@ double norm_kernels(const TransformerSpec& spec, KernelProfile profile) {
   return spec.norm == Norm::rmsnorm && profile == KernelProfile::eager ? 7.0 : 1.0;
 }
 
+/// Bytes per token of one norm's forward on autocast's fp32 residual stream: eager, it reads
+/// and writes fp32 (LayerNorm 8; Hugging Face's RMSNorm without its up- and downcast, which
+/// do nothing on fp32: 28 over 5 kernels); compiled or fused, one kernel reads fp32 and
+/// writes the next GEMM's w-byte input, (4 + w).
+double autocast_norm_bytes(const TransformerSpec& spec, double w, KernelProfile profile) {
+  const double h = static_cast<double>(spec.hidden);
+  if (profile != KernelProfile::eager) return (4.0 + w) * h;
+  return (spec.norm == Norm::rmsnorm ? 28.0 : 8.0) * h;
+}
+
+double autocast_norm_kernels(const TransformerSpec& spec, KernelProfile profile) {
+  return spec.norm == Norm::rmsnorm && profile == KernelProfile::eager ? 5.0 : 1.0;
+}
+
 }  // namespace
 
 double autocast_cast_bytes(double params, double w) { return (4.0 + w) * params; }
+
+double AutocastCasts::total(const TransformerSpec& spec) const {
+  return per_layer * static_cast<double>(spec.layers) + head;
+}
+
+AutocastCasts autocast_casts(const TransformerSpec& spec) {
+  const ParameterBreakdown p = parameter_breakdown(spec);
+  AutocastCasts out;
+  out.per_layer = static_cast<double>(p.attention + p.mlp) / static_cast<double>(spec.layers);
+  out.head = static_cast<double>(p.lm_head > 0 ? p.lm_head : p.embedding);
+  out.kernels_per_layer = spec.linear_bias ? 8.0 : 4.0;  // QKV, out, up, down: weights (and biases)
+  return out;
+}
 
 MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile, bool fp8,
                              int tp, bool sp, bool autocast) {
@@ -236,18 +263,18 @@ MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double 
   const double f = static_cast<double>(spec.ffn_hidden) / t;
   const double norms = spec.parallel_attn_mlp ? 1.0 : 2.0;
 
-  const double stream = autocast ? 4.0 : w;  // the residual stream's bytes per element
-  double bytes = norms * norm_bytes(spec, stream, profile) * h_share;
-  double kernels = norms * norm_kernels(spec, profile);
+  const double stream_bytes = autocast ? 4.0 : w;  // per element of the residual stream
+  double bytes = norms * h_share * (autocast ? autocast_norm_bytes(spec, w, profile) : norm_bytes(spec, w, profile));
+  double kernels = norms * (autocast ? autocast_norm_kernels(spec, profile) : norm_kernels(spec, profile));
   if (spec.positional == Positional::rope) {
     bytes += (eager ? 10.0 : 2.0) * w * (q + kv);
     kernels += eager ? 10.0 : 1.0;
   }
   // two residual adds (fused into the norms): read the stream and the branch, write the stream
-  bytes += (eager ? 2.0 * stream + w : stream) * h * 2.0 * h_share;
+  bytes += (eager ? 2.0 * stream_bytes + w : stream_bytes) * h * 2.0 * h_share;
   kernels += eager ? 2.0 : 0.0;
   if (autocast && eager) {  // the normed inputs of the QKV and MLP-up GEMMs cast to w bytes
-    bytes += 2.0 * (4.0 + w) * h;
+    bytes += autocast_cast_bytes(2.0 * h, w);
     kernels += 2.0;
   }
   if (spec.gated_mlp) {
@@ -265,7 +292,7 @@ MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double 
   // gradient re-reads its input and the incoming gradient (PyTorch's layer_norm backward
   // runs them as a second kernel), and each biased projection's bias gradient sums its
   // output gradient over the tokens.
-  double extra_bwd = norms * 2.0 * w * h * h_share;
+  double extra_bwd = norms * 2.0 * stream_bytes * h * h_share;
   double extra_kernels = norms;
   if (spec.linear_bias) {
     extra_bwd += w * ((q + 2.0 * kv) + h * h_share + f * (spec.gated_mlp ? 2.0 : 1.0) + h * h_share);

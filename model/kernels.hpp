@@ -180,10 +180,11 @@ struct MemoryWork {
 /// biases) runs on every rank over all tokens, or over tokens/t under sequence parallelism
 /// (`sp`, Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4.2.2).
 /// Under torch.autocast over fp32 parameters (`autocast`; DDP, tp = 1) the residual stream
-/// is fp32: the norms read and write 4 bytes per element, each residual add reads the fp32
-/// stream and the w-byte branch output and writes fp32 (8 + w; compiled: the 4-byte write),
-/// and eager autocast casts the normed input of attention's and the MLP's first GEMM to w
-/// bytes (4 + w each, two kernels; compiled code writes the cast from the norm's kernel).
+/// is fp32: eager norms read and write 4 bytes per element (an RMSNorm skips its up- and
+/// downcast), and a norm's weight gradient re-reads fp32; each residual add reads the fp32
+/// stream and the w-byte branch output and writes fp32 (8 + w; compiled: the 4-byte write);
+/// eager autocast casts the normed input of attention's and the MLP's first GEMM to w bytes
+/// (4 + w each, two kernels), where compiled code writes the cast from the norm's kernel.
 MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile, bool fp8,
                              int tp = 1, bool sp = false, bool autocast = false);
 
@@ -192,6 +193,18 @@ MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double 
 /// cache lives for one autocast region: torch/amp/autocast_mode.py), and the backward casts
 /// the w-byte weight gradient back to the fp32 parameter's dtype, the same bytes.
 double autocast_cast_bytes(double params, double w);
+
+/// The parameters torch.autocast casts to 16 bits in each forward: every Linear's weight
+/// and bias of a layer (attention and MLP: `per_layer`, in `kernels_per_layer` casts) and the
+/// LM head's (`head`; a tied head casts the embedding table). Norms run in fp32 and the
+/// embedding lookup is not cast.
+struct AutocastCasts {
+  double per_layer = 0;
+  double head = 0;
+  double kernels_per_layer = 0;
+  double total(const TransformerSpec& spec) const;  ///< per_layer over the layers, and the head
+};
+AutocastCasts autocast_casts(const TransformerSpec& spec);
 
 /// The loss over V logits per token: eager: the fp32 upcast (read w, write 4), log-softmax
 /// (read 4, write 4) and the loss (read 4), backward softmax gradient (read 8, write 4),

@@ -162,12 +162,21 @@ TEST_CASE("autocast keeps the residual stream in fp32 and casts two GEMM inputs:
   const MemoryWork amp = layer_memory_work(s, 10, 2, KernelProfile::eager, false, 1, false, true);
   // norms 2·(2·4 - 2·2)·64 = 512, residual adds 2·((8 + 2) - 3·2)·64 = 512, casts 2·(4 + 2)·64 = 768.
   CHECK(amp.bytes_forward - plain.bytes_forward == doctest::Approx(10 * (512 + 512 + 768)));
-  CHECK(amp.bytes_backward - plain.bytes_backward == doctest::Approx(2 * 10 * (512 + 512 + 768)));
+  // Backward: twice that, and each norm's weight gradient re-reads fp32: 2·2·(4 - 2)·64 = 512.
+  CHECK(amp.bytes_backward - plain.bytes_backward == doctest::Approx(2 * 10 * (512 + 512 + 768) + 10 * 512));
   CHECK(amp.kernels_forward - plain.kernels_forward == 2);
-  // Compiled: the norms and the residual's one write at 4 bytes, the casts fused into the norms.
+  // Compiled: each norm reads fp32 and writes the 2-byte GEMM input (2·(4 + 2 - 2·2)·64 = 256),
+  // the residual's one write at 4 bytes (2·(4 - 2)·64 = 256).
   const MemoryWork compiled = layer_memory_work(s, 10, 2, KernelProfile::compiled, false);
   const MemoryWork compiled_amp = layer_memory_work(s, 10, 2, KernelProfile::compiled, false, 1, false, true);
-  CHECK(compiled_amp.bytes_forward - compiled.bytes_forward == doctest::Approx(10 * (512 + 2 * 2 * 64)));
+  CHECK(compiled_amp.bytes_forward - compiled.bytes_forward == doctest::Approx(10 * (256 + 256)));
+  // An eager RMSNorm on fp32 skips its up- and downcast: 28 bytes per element over 5 kernels.
+  const TransformerSpec llama = gpt(Norm::rmsnorm, true, Positional::rope);
+  const MemoryWork llama_amp = layer_memory_work(llama, 1, 2, KernelProfile::eager, false, 1, false, true);
+  const MemoryWork llama_plain = layer_memory_work(llama, 1, 2, KernelProfile::eager, false);
+  CHECK(llama_amp.bytes_forward - llama_plain.bytes_forward ==
+        doctest::Approx(2 * (28 - 36) * 64 + 512 + 768));  // norms, residual adds, casts
+  CHECK(llama_amp.kernels_forward - llama_plain.kernels_forward == 2 * (5 - 7) + 2);
   CHECK_THROWS_AS(layer_memory_work(s, 10, 2, KernelProfile::eager, false, 2, false, true), std::invalid_argument);
 }
 

@@ -3,6 +3,8 @@
 // context and allocator overhead. Every term is a pure function of its inputs.
 #include "model/memory.hpp"
 
+#include "model/kernels.hpp"
+
 #include "model/moe.hpp"
 
 #include <fmt/format.h>
@@ -433,10 +435,10 @@ ModelStateBytes model_state_bytes(const ParamCounts& c, const MemoryInputs& in) 
   m.optimizer = optimizer_bytes(c, s, in, n);
   m.gathered_params = gathered_params_bytes(c, s, in, n);
   if (in.autocast) {  // the fp32 master is the parameter itself, beside autocast's 16-bit casts
-    require(s == Strategy::ddp && !in.lora && !in.model->moe && is_mixed(in.precision) &&
-                in.precision != Precision::fp8_mixed,
-            "autocast is modelled for DDP full training of a dense model, cast to 16 bits");
-    m.weights += 4.0 * c.stored;
+    require(s == Strategy::ddp && !in.lora && !in.model->moe && in.tp == 1 && in.pp == 1 && in.fp32_gradients &&
+                is_mixed(in.precision) && in.precision != Precision::fp8_mixed,
+            "autocast is modelled for DDP full training of a dense model in 16 bits, with fp32 gradients");
+    m.weights = 4.0 * c.stored + working_bytes(in.precision) * autocast_casts(*in.model).total(*in.model);
     m.optimizer -= 4.0 * c.trainable;
   }
   return m;
@@ -583,11 +585,16 @@ MemoryBreakdown memory_per_gpu(const MemoryInputs& in) {
 namespace {
 
 /// Gradients created by the backward (MemoryInputs::gradients_created_by_backward): the
-/// gradient term becomes what they exceed the activations and logits they replace by.
-void gradients_at_peak(MemoryBreakdown& out, bool with_notes) {
-  MemoryTerm& gradients = out.terms[1];
-  assert(gradients.name == "gradients" && out.terms[4].name == "activations" && out.terms[5].name == "logits");
-  const double at_loss = out.terms[4].bytes + out.terms[5].bytes;
+/// gradient term becomes what they exceed the activations, the logits and autocast's 16-bit
+/// casts of the weights (`casts_bytes`), all freed by the backward's end, by.
+void gradients_at_peak(MemoryBreakdown& out, double casts_bytes, bool with_notes) {
+  const auto find = [&](const char* name) -> MemoryTerm& {
+    for (MemoryTerm& t : out.terms)
+      if (t.name == name) return t;
+    throw std::logic_error(std::string("memory_per_gpu: no term ") + name);
+  };
+  MemoryTerm& gradients = find("gradients");
+  const double at_loss = find("activations").bytes + find("logits").bytes + casts_bytes;
   if (with_notes)
     gradients.note +=
         fmt::format("; created by the backward: {} at the peak",
@@ -700,7 +707,8 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
            : in.loss_fp32_copies == 1 ? fmt::format("b*s*V*({} + 4 fp32 loss)", w)
                                       : fmt::format("b*s*V*({} + {} x 4 fp32 loss copies)", w, in.loss_fp32_copies);
   });
-  if (in.gradients_created_by_backward) gradients_at_peak(out, with_notes);
+  if (in.gradients_created_by_backward)
+    gradients_at_peak(out, in.autocast ? w * autocast_casts(spec).total(spec) : 0.0, with_notes);
   ParamCounts local = c;  // what this GPU's gradient buffers hold: 1/ep of a MoE model's experts
   local.trainable = spec.moe ? held : c.trainable;
   add("comm_buffers", comm_buffer_bytes(local, s, in), [&] { return fmt::format("{} buffers", name(s)); });

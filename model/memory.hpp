@@ -115,16 +115,17 @@ struct MemoryInputs {
   /// "autocast": PyTorch AMP under DDP, as Hugging Face's Trainer and Lightning run it): each
   /// parameter is its own fp32 master (4 B) and autocast's w-byte cast of it lives from the
   /// forward to the backward that uses it (torch.autocast caches the casts of leaf tensors
-  /// for the forward, and the Linear saves its cast weight), so weights are (4 + w)·P and
-  /// Adam keeps its moments alone (K - 4); gradients and DDP's buckets are fp32 (the
-  /// parameters' dtype; set fp32_gradients too); the residual stream is fp32 (the embedding's
-  /// output and the norms run in fp32 under autocast), so each norm saves a 4-byte input.
+  /// for the forward, and the Linear saves its cast weight), so weights are 4·P + w·C (C the
+  /// cast parameters, model/kernels.hpp autocast_casts) and Adam keeps its moments alone
+  /// (K - 4); gradients and DDP's buckets are fp32 (the parameters' dtype; fp32_gradients
+  /// must be set too); the residual stream is fp32 (the embedding's output and the norms run
+  /// in fp32 under autocast), so each norm saves a 4-byte input.
   bool autocast = false;
   /// The gradients are created by the backward, none held when it starts: PyTorch
   /// autograd with zero_grad(set_to_none=True) (its default since 2.0) and one micro-step per
   /// optimizer step, so the peak is the larger of the loss's (activations and logits, no
-  /// gradients) and the backward's end (the gradients, the activations freed): the gradient
-  /// term is what the gradients exceed the activations and logits by, else 0.
+  /// gradients) and the backward's end (the gradients; the activations, the logits and
+  /// autocast's casts freed): the gradient term is what the gradients exceed those by, else 0.
   bool gradients_created_by_backward = false;
   /// The loss is one fused cross-entropy kernel (flash-attn's xentropy, Liger's; the scenario's
   /// training.fused_loss): it keeps a row's log-sum-exp, not an fp32 copy of the logits.

@@ -793,6 +793,10 @@ void check_autocast(const Scenario& s, const ScenarioSource& w) {
   if (s.model.moe) throw InputError(w.file, at, "autocast is modelled for dense models");
   if (t.kernel_profile == KernelProfile::fused)
     throw InputError(w.file, at, "the fused kernel profile (Transformer Engine, Megatron) keeps 16-bit parameters");
+  if (t.grad_accumulation != GradAccumulation::autograd)
+    throw InputError(w.file, "/training/grad_accumulation",
+                     "autocast's fp32 gradients are added up by autograd; fused and bf16_optimizer keep 16-bit "
+                     "parameters");
   if (s.strategy.reduce_dtype_given && !s.strategy.reduce_fp32)
     throw InputError(w.file, w.strategy + "/reduce_dtype",
                      "the gradients of autocast's fp32 parameters are fp32 and DDP reduces them so: remove "

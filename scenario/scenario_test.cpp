@@ -521,6 +521,9 @@ TEST_CASE("mixed_precision autocast is refused where frameworks keep 16-bit para
   json fused = j;
   fused["training"]["kernels"] = "fused";
   CHECK(mentions(error_of(fused), "/training/mixed_precision: the fused kernel profile"));
+  json accumulate = j;
+  accumulate["training"]["grad_accumulation"] = "fused";
+  CHECK(mentions(error_of(accumulate), "/training/grad_accumulation: autocast's fp32 gradients"));
   json working = j;
   working["strategy"]["reduce_dtype"] = "working";
   CHECK(mentions(error_of(working), "/strategy/reduce_dtype"));

@@ -196,6 +196,11 @@ def write_raw(path, doc):
 
 # ---- measurements (PyTorch, one GPU; overlap: all visible GPUs) ---------------------------
 
+def skipped(error):
+    """A row's check for a measurement the backend refused: the error's first line."""
+    return "skipped: " + str(error).splitlines()[0][:200]
+
+
 def gpu_timer(torch):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
@@ -264,7 +269,7 @@ def run_attention(torch, args, timer):
                 rows.append(attention_row(backward=True, iterations=n, time_s=t, check=check, **common))
                 del q, k, v, o, grad
             except (RuntimeError, torch.cuda.OutOfMemoryError) as e:  # backend refuses the shape, or no memory
-                why = "skipped: " + str(e).splitlines()[0][:200]
+                why = skipped(e)
                 for bwd in (False, True):
                     rows.append(attention_row(backward=bwd, iterations=0, time_s=0.0, check=why, **common))
             last = rows[-1]
@@ -329,7 +334,7 @@ def run_memory_kernels(torch, args, timer):
             rows.append(memory_row(dtype=dtype, elem_bytes=w, iterations=n, time_s=t, check=check, **common))
         except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
             rows.append(memory_row(dtype="bf16", elem_bytes=2, iterations=0, time_s=0.0,
-                                   check="skipped: " + str(e).splitlines()[0][:200], **common))
+                                   check=skipped(e), **common))
         r = rows[-1]
         print(f"[memory] {op} {profile} {elements}: {r['check']}"
               + (f", {r['GBps']:.0f} GB/s" if r["check"] == "ok" else ""), file=sys.stderr)
@@ -376,7 +381,7 @@ def run_gemm_torch(torch, args, timer):
                 del x, w, wt
             except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
                 rows.append(gemm_torch_row(iterations=0, times_s=[0.0],
-                                           check="skipped: " + str(e).splitlines()[0][:200], **common))
+                                           check=skipped(e), **common))
             r = rows[-1]
             print(f"[gemm_torch] {library} {name} {m}x{n}x{k}: {r['check']}"
                   + (f", {r['tflops']:.0f} TFLOP/s" if r["check"] == "ok" else ""), file=sys.stderr)

@@ -85,12 +85,11 @@ RawGemm parse_gemm(JsonObject& o) {
   return g;
 }
 
-/// A gemm_torch row: a gemm row plus the PyTorch call that ran it.
+/// A gemm_torch row: a gemm row plus the PyTorch call that ran it (checked, then one GEMM
+/// measurement like any other: its json_path says where it came from).
 RawGemm parse_gemm_torch(JsonObject& o) {
-  const std::string library = o.choice("library", {"torch.matmul", "torch._scaled_mm"});
-  RawGemm g = parse_gemm(o);
-  g.library = library;
-  return g;
+  o.choice("library", {"torch.matmul", "torch._scaled_mm"});
+  return parse_gemm(o);
 }
 
 RawMemory parse_memory(JsonObject& o) {

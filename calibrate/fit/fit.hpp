@@ -48,10 +48,7 @@ struct RawGemm {
   double time_s_max = 0;
   double tflops = 0;      ///< as the benchmark computed it (informational)
   std::string check;      ///< "ok" or why the result is not trusted
-  std::string json_path;  ///< e.g. "/gemm/3", for messages
-  /// "cublasLt" (stepcast-calibrate's own calls, section gemm) or the PyTorch call that ran it
-  /// (torch_bench.py, section gemm_torch: "torch.matmul", "torch._scaled_mm").
-  std::string library = "cublasLt";
+  std::string json_path;  ///< e.g. "/gemm/3" (cuBLASLt) or "/gemm_torch/0" (PyTorch), for messages
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
 };
 
