@@ -562,8 +562,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
     mem.kernels_forward += 2 * share;
     mem.kernels_backward += 2 * share;
   }
-  MemoryWork loss =
-      loss_memory_work(spec, tokens, w, kernels.fused_loss ? KernelProfile::compiled : kernels.profile, kernels.tp);
+  MemoryWork loss = loss_memory_work(spec, tokens, w,
+                                     kernels.fused_loss ? KernelProfile::compiled : KernelProfile::eager, kernels.tp);
   if (kernels.autocast) {  // each GEMM weight cast to 16 bits in the forward, its gradient back
     if (spec.moe || kernels.tp > 1 || opts.lora != nullptr)
       throw std::invalid_argument("micro-step times: autocast is modelled for dense DDP full training");

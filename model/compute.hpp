@@ -156,7 +156,9 @@ struct KernelChoice {
   AttentionKernel attention = AttentionKernel::flash2;
   KernelProfile profile = KernelProfile::eager;
   bool causal = true;
-  bool fused_loss = false;  ///< the loss as one fused kernel each way (else the profile's)
+  /// The loss as one fused kernel each way; else PyTorch's eager cross-entropy, whatever the
+  /// profile (a model compiled without its loss: calibrate/probe/train_probe.py).
+  bool fused_loss = false;
   /// CUDA_LAUNCH_BLOCKING=1: every launch returns when its kernel has finished, so the CPU's
   /// cost per op adds to the GPU's time instead of running ahead of it.
   bool launch_blocking = false;

@@ -137,6 +137,20 @@ TEST_CASE("full recompute adds one forward of the layers (head excluded); select
   CHECK(sel.recompute_s == doctest::Approx(4.0 * 4 * 4 * 8 / 2 / 0.5e12));
 }
 
+TEST_CASE("an unfused loss is PyTorch's eager cross-entropy whatever the profile; a fused one is one kernel") {
+  const TransformerSpec spec = small_gpt();
+  DeviceRates d = unit_device();
+  d.memory_bw_GBps = 1000;  // 1e12 B/s: bytes show as time
+  KernelChoice k{AttentionKernel::flash2, KernelProfile::compiled, true};
+  k.fused_loss = true;
+  const MicroStepTimes fused = micro_step_times(spec, 1, 4, Precision::bf16_mixed, {}, k, d);
+  k.fused_loss = false;
+  const MicroStepTimes eager = micro_step_times(spec, 1, 4, Precision::bf16_mixed, {}, k, d);
+  const double logits = 4.0 * 32;  // tokens x vocab
+  // eager (12 + w) + (20 + w) = 36 B per logit, fused 2w + 2w = 8.
+  CHECK(eager.kernels.memory_s - fused.kernels.memory_s == doctest::Approx((36.0 - 8.0) * logits / 1e12));
+}
+
 TEST_CASE("a layer whose kernels are shorter than their launches is launch-bound") {
   const TransformerSpec spec = small_gpt();
   const FlopsOptions o;

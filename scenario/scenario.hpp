@@ -41,7 +41,8 @@ struct TrainingSpec {
   /// What runs the memory-bound work ("kernels": eager, compiled, fused); absent: eager,
   /// printed under Assumptions.
   std::optional<KernelProfile> kernel_profile;
-  /// The loss runs as a fused kernel ("fused_loss"); absent: fused unless the profile is eager.
+  /// The loss runs as a fused kernel ("fused_loss"); false: PyTorch's eager cross-entropy,
+  /// whatever the profile; absent: fused unless the profile is eager.
   std::optional<bool> fused_loss;
   /// fp32 copies of the logits alive at the unfused loss's peak ("loss_fp32_copies", 1 or 2):
   /// 2 where the row maximum is subtracted out of place (nanotron). Default 1.

@@ -109,7 +109,8 @@ std::vector<SchemaKey> training_keys() {
              "which kernel computes attention (flash3 on Hopper only, flash2 and cudnn from Ampere on)"),
       choice("/training/kernels", split_names(kernel_profile_names()), "eager (PyTorch without fusion)",
              "what runs the memory-bound work"),
-      key("/training/fused_loss", kBool, "fused unless kernels is eager", "the loss as one fused kernel"),
+      key("/training/fused_loss", kBool, "fused unless kernels is eager",
+          "the loss as one fused kernel (false: PyTorch's eager cross-entropy, whatever the kernels)"),
       ranged("/training/loss_fp32_copies", kInt, 1, 3, "1 (the upcast logits, softmax in place)",
              "fp32 copies of the logits at an unfused loss's peak (2: the maximum subtracted out of place, "
              "nanotron; 3: PyTorch's cross_entropy on upcast logits, whose backward holds the log-probabilities, "

@@ -566,13 +566,15 @@ void mixed_precision_for(const MeasuredRun& r, Scenario& s, std::vector<std::str
 }
 
 /// The stepcast probe's loss: F.cross_entropy on the upcast logits (calibrate/probe/
-/// train_probe.py), whose backward holds three fp32 copies of the logits.
+/// train_probe.py), eager even when the model is compiled, whose backward holds three fp32
+/// copies of the logits.
 void probe_loss_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
   if (!framework_is(r, "pytorch-ddp")) return;
   s.training.loss_fp32_copies = 3;
+  s.training.fused_loss = false;
   assumed.push_back(
-      "three fp32 copies of the logits at the loss's backward (the probe's F.cross_entropy on logits.float(): "
-      "log-probabilities, their gradient and the logits' gradient)");
+      "the loss eager, outside torch.compile, with three fp32 copies of the logits at its backward (the probe's "
+      "F.cross_entropy on logits.float(): log-probabilities, their gradient and the logits' gradient)");
 }
 
 /// The record's layout refused by a rule of model/parallel.hpp layout_violations, as a skip
