@@ -236,16 +236,13 @@ double autocast_norm_kernels(const TransformerSpec& spec, KernelProfile profile)
 
 double autocast_cast_bytes(double params, double w) { return (4.0 + w) * params; }
 
-double AutocastCasts::total(const TransformerSpec& spec) const {
-  return per_layer * static_cast<double>(spec.layers) + head;
-}
-
 AutocastCasts autocast_casts(const TransformerSpec& spec) {
   const ParameterBreakdown p = parameter_breakdown(spec);
   AutocastCasts out;
   out.per_layer = static_cast<double>(p.attention + p.mlp) / static_cast<double>(spec.layers);
   out.head = static_cast<double>(p.lm_head > 0 ? p.lm_head : p.embedding);
   out.kernels_per_layer = spec.linear_bias ? 8.0 : 4.0;  // QKV, out, up, down: weights (and biases)
+  out.total = out.per_layer * static_cast<double>(spec.layers) + out.head;
   return out;
 }
 

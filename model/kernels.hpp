@@ -202,7 +202,7 @@ struct AutocastCasts {
   double per_layer = 0;
   double head = 0;
   double kernels_per_layer = 0;
-  double total(const TransformerSpec& spec) const;  ///< per_layer over the layers, and the head
+  double total = 0;  ///< per_layer over the layers, and the head
 };
 AutocastCasts autocast_casts(const TransformerSpec& spec);
 

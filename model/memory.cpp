@@ -438,7 +438,7 @@ ModelStateBytes model_state_bytes(const ParamCounts& c, const MemoryInputs& in) 
     require(s == Strategy::ddp && !in.lora && !in.model->moe && in.tp == 1 && in.pp == 1 && in.fp32_gradients &&
                 is_mixed(in.precision) && in.precision != Precision::fp8_mixed,
             "autocast is modelled for DDP full training of a dense model in 16 bits, with fp32 gradients");
-    m.weights = 4.0 * c.stored + working_bytes(in.precision) * autocast_casts(*in.model).total(*in.model);
+    m.weights = 4.0 * c.stored + working_bytes(in.precision) * autocast_casts(*in.model).total;
     m.optimizer -= 4.0 * c.trainable;
   }
   return m;
@@ -708,7 +708,7 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
                                       : fmt::format("b*s*V*({} + {} x 4 fp32 loss copies)", w, in.loss_fp32_copies);
   });
   if (in.gradients_created_by_backward)
-    gradients_at_peak(out, in.autocast ? w * autocast_casts(spec).total(spec) : 0.0, with_notes);
+    gradients_at_peak(out, in.autocast ? w * autocast_casts(spec).total : 0.0, with_notes);
   ParamCounts local = c;  // what this GPU's gradient buffers hold: 1/ep of a MoE model's experts
   local.trainable = spec.moe ? held : c.trainable;
   add("comm_buffers", comm_buffer_bytes(local, s, in), [&] { return fmt::format("{} buffers", name(s)); });
