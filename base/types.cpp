@@ -57,6 +57,33 @@ Precision parse_precision(std::string_view s) { return parse_enum<Precision>(s, 
 Recompute parse_recompute(std::string_view s) { return parse_enum<Recompute>(s, kRecompute, "recompute mode"); }
 Strategy parse_strategy(std::string_view s) { return parse_enum<Strategy>(s, kStrategy, "strategy"); }
 
+namespace {
+constexpr std::array<std::string_view, 5> kRecomputeModules{"core_attn", "mla_up_proj", "layernorm", "mlp", "moe_act"};
+std::array<bool RecomputeModules::*, 5> recompute_module_members() {
+  return {&RecomputeModules::core_attn, &RecomputeModules::mla_up_proj, &RecomputeModules::layernorm,
+          &RecomputeModules::mlp, &RecomputeModules::moe_act};
+}
+}  // namespace
+
+std::vector<std::string> recompute_module_names() { return all(kRecomputeModules); }
+
+void add_recompute_module(RecomputeModules& m, std::string_view text) {
+  for (std::size_t i = 0; i < kRecomputeModules.size(); ++i)
+    if (kRecomputeModules[i] == text) {
+      m.*recompute_module_members()[i] = true;
+      return;
+    }
+  parse_enum<int>(text, kRecomputeModules, "recompute module");  // not found: throws, naming the choices
+  throw std::logic_error("add_recompute_module: unreachable");
+}
+
+std::string recompute_modules_text(const RecomputeModules& m) {
+  std::string out;
+  for (std::size_t i = 0; i < kRecomputeModules.size(); ++i)
+    if (m.*recompute_module_members()[i]) out += (out.empty() ? "" : ", ") + std::string(kRecomputeModules[i]);
+  return out.empty() ? "none" : out;
+}
+
 std::optional<Strategy> strategy_alias(std::string_view text) {
   std::string key;
   for (char c : text)

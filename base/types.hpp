@@ -31,6 +31,25 @@ enum class Precision { fp32, fp16_mixed, bf16_mixed, fp8_mixed };
 /// Activation recompute (checkpointing).
 enum class Recompute { none, selective, full };
 
+/// The modules selective recompute runs again in the backward, their outputs not kept
+/// (Megatron-Core's TransformerConfig.recompute_modules; "core_attn" alone is its default and
+/// Korthikanti et al. 2022's selective recompute).
+struct RecomputeModules {
+  bool core_attn = true;     ///< attention's core: no scores or flash state kept
+  bool mla_up_proj = false;  ///< MLA's query and key-value up-projections: Q, K and V not kept
+  bool layernorm = false;    ///< the two pre-norms: their outputs, the QKV and MLP-up inputs, not kept
+  bool mlp = false;          ///< the dense MLP: its input kept, nothing inside it
+  bool moe_act = false;      ///< the routed experts' activation: its output, the down projection's input, not kept
+  bool operator==(const RecomputeModules&) const = default;
+};
+
+/// The module names, in the order above ("core_attn", "mla_up_proj", "layernorm", "mlp", "moe_act").
+std::vector<std::string> recompute_module_names();
+/// Sets the module `name` in `m`; throws std::invalid_argument naming the valid ones.
+void add_recompute_module(RecomputeModules& m, std::string_view name);
+/// The modules set in `m`, comma-separated, in name order.
+std::string recompute_modules_text(const RecomputeModules& m);
+
 /// NCCL collectives, named as in calibration files and reports.
 /// all_to_all: every rank sends a distinct block to every other (expert-parallel dispatch and
 /// combine); its bytes S are what one rank sends to the others.

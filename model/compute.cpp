@@ -376,6 +376,7 @@ struct GemmTimes {
   double forward_s = 0, backward_s = 0;
   double head_forward_s = 0, head_backward_s = 0;
   double kernels_forward = 0, kernels_backward = 0;  ///< per layer
+  double recompute_forward_s = 0;  ///< per layer: the forward GEMMs selective recompute's modules run again
 };
 
 /// Adds the MoE layers' MLP GEMMs (model/moe.hpp moe_layer_gemms), each grouped GEMM one
@@ -448,7 +449,12 @@ GemmTimes gemm_times(const TransformerSpec& spec, std::int64_t rows, const Flops
       out.head_backward_s = bwd;
       continue;
     }
-    const double share = g.name == "mlp_up" || g.name == "mlp_down" ? dense_mlp : 1.0;
+    const bool mlp = g.name == "mlp_up" || g.name == "mlp_down";
+    const double share = mlp ? dense_mlp : 1.0;
+    const bool up_proj = g.name == "q_b" || g.name == "kv_b";
+    if (opts.recompute == Recompute::selective &&
+        ((up_proj && opts.recompute_modules.mla_up_proj) || (mlp && opts.recompute_modules.mlp)))
+      out.recompute_forward_s += share * g.count_per_layer * fwd;
     out.forward_s += share * g.count_per_layer * fwd;
     out.backward_s += share * g.count_per_layer * bwd;
     out.kernels_forward += share * g.count_per_layer;
@@ -515,6 +521,27 @@ AttentionTimes attention_times(const TransformerSpec& spec, double b, std::int64
   out.kernels_forward = 4;
   out.kernels_backward = 8;
   return out;
+}
+
+/// Bytes one layer's memory-bound work moves again under selective recompute's modules (a
+/// forward's read and write): layernorm, each pre-norm's input and output, 2·h·w per token
+/// and norm (the token shard under SP); mlp, the dense MLP's activation (2 + gated)·f·w/t per
+/// token, in the dense layers' share; moe_act, the routed experts' activation
+/// (2 + gated)·k·f_e·w per routed token (moe_tokens_per_rank), in the MoE layers' share.
+double recompute_memory_bytes(const TransformerSpec& spec, const RecomputeModules& m, std::int64_t rows, double w,
+                              int tp, bool sp) {
+  const double tokens = static_cast<double>(rows), t = tp;
+  const double act = spec.gated_mlp ? 3.0 : 2.0;
+  const double share = moe_layer_share(spec);
+  double bytes = 0;
+  if (m.layernorm)
+    bytes +=
+        (spec.parallel_attn_mlp ? 1.0 : 2.0) * 2.0 * static_cast<double>(spec.hidden) * w * tokens / (sp ? t : 1.0);
+  if (m.mlp) bytes += (1.0 - share) * act * static_cast<double>(spec.ffn_hidden) * w * tokens / t;
+  if (m.moe_act && spec.moe)
+    bytes += share * act * static_cast<double>(spec.moe->top_k * spec.moe->expert_ffn) * w *
+             static_cast<double>(moe_tokens_per_rank(rows, tp));
+  return bytes;
 }
 
 }  // namespace
@@ -611,13 +638,18 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   t.backward_s = L * layer_bwd + t.head_backward_s;
   // Forwards of the layers per micro-step: 1, or 2 under full recompute.
   const double fwd_passes = opts.recompute == Recompute::full ? 2.0 : 1.0;
+  const bool selective = opts.recompute == Recompute::selective;
+  const bool core_again = opts.recompute == Recompute::full || (selective && opts.recompute_modules.core_attn);
+  const double module_bytes =
+      selective ? recompute_memory_bytes(spec, opts.recompute_modules, rows, w, kernels.tp, kernels.sp) : 0.0;
   if (opts.recompute == Recompute::full) t.recompute_s = L * layer_fwd;
-  if (opts.recompute == Recompute::selective) t.recompute_s = L * a.forward_s;
+  if (selective) t.recompute_s = L * ((core_again ? a.forward_s : 0.0) + g.recompute_forward_s + module_bytes / bw);
   KernelTimes& k = t.kernels;
-  k.gemm_s = L * (fwd_passes * g.forward_s + g.backward_s) + g.head_forward_s + g.head_backward_s;
-  k.attention_s = L * (a.forward_s + a.backward_s) + (opts.recompute == Recompute::none ? 0.0 : L * a.forward_s);
-  k.memory_s =
-      L * (fwd_passes * mem.bytes_forward + mem.bytes_backward) / bw + (loss.bytes_forward + loss.bytes_backward) / bw;
+  k.gemm_s =
+      L * (fwd_passes * g.forward_s + g.backward_s + g.recompute_forward_s) + g.head_forward_s + g.head_backward_s;
+  k.attention_s = L * (a.forward_s + a.backward_s) + (core_again ? L * a.forward_s : 0.0);
+  k.memory_s = L * (fwd_passes * mem.bytes_forward + mem.bytes_backward + module_bytes) / bw +
+               (loss.bytes_forward + loss.bytes_backward) / bw;
   k.launch_s = L * (fwd_passes * (layer_fwd - gpu_fwd) + (layer_bwd - gpu_bwd)) + (t.head_forward_s - head_gpu_fwd) +
                (t.head_backward_s - head_gpu_bwd);
   return t;

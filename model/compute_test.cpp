@@ -377,6 +377,26 @@ TEST_CASE("compute by kernel adds up to forward + backward + recompute, launch-b
       }
 }
 
+TEST_CASE("selective recompute's modules run their forward again: GEMMs and memory-bound work, in the kernels") {
+  const TransformerSpec& spec = *find_model("deepseek-v3");
+  const DeviceRates h100 = catalog_device_rates(*find_gpu("h100-sxm5-80gb"), Dtype::bf16, AttentionKernel::flash2);
+  KernelChoice k{AttentionKernel::flash2, KernelProfile::fused, true};
+  k.ep = 64;
+  FlopsOptions o;
+  o.recompute = Recompute::selective;
+  const MicroStepTimes core = micro_step_times(spec, 1, 4096, Precision::bf16_mixed, o, k, h100);
+  double previous = core.recompute_s;
+  for (auto add : {&RecomputeModules::mla_up_proj, &RecomputeModules::layernorm, &RecomputeModules::mlp,
+                   &RecomputeModules::moe_act}) {
+    o.recompute_modules.*add = true;
+    const MicroStepTimes t = micro_step_times(spec, 1, 4096, Precision::bf16_mixed, o, k, h100);
+    CHECK(t.recompute_s > previous);
+    CHECK(t.forward_s == doctest::Approx(core.forward_s));
+    CHECK(t.kernels.total_s() == doctest::Approx(t.forward_s + t.backward_s + t.recompute_s).epsilon(1e-12));
+    previous = t.recompute_s;
+  }
+}
+
 }  // namespace
 }  // namespace stepcast
 

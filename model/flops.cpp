@@ -156,9 +156,10 @@ double headline_training_flops(double params, double tokens) {
 ///   general it is Megatron-LM training.py num_floating_point_operations,
 ///   12·T·L·h²·[(1 + g/a + s/h)·q/h + (f/h)·(3/2 if SwiGLU) + V/(2Lh)].
 ///   - recompute, full: one extra forward of the transformer layers, LM head excluded
-///     (Narayanan: 96·B·s·L·h²·(1 + s/6h + V/16Lh)); selective: only the attention core
+///     (Narayanan: 96·B·s·L·h²·(1 + s/6h + V/16Lh)); selective: the attention core
 ///     (Q·K^T, softmax, dropout, ·V) is recomputed, i.e. A (Korthikanti et al. 2022, arXiv
-///     2205.05198, "Selective Activation Recomputation"; the recomputed work is the s² terms).
+///     2205.05198, "Selective Activation Recomputation"; the recomputed work is the s² terms),
+///     when core_attn is among the modules, plus recompute_gemm_flops_per_token.
 ///   - LoRA (frozen base, P_a adapter parameters): forward = 2·W + A + 2·P_a; backward =
 ///     2·W (activation gradients through the frozen weights, no weight gradients) + 2·A +
 ///     4·P_a (adapters: activation and weight gradients). The first layer's input gradient,
@@ -171,6 +172,17 @@ double headline_training_flops(double params, double tokens) {
 ///     = 405.3e9 (ratio 0.9996), whereas non-embedding N gives 402.7e9 (ratio 1.006), and
 ///     MPT-125m at seq 65536 fits total N to 0.01% but non-embedding N only to 7%.
 ///     Under LoRA: (4·N + 6·P_a + 12·L·h·s) per token (no weight gradients for frozen N).
+double recompute_gemm_flops_per_token(const TransformerSpec& spec, const RecomputeModules& modules) {
+  const double dense = 1.0 - moe_layer_share(spec);
+  double macs = 0;
+  for (const GemmShape& g : layer_gemms(spec, 1)) {
+    const double per_layer = static_cast<double>(g.count_per_layer) * static_cast<double>(g.n * g.k);
+    if (modules.mla_up_proj && (g.name == "q_b" || g.name == "kv_b")) macs += per_layer;
+    if (modules.mlp && (g.name == "mlp_up" || g.name == "mlp_down")) macs += dense * per_layer;
+  }
+  return kFlopsPerMac * static_cast<double>(spec.layers) * macs;
+}
+
 StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, double tokens,
                          const FlopsOptions& options) {
   if (seq_len < 1 || !(tokens >= 0))
@@ -198,7 +210,9 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
       out.recompute = 0;
       break;
     case Recompute::selective:
-      out.recompute = attn * tokens;
+      out.recompute = ((options.recompute_modules.core_attn ? attn : 0.0) +
+                       recompute_gemm_flops_per_token(spec, options.recompute_modules)) *
+                      tokens;
       break;
     case Recompute::full:
       out.recompute = (kFlopsPerMac * layer_w + attn + adapter_forward) * tokens;
@@ -231,7 +245,9 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
       out.model_recompute = 0;
       break;
     case Recompute::selective:
-      out.model_recompute = model_attention_forward * tokens;
+      out.model_recompute = ((options.recompute_modules.core_attn ? model_attention_forward : 0.0) +
+                             recompute_gemm_flops_per_token(spec, options.recompute_modules)) *
+                            tokens;
       break;
     case Recompute::full:
       out.model_recompute = (kFlopsPerMac * layer_w + model_attention_forward + adapter_forward) * tokens;

@@ -63,6 +63,8 @@ struct StepFlops {
 
 struct FlopsOptions {
   Recompute recompute = Recompute::none;
+  /// Under selective recompute, what runs again in the backward (recompute_gemm_flops_per_token).
+  RecomputeModules recompute_modules;
   /// Causal masking halves the attention-score work that a masked kernel (e.g. flash
   /// attention) executes; stated explicitly because conventions differ.
   bool causal_halving = true;
@@ -70,6 +72,11 @@ struct FlopsOptions {
 };
 
 StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, double tokens, const FlopsOptions& options);
+
+/// Forward GEMM FLOPs per token that selective recompute's modules run again, all layers:
+/// 2·L·Σ n·k over MLA's query and key-value up-projections (mla_up_proj) and, in the dense
+/// layers' share, the MLP's GEMMs (mlp); core_attn's attention core is counted apart.
+double recompute_gemm_flops_per_token(const TransformerSpec& spec, const RecomputeModules& modules);
 
 /// One GEMM of a transformer layer, for efficiency lookups: (m x k) · (k x n).
 struct GemmShape {

@@ -116,6 +116,23 @@ TEST_CASE("selective recompute redoes only the attention core") {
   CHECK(sel.recompute == doctest::Approx(16777216.0));
 }
 
+TEST_CASE("selective recompute's modules add their forward GEMMs: MLA's up-projections, the dense MLP") {
+  const TransformerSpec* dsv3 = find_model("deepseek-v3");
+  REQUIRE(dsv3 != nullptr);
+  FlopsOptions up = opts(Recompute::selective, true);
+  up.recompute_modules.mla_up_proj = true;
+  const double core = training_flops(*dsv3, 4096, 4096, opts(Recompute::selective, true)).recompute;
+  // 2·L·(r_q·H·(d_n + d_r) + r_kv·H·(d_n + d_v)) per token = 2·61·(1536·128·192 + 512·128·256).
+  const double up_flops = 2.0 * 61 * (1536.0 * 128 * 192 + 512.0 * 128 * 256);
+  CHECK(recompute_gemm_flops_per_token(*dsv3, up.recompute_modules) == doctest::Approx(up_flops));
+  CHECK(training_flops(*dsv3, 4096, 4096, up).recompute - core == doctest::Approx(up_flops * 4096));
+  // The dense MLP's GEMMs in DeepSeek-V3's 3 dense layers: 2·3·3·h·f.
+  RecomputeModules mlp{false};
+  mlp.mlp = true;
+  CHECK(recompute_gemm_flops_per_token(*dsv3, mlp) == doctest::Approx(2.0 * 3 * 3 * 7168.0 * 18432));
+  CHECK(recompute_gemm_flops_per_token(*dsv3, RecomputeModules{}) == 0);
+}
+
 TEST_CASE("LoRA parameters for rank r on q and v are L·2·r·(h + h) for MHA") {
   // Llama-2-7B, r = 8, q and v: 32·2·8·(4096 + 4096) = 4194304 (PEFT prints the same).
   const LoraSpec lora{8, {"q", "v"}};

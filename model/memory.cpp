@@ -136,7 +136,8 @@ struct StoredWidths {
   double gemm_input = 2.0;
   double capacity = 1.0;
   bool fused_swiglu = false;
-  double norm_input = 2.0;  ///< a norm's saved input: w, or 4 for autocast's fp32 residual stream
+  double norm_input = 2.0;             ///< a norm's saved input: w, or 4 for autocast's fp32 residual stream
+  RecomputeModules recomputed{false};  ///< what selective recompute drops (nothing otherwise)
 };
 
 double mlp_inner_bytes(const TransformerSpec& spec, const StoredWidths& sw, double f);
@@ -168,18 +169,22 @@ double mlp_inner_bytes(const TransformerSpec& spec, const StoredWidths& sw, doub
 /// weighted_bias_swiglu_impl in moe/experts.py, so the combine keeps nothing), and the
 /// experts' inner activations as a dense MLP of width F = c·k·f_e + S·f_s (c the capacity
 /// factor, k of E routed experts of width f_e, S shared of width f_s); the layer's mean is
-/// (1 - φ)·dense + φ·MoE.
+/// (1 - φ)·dense + φ·MoE. Recomputing the experts' activation (moe_act) keeps of the routed
+/// experts' inner tensors their first GEMM's output alone, (1 + gated)·c·k·f_e·w.
 double moe_mlp_bytes_per_token(const TransformerSpec& spec, const StoredWidths& sw, double dense_mlp) {
   const MoeSpec& m = *spec.moe;
   const double h = static_cast<double>(spec.hidden);
   const double k = static_cast<double>(m.top_k);
   const double c = sw.capacity;
-  const double f =
-      c * k * static_cast<double>(m.expert_ffn) +
+  const double routed = c * k * static_cast<double>(m.expert_ffn);
+  const double shared =
       static_cast<double>(m.shared_experts) * static_cast<double>(m.shared_ffn > 0 ? m.shared_ffn : m.expert_ffn);
-  const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
+  // Recomputing the experts' activation keeps their first GEMM's output alone.
+  const double routed_inner =
+      sw.recomputed.moe_act ? (spec.gated_mlp ? 2.0 : 1.0) * routed * sw.w : mlp_inner_bytes(spec, sw, routed);
+  const double mlp_input = spec.parallel_attn_mlp || sw.recomputed.layernorm ? 0.0 : h;
   const double mask = spec.dropout > 0 ? h : 0.0;
-  const double moe = mlp_input * sw.gemm_input + mlp_inner_bytes(spec, sw, f) + mask +
+  const double moe = mlp_input * sw.gemm_input + routed_inner + mlp_inner_bytes(spec, sw, shared) + mask +
                      4.0 * static_cast<double>(m.experts) +
                      c * k * h * (sw.gemm_input + (sw.fused_swiglu ? 0.0 : sw.w));
   const double share = moe_layer_share(spec);
@@ -197,23 +202,54 @@ double mlp_inner_bytes(const TransformerSpec& spec, const StoredWidths& sw, doub
   return (widths - 1.0) * f * sw.w + f * sw.gemm_input;
 }
 
+/// Attention's bytes per token and layer, the scores aside: the normed input h·g (none when
+/// the norm is recomputed: layernorm), Q and the context of width q = heads·head_dim, K and V
+/// of width d = kv_heads·head_dim, 2q·w + 2d·w, the fp8 copy of the context q·g where g < w,
+/// the dropout mask. Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 Sec. 2.1)
+/// keeps its true widths: each latent's norm input and normed copy r·(w + g) for the query's
+/// r_q and the key-value's r_kv, the shared rotary key d_r·w, Q and K of H·(d_n + d_r), V and
+/// the context of H·d_v; recomputing the up-projections (mla_up_proj, DeepSeek-V3 arXiv
+/// 2412.19437 Sec. 3.2.3) drops Q (when the query has a latent), K and V.
+double attention_bytes_per_token(const TransformerSpec& spec, const StoredWidths& sw) {
+  const double w = sw.w, g = sw.gemm_input;
+  const RecomputeModules& r = sw.recomputed;
+  const double h = static_cast<double>(spec.hidden);
+  const double input = r.layernorm ? 0.0 : h * g;
+  const double mask = spec.dropout > 0 ? h : 0.0;
+  if (!spec.mla) {
+    const double q = static_cast<double>(spec.heads * spec.head_dim());
+    const double d = static_cast<double>(spec.kv_dim());
+    return input + (2.0 * q + 2.0 * d) * w + (g < w ? q * g : 0.0) + mask;
+  }
+  const MlaSpec& m = *spec.mla;
+  const double heads = static_cast<double>(spec.heads);
+  const double qk = heads * static_cast<double>(m.qk_nope_dim + m.qk_rope_dim);
+  const double v = heads * static_cast<double>(m.v_head_dim);
+  const double latents =
+      static_cast<double>(m.q_lora_rank + m.kv_lora_rank) * (w + g) + static_cast<double>(m.qk_rope_dim) * w;
+  const double q_kept = r.mla_up_proj && m.q_lora_rank > 0 ? 0.0 : qk;
+  const double kv_kept = r.mla_up_proj ? 0.0 : qk + v;
+  return input + latents + (q_kept + kv_kept + v) * w + (g < w ? v * g : 0.0) + mask;
+}
+
 /// Per token and layer, excluding the attention scores. The GEMM inputs kept for the weight
 /// gradients (the normed inputs of QKV and of the MLP, the down projection's input, the
 /// dispatched tokens) are g bytes each: w, or 1 under Transformer Engine's fp8, which saves
 /// the fp8 cast of a Linear's input for its backward (transformer_engine/pytorch/module/
 /// linear.py, layernorm_linear.py, layernorm_mlp.py); the output projection's fp8 input is
-/// then a copy beside the w-byte context flash attention keeps, q bytes more.
+/// then a copy beside the w-byte context flash attention keeps, q bytes more. Selective
+/// recompute's modules drop what they recompute: layernorm the normed inputs of attention and
+/// the MLP, mlp everything inside the dense MLP (its input kept), mla_up_proj and moe_act
+/// above.
 double layer_bytes_per_token(const TransformerSpec& spec, const StoredWidths& sw) {
-  const double w = sw.w, g = sw.gemm_input;
+  const RecomputeModules& r = sw.recomputed;
   const double h = static_cast<double>(spec.hidden);
-  const double q = static_cast<double>(spec.heads * spec.head_dim());
-  const double d = static_cast<double>(spec.kv_dim());
   const double f = static_cast<double>(spec.ffn_hidden);
   const double mask = spec.dropout > 0 ? h : 0.0;  // one 1-byte dropout mask per token and branch
-  const double fp8_context_copy = g < w ? q * g : 0.0;
-  const double attention = h * g + (2.0 * q + 2.0 * d) * w + fp8_context_copy + mask;
-  const double mlp_input = spec.parallel_attn_mlp ? 0.0 : h;
-  double mlp = mlp_input * g + mlp_inner_bytes(spec, sw, f) + mask;
+  const double attention = attention_bytes_per_token(spec, sw);
+  // The MLP's normed input goes with the norm's recompute, unless the MLP's own recompute keeps it.
+  const double mlp_input = spec.parallel_attn_mlp || (r.layernorm && !r.mlp) ? 0.0 : h;
+  double mlp = mlp_input * sw.gemm_input + (r.mlp ? 0.0 : mlp_inner_bytes(spec, sw, f) + mask);
   if (spec.moe) mlp = moe_mlp_bytes_per_token(spec, sw, mlp);
   const double norms = (spec.parallel_attn_mlp ? 1.0 : 2.0) * h * sw.norm_input;
   return attention + mlp + norms;
@@ -223,10 +259,10 @@ double layer_bytes_per_token(const TransformerSpec& spec, const StoredWidths& sw
 /// output a·s²·b·w, dropout mask a·s²·b, dropout output a·s²·b·w: with w = 2, 5·a·s²·b;
 /// without dropout the softmax output alone, a·s²·b·w (it is also the score·V input).
 /// Flash attention (Dao et al. 2022; FlashAttention-2, Dao 2023, Alg. 1) keeps only the
-/// fp32 logsumexp per row and head: 4·a·s·b. Selective recompute (Korthikanti Sec. 5)
-/// recomputes the core attention and stores neither.
-double score_bytes(const TransformerSpec& spec, double b, double s, Recompute r, bool flash, double w) {
-  if (r == Recompute::selective) return 0.0;
+/// fp32 logsumexp per row and head: 4·a·s·b. Selective recompute of the core attention
+/// (Korthikanti Sec. 5; the core_attn module) stores neither.
+double score_bytes(const TransformerSpec& spec, double b, double s, bool core_recomputed, bool flash, double w) {
+  if (core_recomputed) return 0.0;
   const double a = static_cast<double>(spec.heads);
   if (flash) return 4.0 * a * s * b;
   return (spec.dropout > 0 ? 2.0 * w + 1.0 : w) * a * s * s * b;
@@ -243,8 +279,9 @@ double layer_activation_bytes(const TransformerSpec& spec, double b, double s, R
   // 10sbh of 34sbh at w = 2): norm inputs 2hw, block inputs 2hg, dropout masks 2h.
   const double per_token = layer_bytes_per_token(spec, sw);
   const double masks = spec.dropout > 0 ? 2.0 * h : 0.0;
-  const double whole = sp ? 0.0 : std::min(per_token, 2.0 * h * (sw.w + sw.gemm_input) + masks);
-  return s * b * (whole + (per_token - whole) / t) + score_bytes(spec, b, s, r, flash, sw.w) / t;
+  const double block_inputs = sw.recomputed.layernorm ? 0.0 : 2.0 * h * sw.gemm_input;
+  const double whole = sp ? 0.0 : std::min(per_token, 2.0 * h * sw.w + block_inputs + masks);
+  return s * b * (whole + (per_token - whole) / t) + score_bytes(spec, b, s, sw.recomputed.core_attn, flash, sw.w) / t;
 }
 
 /// Activations outside the blocks (Korthikanti Sec. 4.1, end): embedding dropout mask
@@ -260,10 +297,14 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in, do
   const double b = static_cast<double>(in.micro_batch);
   const double s = static_cast<double>(in.seq_len / in.cp);  // the tokens on this GPU
   const double w = working_bytes(in.precision);
-  const StoredWidths sw{w, in.fp8_gemm_inputs ? 1.0 : w, in.moe_capacity_factor, in.fused_swiglu,
-                        in.autocast ? 4.0 : w};
+  const StoredWidths sw{w,
+                        in.fp8_gemm_inputs ? 1.0 : w,
+                        in.moe_capacity_factor,
+                        in.fused_swiglu,
+                        in.autocast ? 4.0 : w,
+                        in.recompute == Recompute::selective ? in.recompute_modules : RecomputeModules{false}};
   double bytes = stage_layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, sw, in.tp, in.sp);
-  if (in.recompute == Recompute::full)
+  if (in.recompute == Recompute::full)  // nothing selective recomputed: sw.recomputed is empty
     bytes += layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, sw, in.tp, in.sp);
   return bytes + outer_activation_bytes(spec, b, s, w);
 }
@@ -466,8 +507,10 @@ MemoryVerdict memory_verdict(double total_bytes, double capacity_bytes) {
 
 double activation_bytes_per_layer(const TransformerSpec& spec, std::int64_t micro_batch, std::int64_t seq_len,
                                   Recompute recompute, bool flash_attention) {
+  StoredWidths sw;
+  if (recompute == Recompute::selective) sw.recomputed = RecomputeModules{};
   return layer_activation_bytes(spec, static_cast<double>(micro_batch), static_cast<double>(seq_len), recompute,
-                                flash_attention, StoredWidths{});
+                                flash_attention, sw);
 }
 
 namespace {
@@ -697,7 +740,9 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
     const std::string held = in.pp == 1 ? fmt::format("{} layers", spec.layers)
                                         : fmt::format("stage {}: {:g} layers x {:g} micro-batches in flight",
                                                       stage.index + 1, stage.layers, stage.in_flight);
-    return fmt::format("Korthikanti per layer, {}, recompute {}, flash {}{}{}", held, name(in.recompute),
+    const bool modules_named = in.recompute == Recompute::selective && !(in.recompute_modules == RecomputeModules{});
+    return fmt::format("Korthikanti per layer, {}, recompute {}{}, flash {}{}{}", held, name(in.recompute),
+                       modules_named ? fmt::format(" ({})", recompute_modules_text(in.recompute_modules)) : "",
                        in.flash_attention ? "on" : "off", in.fp8_gemm_inputs ? ", fp8 GEMM inputs" : "",
                        spec.moe ? fmt::format(", MoE capacity factor {:g}", in.moe_capacity_factor) : "");
   });

@@ -51,6 +51,9 @@ struct MemoryInputs {
   Precision precision = Precision::bf16_mixed;
   OptimizerKind optimizer = OptimizerKind::adam_mixed_16;
   Recompute recompute = Recompute::none;
+  /// Under selective recompute, what is recomputed (its outputs not kept); see
+  /// activation_bytes_per_layer.
+  RecomputeModules recompute_modules;
   bool flash_attention = true;     ///< no s x s score matrix kept (Dao et al. 2022)
   const LoraSpec* lora = nullptr;  ///< frozen base: no grads/optimizer for base weights
   Strategy strategy = Strategy::ddp;

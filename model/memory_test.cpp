@@ -747,5 +747,86 @@ TEST_CASE("fp8 GEMM inputs: the QKV, MLP and down-projection inputs keep 1 byte,
   CHECK(moe16 - moe8 == doctest::Approx(static_cast<double>(spec.layers) * tokens * (2 * h + 2 * 1024 + 2 * h - h)));
 }
 
+namespace {
+
+// A DeepSeek-V3-shaped MLA layer (its config.json widths), dense, 4 layers, no MoE.
+TransformerSpec mla_test() {
+  TransformerSpec s = llama2_7b();
+  s.name = "mla-test";
+  s.layers = 4;
+  s.hidden = 7168;
+  s.heads = 128;
+  s.kv_heads = 128;
+  s.ffn_hidden = 18432;
+  s.mla = MlaSpec{1536, 512, 128, 64, 128};
+  s.head_width = 192;
+  return s;
+}
+
+double activations_with(const TransformerSpec& spec, Recompute r, RecomputeModules m) {
+  MemoryInputs in = base_inputs(spec, Strategy::zero1, 8);
+  in.recompute = r;
+  in.recompute_modules = m;
+  return term(memory_per_gpu(in), "activations");
+}
+
+}  // namespace
+
+TEST_CASE("MLA keeps its true widths: Q and K of 128 x 192, V and the context of 128 x 128, and its latents") {
+  const TransformerSpec spec = mla_test();
+  const double tokens = 1024, L = 4, w = 2;
+  TransformerSpec plain = spec;  // the same layer with every head 192 wide: K, V and context at H x 192
+  plain.mla.reset();
+  const double mla = activations_with(spec, Recompute::none, RecomputeModules{false});
+  const double wide = activations_with(plain, Recompute::none, RecomputeModules{false});
+  // V and the context are 64 narrower per head (128 x 64 x 2 tensors); the latents add r·(w + g) + d_r·w.
+  const double latents = (1536 + 512) * (w + w) + 64 * w;
+  CHECK(wide - mla == doctest::Approx(L * tokens * (2 * 128 * 64 * w - latents)));
+}
+
+TEST_CASE("recomputing MLA's up-projections drops Q, K and V; the latents and the context stay") {
+  const TransformerSpec spec = mla_test();
+  RecomputeModules up;
+  up.mla_up_proj = true;
+  const double kept = activations_with(spec, Recompute::selective, RecomputeModules{});
+  const double dropped = activations_with(spec, Recompute::selective, up);
+  const double qk = 128 * 192, v = 128 * 128;
+  CHECK(kept - dropped == doctest::Approx(4.0 * 1024 * (2 * qk + v) * 2));
+  // Without a query latent the query is projected from h directly and stays.
+  TransformerSpec no_latent = spec;
+  no_latent.mla->q_lora_rank = 0;
+  const double kept0 = activations_with(no_latent, Recompute::selective, RecomputeModules{});
+  const double dropped0 = activations_with(no_latent, Recompute::selective, up);
+  CHECK(kept0 - dropped0 == doctest::Approx(4.0 * 1024 * (qk + v) * 2));
+}
+
+TEST_CASE("recomputing the norms drops the two normed GEMM inputs; the MLP's recompute keeps only its input") {
+  const TransformerSpec spec = llama2_7b();
+  const double tokens = 1024, L = 32, h = 4096, f = 11008, w = 2;
+  const double base = activations_with(spec, Recompute::selective, RecomputeModules{});
+  RecomputeModules norms;
+  norms.layernorm = true;
+  CHECK(base - activations_with(spec, Recompute::selective, norms) == doctest::Approx(L * tokens * 2 * h * w));
+  RecomputeModules mlp;
+  mlp.mlp = true;  // eager gated MLP: gate, up, SiLU and the product (4f) no longer kept
+  CHECK(base - activations_with(spec, Recompute::selective, mlp) == doctest::Approx(L * tokens * 4 * f * w));
+  mlp.layernorm = true;  // the MLP's checkpoint keeps its normed input: only attention's goes
+  CHECK(base - activations_with(spec, Recompute::selective, mlp) == doctest::Approx(L * tokens * (4 * f + h) * w));
+  // Selective recompute without the core keeps flash attention's log-sum-exp, 4·a·s·b.
+  CHECK(activations_with(spec, Recompute::selective, RecomputeModules{false, false, true}) -
+            activations_with(spec, Recompute::selective, norms) ==
+        doctest::Approx(L * 4.0 * spec.heads * tokens));
+}
+
+TEST_CASE("recomputing the experts' activation keeps their first GEMM's output, 2 x k x f_e per token") {
+  TransformerSpec spec = llama2_7b();
+  spec.moe = MoeSpec{8, 2, 0, 1024, 0, 0, 1};  // 8 experts, top 2, width 1024, every layer MoE
+  const double base = activations_with(spec, Recompute::selective, RecomputeModules{});
+  RecomputeModules act;
+  act.moe_act = true;
+  // Eager gated experts keep gate, up, SiLU and the product (4·k·f_e); moe_act keeps gate and up.
+  CHECK(base - activations_with(spec, Recompute::selective, act) == doctest::Approx(32.0 * 1024 * 2 * 2 * 1024 * 2));
+}
+
 }  // namespace
 }  // namespace stepcast

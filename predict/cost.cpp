@@ -33,6 +33,7 @@ bool zero12(Strategy st) { return st == Strategy::zero1 || st == Strategy::zero2
 FlopsOptions flops_options(const TrainingSpec& tr) {
   FlopsOptions opts;
   opts.recompute = tr.recompute;
+  opts.recompute_modules = tr.recompute_modules;
   opts.causal_halving = tr.flash_attention;
   opts.lora = tr.lora ? &*tr.lora : nullptr;
   return opts;
@@ -147,6 +148,7 @@ void cost_memory(const Job& job, Costs& c) {
   mem.precision = tr.precision;
   mem.optimizer = tr.optimizer;
   mem.recompute = tr.recompute;
+  mem.recompute_modules = tr.recompute_modules;
   mem.flash_attention = tr.flash_attention;
   mem.lora = tr.lora ? &*tr.lora : nullptr;
   mem.strategy = s.strategy.layout.dp_sharding;

@@ -8,6 +8,7 @@
 #include "model/collective.hpp"
 #include "model/compute.hpp"
 #include "model/hf_config.hpp"
+#include "model/moe.hpp"
 #include "topologies/hardware_file.hpp"
 
 #include <fmt/format.h>
@@ -164,6 +165,20 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors, const Schema&
   errors.attempt([&] { in.seq_len = read_optional_integer(schema, obj, "seq_len"); });
   errors.attempt([&] {
     if (obj.has("recompute")) in.recompute = parse_name(obj, "recompute", parse_recompute, recompute_names());
+  });
+  errors.attempt([&] {
+    if (!obj.has("recompute_modules")) return;
+    JsonArray modules = obj.array("recompute_modules");
+    t.recompute_modules = RecomputeModules{false};
+    t.recompute_modules_given = true;
+    for (std::size_t i = 0; i < modules.size(); ++i) {
+      const std::string text = modules.string(i);
+      try {
+        add_recompute_module(t.recompute_modules, text);
+      } catch (const std::invalid_argument& e) {
+        throw modules.error(i, e.what() + did_you_mean(text, recompute_module_names()));
+      }
+    }
   });
   errors.attempt([&] { in.flash_attention = obj.optional_boolean("flash_attention"); });
   errors.attempt([&] {
@@ -803,6 +818,26 @@ void check_autocast(const Scenario& s, const ScenarioSource& w) {
                      "reduce_dtype or set it to fp32");
 }
 
+/// training.recompute_modules: under selective recompute only, each module one the model has.
+void check_recompute_modules(const Scenario& s, const ScenarioSource& w) {
+  const std::string at = "/training/recompute_modules";
+  const RecomputeModules& m = s.training.recompute_modules;
+  if (s.training.recompute != Recompute::selective)
+    throw InputError(w.file, at,
+                     fmt::format("modules are recomputed under training.recompute \"selective\", not \"{}\"",
+                                 name(s.training.recompute)));
+  if (m == RecomputeModules{false})
+    throw InputError(w.file, at, "expected at least one module (selective recompute of nothing is \"none\")");
+  if (m.mla_up_proj && !s.model.mla)
+    throw InputError(
+        w.file, at,
+        "mla_up_proj recomputes multi-head latent attention's up-projections: " + s.model.name + " has no \"mla\"");
+  if (m.moe_act && !s.model.moe)
+    throw InputError(w.file, at, "moe_act recomputes the routed experts' activation: " + s.model.name + " is dense");
+  if (m.mlp && moe_layer_share(s.model) >= 1.0)
+    throw InputError(w.file, at, "mlp recomputes the dense MLP: every layer of " + s.model.name + " is a MoE layer");
+}
+
 void check_training(const Scenario& s, const ScenarioSource& w) {
   const TrainingSpec& t = s.training;
   check_count(t.micro_batch, 1, limits::kMaxMicroBatch, w.file, w.micro_batch, "sequences per GPU per micro-step");
@@ -814,6 +849,7 @@ void check_training(const Scenario& s, const ScenarioSource& w) {
                                  s.model.max_positions, s.model.name, t.seq_len));
   if (t.lora) check_lora(*t.lora, s.model, w);
   if (t.autocast) check_autocast(s, w);
+  if (t.recompute_modules_given) check_recompute_modules(s, w);
 }
 
 /// Prefetch depth within the model; a gradient bucket large enough that one step has at

@@ -35,6 +35,10 @@ struct TrainingSpec {
   std::int64_t grad_accum = 1;   ///< micro-steps per optimizer step
   std::int64_t seq_len = 0;      ///< tokens per sequence
   Recompute recompute = Recompute::none;
+  /// Under selective recompute, the modules recomputed ("recompute_modules"; default
+  /// ["core_attn"], Megatron-Core's default and Korthikanti et al. 2022's selective recompute).
+  RecomputeModules recompute_modules;
+  bool recompute_modules_given = false;  ///< "recompute_modules" was written
   bool flash_attention = false;
   /// The flash-class kernel ("attention_kernel"); absent: default_flash_kernel() of the GPU.
   std::optional<AttentionKernel> attention_kernel;

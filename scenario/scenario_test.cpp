@@ -530,3 +530,31 @@ TEST_CASE("mixed_precision autocast is refused where frameworks keep 16-bit para
   working["strategy"]["reduce_dtype"] = "fp32";
   CHECK(error_of(working).empty());
 }
+
+TEST_CASE("recompute_modules: under selective recompute only, each a module the model has, misspellings named") {
+  json j = good();
+  j["training"]["recompute"] = "selective";
+  CHECK(parse(j).training.recompute_modules == RecomputeModules{});  // core_attn, Megatron-Core's default
+  j["training"]["recompute_modules"] = {"core_attn", "layernorm"};
+  const RecomputeModules m = parse(j).training.recompute_modules;
+  CHECK(m.core_attn);
+  CHECK(m.layernorm);
+  CHECK_FALSE(m.mlp);
+  json typo = j;
+  typo["training"]["recompute_modules"] = {"layernrom"};
+  CHECK(mentions(error_of(typo), "/training/recompute_modules/0"));
+  CHECK(mentions(error_of(typo), "did you mean \"layernorm\""));
+  json none = j;
+  none["training"]["recompute"] = "full";
+  CHECK(mentions(error_of(none),
+                 "/training/recompute_modules: modules are recomputed under training.recompute "
+                 "\"selective\", not \"full\""));
+  json empty = j;
+  empty["training"]["recompute_modules"] = json::array();
+  CHECK(mentions(error_of(empty), "expected at least one module"));
+  json dense = j;
+  dense["training"]["recompute_modules"] = {"mla_up_proj"};
+  CHECK(mentions(error_of(dense), "has no \"mla\""));
+  dense["training"]["recompute_modules"] = {"moe_act"};
+  CHECK(mentions(error_of(dense), "is dense"));
+}
