@@ -58,10 +58,11 @@ Recompute parse_recompute(std::string_view s) { return parse_enum<Recompute>(s, 
 Strategy parse_strategy(std::string_view s) { return parse_enum<Strategy>(s, kStrategy, "strategy"); }
 
 namespace {
-constexpr std::array<std::string_view, 5> kRecomputeModules{"core_attn", "mla_up_proj", "layernorm", "mlp", "moe_act"};
-std::array<bool RecomputeModules::*, 5> recompute_module_members() {
+constexpr std::array<std::string_view, 6> kRecomputeModules{"core_attn", "mla_up_proj", "layernorm",
+                                                            "mlp",       "moe_act",     "op_sac"};
+std::array<bool RecomputeModules::*, 6> recompute_module_members() {
   return {&RecomputeModules::core_attn, &RecomputeModules::mla_up_proj, &RecomputeModules::layernorm,
-          &RecomputeModules::mlp, &RecomputeModules::moe_act};
+          &RecomputeModules::mlp,       &RecomputeModules::moe_act,     &RecomputeModules::op_sac};
 }
 }  // namespace
 

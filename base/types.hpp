@@ -40,10 +40,15 @@ struct RecomputeModules {
   bool layernorm = false;    ///< the two pre-norms: their outputs, the QKV and MLP-up inputs, not kept
   bool mlp = false;          ///< the dense MLP: its input kept, nothing inside it
   bool moe_act = false;      ///< the routed experts' activation: its output, the down projection's input, not kept
+  /// torchtitan's op-level selective checkpointing (selective_ac_option "op"): a layer keeps
+  /// its input, every other matmul's output (the 1st, 3rd, ...) and attention's, and
+  /// recomputes everything else; alone, for a dense model without MLA.
+  bool op_sac = false;
   bool operator==(const RecomputeModules&) const = default;
 };
 
-/// The module names, in the order above ("core_attn", "mla_up_proj", "layernorm", "mlp", "moe_act").
+/// The module names, in the order above ("core_attn", "mla_up_proj", "layernorm", "mlp", "moe_act",
+/// "op_sac").
 std::vector<std::string> recompute_module_names();
 /// Sets the module `name` in `m`; throws std::invalid_argument naming the valid ones.
 void add_recompute_module(RecomputeModules& m, std::string_view name);

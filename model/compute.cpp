@@ -523,6 +523,17 @@ AttentionTimes attention_times(const TransformerSpec& spec, double b, std::int64
   return out;
 }
 
+/// The share of a layer's forward GEMM work torchtitan's op_sac runs again: its even-numbered
+/// matmuls (model/flops.hpp recompute_gemm_flops_per_token) over all of the layer's.
+double op_sac_gemm_share(const TransformerSpec& spec) {
+  RecomputeModules op{false};
+  op.op_sac = true;
+  double all = 0;
+  for (const GemmShape& g : layer_gemms(spec, 1))
+    if (g.name != "lm_head") all += static_cast<double>(g.count_per_layer) * static_cast<double>(g.n * g.k);
+  return recompute_gemm_flops_per_token(spec, op) / (2.0 * static_cast<double>(spec.layers) * all);
+}
+
 /// Bytes one layer's memory-bound work moves again under selective recompute's modules (a
 /// forward's read and write): layernorm, each pre-norm's input and output, 2·h·w per token
 /// and norm (the token shard under SP); mlp, the dense MLP's activation (2 + gated)·f·w/t per
@@ -640,13 +651,17 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   const double fwd_passes = opts.recompute == Recompute::full ? 2.0 : 1.0;
   const bool selective = opts.recompute == Recompute::selective;
   const bool core_again = opts.recompute == Recompute::full || (selective && opts.recompute_modules.core_attn);
-  const double module_bytes =
+  double module_bytes =
       selective ? recompute_memory_bytes(spec, opts.recompute_modules, rows, w, kernels.tp, kernels.sp) : 0.0;
+  double recompute_gemm_s = g.recompute_forward_s;
+  if (selective && opts.recompute_modules.op_sac) {  // the even matmuls and every memory-bound op again
+    module_bytes += mem.bytes_forward;
+    recompute_gemm_s += g.forward_s * op_sac_gemm_share(spec);
+  }
   if (opts.recompute == Recompute::full) t.recompute_s = L * layer_fwd;
-  if (selective) t.recompute_s = L * ((core_again ? a.forward_s : 0.0) + g.recompute_forward_s + module_bytes / bw);
+  if (selective) t.recompute_s = L * ((core_again ? a.forward_s : 0.0) + recompute_gemm_s + module_bytes / bw);
   KernelTimes& k = t.kernels;
-  k.gemm_s =
-      L * (fwd_passes * g.forward_s + g.backward_s + g.recompute_forward_s) + g.head_forward_s + g.head_backward_s;
+  k.gemm_s = L * (fwd_passes * g.forward_s + g.backward_s + recompute_gemm_s) + g.head_forward_s + g.head_backward_s;
   k.attention_s = L * (a.forward_s + a.backward_s) + (core_again ? L * a.forward_s : 0.0);
   k.memory_s = L * (fwd_passes * mem.bytes_forward + mem.bytes_backward + module_bytes) / bw +
                (loss.bytes_forward + loss.bytes_backward) / bw;

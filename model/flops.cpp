@@ -175,6 +175,11 @@ double headline_training_flops(double params, double tokens) {
 double recompute_gemm_flops_per_token(const TransformerSpec& spec, const RecomputeModules& modules) {
   const double dense = 1.0 - moe_layer_share(spec);
   double macs = 0;
+  if (modules.op_sac) {  // the even-numbered matmuls: wk, wo and w3 (gated) or w2
+    const double h = static_cast<double>(spec.hidden), f = static_cast<double>(spec.ffn_hidden);
+    const double q = static_cast<double>(q_dim(spec)), d = static_cast<double>(spec.kv_dim());
+    macs += h * d + q * h + h * f;
+  }
   for (const GemmShape& g : layer_gemms(spec, 1)) {
     const double per_layer = static_cast<double>(g.count_per_layer) * static_cast<double>(g.n * g.k);
     if (modules.mla_up_proj && (g.name == "q_b" || g.name == "kv_b")) macs += per_layer;

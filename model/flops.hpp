@@ -75,7 +75,8 @@ StepFlops training_flops(const TransformerSpec& spec, std::int64_t seq_len, doub
 
 /// Forward GEMM FLOPs per token that selective recompute's modules run again, all layers:
 /// 2·L·Σ n·k over MLA's query and key-value up-projections (mla_up_proj) and, in the dense
-/// layers' share, the MLP's GEMMs (mlp); core_attn's attention core is counted apart.
+/// layers' share, the MLP's GEMMs (mlp), torchtitan's op_sac its even-numbered matmuls
+/// (wk h·d, wo q·h, then w3 or a plain MLP's w2 h·f); core_attn's attention core is counted apart.
 double recompute_gemm_flops_per_token(const TransformerSpec& spec, const RecomputeModules& modules);
 
 /// One GEMM of a transformer layer, for efficiency lookups: (m x k) · (k x n).

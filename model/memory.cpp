@@ -232,6 +232,19 @@ double attention_bytes_per_token(const TransformerSpec& spec, const StoredWidths
   return input + latents + (q_kept + kv_kept + v) * w + (g < w ? v * g : 0.0) + mask;
 }
 
+/// torchtitan's op-level selective checkpointing (torchtitan/parallelisms/parallelize_llama.py
+/// @ 9dec370: _save_list and a policy that recomputes every second mm): per token a layer keeps
+/// its input h (the checkpoint's), its odd-numbered matmuls' outputs in forward order (wq q,
+/// wk d, wv d, wo h, then w1 f, w3 f, w2 h gated, w1 f, w2 h plain: q + d + f + h gated,
+/// q + d + h plain) and attention's output q, at w bytes each; its log-sum-exp is
+/// score_bytes'. Dense sequential layers without MLA (scenario checks).
+double op_sac_bytes_per_token(const TransformerSpec& spec, const StoredWidths& sw) {
+  const double h = static_cast<double>(spec.hidden), f = static_cast<double>(spec.ffn_hidden);
+  const double q = static_cast<double>(spec.heads * spec.head_dim()), d = static_cast<double>(spec.kv_dim());
+  const double kept = spec.gated_mlp ? q + d + f + h : q + d + h;
+  return (h + kept + q) * sw.w;
+}
+
 /// Per token and layer, excluding the attention scores. The GEMM inputs kept for the weight
 /// gradients (the normed inputs of QKV and of the MLP, the down projection's input, the
 /// dispatched tokens) are g bytes each: w, or 1 under Transformer Engine's fp8, which saves
@@ -243,6 +256,7 @@ double attention_bytes_per_token(const TransformerSpec& spec, const StoredWidths
 /// above.
 double layer_bytes_per_token(const TransformerSpec& spec, const StoredWidths& sw) {
   const RecomputeModules& r = sw.recomputed;
+  if (r.op_sac) return op_sac_bytes_per_token(spec, sw);
   const double h = static_cast<double>(spec.hidden);
   const double f = static_cast<double>(spec.ffn_hidden);
   const double mask = spec.dropout > 0 ? h : 0.0;  // one 1-byte dropout mask per token and branch

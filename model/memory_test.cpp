@@ -828,5 +828,16 @@ TEST_CASE("recomputing the experts' activation keeps their first GEMM's output, 
   CHECK(base - activations_with(spec, Recompute::selective, act) == doctest::Approx(32.0 * 1024 * 2 * 2 * 1024 * 2));
 }
 
+TEST_CASE("torchtitan's op-level checkpointing keeps the input, the odd matmuls' outputs and attention's") {
+  const TransformerSpec spec = llama2_7b();  // h = q = d = 4096 (MHA), gated f = 11008, 32 layers
+  RecomputeModules op{false};
+  op.op_sac = true;
+  // Per token: input h, then wq q, wv d, w1 f, w2 h (the 1st, 3rd, 5th and 7th matmul), attention's
+  // output q, at 2 bytes; flash attention's log-sum-exp 4·a.
+  const double per_token = (4096.0 + 4096 + 4096 + 11008 + 4096 + 4096) * 2 + 4.0 * 32;
+  CHECK(activations_with(spec, Recompute::selective, op) ==
+        doctest::Approx(32 * 1024 * per_token + 1024 * 4096.0 * 2 * 2));  // + the final norm and head inputs
+}
+
 }  // namespace
 }  // namespace stepcast

@@ -834,6 +834,12 @@ void check_recompute_modules(const Scenario& s, const ScenarioSource& w) {
         "mla_up_proj recomputes multi-head latent attention's up-projections: " + s.model.name + " has no \"mla\"");
   if (m.moe_act && !s.model.moe)
     throw InputError(w.file, at, "moe_act recomputes the routed experts' activation: " + s.model.name + " is dense");
+  if (m.op_sac && !(m == RecomputeModules{false, false, false, false, false, true}))
+    throw InputError(w.file, at, "op_sac is torchtitan's whole policy: name it alone");
+  if (m.op_sac && (s.model.moe || s.model.mla || s.model.parallel_attn_mlp || s.strategy.layout.tp > 1))
+    throw InputError(w.file, at,
+                     "op_sac (torchtitan's op-level checkpointing) is modelled for dense sequential layers without "
+                     "MLA and without tensor parallelism");
   if (m.mlp && moe_layer_share(s.model) >= 1.0)
     throw InputError(w.file, at, "mlp recomputes the dense MLP: every layer of " + s.model.name + " is a MoE layer");
 }

@@ -557,4 +557,9 @@ TEST_CASE("recompute_modules: under selective recompute only, each a module the 
   CHECK(mentions(error_of(dense), "has no \"mla\""));
   dense["training"]["recompute_modules"] = {"moe_act"};
   CHECK(mentions(error_of(dense), "is dense"));
+  json op = j;
+  op["training"]["recompute_modules"] = {"op_sac", "layernorm"};
+  CHECK(mentions(error_of(op), "op_sac is torchtitan's whole policy: name it alone"));
+  op["training"]["recompute_modules"] = {"op_sac"};
+  CHECK(parse(op).training.recompute_modules.op_sac);
 }

@@ -104,7 +104,7 @@ std::vector<SchemaKey> training_keys() {
       choice("/training/recompute", recompute_names(), "none (every activation kept)", "activation recompute"),
       key("/training/recompute_modules", KeyType::array, "[\"core_attn\"] (Megatron-Core's default)",
           "under selective recompute, the modules recomputed: core_attn, mla_up_proj, layernorm, mlp, "
-          "moe_act"),
+          "moe_act, or torchtitan's op-level policy op_sac alone"),
       key("/training/flash_attention", kBool, "true from Ampere on (FlashAttention needs sm80 or later)",
           "a flash-class fused attention kernel"),
       choice("/training/attention_kernel", split_names(attention_kernel_names()),

@@ -360,8 +360,8 @@ def peak_memory(sc):
         f"max {m['max_abs_error_pct']:.1f}%",
         f"{tm['count']} records, median |error| {tm['median_abs_error_pct']:.1f}%, p90 "
         f"{tm['p90_abs_error_pct']:.1f}%",
-        f"over by {min(sel):.0f}% to {max(sel):.0f}%",
-        f"under by {-max(full):.0f}% to {-min(full):.0f}%",
+        f"{min(sel):+.0f}% to {max(sel):+.0f}% under its op-level selective checkpointing",
+        f"{min(full):+.0f}% to {max(full):+.0f}% under full checkpointing",
         f"{m['false_oom']} of the {m['predicted']:,} runs predicted here, {oom} of the {predicted:,} records "
         f"predicted over every file of data/validation/",
         f"ddp {med['ddp']}, zero1 {med['zero1']}; "

@@ -480,6 +480,27 @@ void grad_accumulation_for(const MeasuredRun& r, Scenario& s, std::vector<std::s
       "ranks in fp32 (its pipeline engine reduces the optimizer's fp32 gradient buffers)");
 }
 
+/// torchtitan as its December 2024 benchmarks ran it (commit 9dec370): the loss is PyTorch's
+/// cross_entropy on the logits cast to fp32, never compiled (train.py loss_fn: "compiling loss
+/// function causes CUDA errors"), so three fp32 copies at its backward; its selective
+/// checkpointing is the op-level policy its Llama 3 configs name (train_configs/llama3_8b.toml:
+/// selective_ac_option 'op').
+void torchtitan_for(Scenario& s, std::vector<std::string>& assumed) {
+  TrainingSpec& t = s.training;
+  t.fused_loss = false;
+  t.loss_fp32_copies = 3;
+  assumed.push_back(
+      "PyTorch's eager cross-entropy on fp32 logits, three fp32 copies at its backward (torchtitan train.py loss_fn "
+      "@ 9dec370, not compiled)");
+  if (t.recompute == Recompute::selective) {
+    t.recompute_modules = RecomputeModules{false};
+    t.recompute_modules.op_sac = true;
+    assumed.push_back(
+        "selective checkpointing as torchtitan's op-level policy (train_configs/llama3_8b.toml @ 9dec370: "
+        "selective_ac_option 'op'; parallelize_llama.py keeps every other matmul's output and attention's)");
+  }
+}
+
 /// The kernels a record's framework runs, each listed as an assumption:
 ///  - composer/llm-foundry: eager PyTorch ops (no torch.compile in its benchmark scripts),
 ///    flash-attn's fused cross-entropy (modeling_mpt.py loss_fn 'fused_crossentropy'), and
@@ -539,6 +560,7 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
         "output to fp32 and subtracts the row maximum out of place, src/nanotron/parallel/tensor_parallel/"
         "functional.py @ 3034bd21)");
   }
+  if (framework_is(r, "torchtitan")) torchtitan_for(s, assumed);
   if (framework_is(r, "nanotron") && s.strategy.layout.pp > 1) {
     s.strategy.pp_split = StageSplit::balanced;
     assumed.push_back(

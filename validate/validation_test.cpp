@@ -660,6 +660,19 @@ TEST_CASE("async_tp runs as tp_comm_overlap under SP, a skip without; torchtitan
   CHECK(says(row, "K and V all-gathered (PyTorch's context_parallel default"));
 }
 
+TEST_CASE("a torchtitan record runs PyTorch's eager fp32 cross-entropy and, selective, torchtitan's op-level policy") {
+  nlohmann::json r = small_record();
+  r["strategy"]["framework"] = "torchtitan";
+  r["strategy"]["activation_checkpointing"] = "selective";
+  ValidationRow row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  REQUIRE(row.status == "ok");
+  CHECK(says(row, "three fp32 copies at its backward (torchtitan train.py loss_fn @ 9dec370"));
+  CHECK(says(row, "selective checkpointing as torchtitan's op-level policy"));
+  r["strategy"]["activation_checkpointing"] = "full";
+  row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK_FALSE(says(row, "op-level policy"));
+}
+
 TEST_CASE("memory summary: |error| over the rows with a measured peak, every predicted oom a false one, by source") {
   std::vector<ValidationRow> rows;
   for (int i = 0; i < 4; ++i) {
