@@ -4,10 +4,17 @@
 
 #include "model/transformer.hpp"
 
+#include "base/json_input.hpp"
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <fstream>
+#include <map>
 #include <optional>
+#include <stdexcept>
 
 namespace stepcast {
 
@@ -25,10 +32,77 @@ void fill(std::optional<T>& field, const T& value, const char* what, const char*
   assumed.push_back(fmt::format("{} {}: not stated; {}", what, value, source));
 }
 
+/// One record's recompute as its release's Megatron-Bridge performance recipe set it
+/// (data/recipes/megatron-bridge-recompute.jsonl, read from each release's tag).
+struct RecipeRecompute {
+  std::string rev, commit, config;
+  std::optional<std::string> granularity;
+  std::vector<std::string> modules;
+  bool activation_offload = false;
+};
+
+/// The recipe table by record id, read once; empty when the file is absent.
+const std::map<std::string, RecipeRecompute>& recipe_table() {
+  static const std::map<std::string, RecipeRecompute> table = [] {
+    std::map<std::string, RecipeRecompute> out;
+    std::ifstream in(data_dir() / "data" / "recipes" / "megatron-bridge-recompute.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      const nlohmann::json j = nlohmann::json::parse(line);
+      RecipeRecompute r;
+      r.rev = j.at("rev").get<std::string>();
+      r.commit = j.at("commit").get<std::string>();
+      r.config = j.at("config").get<std::string>();
+      if (!j.at("recompute_granularity").is_null()) r.granularity = j.at("recompute_granularity").get<std::string>();
+      if (j.at("recompute_modules").is_array()) r.modules = j.at("recompute_modules").get<std::vector<std::string>>();
+      r.activation_offload = j.at("activation_offload").get<bool>();
+      out.emplace(j.at("id").get<std::string>(), std::move(r));
+    }
+    return out;
+  }();
+  return table;
+}
+
+/// A Megatron-Bridge record's checkpointing and recompute modules from its release's recipe
+/// (recipe_table): no granularity, none; "selective" with the modules stepcast models (an
+/// empty list, or one of modules it does not, recomputes nothing here: none, said so); full
+/// recompute of some layers is not modelled (none, said so). False when the table lacks the
+/// record.
+bool recipe_recompute(MeasuredRun& r, std::vector<std::string>& assumed) {
+  const auto it = recipe_table().find(r.id);
+  if (it == recipe_table().end()) return false;
+  const RecipeRecompute& recipe = it->second;
+  const std::string from = fmt::format("Megatron-Bridge {} @ {} ({}; data/recipes/megatron-bridge-recompute.jsonl)",
+                                       recipe.rev, recipe.commit.substr(0, 8), recipe.config);
+  RecomputeModules modules{false};
+  std::vector<std::string> unmodelled;
+  for (const std::string& m : recipe.modules) {
+    try {
+      add_recompute_module(modules, m);
+    } catch (const std::invalid_argument&) {
+      unmodelled.push_back(m);
+    }
+  }
+  const bool selective = recipe.granularity == "selective" && !(modules == RecomputeModules{false});
+  r.checkpointing = selective ? "selective" : "none";
+  if (selective) r.recompute_modules = modules;
+  std::string line = fmt::format("activation checkpointing {}: not stated; {}", *r.checkpointing, from);
+  if (selective) line += fmt::format(", recompute_modules {}", recompute_modules_text(modules));
+  if (recipe.granularity == "selective" && !selective) line += ": selective with no module stepcast models";
+  if (recipe.granularity && *recipe.granularity != "selective")
+    line += fmt::format(": {} recompute of some layers, not modelled, predicted without it", *recipe.granularity);
+  if (!unmodelled.empty())
+    line += fmt::format("; module(s) {} not modelled, predicted without", fmt::join(unmodelled, ", "));
+  if (recipe.activation_offload) line += "; its activation CPU offload is not modelled, predicted without it";
+  assumed.push_back(line);
+  return true;
+}
+
 /// Megatron-Core as NeMo (24.x) and Megatron-Bridge (25.09 on) package it: their performance
 /// recipes do not recompute activations unless a recipe says so, unlike the 2021 Megatron-LM
 /// launch scripts megatron_defaults follows.
 void megatron_core_defaults(MeasuredRun& r, std::vector<std::string>& assumed) {
+  if (framework_has(r, "megatron-bridge") && !r.checkpointing && recipe_recompute(r, assumed)) return;
   if (framework_has(r, "megatron-bridge"))
     fill<std::string>(r.checkpointing, "none", "activation checkpointing",
                       "Megatron-Bridge's performance presets recompute only where a preset says so "

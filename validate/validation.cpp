@@ -373,6 +373,7 @@ TrainingSpec training_for(const MeasuredRun& r, const TransformerSpec& model) {
   }
   t.seq_len = r.seq_len.value_or(model.seq_len);
   t.recompute = parse_recompute(*r.checkpointing);
+  if (r.recompute_modules) t.recompute_modules = *r.recompute_modules;
   t.flash_attention = std::find(r.extras.begin(), r.extras.end(), "flash_attention") != r.extras.end();
   return t;
 }

@@ -41,6 +41,9 @@ struct MeasuredRun {
   std::optional<std::int64_t> tp, pp;
   std::optional<bool> sp;
   std::optional<std::string> checkpointing, precision, offload, framework;
+  /// Under selective checkpointing, the modules recomputed, where a framework default names
+  /// them (validate/record_defaults.hpp); not a record field.
+  std::optional<RecomputeModules> recompute_modules;
   std::vector<std::string> extras;
   std::string notes;  ///< the record's free-text notes (kernels a source names)
   // batch
