@@ -9,6 +9,7 @@
 ///      layouts it simulated and the winner.
 /// --json prints the same figures for bench/readme_table.py --plan (docs/benchmarks.md's plan table).
 /// Exit status 0 whatever the times (it is not a test).
+#include "base/allocator.hpp"
 #include "base/json_input.hpp"
 #include "planner/plan.hpp"
 #include "scenario/scenario.hpp"
@@ -85,6 +86,7 @@ Timing time_it(int repeat, const std::function<void()>& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stepcast::tune_allocator();
   CLI::App app{"stepcast_plan_bench: layouts screened per second by `stepcast plan` (one thread)"};
   int repeat = 5;
   app.add_option("--repeat", repeat, "timed runs per figure, after one warm-up run")

@@ -17,6 +17,7 @@
 #include "model/collective.hpp"
 #include "model/compute.hpp"
 #include "model/flops.hpp"
+#include "base/allocator.hpp"
 #include "base/json_input.hpp"
 #include "model/memory.hpp"
 #include "model/transformer.hpp"
@@ -375,6 +376,7 @@ void print_targets(const std::vector<SweepRow>& sweep, const Targets& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stepcast::tune_allocator();
   CLI::App app{"stepcast_bench: wall time and events per second to predict and simulate one training step"};
   int repeat = 20;
   bool json = false;

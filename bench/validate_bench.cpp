@@ -12,6 +12,7 @@
 ///  (c) the summaries the CLI prints: summarize() of all records.
 /// `--write FILE` also writes the generated records, to time the CLI on them.
 /// Exit status 0 whether or not a target is met (it is not a test).
+#include "base/allocator.hpp"
 #include "base/json_input.hpp"
 #include "validate/validation.hpp"
 
@@ -66,6 +67,7 @@ std::string synthetic_record(const nlohmann::json& base, std::size_t i, std::siz
 }  // namespace
 
 int main(int argc, char** argv) {
+  stepcast::tune_allocator();
   CLI::App app{"stepcast_validate_bench: time reading, validating and summarizing N measured-run records"};
   std::string base_file = (data_dir() / "tests" / "data" / "good" / "runs.jsonl").string();
   std::vector<std::size_t> counts{1000, 8000, 100000};

@@ -5,6 +5,7 @@
 #include "cli/command.hpp"
 #include "cli/user_catalog.hpp"
 
+#include "base/allocator.hpp"
 #include "base/json_input.hpp"
 #include "base/version.hpp"
 
@@ -101,6 +102,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stepcast::tune_allocator();
   try {
     return run(argc, argv);
   } catch (const stepcast::InputError& e) {
