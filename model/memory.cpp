@@ -330,7 +330,7 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in, do
 /// kernel reads the w-byte logits and saves one fp32 log-sum-exp per row (flash-attn's
 /// xentropy, Liger's): b·s·(V·w + 4). A loss that subtracts the row maximum out of place
 /// holds a second fp32 copy at its peak, b·s·V·(w + 8) (nanotron's sharded_cross_entropy,
-/// src/nanotron/parallel/tensor_parallel/functional.py @ 3034bd21); PyTorch's cross_entropy on
+/// src/nanotron/parallel/tensor_parallel/functional.py @ a27e8fe8); PyTorch's cross_entropy on
 /// upcast logits three at its backward's peak, b·s·V·(w + 12).
 double logits_bytes(const TransformerSpec& spec, const MemoryInputs& in) {
   const double w = working_bytes(in.precision);

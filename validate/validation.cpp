@@ -559,7 +559,7 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
     assumed.push_back(
         "two fp32 copies of the logits at the loss (nanotron's sharded_cross_entropy casts the LM head's "
         "output to fp32 and subtracts the row maximum out of place, src/nanotron/parallel/tensor_parallel/"
-        "functional.py @ 3034bd21)");
+        "functional.py @ a27e8fe8, the bench_cluster branch)");
   }
   if (framework_is(r, "torchtitan")) torchtitan_for(s, assumed);
   if (framework_is(r, "nanotron") && s.strategy.layout.pp > 1) {
@@ -1003,13 +1003,13 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   if (run.memory_measured_bytes) {
     row.memory_measured_bytes = run.memory_measured_bytes;
     // nanotron logs the memory of global rank 0 (log_memory's rank=0, src/nanotron/logging.py
-    // @ 3034bd21): the first pipeline stage.
+    // @ a27e8fe8, the bench_cluster branch): the first pipeline stage.
     const bool rank0 = framework_is(run, "nanotron") && !p.memory.stage_total_bytes.empty();
     row.memory_predicted_bytes = rank0 ? allocator_bytes(p.memory, 0) : allocator_bytes(p.memory);
     if (rank0)
       row.assumptions.push_back(
           "peak memory of the first pipeline stage: nanotron logs global rank 0's (log_memory, "
-          "src/nanotron/logging.py @ 3034bd21)");
+          "src/nanotron/logging.py @ a27e8fe8, the bench_cluster branch)");
     row.memory_error_pct =
         100.0 * (*row.memory_predicted_bytes - *run.memory_measured_bytes) / *run.memory_measured_bytes;
   }
