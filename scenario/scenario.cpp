@@ -459,11 +459,12 @@ void resolve_network(JsonObject& obj, const BoxSpec& box, HardwareChoice& h, std
       throw obj.error("network", fmt::format("missing; {} nodes need a network, and {} has no NICs of its own to "
                                              "assume",
                                              h.cluster.nodes, box.name));
-    cluster["network"] = {{"nic", box.nic}, {"nics_per_node", box.nics}, {"topology", "single_switch"}};
-    defaults.push_back(
-        fmt::format("hardware.network: the {}'s own NICs, {} x {} per node, all on one switch "
-                    "(single_switch, oversubscription 1; set hardware.network)",
-                    box.name, box.nics, box.nic));
+    const NetworkSpec assumed = default_network(box, h.cluster.nodes);
+    cluster["network"] = {{"nic", assumed.nic},
+                          {"nics_per_node", assumed.nics_per_node},
+                          {"topology", std::string(name(assumed.topology))}};
+    if (assumed.topology == NetworkTopology::rail_fat_tree) cluster["network"]["oversubscription"] = 1;
+    defaults.push_back(default_network_assumption(box, assumed));
   }
   JsonObject cobj(cluster, obj.file(), obj.path());
   h.cluster = parse_cluster(cobj);
@@ -1265,12 +1266,9 @@ Scenario resized(const Scenario& s, int gpus) {
     if (box.nics < 1)
       throw std::invalid_argument(std::to_string(gpus) + " GPUs need more than one " + box.name +
                                   ", and neither the scenario nor the box has a network between nodes");
-    // The reader's default for several nodes: the box's own NICs on one switch.
-    out.hardware.cluster.network = NetworkSpec{box.nic, box.nics, NetworkTopology::single_switch, 1.0};
-    out.defaults.push_back(
-        fmt::format("hardware.network: the {}'s own NICs, {} x {} per node, all on one switch "
-                    "(single_switch, oversubscription 1; set hardware.network)",
-                    box.name, box.nics, box.nic));
+    // The reader's default for several nodes (default_network).
+    out.hardware.cluster.network = default_network(box, gpus / box.gpus);
+    out.defaults.push_back(default_network_assumption(box, *out.hardware.cluster.network));
   }
   out.hardware.nodes = gpus / box.gpus;
   out.hardware.gpus_per_node = box.gpus;

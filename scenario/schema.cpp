@@ -195,7 +195,9 @@ std::vector<SchemaKey> hardware_keys() {
       ranged("/hardware/gpus", kInt, 1, static_cast<double>(limits::kMaxGpus), "",
              "GPUs used in all; whole nodes above one box"),
       ranged("/hardware/nodes", kInt, 1, max_nodes, "the GPUs over the box size", "nodes of the cluster"),
-      key("/hardware/network", kObj, "for several nodes: the box's own NICs on one switch",
+      key("/hardware/network", kObj,
+          "for several nodes: the box's own NICs on one switch up to 32 nodes, beyond on a non-blocking rail fat "
+          "tree of 32-node leaf groups (DGX SuperPOD)",
           "nic, nics_per_node, topology (single_switch, rail_fat_tree), oversubscription, nodes_per_leaf"),
       key("/hardware/calibration", kStr, "none (the catalogs' rates)",
           "a hardware file from `stepcast fit`, relative to the scenario file"),

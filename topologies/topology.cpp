@@ -6,6 +6,8 @@
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
 
+#include <fmt/format.h>
+
 #include <boost/graph/breadth_first_search.hpp>
 
 #include <algorithm>
@@ -159,6 +161,28 @@ const BoxSpec* box_with_gpu(const std::string& gpu, std::optional<IntraFabric> f
   for (const BoxSpec& b : box_catalog())
     if (b.gpu == gpu && (!fabric || b.fabric == *fabric)) return &b;
   return nullptr;
+}
+
+NetworkSpec default_network(const BoxSpec& box, std::int64_t nodes) {
+  if (box.nics < 1) throw std::invalid_argument("box " + box.name + " has no NICs to assume a network of");
+  NetworkSpec n{box.nic, box.nics, NetworkTopology::single_switch, 1.0};
+  if (nodes > n.nodes_per_leaf) n.topology = NetworkTopology::rail_fat_tree;
+  return n;
+}
+
+std::string default_network_assumption(const BoxSpec& box, const NetworkSpec& network) {
+  const std::string nics =
+      fmt::format("the {}'s own NICs, {} x {} per node", box.name, network.nics_per_node, network.nic);
+  if (network.topology == NetworkTopology::single_switch)
+    return fmt::format(
+        "hardware.network: {}, all on one switch (single_switch: up to {} nodes, one leaf switch per "
+        "rail; set hardware.network)",
+        nics, network.nodes_per_leaf);
+  return fmt::format(
+      "hardware.network: {}, on a rail-optimised fat tree: leaf groups of {} nodes, non-blocking spines "
+      "(rail_fat_tree, oversubscription 1: the DGX SuperPOD reference architecture's scalable units; "
+      "set hardware.network)",
+      nics, network.nodes_per_leaf);
 }
 
 namespace {

@@ -121,6 +121,16 @@ struct NetworkSpec {
   bool operator==(const NetworkSpec&) const = default;
 };
 
+/// The network `nodes` of `box` are assumed to sit on when none is stated: the box's own NICs
+/// on one switch up to one leaf group (NetworkSpec::kDefaultNodesPerLeaf nodes), where that is
+/// what a leaf switch per rail is; beyond it the rail-optimised, non-blocking fat tree of
+/// NVIDIA's DGX SuperPOD reference architecture (scalable units of 32 nodes on their leaf
+/// switches, spines above, oversubscription 1). The box must have NICs.
+NetworkSpec default_network(const BoxSpec& box, std::int64_t nodes);
+
+/// The Assumptions line for default_network's choice.
+std::string default_network_assumption(const BoxSpec& box, const NetworkSpec& network);
+
 /// N boxes on a network (topologies/catalog/clusters.json, or a scenario's hardware).
 struct ClusterSpec {
   std::string name;

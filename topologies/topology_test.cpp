@@ -326,3 +326,17 @@ TEST_CASE("oversubscription and nodes_per_leaf belong to a rail fat tree: one sw
                  "nodes_per_leaf": 0})")
             .find("/network/nodes_per_leaf") != std::string::npos);
 }
+
+TEST_CASE("an unstated network: one switch up to a leaf group of 32 nodes, the SuperPOD rail fat tree beyond") {
+  const BoxSpec& dgx = *find_box("dgx-h100");
+  const NetworkSpec small = default_network(dgx, NetworkSpec::kDefaultNodesPerLeaf);
+  CHECK(small.topology == NetworkTopology::single_switch);
+  CHECK(small.nic == dgx.nic);
+  CHECK(small.nics_per_node == dgx.nics);
+  const NetworkSpec large = default_network(dgx, NetworkSpec::kDefaultNodesPerLeaf + 1);
+  CHECK(large.topology == NetworkTopology::rail_fat_tree);
+  CHECK(large.oversubscription == 1.0);
+  CHECK(large.nodes_per_leaf == 32);
+  CHECK(default_network_assumption(dgx, large).find("rail-optimised fat tree") != std::string::npos);
+  CHECK(default_network_assumption(dgx, small).find("all on one switch") != std::string::npos);
+}
