@@ -220,8 +220,14 @@ def readme_accuracy(sc):
 
 def readme_memory(sc):
     m = sc.validate("ultrascale-playbook")["summary_memory"]
-    return (f"peak memory per GPU against {m['count']:,} measured runs: a median |error| of "
-            f"{m['median_abs_error_pct']:.1f}%, p90 {m['p90_abs_error_pct']:.1f}%, nothing fitted")
+    t = sc.validate("torchtitan-h100")["summary_memory"]
+    files = [sc.validate(name) for name in ["runs", "ultrascale-playbook"] + HELD_OUT + ["megatron-bridge-nemo"]]
+    oom = sum(f["summary_memory"]["false_oom"] for f in files)
+    predicted = sum(f["summary_memory"]["predicted"] for f in files)
+    return (f"peak memory per GPU against {m['count']:,} measured runs of the Ultra-Scale Playbook: a median |error| "
+            f"of {m['median_abs_error_pct']:.1f}%, p90 {m['p90_abs_error_pct']:.1f}%, and {t['count']} of "
+            f"torchtitan: {t['median_abs_error_pct']:.1f}% and {t['p90_abs_error_pct']:.1f}%, nothing fitted; "
+            f"{oom} of {predicted:,} measured runs predicted out of memory ({100 * oom / predicted:.1f}%)")
 
 
 @figures("README.md", "exit-code example")
