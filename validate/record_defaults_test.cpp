@@ -160,31 +160,27 @@ TEST_CASE("a nanotron record with TP and no sp runs sequence parallel: bench_clu
 }
 
 TEST_CASE("a Megatron-Bridge record takes its release recipe's recompute modules; one the table lacks, none") {
-  MeasuredRun r;
-  r.framework = "megatron-bridge";
-  r.id = "mbridge-2604-gb200-deepseek-v3-g256-mxfp8-tp1pp4vp4ep64-mbs1-gbs4096";  // v0.4.0: ["mlp"]
   std::vector<std::string> assumed;
-  apply_framework_defaults(r, assumed);
-  CHECK(r.checkpointing == "selective");
-  REQUIRE(r.recompute_modules);
-  CHECK(*r.recompute_modules == RecomputeModules{false, false, false, true});
-  REQUIRE_FALSE(assumed.empty());  // the recompute first (Megatron-LM's micro-batch default follows)
+  const auto defaults_of = [&](const char* id) {  // a Megatron-Bridge record stating no checkpointing
+    MeasuredRun r;
+    r.framework = "megatron-bridge";
+    r.id = id;
+    assumed.clear();
+    apply_framework_defaults(r, assumed);
+    REQUIRE_FALSE(assumed.empty());  // the recompute first (Megatron-LM's micro-batch default follows)
+    return r;
+  };
+  const MeasuredRun mlp = defaults_of("mbridge-2604-gb200-deepseek-v3-g256-mxfp8-tp1pp4vp4ep64-mbs1-gbs4096");
+  CHECK(mlp.checkpointing == "selective");  // v0.4.0: ["mlp"]
+  REQUIRE(mlp.recompute_modules);
+  CHECK(*mlp.recompute_modules == RecomputeModules{false, false, false, true});
   CHECK(assumed[0].find("Megatron-Bridge v0.4.0 @ 0fbfe7d3") != std::string::npos);
-  MeasuredRun empty = r;  // v0.5.0's GB300 preset lists no module: nothing recomputed
-  empty.id = "mbridge-2606-gb300-deepseek-v3-g256-mxfp8-tp1pp2vp8ep32-mbs1-gbs15360";
-  empty.checkpointing.reset();
-  empty.recompute_modules.reset();
-  assumed.clear();
-  apply_framework_defaults(empty, assumed);
+  // v0.5.0's GB300 preset lists no module: nothing recomputed.
+  const MeasuredRun empty = defaults_of("mbridge-2606-gb300-deepseek-v3-g256-mxfp8-tp1pp2vp8ep32-mbs1-gbs15360");
   CHECK(empty.checkpointing == "none");
   CHECK_FALSE(empty.recompute_modules);
   CHECK(assumed[0].find("selective with no module stepcast models") != std::string::npos);
-  MeasuredRun unknown = r;  // not in the table: the presets' general rule
-  unknown.id = "mbridge-unknown";
-  unknown.checkpointing.reset();
-  unknown.recompute_modules.reset();
-  assumed.clear();
-  apply_framework_defaults(unknown, assumed);
+  const MeasuredRun unknown = defaults_of("mbridge-unknown");  // not in the table: the presets' general rule
   CHECK(unknown.checkpointing == "none");
   CHECK(assumed[0].find("recompute only where a preset says so") != std::string::npos);
 }
