@@ -123,10 +123,14 @@ for a in "$@"; do
 done
 [ -f "$deb" ] || { echo "E: Unsupported file $deb given on commandline" >&2; exit 100; }
 # Installed: the package itself, or an installed package that provides it (a virtual package).
+# The lists are read whole before they are searched: a `grep -q` that stops at its first match
+# would end the pipeline early, and under pipefail its writers' SIGPIPE would read as "no".
 installed() {
-  dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q "install ok installed" && return 0
-  dpkg-query -W -f='${Status}|${Provides}\n' 2>/dev/null | grep "^install ok installed|" | cut -d'|' -f2 |
-    tr ',' '\n' | sed 's/(.*//; s/[[:space:]]//g' | grep -qxF "$1"
+  [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ] && return 0
+  local provided
+  provided=$(dpkg-query -W -f='${Status}|${Provides}\n' 2>/dev/null | grep "^install ok installed|" | cut -d'|' -f2 |
+    tr ',' '\n' | sed 's/(.*//; s/[[:space:]]//g')
+  grep -qxF "$1" <<<"$provided"
 }
 for pkg in $(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*//; s/[[:space:]]//g'); do
   installed "$pkg" ||
