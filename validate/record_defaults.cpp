@@ -39,6 +39,7 @@ struct RecipeRecompute {
   std::optional<std::string> granularity;
   std::vector<std::string> modules;
   bool activation_offload = false;
+  bool layout_matches = true;  ///< the config's parallel layout is the record's
 };
 
 /// The recipe table by record id, read once; empty when the file is absent.
@@ -56,6 +57,7 @@ const std::map<std::string, RecipeRecompute>& recipe_table() {
       if (!j.at("recompute_granularity").is_null()) r.granularity = j.at("recompute_granularity").get<std::string>();
       if (j.at("recompute_modules").is_array()) r.modules = j.at("recompute_modules").get<std::vector<std::string>>();
       r.activation_offload = j.at("activation_offload").get<bool>();
+      r.layout_matches = j.at("layout_matches").get<bool>();
       out.emplace(j.at("id").get<std::string>(), std::move(r));
     }
     return out;
@@ -94,6 +96,7 @@ bool recipe_recompute(MeasuredRun& r, std::vector<std::string>& assumed) {
   if (!unmodelled.empty())
     line += fmt::format("; module(s) {} not modelled, predicted without", fmt::join(unmodelled, ", "));
   if (recipe.activation_offload) line += "; its activation CPU offload is not modelled, predicted without it";
+  if (!recipe.layout_matches) line += "; the config's parallel layout is not the record's (the table's notes say how)";
   assumed.push_back(line);
   return true;
 }
