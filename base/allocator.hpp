@@ -8,8 +8,9 @@ namespace stepcast {
 /// Turns glibc's fastbins off (mallopt M_MXFAST 0) and grows the heap 256 MiB at a time
 /// (M_TOP_PAD; untouched pages cost nothing). Freeing or allocating a large block
 /// consolidates every fastbin chunk first (glibc malloc.c malloc_consolidate), which took a
-/// fifth of `plan`'s time (405B at 16,384 GPUs: 7.0 CPU-s, 5.5 without fastbins; small blocks
-/// still come from the per-thread cache). Called once by the command and the benches, never
+/// fifth of `plan`'s time in `perf` (docs/benchmarks.md: the 405B plan, 7.05 -> 6.05 CPU-s,
+/// the top pad's share the system time, 0.45 -> 0.29 s; small blocks still come from the
+/// per-thread cache). Called once by the command and the benches, never
 /// by the library or the Python module (whose process is the user's); nothing outside glibc.
 void tune_allocator();
 

@@ -85,6 +85,11 @@ std::string recompute_modules_text(const RecomputeModules& m) {
   return out.empty() ? "none" : out;
 }
 
+std::string recompute_text(Recompute r, const RecomputeModules& m) {
+  if (r != Recompute::selective || m == RecomputeModules{}) return std::string(name(r));
+  return "selective (" + recompute_modules_text(m) + ")";
+}
+
 std::optional<Strategy> strategy_alias(std::string_view text) {
   std::string key;
   for (char c : text)

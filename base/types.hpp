@@ -54,6 +54,9 @@ std::vector<std::string> recompute_module_names();
 void add_recompute_module(RecomputeModules& m, std::string_view name);
 /// The modules set in `m`, comma-separated, in name order.
 std::string recompute_modules_text(const RecomputeModules& m);
+/// How a report names recompute: "selective (core_attn, layernorm)" where the modules are not
+/// the default, else the mode's name.
+std::string recompute_text(Recompute r, const RecomputeModules& m);
 
 /// NCCL collectives, named as in calibration files and reports.
 /// all_to_all: every rank sends a distinct block to every other (expert-parallel dispatch and

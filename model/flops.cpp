@@ -173,6 +173,7 @@ double headline_training_flops(double params, double tokens) {
 ///     MPT-125m at seq 65536 fits total N to 0.01% but non-embedding N only to 7%.
 ///     Under LoRA: (4·N + 6·P_a + 12·L·h·s) per token (no weight gradients for frozen N).
 double recompute_gemm_flops_per_token(const TransformerSpec& spec, const RecomputeModules& modules) {
+  if (!modules.op_sac && !modules.mla_up_proj && !modules.mlp) return 0.0;  // no GEMM recomputed
   const double dense = 1.0 - moe_layer_share(spec);
   double macs = 0;
   if (modules.op_sac) {  // the even-numbered matmuls: wk, wo and w3 (gated) or w2

@@ -754,10 +754,9 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
     const std::string held = in.pp == 1 ? fmt::format("{} layers", spec.layers)
                                         : fmt::format("stage {}: {:g} layers x {:g} micro-batches in flight",
                                                       stage.index + 1, stage.layers, stage.in_flight);
-    const bool modules_named = in.recompute == Recompute::selective && !(in.recompute_modules == RecomputeModules{});
-    return fmt::format("Korthikanti per layer, {}, recompute {}{}, flash {}{}{}", held, name(in.recompute),
-                       modules_named ? fmt::format(" ({})", recompute_modules_text(in.recompute_modules)) : "",
-                       in.flash_attention ? "on" : "off", in.fp8_gemm_inputs ? ", fp8 GEMM inputs" : "",
+    return fmt::format("Korthikanti per layer, {}, recompute {}, flash {}{}{}", held,
+                       recompute_text(in.recompute, in.recompute_modules), in.flash_attention ? "on" : "off",
+                       in.fp8_gemm_inputs ? ", fp8 GEMM inputs" : "",
                        spec.moe ? fmt::format(", MoE capacity factor {:g}", in.moe_capacity_factor) : "");
   });
   add("logits", stage.last ? logits_bytes(spec, in) : 0.0, [&] {

@@ -237,10 +237,8 @@ std::string header_section(const Scenario& sc, const Prediction& p, const std::s
                : "",
       l.ep > 1 ? fmt::format(" | expert parallel {}", l.ep) : "", p.hardware);
   const TrainingSpec& tr = sc.training;
-  const bool modules_named = tr.recompute == Recompute::selective && !(tr.recompute_modules == RecomputeModules{});
-  out += fmt::format("  training {} with {} | recompute {}{} | flash attention {}{}\n", name(tr.precision),
-                     name(tr.optimizer), name(tr.recompute),
-                     modules_named ? fmt::format(" ({})", recompute_modules_text(tr.recompute_modules)) : "",
+  out += fmt::format("  training {} with {} | recompute {} | flash attention {}{}\n", name(tr.precision),
+                     name(tr.optimizer), recompute_text(tr.recompute, tr.recompute_modules),
                      tr.flash_attention ? "on" : "off",
                      tr.lora ? fmt::format(" | LoRA rank {} on {}", tr.lora->rank, join(tr.lora->targets, ",")) : "");
   out += fmt::format(

@@ -463,7 +463,8 @@ void resolve_network(JsonObject& obj, const BoxSpec& box, HardwareChoice& h, std
     cluster["network"] = {{"nic", assumed.nic},
                           {"nics_per_node", assumed.nics_per_node},
                           {"topology", std::string(name(assumed.topology))}};
-    if (assumed.topology == NetworkTopology::rail_fat_tree) cluster["network"]["oversubscription"] = 1;
+    if (assumed.topology == NetworkTopology::rail_fat_tree)
+      cluster["network"]["oversubscription"] = assumed.oversubscription;
     defaults.push_back(default_network_assumption(box, assumed));
   }
   JsonObject cobj(cluster, obj.file(), obj.path());

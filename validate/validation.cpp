@@ -481,18 +481,11 @@ void grad_accumulation_for(const MeasuredRun& r, Scenario& s, std::vector<std::s
       "ranks in fp32 (its pipeline engine reduces the optimizer's fp32 gradient buffers)");
 }
 
-/// torchtitan as its December 2024 benchmarks ran it (commit 9dec370): the loss is PyTorch's
-/// cross_entropy on the logits cast to fp32, never compiled (train.py loss_fn: "compiling loss
-/// function causes CUDA errors"), so three fp32 copies at its backward; its selective
-/// checkpointing is the op-level policy its Llama 3 configs name (train_configs/llama3_8b.toml:
-/// selective_ac_option 'op').
+/// torchtitan's selective checkpointing as its December 2024 benchmarks ran it (commit
+/// 9dec370): the op-level policy its Llama 3 configs name (train_configs/llama3_8b.toml:
+/// selective_ac_option 'op'). Its loss: pytorch_loss_for.
 void torchtitan_for(Scenario& s, std::vector<std::string>& assumed) {
   TrainingSpec& t = s.training;
-  t.fused_loss = false;
-  t.loss_fp32_copies = 3;
-  assumed.push_back(
-      "PyTorch's eager cross-entropy on fp32 logits, three fp32 copies at its backward (torchtitan train.py loss_fn "
-      "@ 9dec370, not compiled)");
   if (t.recompute == Recompute::selective) {
     t.recompute_modules = RecomputeModules{false};
     t.recompute_modules.op_sac = true;
@@ -588,16 +581,19 @@ void mixed_precision_for(const MeasuredRun& r, Scenario& s, std::vector<std::str
       "calibrate/probe/train_probe.py)");
 }
 
-/// The stepcast probe's loss: F.cross_entropy on the upcast logits (calibrate/probe/
-/// train_probe.py), eager even when the model is compiled, whose backward holds three fp32
-/// copies of the logits.
-void probe_loss_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
-  if (!framework_is(r, "pytorch-ddp")) return;
+/// PyTorch's F.cross_entropy on the upcast logits, eager even when the model is compiled, whose
+/// backward holds three fp32 copies of the logits: the stepcast probe's loss (calibrate/probe/
+/// train_probe.py) and torchtitan's (train.py loss_fn @ 9dec370: "compiling loss function causes
+/// CUDA errors").
+void pytorch_loss_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  const bool probe = framework_is(r, "pytorch-ddp");
+  if (!probe && !framework_is(r, "torchtitan")) return;
   s.training.loss_fp32_copies = 3;
   s.training.fused_loss = false;
   assumed.push_back(
-      "the loss eager, outside torch.compile, with three fp32 copies of the logits at its backward (the probe's "
-      "F.cross_entropy on logits.float(): log-probabilities, their gradient and the logits' gradient)");
+      fmt::format("the loss eager, outside torch.compile, with three fp32 copies of the logits at its backward ({}: "
+                  "F.cross_entropy on logits.float(): log-probabilities, their gradient and the logits' gradient)",
+                  probe ? "the probe's" : "torchtitan train.py loss_fn @ 9dec370"));
 }
 
 /// The record's layout refused by a rule of model/parallel.hpp layout_violations, as a skip
@@ -828,7 +824,7 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
   }
   parallel_extras_for(r, s, assumed);  // after LoRA, which context parallelism refuses
   mixed_precision_for(r, s, assumed);  // after LoRA, whose base is 16-bit
-  probe_loss_for(r, s, assumed);
+  pytorch_loss_for(r, s, assumed);
   s.hardware = hardware_for(r, gpu, assumed);
   offload_for(r, s, assume_host, assumed);
   if (has_extra(r, "float8_allgather")) {

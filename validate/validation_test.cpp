@@ -666,7 +666,7 @@ TEST_CASE("a torchtitan record runs PyTorch's eager fp32 cross-entropy and, sele
   r["strategy"]["activation_checkpointing"] = "selective";
   ValidationRow row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
   REQUIRE(row.status == "ok");
-  CHECK(says(row, "three fp32 copies at its backward (torchtitan train.py loss_fn @ 9dec370"));
+  CHECK(says(row, "three fp32 copies of the logits at its backward (torchtitan train.py loss_fn @ 9dec370"));
   CHECK(says(row, "selective checkpointing as torchtitan's op-level policy"));
   r["strategy"]["activation_checkpointing"] = "full";
   row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
