@@ -491,6 +491,18 @@ std::string validate_json(const std::vector<ValidationRow>& rows, bool pairs) {
                                               {"memory_bound", b.memory_s}, {"launch_bound", b.launch_s},
                                               {"optimizer", b.optimizer_s}};
     }
+    if (r.collective) {
+      const ValidationRow::Collective& k = *r.collective;
+      json& c = runs.back();
+      c["kind"] = "collective";
+      c["collective"] = r.strategy;
+      c["bytes"] = k.bytes;
+      c["nodes"] = k.nodes;
+      c["gpus"] = r.gpus;
+      c["network"] = k.network;
+      c["chosen"] = k.chosen;
+      c["fed_constant"] = k.fed_constant ? json(*k.fed_constant) : json(nullptr);
+    }
     if (r.memory_verdict) runs.back()["memory_verdict"] = str(name(*r.memory_verdict));
     if (r.memory_measured_bytes) {
       runs.back()["memory_measured_gib"] = *r.memory_measured_bytes / kBytesPerGiB;
@@ -530,6 +542,20 @@ std::string validate_json(const std::vector<ValidationRow>& rows, bool pairs) {
               {"sources", sources},
               {"groups", groups},
               {"summary_memory", memory_summary_json(summarize_memory(rows))}};
+  if (std::any_of(rows.begin(), rows.end(), [](const ValidationRow& r) { return r.collective.has_value(); })) {
+    // Collective measurements: overall (rows that fed a constant kept out), then by node
+    // count, collective, network and GPU.
+    const std::vector<ErrorSummary> coll = summarize_collectives(rows);
+    json c = summary_json(coll[0]);
+    json cg = json::array();
+    for (std::size_t i = 1; i < coll.size(); ++i) {
+      json g = summary_json(coll[i]);
+      g["group"] = coll[i].group;
+      cg.push_back(std::move(g));
+    }
+    c["groups"] = std::move(cg);
+    out["summary_collectives"] = std::move(c);
+  }
   if (pairs) {
     json list = json::array();
     for (const OrderingPair& p : ordering_pair_list(rows))

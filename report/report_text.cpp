@@ -876,9 +876,15 @@ std::string validate_text(const std::vector<ValidationRow>& rows, const std::str
     t.add({r.id, r.metric, fmt::format("{:.4g}", r.measured), r.predicted ? fmt::format("{:.4g}", *r.predicted) : "-",
            r.error_pct ? fmt::format("{:+.1f}", *r.error_pct) : "-", r.trust, r.status});
   out += t.render();
+  const bool any_collective =
+      std::any_of(rows.begin(), rows.end(), [](const ValidationRow& r) { return r.collective.has_value(); });
+  const bool any_training = std::any_of(rows.begin(), rows.end(), [](const ValidationRow& r) { return !r.collective; });
   out +=
       "  metric units: tokens_per_s_per_gpu tokens/s per GPU, step_time_s s, tflops_per_gpu TFLOP/s per GPU,\n"
       "  samples_per_s_global samples/s, mfu fraction; error = 100 (predicted - measured) / measured\n";
+  if (any_collective)
+    out +=
+        "  collectives: busbw_GBps and algbw_GBps nccl-tests' bus and algorithm bandwidth, GB/s; time_us µs per call\n";
   auto table = [&](const std::string& title, const std::vector<ErrorSummary>& sums) {
     out += section(title);
     Table s({{"group", false},
@@ -895,13 +901,24 @@ std::string validate_text(const std::vector<ValidationRow>& rows, const std::str
              e.ordering_pairs > 0 ? fixed(100 * e.ordering_accuracy, 1) : "-"});  // no pairs: no figure
     out += s.render();
   };
-  table(
-      "Summary, leave one source out (low-trust records excluded; a source's records never use what was "
-      "fitted on it: " +
-          (in_step_file.empty() ? std::string("model/catalog/in_step.json") : in_step_file) + ")",
-      summarize(rows));
-  out += "\n";
-  table("Summary, fit-free (isolated kernel benchmarks and datasheets only)", summarize(fit_free_rows(rows)));
+  if (any_training || !any_collective) {
+    table(
+        "Summary, leave one source out (low-trust records excluded; a source's records never use what was "
+        "fitted on it: " +
+            (in_step_file.empty() ? std::string("model/catalog/in_step.json") : in_step_file) + ")",
+        summarize(rows));
+    out += "\n";
+    table("Summary, fit-free (isolated kernel benchmarks and datasheets only)", summarize(fit_free_rows(rows)));
+  }
+  if (any_collective) {
+    const auto fed = std::count_if(rows.begin(), rows.end(), [](const ValidationRow& r) {
+      return r.collective && r.collective->fed_constant && r.status == "ok";
+    });
+    table(fmt::format("Collective measurements (nccl-tests) against the collective model ({} compared rows that fed "
+                      "a constant kept out)",
+                      fed),
+          summarize_collectives(rows));
+  }
   out += memory_text(rows);
   out += categories_text(rows);
   if (pairs) out += ordering_pairs_text(rows);

@@ -3,7 +3,7 @@
 #   tests/accuracy.sh [BUILD_DIR]        (default: build; configured and built if needed)
 # 1. "Accuracy against measured runs": tests/validation.py on data/validation/runs.jsonl.
 # 2. "Collective model against measured NCCL runs": the table and worst errors printed by
-#    tests/collective_measured_test.cpp from tests/data/nccl_measured.json.
+#    tests/collective_measured_test.cpp from data/validation/collectives.jsonl.
 # 3. The held-out files' summaries (Megatron-Core, torchtitan, NeMo): all-records rows.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,7 +17,7 @@ echo "## Accuracy against measured runs (data/validation/runs.jsonl)"
 echo
 python3 "$root/tests/validation.py" "$build/cli/stepcast" "$root/data/validation/runs.jsonl" readme
 echo
-echo "## Collective model against measured NCCL runs (tests/data/nccl_measured.json)"
+echo "## Collective model against measured NCCL runs (data/validation/collectives.jsonl)"
 echo
 out="$("$build/tests/integration_test" -tc="collective model vs measured NCCL numbers" -s)"
 # The test prints docs/model.md's markdown table (header and rule, then the rows: sorted here)

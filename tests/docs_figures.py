@@ -774,24 +774,30 @@ def size_bytes(text):
 @figures("docs/model.md", "NCCL table counts")
 def nccl_counts(sc):
     rows, summary = sc.nccl()
-    m = re.match(r"(\d+) rows compared, (\d+) skipped; worst \|error\|: ([\d.]+)% \(>= 16 MB\), ([\d.]+)% \(small\); "
-                 r"over the (\d+) rows that fed no constant: ([\d.]+)% \(>= 16 MB\), ([\d.]+)% \(small\)", summary)
+    m = re.match(r"(\d+) rows compared, (\d+) skipped", summary)
     if not m:
         return ["(the NCCL test printed no summary)"]
-    compared, skipped, large, small, independent, ind_large, ind_small = m.groups()
-    cells = [[c.strip() for c in r.split("|")[1:]] for r in rows if "SKIPPED" not in r]
-    small_independent = sum(1 for c in cells if size_bytes(c[3]) < 16 * MIB and c[-1] == "no")
-    reasons = {"no link kind for GPUDirect-TCPX/TCPXO": "GPUDirect-TCPX",
-               "no RTX 5090 in the catalog": "RTX 5090", "CUDA-graph launches": "CUDA-graph",
-               "NCCL over Omni-Path without GPUDirect RDMA": "Omni-Path without GPUDirect RDMA"}
-    named = [k for k, key in reasons.items() if any(key in r for r in rows if "SKIPPED" in r)]
+    compared, skipped = m.groups()
+    v = sc.validate("collectives")
+    s = v["summary_collectives"]
+    ok = [r for r in v["runs"] if r["status"] == "ok" and not r["fed_constant"]]
+
+    def signed(lo, hi):
+        e = sorted(r["error_pct"] for r in ok if lo <= r["nodes"] <= hi)
+        return f"{statistics.median(e):+.1f}%" if e else "-"
+
+    def row(group, x):
+        return (f"| {group} | {x['count']} | {x['median_abs_error_pct']:.1f}% | {x['p90_abs_error_pct']:.1f}% | "
+                f"{x['max_abs_error_pct']:.1f}% |")
+
+    fed = sum(1 for r in v["runs"] if r["status"] == "ok" and r["fed_constant"])
     return [
-        f"{compared} rows compared, {skipped} skipped with a reason ({', '.join(named)})",
-        f"{int(compared) - int(independent)} of the {compared} compared rows were used to set a constant",
-        f"| all rows | {compared} | {large}% | {small}% |",
-        f"| rows that fed no constant | {independent} | {ind_large}% | {ind_small}% ({small_independent} rows) |",
-        f"Only {WORDS.get(small_independent, small_independent)} independent rows are small messages",
-    ]
+        f"holds {len(v['runs'])} published nccl-tests measurements",
+        f"{fed} compared\nrecords were used to set a constant",
+        f"{compared} records compared, {skipped} skipped with a\nreason",
+        f"{signed(1, 1)} on one node, {signed(2, 15)} on 2 to 15\nnodes, {signed(16, 10**9)} on 16 nodes or more",
+        row("all", s),
+    ] + [row(g["group"], g) for g in s["groups"] if g["count"] > 0] + [summary.strip()]
 
 
 def nccl_rows(sc):

@@ -185,8 +185,6 @@ std::string default_network_assumption(const BoxSpec& box, const NetworkSpec& ne
       nics, network.nodes_per_leaf);
 }
 
-namespace {
-
 NetworkSpec parse_network(JsonObject& obj) {
   NetworkSpec n;
   n.nic = link_kind(obj, "nic");
@@ -203,8 +201,6 @@ NetworkSpec parse_network(JsonObject& obj) {
   obj.finish();
   return n;
 }
-
-}  // namespace
 
 ClusterSpec parse_cluster(JsonObject& obj) {
   ClusterSpec c;

@@ -140,6 +140,9 @@ struct ClusterSpec {
   std::string source;
 };
 
+/// A network object ({nic, nics_per_node, topology, and for rail_fat_tree oversubscription
+/// and optional nodes_per_leaf}), every key checked.
+NetworkSpec parse_network(JsonObject& obj);
 ClusterSpec parse_cluster(JsonObject& obj);
 /// The cluster catalog (topologies/catalog/clusters.json, then add_clusters).
 const std::deque<ClusterSpec>& cluster_catalog();

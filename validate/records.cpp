@@ -1,5 +1,6 @@
 /// \file
-/// Reading measured-run records ("measured-run record v1", shared/validation/README.md):
+/// Reading measured-run records ("measured-run record v1", shared/validation/README.md) and
+/// collective measurement records (data/validation/SCHEMA.md):
 /// every key of the format is known, every count is read within the bounds a scenario's
 /// count has (base/limits.hpp), every name within the format's vocabulary; anything else
 /// is an InputError naming the file, the line and the JSON path.
@@ -7,6 +8,7 @@
 
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
+#include "model/collective.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -102,6 +104,50 @@ void read_batch(JsonObject& b, MeasuredRun& r) {
   b.finish();
 }
 
+/// The rest of a collective measurement record (validate/collectives.hpp), after id, source
+/// and trust.
+void read_collective_record(JsonObject& top, MeasuredRun& r) {
+  CollectiveBenchmark c;
+  c.system = top.string("system");
+  {
+    JsonObject h = top.object("hardware");
+    r.gpu = h.string("gpu");
+    c.box = h.nullable_string("box");
+    r.nodes = h.integer("nodes", 1, limits::kMaxNodes);
+    r.gpus_per_node = h.integer("gpus_per_node", 1, limits::kMaxGpusPerNode);
+    r.gpus = *r.nodes * *r.gpus_per_node;
+    if (const json& net = h.raw("network"); !net.is_null()) {
+      JsonObject n(net, h.file(), h.path_of("network"));
+      c.network = parse_network(n);
+    }
+    h.finish();
+  }
+  {
+    JsonObject k = top.object("collective");
+    const std::string op = k.choice("op", {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"});
+    c.op = parse_collective(op);
+    c.bytes = k.positive("bytes", static_cast<double>(limits::kMaxMeasuredBytes));
+    std::vector<std::string> algorithms = {"auto"};
+    for (const AlgorithmInfo& a : collective_algorithms()) algorithms.push_back(a.name);
+    c.algorithm = k.choice("algorithm", algorithms);
+    c.nccl = k.string("nccl");
+    k.finish();
+  }
+  {
+    JsonObject m = top.object("measured");
+    r.metric = m.choice("metric", {std::begin(kCollectiveMetrics), std::end(kCollectiveMetrics)});
+    r.value = m.positive("value");
+    r.definition = m.string("definition");
+    m.finish();
+  }
+  c.fed_constant = top.nullable_string("fed_constant");
+  c.unmodelled = top.nullable_string("unmodelled");
+  if (!c.box && !c.unmodelled) throw top.error("unmodelled", "a reason: a record without a catalog box is unmodelled");
+  if (const nlohmann::json& notes = top.raw("notes"); notes.is_string()) r.notes = notes.get<std::string>();
+  top.finish();
+  r.collective = std::move(c);
+}
+
 }  // namespace
 
 MeasuredRun parse_measured_run(const std::string& json_line, const std::string& file, int line) {
@@ -123,6 +169,10 @@ MeasuredRun parse_measured_run(const std::string& json_line, const std::string& 
     for (const std::string& k : src.keys()) src.ignore(k);
   }
   r.trust = top.choice("trust", {"high", "medium", "low"});
+  if (top.has("collective")) {
+    read_collective_record(top, r);
+    return r;
+  }
   {
     JsonObject m = top.object("model");
     read_model(m, r);

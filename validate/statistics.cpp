@@ -219,7 +219,7 @@ std::vector<MemorySummary> summarize_memory(const std::vector<ValidationRow>& ro
     m.group = group;
     std::vector<double> errors;
     for (const ValidationRow& r : rows) {
-      if ((source && r.source != *source) || r.status != "ok") continue;
+      if ((source && r.source != *source) || r.status != "ok" || r.collective.has_value()) continue;
       ++m.predicted;
       if (r.memory_verdict == MemoryVerdict::oom) m.false_oom.push_back(r.id);
       if (r.memory_error_pct) errors.push_back(std::abs(*r.memory_error_pct));
@@ -238,7 +238,7 @@ std::vector<MemorySummary> summarize_memory(const std::vector<ValidationRow>& ro
 std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows) {
   std::vector<const ValidationRow*> kept;
   for (const ValidationRow& r : rows)
-    if (r.trust != "low") kept.push_back(&r);
+    if (r.trust != "low" && !r.collective.has_value()) kept.push_back(&r);
   std::vector<ErrorSummary> out = {summary_of("all", kept)};
   auto by = [&](const char* label, auto key) {
     std::map<std::string, std::vector<const ValidationRow*>> groups;  // sorted by name
@@ -251,10 +251,30 @@ std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows) {
   return out;
 }
 
+std::vector<ErrorSummary> summarize_collectives(const std::vector<ValidationRow>& rows) {
+  std::vector<const ValidationRow*> kept;
+  for (const ValidationRow& r : rows)
+    if (r.collective && r.trust != "low" && !r.collective->fed_constant) kept.push_back(&r);
+  std::vector<ErrorSummary> out = {summary_of("all", kept)};
+  auto by = [&](const char* label, auto key) {
+    std::map<std::string, std::vector<const ValidationRow*>> groups;  // sorted by name
+    for (const ValidationRow* r : kept) groups[key(*r)].push_back(r);
+    for (const auto& [g, sub] : groups) out.push_back(summary_of(std::string(label) + ": " + g, sub));
+  };
+  by("nodes", [](const ValidationRow& r) {
+    const std::int64_t n = r.collective->nodes;
+    return std::string(n >= 16 ? ">=16" : n > 1 ? "2-15" : "1");
+  });
+  by("collective", [](const ValidationRow& r) { return r.strategy; });
+  by("network", [](const ValidationRow& r) { return r.collective->network; });
+  by("gpu", [](const ValidationRow& r) { return r.gpu; });
+  return out;
+}
+
 std::vector<OrderingPair> ordering_pair_list(const std::vector<ValidationRow>& rows) {
   std::vector<const ValidationRow*> ok;
   for (const ValidationRow& r : rows)
-    if (r.status == "ok" && r.trust != "low") ok.push_back(&r);
+    if (r.status == "ok" && r.trust != "low" && !r.collective.has_value()) ok.push_back(&r);
   const std::vector<RowKey> keys = keys_of(ok);
   struct Found {
     std::size_t low, high;

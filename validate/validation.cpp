@@ -916,6 +916,10 @@ double predicted_metric(const MeasuredRun& r, const Prediction& p) {
 RunScenario scenario_for(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration,
                          const std::string& calibration_file, bool assume_host) {
   RunScenario out;
+  if (run.collective) {
+    out.skip_reason = "a collective measurement, not a training run";
+    return out;
+  }
   try {
     out.scenario = build(run, out.assumptions, calibration, calibration_file, assume_host);
   } catch (const Skip& s) {
@@ -939,6 +943,7 @@ void set_prediction(ValidationRow& row, const MeasuredRun& run, double predicted
 ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration,
                            const std::string& calibration_file, bool assume_host,
                            const std::shared_ptr<const InStepFractions>& in_step) {
+  if (run.collective) return validate_collective(run);
   ValidationRow row;
   row.id = run.id;
   row.source = run.source;

@@ -9,6 +9,7 @@
 #include "predict/predict.hpp"
 #include "scenario/scenario.hpp"
 #include "validate/categories.hpp"
+#include "validate/collectives.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -56,6 +57,9 @@ struct MeasuredRun {
   /// Peak memory per GPU the run reported (`measured.secondary` metric "gpu_memory", unit
   /// "GB" = 1e9 bytes or "GiB"), bytes; null when the record gives none.
   std::optional<double> memory_measured_bytes;
+  /// A collective measurement record (validate/collectives.hpp) instead of a training run:
+  /// the model, strategy and batch fields are then unset.
+  std::optional<CollectiveBenchmark> collective;
   std::string file;  ///< where it was read from
   int line = 0;
 };
@@ -124,6 +128,15 @@ struct ValidationRow {
   std::optional<double> memory_measured_bytes;
   std::optional<double> memory_predicted_bytes;
   std::optional<double> memory_error_pct;  ///< 100 (predicted - measured) / measured
+  /// What a collective measurement's row (validate/collectives.hpp) has beyond the rest.
+  struct Collective {
+    std::int64_t nodes = 0;
+    double bytes = 0;                         ///< nccl-tests' size S
+    std::string network;                      ///< the NICs' link kind; "nvlink" inside one node
+    std::string chosen;                       ///< the algorithm/protocol the model ran ("ring/Simple"); "" if skipped
+    std::optional<std::string> fed_constant;  ///< the constant set from this record, if any
+  };
+  std::optional<Collective> collective;
 };
 
 /// Marks `row` "ok" with `predicted` and its error against the record's measured value.
@@ -168,14 +181,13 @@ struct ErrorSummary {
   double ordering_accuracy = 0;  ///< fraction of them predicted in the same strict order (1 if none)
 };
 
-/// Summary of `rows` (low-trust rows shown but kept out): overall, then per source, per
-/// strategy and per GPU. Nothing in the model is fitted to measured runs (device rates come
-/// from kernel tables and datasheets), so every record is predicted without its own source:
-/// the overall figure is the leave-one-source-out figure and the fit-free one at once. Ordering
-/// pairs are rows one knob apart (GPU count, strategy, link speed, micro-batch or TP/PP
-/// layout; source, metric, model, sequence, precision, GPU and attention kernel equal) whose
-/// measured values differ; a pair is right when the prediction orders it strictly the same
-/// way. O(n log n) in the rows.
+/// Summary of the training rows of `rows` (low-trust rows shown but kept out; collective
+/// rows have summarize_collectives): overall, then per source, per strategy and per GPU. Nothing in the model is fitted
+/// to measured runs (device rates come from kernel tables and datasheets), so every record is predicted without its own
+/// source: the overall figure is the leave-one-source-out figure and the fit-free one at once. Ordering pairs are rows
+/// one knob apart (GPU count, strategy, link speed, micro-batch or TP/PP layout; source, metric, model, sequence,
+/// precision, GPU and attention kernel equal) whose measured values differ; a pair is right when the prediction orders
+/// it strictly the same way. O(n log n) in the rows.
 std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows);
 
 /// Predicted against measured peak memory per GPU, and the false out-of-memory verdicts.
