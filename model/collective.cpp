@@ -397,9 +397,12 @@ std::string ineligible_reason(Algo a, Collective c, const CommFabric& f) {
   return "unknown algorithm";
 }
 
-/// Protocols an algorithm can use: NVLS Simple only; LL128 where NCCL enables it.
+/// Protocols an algorithm can use: NVLS Simple only; Simple only across nodes whose transport
+/// delivers out of order (EFA: aws/aws-ofi-nccl #76, "EFA doesn't support LL and LL128");
+/// LL128 where NCCL enables it.
 bool protocol_allowed(Algo a, Proto p, const CommFabric& f) {
   if (a == Algo::nvls) return p == Proto::simple;
+  if (f.inter && f.inter->simple_only && p != Proto::simple) return false;
   if (p == Proto::ll128) return ll128_enabled(f);
   return true;
 }

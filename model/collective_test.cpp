@@ -359,3 +359,15 @@ TEST_CASE("all-to-all: one phase, NVLink for the node's peers, the node's NICs s
   CHECK(all_to_all_phase(S, node).time_s() - all_to_all_phase(S, node).latency_s == doctest::Approx(S / 370e9));
   CHECK(all_to_all_phase(S, node).inter_load == 0);
 }
+
+TEST_CASE("across a Simple-only transport no algorithm runs LL or LL128; inside a node they still may") {
+  CommFabric efa = p4d_efa(4);
+  efa.inter->simple_only = true;
+  for (double bytes : {8.0, 65536.0, 33554432.0, 8589934592.0})
+    for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter}) {
+      CAPTURE(bytes);
+      CHECK(collective_cost(c, bytes, efa).protocol == "Simple");
+    }
+  CHECK(collective_cost(Collective::all_reduce, 8, p4d_efa(4)).protocol != "Simple");  // LL where allowed
+  CHECK(collective_cost(Collective::all_reduce, 8, dgx_a100()).protocol != "Simple");
+}

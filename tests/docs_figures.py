@@ -800,6 +800,16 @@ def nccl_counts(sc):
     ] + [row(g["group"], g) for g in s["groups"] if g["count"] > 0] + [summary.strip()]
 
 
+@figures("docs/accuracy.md", "the p5 collective records behind the playbook's network")
+def usp_network(sc):
+    v = sc.validate("collectives")
+    p5 = [r for r in v["runs"] if r["status"] == "ok" and r["network"] == "efa-v2-100g"]
+    group = next(g for g in v["summary_collectives"]["groups"] if g["group"] == "network: efa-v2-100g")
+    nodes = sorted({r["nodes"] for r in p5})
+    return [f"{len(p5)} p5 records at {nodes[0]} to {nodes[-1]} nodes, median\n|error| "
+            f"{group['median_abs_error_pct']:.1f}% over those that fed no constant"]
+
+
 def nccl_rows(sc):
     """Each row of the NCCL test's table (with the constant it fed, or its skip reason) must
     open a row of docs/model.md's table (which may add to a skip reason)."""

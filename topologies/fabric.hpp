@@ -29,9 +29,11 @@ struct FabricLevel {
   /// node (inter, all its NICs together) can push around a ring, at the link kind's
   /// effective rate (NCCL's per-link figures, or line rate x efficiency for networks).
   double bw_GBps = 0;
-  /// Extra latency per hop beyond NCCL's hardware rows, µs (e.g. a TCP socket stack).
+  /// Extra latency per hop beyond NCCL's hardware rows, µs: NCCL's latencyInter (a TCP socket
+  /// stack; the latency a network plugin reports, as AWS's for EFA).
   double latency_us = 0;
-  std::string kind;  ///< link kind name for reports, e.g. "nvlink3", "eth-1g"
+  std::string kind;          ///< link kind name for reports, e.g. "nvlink3", "eth-1g"
+  bool simple_only = false;  ///< the NICs' transport runs NCCL's Simple protocol only (LinkSpec)
   /// Channels NCCL would build (0: derive). Intra: rings inside the node (derived as
   /// round(bw_GBps / 20), 2..32). Inter: NICs per node, used as NVLSTree heads (derived as
   /// one per GPU when 0).

@@ -49,6 +49,9 @@ LinkSpec parse_link(JsonObject& obj) {
   l.nvls = obj.boolean("nvls");
   if (l.nvls && l.nccl_class != LinkClass::nvlink)
     throw obj.error("nvls", "NVLink SHARP exists only on NVSwitch ports (class \"nvlink\")");
+  l.simple_only = obj.optional_boolean("simple_only").value_or(false);
+  if (l.simple_only && l.nccl_class != LinkClass::network)
+    throw obj.error("simple_only", "applies to network links only (NCCL's protocols over a NIC transport)");
   l.source = obj.string("source");
   if (l.source.empty()) throw obj.error("source", "expected the sources of the rates");
   obj.finish();

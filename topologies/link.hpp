@@ -26,17 +26,21 @@ struct LinkSpec {
   /// networks the measured per-NIC bus bandwidth (e.g. NDR ~46-48 GB/s, nccl-tests #290).
   double effective_GBps = 0;
   /// Latency per hop added on top of NCCL's hardware row, µs (0 for RDMA and NVLink; the
-  /// socket stack for TCP).
+  /// socket stack for TCP; what a network plugin reports to NCCL, as AWS's for EFA).
   double latency_us = 0;
   bool nvls = false;  ///< NVSwitch with NVLink SHARP (third-generation NVSwitch and later)
+  /// The transport delivers out of order (AWS EFA's SRD), so NCCL's LL and LL128 protocols,
+  /// which read flags inline with the data, cannot run over it: Simple only.
+  bool simple_only = false;
   std::string source;
   bool operator==(const LinkSpec&) const = default;
 };
 
 /// Reads one link kind; strict. Keys (all required): name, class (nvlink/pcie/network),
 /// line_rate_GBps, effective_GBps (<= line rate), latency_us, nvls (true only with class
-/// nvlink), source. Either rate may be given in Gb/s instead (line_rate_Gbps,
-/// effective_Gbps: divided by 8), one of the two spellings each.
+/// nvlink), source; optional: simple_only (class network only, default false). Either rate
+/// may be given in Gb/s instead (line_rate_Gbps, effective_Gbps: divided by 8), one of the
+/// two spellings each.
 LinkSpec parse_link(JsonObject& obj);
 
 /// The link catalog, loaded once from topologies/catalog/links.json under data_dir(), then

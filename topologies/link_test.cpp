@@ -200,3 +200,13 @@ TEST_CASE("link rates and latency outside their physical bounds are InputErrors 
   text.replace(text.find("\"line_rate_GBps\": 25"), 20, "\"line_rate_GBps\": 1e300");
   CHECK(path_of(text) == "/link/line_rate_GBps");
 }
+
+TEST_CASE("simple_only: EFA's out-of-order first generation runs Simple only; only network links may say so") {
+  CHECK(link("efa-100g").simple_only);      // aws-ofi-nccl forces NCCL_PROTO=simple on p3dn and p4d
+  CHECK(!link("efa-v2-100g").simple_only);  // in-order 128-byte writes on p5: LL and LL128 allowed
+  CHECK(!link("efa-200g").simple_only);
+  CHECK(!link("ib-ndr").simple_only);
+  CHECK(parse_inline(inline_link("network", "24", R"(, "simple_only": true)")).simple_only);
+  CHECK_THROWS_WITH_AS(parse_inline(inline_link("nvlink", "24", R"(, "simple_only": true)")),
+                       doctest::Contains("/link/simple_only"), InputError);
+}

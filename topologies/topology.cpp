@@ -490,6 +490,7 @@ FabricLevel inter_level(const ClusterSpec& cluster, int nodes) {
   inter.link = LinkClass::network;
   inter.bw_GBps = net.nics_per_node * nic.effective_GBps;
   inter.latency_us = nic.latency_us;
+  inter.simple_only = nic.simple_only;
   inter.kind = std::to_string(net.nics_per_node) + "x " + nic.name;
   inter.channels = net.nics_per_node;
   return inter;

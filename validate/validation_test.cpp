@@ -516,7 +516,7 @@ TEST_CASE("a stated inter-node fabric without a rate takes the catalog box of th
   const std::string gpu = r["hardware"]["gpu"];
   const ValidationRow row = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
   REQUIRE(row.status == "ok");
-  const bool p5 = says(row, "the aws-p5's network, 32 x efa-100g per node (the record names efa");
+  const bool p5 = says(row, "the aws-p5's network, 32 x efa-v2-100g per node (the record names efa");
   CHECK((gpu == "h100-sxm5-80gb") == p5);
   // A fabric no catalog box of the GPU has is an explicit skip, never a silent default.
   r["hardware"]["inter_node"]["fabric"] = "roce";
