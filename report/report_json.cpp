@@ -492,7 +492,7 @@ std::string validate_json(const std::vector<ValidationRow>& rows, bool pairs) {
                                               {"optimizer", b.optimizer_s}};
     }
     if (r.collective) {
-      const ValidationRow::Collective& k = *r.collective;
+      const CollectiveFields& k = *r.collective;
       json& c = runs.back();
       c["kind"] = "collective";
       c["collective"] = r.strategy;

@@ -52,7 +52,7 @@ double predicted_metric(const std::string& metric, const CollectiveCost& cost) {
 ValidationRow validate_collective(const MeasuredRun& run) {
   const CollectiveBenchmark& c = *run.collective;
   ValidationRow row;
-  ValidationRow::Collective& k = row.collective.emplace();
+  CollectiveFields& k = row.collective.emplace();
   row.id = run.id;
   row.source = run.source;
   row.trust = run.trust;

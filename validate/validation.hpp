@@ -86,6 +86,15 @@ struct RunScenario {
 RunScenario scenario_for(const MeasuredRun& run, const std::shared_ptr<const HardwareFile>& calibration = nullptr,
                          const std::string& calibration_file = "", bool assume_host = true);
 
+/// What a collective measurement's row (validate/collectives.hpp) has beyond the rest.
+struct CollectiveFields {
+  std::int64_t nodes = 0;
+  double bytes = 0;                         ///< nccl-tests' size S
+  std::string network;                      ///< the NICs' link kind; "nvlink" inside one node
+  std::string chosen;                       ///< the algorithm/protocol the model ran ("ring/Simple"); "" if skipped
+  std::optional<std::string> fed_constant;  ///< the constant set from this record, if any
+};
+
 /// The prediction of a record's metric, with the record's definition.
 struct ValidationRow {
   std::vector<CategoryComparison> categories;  ///< the record's measured categories vs predicted
@@ -128,15 +137,8 @@ struct ValidationRow {
   std::optional<double> memory_measured_bytes;
   std::optional<double> memory_predicted_bytes;
   std::optional<double> memory_error_pct;  ///< 100 (predicted - measured) / measured
-  /// What a collective measurement's row (validate/collectives.hpp) has beyond the rest.
-  struct Collective {
-    std::int64_t nodes = 0;
-    double bytes = 0;                         ///< nccl-tests' size S
-    std::string network;                      ///< the NICs' link kind; "nvlink" inside one node
-    std::string chosen;                       ///< the algorithm/protocol the model ran ("ring/Simple"); "" if skipped
-    std::optional<std::string> fed_constant;  ///< the constant set from this record, if any
-  };
-  std::optional<Collective> collective;
+  /// What a collective measurement's row has beyond the rest (validate/collectives.hpp).
+  std::optional<CollectiveFields> collective;
 };
 
 /// Marks `row` "ok" with `predicted` and its error against the record's measured value.
