@@ -78,6 +78,11 @@ inline constexpr std::int64_t kMaxClusterGpus = 1LL << 20;
 /// Oversubscription of a fat tree: at most 1,024 (real trees use 1:1 to 4:1).
 inline constexpr double kMaxOversubscription = 1024;
 
+/// Spread of per-GPU speed among identical GPUs (coefficient of variation): at most 0.5.
+/// Measured spreads are about 2% (V100 SGEMM on Longhorn, A100 ResNet on Lonestar6); at 0.5
+/// the slowest of a million GPUs would take 3.4x the typical time.
+inline constexpr double kMaxGpuSpeedCv = 0.5;
+
 /// Efficiencies (fractions of a datasheet peak) of the catalogs: in [1e-3, 1]. Below 0.1 %
 /// is a broken measurement, and a near-zero efficiency would make times overflow.
 inline constexpr double kMinEfficiency = 1e-3;

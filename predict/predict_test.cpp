@@ -2,6 +2,7 @@
 #include "predict/predict.hpp"
 
 #include "base/json_input.hpp"
+#include "model/variability.hpp"
 #include "topologies/topology.hpp"
 
 #include <doctest/doctest.h>
@@ -182,6 +183,30 @@ TEST_CASE("a straggler node is simulated as its own class and slows every step i
                    base + R"(, "stragglers": [{"name": "x", "nodes": 4, "compute_speed": 0.5, "link_speed": 1}]})"),
           "t.json"),
       InputError);
+}
+
+TEST_CASE("gpu_speed_cv: the step waits for the expected slowest GPU, more so on more GPUs, none on one") {
+  const std::string base = R"({"box": "dgx-a100", "nodes": 4, "network": {"nic": "ib-hdr", "nics_per_node": 8,)"
+                           R"("topology": "single_switch"}, "gpus": 32)";
+  const Prediction alike = predict(parse_scenario(scenario("ddp", base + "}"), "t.json"));
+  const Prediction spread = predict(parse_scenario(scenario("ddp", base + R"(, "gpu_speed_cv": 0.02})"), "t.json"));
+  const Prediction none = predict(parse_scenario(scenario("ddp", base + R"(, "gpu_speed_cv": 0})"), "t.json"));
+  CHECK(spread.step_time_s > alike.step_time_s);
+  // The compute-bound share slows by at most 1 + cv x E[max of 32] = 1.041.
+  CHECK(spread.step_time_s < alike.step_time_s * (1 + 0.02 * expected_max_standard_normal(32)) * (1 + 1e-9));
+  CHECK(none.step_time_s == alike.step_time_s);
+  const auto says = [](const Prediction& p) {
+    return std::any_of(p.assumptions.begin(), p.assumptions.end(),
+                       [](const std::string& a) { return a.find("the slowest of 32 GPUs") != std::string::npos; });
+  };
+  CHECK(says(spread));
+  CHECK(!says(alike));
+  const Prediction one =
+      predict(with_gpus(parse_scenario(scenario("ddp", base + R"(, "gpu_speed_cv": 0.02})"), "t.json"), 1));
+  const Prediction one_alike = predict(with_gpus(parse_scenario(scenario("ddp", base + "}"), "t.json"), 1));
+  CHECK(one.step_time_s == one_alike.step_time_s);
+  CHECK_THROWS_WITH_AS(parse_scenario(scenario("ddp", base + R"(, "gpu_speed_cv": 0.7})"), "t.json"),
+                       doctest::Contains("/hardware/gpu_speed_cv"), InputError);
 }
 
 TEST_CASE("the collectives reported are the ones simulated: their totals add up to the bounds' communication total") {

@@ -7,6 +7,7 @@
 
 #include "model/moe.hpp"
 #include "model/parallel.hpp"
+#include "model/variability.hpp"
 
 #include "topologies/hardware_file.hpp"
 
@@ -142,6 +143,21 @@ void resolve_buckets(Job& job) {
         "_DEFAULT_FIRST_BUCKET_BYTES defaults; set strategy.bucket_mb)");
   }
   job.first_bucket_bytes = st == Strategy::ddp ? std::min(kFirstBucketBytes, job.bucket_bytes) : job.bucket_bytes;
+}
+
+/// hardware.gpu_speed_cv: every synchronous step waits for the expected slowest of the job's
+/// GPUs, so the GPU's compute-bound rates are that GPU's (model/variability.hpp).
+void resolve_slowest_gpu(Job& job, const Scenario& s) {
+  const std::optional<double> cv = s.hardware.gpu_speed_cv;
+  if (!cv || *cv == 0.0) return;
+  const double z = expected_max_standard_normal(job.gpus);
+  const double speed = slowest_of_n_speed(*cv, job.gpus);
+  job.device = slowest_of_n_rates(job.device, speed);
+  job.assumptions.push_back(
+      fmt::format("the slowest of {} GPUs sets the pace: per-GPU speed spread {:.1f}% (hardware.gpu_speed_cv), the "
+                  "expected slowest {:.2f} standard deviations below the typical GPU, so GEMMs and attention run at "
+                  "{:.1f}% of its rates (1 / (1 + cv x {:.2f})); memory-bound work unchanged",
+                  job.gpus, 100 * *cv, z, 100 * speed, z));
 }
 
 /// Rank groups: the typical nodes first, then each straggler group as its own class.
@@ -512,6 +528,7 @@ Job resolve(const Scenario& s, const Topology& topo) {
   job.device = device_rates(job.gpu, job.dtype, job.kernels.attention, s.hardware.calibration.get(),
                             s.hardware.calibration_file, job.provenance, job.assumptions);
   if (tr.in_step_rates) job.device = in_step_rates(job.device, tr.in_step ? *tr.in_step : in_step_fractions());
+  resolve_slowest_gpu(job, s);
   describe_rates(job, job.assumptions);
   resolve_buckets(job);
   resolve_groups(job);

@@ -574,6 +574,7 @@ bool parse_hardware(JsonObject& obj, HardwareChoice& h, std::vector<std::string>
   if (box && gpus) errors.attempt([&] { place_gpus(obj, *box, *gpus, h); });
   if (box) errors.attempt([&] { parse_calibration(obj, *box, h); });
   errors.attempt([&] { h.stragglers = parse_stragglers(obj, schema); });
+  errors.attempt([&] { h.gpu_speed_cv = read_optional_number(schema, obj, "gpu_speed_cv"); });
   errors.attempt([&] { obj.finish(); });
   return box && gpus;
 }

@@ -154,6 +154,9 @@ struct HardwareChoice {
   int nodes = 1;                          ///< nodes used
   int gpus_per_node = 1;                  ///< GPUs used in each node
   std::vector<StragglerSpec> stragglers;  ///< nodes that differ (the others are alike)
+  /// Spread of per-GPU speed among nominally identical GPUs (coefficient of variation); set:
+  /// the step runs at the expected slowest of its GPUs (model/variability.hpp).
+  std::optional<double> gpu_speed_cv;
   /// A hardware file written by `stepcast fit` (measured GEMM efficiency, memory bandwidth,
   /// collectives) that replaces the catalog's defaults for this GPU; path relative to the
   /// scenario file in JSON ("calibration").

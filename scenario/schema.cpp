@@ -206,6 +206,9 @@ std::vector<SchemaKey> hardware_keys() {
       ranged("/hardware/stragglers/*/nodes", kInt, 1, max_nodes, "", "nodes in the group"),
       positive("/hardware/stragglers/*/compute_speed", "", "GPU speed relative to the catalog's (0.01..10)"),
       positive("/hardware/stragglers/*/link_speed", "", "link speed relative to the catalog's (0.01..10)"),
+      ranged("/hardware/gpu_speed_cv", kNum, 0, limits::kMaxGpuSpeedCv, "none (every GPU alike)",
+             "spread of per-GPU speed (coefficient of variation, e.g. 0.02): the step waits for the expected "
+             "slowest GPU"),
   };
 }
 

@@ -800,6 +800,17 @@ def nccl_counts(sc):
     ] + [row(g["group"], g) for g in s["groups"] if g["count"] > 0] + [summary.strip()]
 
 
+@figures("docs/model.md", "the slowest of N GPUs")
+def slowest_of_n(sc):
+    base = {"model": "llama-3-8b", "hardware": {"box": "dgx-h100", "gpus": 1024}, "strategy": "fsdp_full_shard",
+            "training": {"micro_batch": 1, "grad_accum": 1, "seq_len": 8192}}
+    spread = json.loads(json.dumps(base))
+    spread["hardware"]["gpu_speed_cv"] = 0.02
+    a = sc.json("predict", sc.scenario("gpu-spread-none", base))["simulation"]["step_time_s"]
+    b = sc.json("predict", sc.scenario("gpu-spread-2pct", spread))["simulation"]["step_time_s"]
+    return [f"goes from {a:.3f} s to\n{b:.3f} s a step (+{100 * (b / a - 1):.1f}%: communication is not slowed)"]
+
+
 @figures("docs/accuracy.md", "the p5 collective records behind the playbook's network")
 def usp_network(sc):
     v = sc.validate("collectives")
