@@ -215,7 +215,16 @@ def readme_accuracy(sc):
         f"{loso['median_abs_error_pct']:.1f}%, p90 {loso['p90_abs_error_pct']:.1f}%",
         f"({free['median_abs_error_pct']:.1f}% / {free['p90_abs_error_pct']:.1f}% with no fitted value at all",
         readme_memory(sc),
+        readme_collectives(sc),
     ]
+
+
+def readme_collectives(sc):
+    s = sc.validate("collectives")["summary_collectives"]
+    big = next(g for g in s["groups"] if g["group"] == "nodes: >=16")
+    return (f"collectives against {s['count']} published nccl-tests measurements (1 to 128 nodes, NVLink to EFA; "
+            f"no value fitted on them but 2 link rates): a median |error| of {s['median_abs_error_pct']:.1f}%, "
+            f"{big['median_abs_error_pct']:.1f}% over the {big['count']} at 16 nodes or more")
 
 
 def readme_memory(sc):
