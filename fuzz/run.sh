@@ -105,7 +105,8 @@ for seed, model in [("tests/data/good/minimal.json", "gpt2"), ("tests/data/good/
 EOF
       fi ;;
     measured_run)
-      split_records "$dir" data/validation/runs.jsonl tests/data/good/*.jsonl tests/data/bad/*.jsonl
+      split_records "$dir" data/validation/runs.jsonl data/validation/collectives.jsonl tests/data/good/*.jsonl \
+        tests/data/bad/*.jsonl
       # Pipelines of more than 1,024 stage x micro-batch slots (BigScience's 10 stages x
       # 2,048 micro-batches) take seconds to simulate even optimised, and longer than the
       # fuzzer's 10 s timeout under its instrumentation: they stay out of the seeds (the

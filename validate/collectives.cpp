@@ -3,6 +3,7 @@
 #include "validate/collectives.hpp"
 
 #include "base/json_input.hpp"
+#include "base/limits.hpp"
 #include "model/collective.hpp"
 #include "validate/validation.hpp"
 
@@ -83,6 +84,14 @@ ValidationRow validate_collective(const MeasuredRun& run) {
     throw InputError(
         where, "/hardware/gpus_per_node",
         fmt::format("at most the {} GPUs of box \"{}\", got {}", box->gpus, box->name, *run.gpus_per_node));
+  if (c.network && c.network->nics_per_node > limits::kMaxNicsPerGpu * box->gpus)
+    throw InputError(where, "/hardware/network/nics_per_node",
+                     fmt::format("at most {} NICs per GPU of box \"{}\" ({} GPUs), got {}", limits::kMaxNicsPerGpu,
+                                 box->name, box->gpus, c.network->nics_per_node));
+  if (*run.nodes > 1 && !c.network && box->nics < 1) {
+    row.status = "skipped: box \"" + box->name + "\" has no NICs and the record states no network";
+    return row;
+  }
   std::string assumed;
   const ClusterSpec cluster = cluster_of(run, *box, assumed);
   if (!assumed.empty()) row.assumptions.push_back(assumed);

@@ -102,3 +102,17 @@ TEST_CASE("a collective record is no training run: scenario_for skips it") {
   CHECK(!s.scenario);
   CHECK(s.skip_reason.find("collective") != std::string::npos);
 }
+
+TEST_CASE("a collective record beyond the cluster bounds is an InputError; a NIC-less box over nodes a skip") {
+  json r = collective_record();
+  r["hardware"]["nodes"] = 1 << 20;
+  CHECK_THROWS_WITH_AS(row_of(r), doctest::Contains("/hardware/nodes"), InputError);
+  r = collective_record();
+  r["hardware"]["network"]["nics_per_node"] = 33;  // 4 per GPU at most
+  CHECK_THROWS_WITH_AS(row_of(r), doctest::Contains("/hardware/network/nics_per_node"), InputError);
+  r = collective_record();
+  r["hardware"]["gpu"] = "rtx-4090-24gb";
+  r["hardware"]["box"] = "rtx4090-pcie-8x";
+  r["hardware"]["network"] = nullptr;
+  CHECK(row_of(r).status.find("has no NICs") != std::string::npos);
+}

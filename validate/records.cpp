@@ -1,6 +1,6 @@
 /// \file
 /// Reading measured-run records ("measured-run record v1", shared/validation/README.md) and
-/// collective measurement records (data/validation/SCHEMA.md):
+/// collective measurement records (data/validation/COLLECTIVES.md):
 /// every key of the format is known, every count is read within the bounds a scenario's
 /// count has (base/limits.hpp), every name within the format's vocabulary; anything else
 /// is an InputError naming the file, the line and the JSON path.
@@ -116,6 +116,9 @@ void read_collective_record(JsonObject& top, MeasuredRun& r) {
     r.nodes = h.integer("nodes", 1, limits::kMaxNodes);
     r.gpus_per_node = h.integer("gpus_per_node", 1, limits::kMaxGpusPerNode);
     r.gpus = *r.nodes * *r.gpus_per_node;
+    if (*r.gpus > limits::kMaxClusterGpus)
+      throw h.error("nodes", fmt::format("at most {} GPUs in all (limits::kMaxClusterGpus), got {} nodes x {} GPUs",
+                                         limits::kMaxClusterGpus, *r.nodes, *r.gpus_per_node));
     if (const json& net = h.raw("network"); !net.is_null()) {
       JsonObject n(net, h.file(), h.path_of("network"));
       c.network = parse_network(n);
