@@ -2,8 +2,9 @@
 /// The slowest of N: nominally identical GPUs run at slightly different speeds (silicon,
 /// power and thermal limits), and a synchronous training step waits for the slowest of them.
 /// Per-GPU speed is taken as normal around the typical GPU's with coefficient of variation
-/// `cv`, drawn once per GPU and kept for the job (measured spreads stay within a few tenths of
-/// a percent run to run); the step then runs at the expected slowest GPU's speed.
+/// `cv`, drawn once per GPU and kept for the job (a V100's SGEMM time varies 0.12% run to run
+/// where the GPUs differ by 2.0%: hal-uw/blox-pal @ da726ca, aggregated_data/sim/
+/// sgemm-longhorn-agg.csv); the step then runs at the expected slowest GPU's speed.
 #pragma once
 
 #include "model/kernels.hpp"
