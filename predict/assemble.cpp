@@ -104,9 +104,14 @@ CollectiveCost phases_cost(Collective collective, double bytes, const std::vecto
   if (played_s) time_s = *played_s;
   const bool hierarchical =
       std::any_of(phases.begin(), phases.end(), [](const CollectivePhase& ph) { return ph.level != FabricScope::all; });
+  const bool p2p =
+      std::all_of(phases.begin(), phases.end(), [](const CollectivePhase& ph) { return ph.algorithm == "p2p"; });
   if (phases.size() == 1 && phases[0].algorithm == "measured") {  // the calibration's fit
     out.algorithm = "measured";
     out.protocol = "n/a";
+  } else if (p2p) {  // a pipeline send: one phase over the link between two stages
+    out.algorithm = "p2p";
+    out.protocol = phases[0].protocol;
   } else if (hierarchical) {
     out.algorithm = "hierarchical";
     for (const CollectivePhase& ph : phases)
@@ -202,6 +207,7 @@ Prediction assemble(const Job& job, const Costs& costs, Lowered lowered, sim::Si
   p.step_no_overlap_s = bounds.no_overlap_s;
   p.step_perfect_overlap_s = bounds.perfect_overlap_s;
   p.comm_total_s = bounds.comm_total_s;
+  p.pipeline_stages = job.layout().pp;
   p.collectives = collective_uses(lowered.graph, job.fabric);
   assemble_throughput(job, costs, p);
   if (options.keep_simulation) {

@@ -94,6 +94,7 @@ struct Prediction {
   /// forward + backward + recompute by kind of kernel, at full speed (the optimizer apart).
   KernelTimes compute_by_kernel;
   double comm_total_s = 0;            ///< all collectives, each as if alone, summed
+  int pipeline_stages = 1;            ///< pp: comm_total_s sums every stage's collectives
   double comm_busy_s = 0;             ///< simulated: time any collective of a GPU ran
   double comm_exposed_s = 0;          ///< simulated: the part not hidden behind compute
   double comm_hidden_s = 0;           ///< simulated: the part that ran while compute ran

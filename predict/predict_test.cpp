@@ -364,6 +364,10 @@ TEST_CASE("oversubscription: pipeline stages a leaf group apart send every byte 
   CHECK(b->phases[0].algbw_GBps == doctest::Approx(47.0 / 8));
   CHECK(b->phases[0].spine_load == doctest::Approx(b->phases[0].inter_load));
   CHECK(eight.step_time_s > one.step_time_s);
+  // A send between two stages is named as one, not as the hierarchical collective it is not.
+  CHECK(a->cost.algorithm == "p2p");
+  CHECK(a->cost.protocol == "Simple");
+  CHECK(one.pipeline_stages == 2);
 }
 
 TEST_CASE("tensor parallelism across nodes: tp 16 on two DGX H100 runs NCCL's two-level collective") {

@@ -81,6 +81,7 @@ json parts_json(const Prediction& p) {
             {"memory_bound_s", num(p.compute_by_kernel.memory_s)},
             {"launch_bound_s", num(p.compute_by_kernel.launch_s)}}},
           {"comm_total_s", num(p.comm_total_s)},
+          {"comm_total_pipeline_stages", p.pipeline_stages},  // comm_total_s sums this many stages
           {"comm_exposed_s", num(p.comm_exposed_s)},
           {"comm_hidden_s", num(p.comm_hidden_s)}};
 }

@@ -499,12 +499,18 @@ std::string collectives_section(const Prediction& p) {
            {"busbw (GB/s)", true},
            {"total (s)", true}});
   for (const CollectiveUse& c : p.collectives)
-    t.add({c.purpose, std::string(name(c.collective)), std::string(name(c.level)), fixed(c.bytes / 1e6, 2),
-           std::to_string(c.calls_per_step),
+    t.add({c.purpose, c.cost.algorithm == "p2p" ? std::string("send/recv") : std::string(name(c.collective)),
+           std::string(name(c.level)), fixed(c.bytes / 1e6, 2), std::to_string(c.calls_per_step),
            c.cost.protocol.empty() ? c.cost.algorithm : fmt::format("{}/{}", c.cost.algorithm, c.cost.protocol),
            fixed(c.cost.time_s * 1e3, 3), fixed(c.cost.busbw_GBps, 1), seconds(c.total_s())});
   out += t.render();
-  out += fmt::format("  all collectives as if serial: {} s per step\n", seconds(p.comm_total_s));
+  if (p.pipeline_stages > 1)
+    out += fmt::format(
+        "  all collectives as if serial: {} s per step, summed over the {} pipeline stages (each stage's GPUs run "
+        "their own; the calls above count every stage)\n",
+        seconds(p.comm_total_s), p.pipeline_stages);
+  else
+    out += fmt::format("  all collectives as if serial: {} s per step\n", seconds(p.comm_total_s));
   return out;
 }
 
