@@ -150,8 +150,8 @@ void resolve_buckets(Job& job) {
 void resolve_slowest_gpu(Job& job, const Scenario& s) {
   const std::optional<double> cv = s.hardware.gpu_speed_cv;
   if (!cv || *cv == 0.0) return;
-  const double z = expected_max_standard_normal(job.gpus);
   const double speed = slowest_of_n_speed(*cv, job.gpus);
+  const double z = (1.0 / speed - 1.0) / *cv;  // E[max of N], as slowest_of_n_speed took it
   job.device = slowest_of_n_rates(job.device, speed);
   job.assumptions.push_back(
       fmt::format("the slowest of {} GPUs sets the pace: per-GPU speed spread {:.1f}% (hardware.gpu_speed_cv), the "

@@ -9,6 +9,7 @@
 // model, not a missing term). The records were collected to test the model, not to tune it:
 // no per-record tolerance, which would invite fitting each one. The table is printed as docs/model.md's markdown rows
 // (run with -s, or tests/accuracy.sh).
+#include "base/size_text.hpp"
 #include "validate/validation.hpp"
 
 #include <doctest/doctest.h>
@@ -51,7 +52,7 @@ TEST_CASE("collective model vs measured NCCL numbers") {
     const ValidationRow row = validate_run(r);
     if (row.status != "ok") {
       ++skipped;
-      table += "| " + c.system + " | " + shape_of(r) + " | " + op + " | " + collective_size_text(c.bytes) +
+      table += "| " + c.system + " | " + shape_of(r) + " | " + op + " | " + binary_size_text(c.bytes) +
                " | SKIPPED: " + row.status.substr(std::string("skipped: ").size()) + " |\n";
       continue;
     }
@@ -67,7 +68,7 @@ TEST_CASE("collective model vs measured NCCL numbers") {
     const char* unit = r.metric == "time_us" ? " us" : " GB/s";
     char line[512];
     std::snprintf(line, sizeof line, "| %s | %s | %s | %s | %s | %.4g%s | %.4g%s (%s) | %+.1f%% | ", c.system.c_str(),
-                  shape_of(r).c_str(), op.c_str(), collective_size_text(c.bytes).c_str(), c.algorithm.c_str(), r.value,
+                  shape_of(r).c_str(), op.c_str(), binary_size_text(c.bytes).c_str(), c.algorithm.c_str(), r.value,
                   unit, *row.predicted, unit, row.collective->chosen.c_str(), 100.0 * error);
     table += line + c.fed_constant.value_or("no") + " |\n";
     ++compared;

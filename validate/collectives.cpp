@@ -4,6 +4,7 @@
 
 #include "base/json_input.hpp"
 #include "base/limits.hpp"
+#include "base/size_text.hpp"
 #include "model/collective.hpp"
 #include "validate/validation.hpp"
 
@@ -13,16 +14,6 @@
 #include <string>
 
 namespace stepcast {
-
-std::string collective_size_text(double bytes) {
-  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024.0 && unit < 4) {
-    bytes /= 1024.0;
-    ++unit;
-  }
-  return fmt::format("{:g} {}", bytes, kUnits[unit]);
-}
 
 namespace {
 
@@ -66,7 +57,7 @@ ValidationRow validate_collective(const MeasuredRun& run) {
   k.bytes = c.bytes;
   k.fed_constant = c.fed_constant;
   k.network = c.network ? c.network->nic : k.nodes > 1 ? "unstated" : "nvlink";
-  row.model = fmt::format("{} {}", name(c.op), collective_size_text(c.bytes));
+  row.model = fmt::format("{} {}", name(c.op), binary_size_text(c.bytes));
   if (c.unmodelled) {
     row.status = "skipped: " + *c.unmodelled;
     return row;

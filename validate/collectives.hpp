@@ -50,7 +50,4 @@ ValidationRow validate_collective(const MeasuredRun& run);
 /// count ("nodes: 1", "nodes: 2-15", "nodes: >=16"), collective, network and GPU.
 std::vector<ErrorSummary> summarize_collectives(const std::vector<ValidationRow>& rows);
 
-/// "8 GiB", "64 MiB", "1 KiB", "8 B": a size as nccl-tests prints it (powers of two).
-std::string collective_size_text(double bytes);
-
 }  // namespace stepcast

@@ -90,13 +90,6 @@ TEST_CASE("collective rows have their own summary; the training summary and memo
   CHECK(coll[1].group == "nodes: 2-15");
 }
 
-TEST_CASE("a size reads as nccl-tests prints it, in powers of two") {
-  CHECK(collective_size_text(8) == "8 B");
-  CHECK(collective_size_text(1024) == "1 KiB");
-  CHECK(collective_size_text(128.0 * 1048576) == "128 MiB");
-  CHECK(collective_size_text(8589934592.0) == "8 GiB");
-}
-
 TEST_CASE("a collective record is no training run: scenario_for skips it") {
   const RunScenario s = scenario_for(parse_measured_run(collective_record().dump(), "c.jsonl", 1));
   CHECK(!s.scenario);

@@ -235,16 +235,25 @@ std::vector<MemorySummary> summarize_memory(const std::vector<ValidationRow>& ro
   return out;
 }
 
+namespace {
+
+/// One summary per value of key(row) over `rows`, "label: value", appended in name order.
+template <typename Key>
+void append_groups(std::vector<ErrorSummary>& out, const std::vector<const ValidationRow*>& rows, const char* label,
+                   Key key) {
+  std::map<std::string, std::vector<const ValidationRow*>> groups;  // sorted by name
+  for (const ValidationRow* r : rows) groups[key(*r)].push_back(r);
+  for (const auto& [g, sub] : groups) out.push_back(summary_of(std::string(label) + ": " + g, sub));
+}
+
+}  // namespace
+
 std::vector<ErrorSummary> summarize(const std::vector<ValidationRow>& rows) {
   std::vector<const ValidationRow*> kept;
   for (const ValidationRow& r : rows)
     if (r.trust != "low" && !r.collective.has_value()) kept.push_back(&r);
   std::vector<ErrorSummary> out = {summary_of("all", kept)};
-  auto by = [&](const char* label, auto key) {
-    std::map<std::string, std::vector<const ValidationRow*>> groups;  // sorted by name
-    for (const ValidationRow* r : kept) groups[key(*r)].push_back(r);
-    for (const auto& [g, sub] : groups) out.push_back(summary_of(std::string(label) + ": " + g, sub));
-  };
+  auto by = [&](const char* label, auto key) { append_groups(out, kept, label, key); };
   by("source", [](const ValidationRow& r) { return r.source; });
   by("strategy", [](const ValidationRow& r) { return r.strategy; });
   by("gpu", [](const ValidationRow& r) { return r.gpu; });
@@ -256,11 +265,7 @@ std::vector<ErrorSummary> summarize_collectives(const std::vector<ValidationRow>
   for (const ValidationRow& r : rows)
     if (r.collective && r.trust != "low" && !r.collective->fed_constant) kept.push_back(&r);
   std::vector<ErrorSummary> out = {summary_of("all", kept)};
-  auto by = [&](const char* label, auto key) {
-    std::map<std::string, std::vector<const ValidationRow*>> groups;  // sorted by name
-    for (const ValidationRow* r : kept) groups[key(*r)].push_back(r);
-    for (const auto& [g, sub] : groups) out.push_back(summary_of(std::string(label) + ": " + g, sub));
-  };
+  auto by = [&](const char* label, auto key) { append_groups(out, kept, label, key); };
   by("nodes", [](const ValidationRow& r) {
     const std::int64_t n = r.collective->nodes;
     return std::string(n >= 16 ? ">=16" : n > 1 ? "2-15" : "1");

@@ -1,6 +1,7 @@
 // The reports of `stepcast fit` (declared in fit.hpp): text tables with units, and JSON.
 #include "calibrate/fit/fit.hpp"
 
+#include "base/size_text.hpp"
 #include "topologies/gpu.hpp"
 
 #include <fmt/format.h>
@@ -68,13 +69,6 @@ class TextTable {
   std::vector<Column> cols_;
   std::vector<std::vector<std::string>> rows_;
 };
-
-std::string bytes_text(double b) {
-  if (b >= double(1LL << 30)) return fmt::format("{:g} GiB", b / double(1LL << 30));
-  if (b >= double(1 << 20)) return fmt::format("{:g} MiB", b / double(1 << 20));
-  if (b >= 1024) return fmt::format("{:g} KiB", b / 1024);
-  return fmt::format("{:g} B", b);
-}
 
 std::string copy_name(CopyKind k) {
   switch (k) {
@@ -170,7 +164,7 @@ std::string fit_report_text(const FitResult& result, const std::string& output_f
       const CollectiveModelNote& n = result.model_notes[i];
       const bool model = c.model_latency_us.has_value();
       t.add({std::string(name(c.collective)), fmt::format("{}", c.ranks), fmt::format("{}", c.nodes),
-             fmt::format("{} ({}..{})", c.points, bytes_text(n.min_bytes), bytes_text(n.max_bytes)),
+             fmt::format("{} ({}..{})", c.points, binary_size_text(n.min_bytes), binary_size_text(n.max_bytes)),
              fmt::format("{:.2f}", c.latency_us), model ? fmt::format("{:.2f}", *c.model_latency_us) : "-",
              fmt::format("{:.1f}", c.busbw_GBps), model ? fmt::format("{:.1f}", *c.model_busbw_GBps) : "-",
              model ? fmt::format("{:.3f}", c.busbw_GBps / *c.model_busbw_GBps) : "-",
