@@ -22,10 +22,10 @@ std::vector<std::string> all(const std::array<std::string_view, N>& names) {
   return {names.begin(), names.end()};
 }
 
-constexpr std::array<std::string_view, 5> kDtype{"fp32", "tf32", "fp16", "bf16", "fp8"};
+constexpr std::array<std::string_view, 6> kDtype{"fp32", "tf32", "fp16", "bf16", "fp8", "fp4"};
 constexpr std::array<std::string_view, 7> kArch{"volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna3"};
 constexpr std::array<std::string_view, 3> kLink{"nvlink", "pcie", "network"};
-constexpr std::array<std::string_view, 4> kPrecision{"fp32", "fp16_mixed", "bf16_mixed", "fp8_mixed"};
+constexpr std::array<std::string_view, 5> kPrecision{"fp32", "fp16_mixed", "bf16_mixed", "fp8_mixed", "fp4_mixed"};
 constexpr std::array<std::string_view, 3> kRecompute{"none", "selective", "full"};
 constexpr std::array<std::string_view, 8> kStrategy{
     "ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard", "fsdp_no_shard"};
@@ -113,11 +113,19 @@ Dtype gemm_dtype(Precision p) {
       return Dtype::bf16;
     case Precision::fp8_mixed:
       return Dtype::fp8;
+    case Precision::fp4_mixed:
+      return Dtype::fp4;
   }
   return Dtype::fp32;
 }
 
 int working_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }
+
+double gemm_operand_bytes(Precision p) {
+  if (p == Precision::fp8_mixed) return 1.0;
+  if (p == Precision::fp4_mixed) return 0.5 + 1.0 / 16.0;
+  return working_bytes(p);
+}
 
 bool is_fsdp(Strategy s) {
   return s == Strategy::fsdp_full_shard || s == Strategy::fsdp_shard_grad_op || s == Strategy::fsdp_hybrid_shard ||

@@ -15,7 +15,7 @@
 namespace stepcast {
 
 /// Arithmetic formats of GEMM inputs.
-enum class Dtype { fp32, tf32, fp16, bf16, fp8 };
+enum class Dtype { fp32, tf32, fp16, bf16, fp8, fp4 };
 
 /// GPU generations, as NCCL's tuning tables and datasheets group them.
 /// GPU generations: NVIDIA's, then AMD's CDNA 3 (Instinct MI300X/MI325X, a contemporary of
@@ -26,7 +26,9 @@ enum class GpuArch { volta, turing, ampere, ada, hopper, blackwell, cdna3 };
 enum class LinkClass { nvlink, pcie, network };
 
 /// Training precision as the measured-run records name it.
-enum class Precision { fp32, fp16_mixed, bf16_mixed, fp8_mixed };
+/// fp8_mixed: fp8 GEMMs (per-tensor or MXFP8 scaling); fp4_mixed: NVFP4 GEMMs (4-bit E2M1
+/// values, one E4M3 scale per 16; Transformer Engine's NVFP4BlockScaling), Blackwell only.
+enum class Precision { fp32, fp16_mixed, bf16_mixed, fp8_mixed, fp4_mixed };
 
 /// Activation recompute (checkpointing).
 enum class Recompute { none, selective, full };
@@ -111,8 +113,13 @@ Collective parse_collective(std::string_view);
 Dtype gemm_dtype(Precision);
 
 /// Bytes per element of the 16-bit (or 32-bit for fp32) working copy of weights, gradients
-/// and activations under a precision: 4 for fp32, 2 otherwise (fp8 keeps bf16 copies).
+/// and activations under a precision: 4 for fp32, 2 otherwise (fp8 and fp4 keep bf16 copies).
 int working_bytes(Precision);
+
+/// Bytes of one GEMM operand element as the GEMM reads it: 1 under fp8; 0.5625 under NVFP4
+/// (a 4-bit value and 1/16 of its block's one-byte E4M3 scale; NVIDIA, "Introducing NVFP4",
+/// developer blog 2025-06); else working_bytes.
+double gemm_operand_bytes(Precision);
 
 /// Sharding facts of each strategy (ZeRO paper, Rajbhandari et al. 2020, Sec. 5; PyTorch
 /// FSDP docs for ShardingStrategy).

@@ -41,7 +41,10 @@ std::pair<double, std::string> gemm_ceiling(const GpuSpec& gpu, Dtype dtype) {
     if (auto it = gpu.gemm_ceiling_tflops.find(Dtype::bf16); it != gpu.gemm_ceiling_tflops.end())
       return {it->second, "the bf16 measurement (equal fp16 and bf16 peaks): " + gpu.gemm_ceiling_source};
   }
-  const double fraction = dtype == Dtype::fp8 ? 0.735 : dtype == Dtype::fp32 ? 0.85 : 0.814;
+  const double fraction = dtype == Dtype::fp4    ? kFp4CeilingFraction
+                          : dtype == Dtype::fp8  ? 0.735
+                          : dtype == Dtype::fp32 ? 0.85
+                                                 : 0.814;
   return {fraction * peak, fmt::format("{:.1f}% of the {} peak: the mean measured fraction of peak (no "
                                        "measurement of this GPU; model/compute.hpp gemm_ceiling)",
                                        100 * fraction, name(dtype))};
@@ -353,7 +356,7 @@ DeviceRates catalog_device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKerne
   d.sm_count = gpu.sm_count;
   d.peak_tflops = gpu.peak(dtype);
   std::tie(d.gemm_ceiling_tflops, d.gemm_source) = gemm_ceiling(gpu, dtype);
-  d.attention_gemm_ceiling_tflops = dtype == Dtype::fp8 ? ceiling16(gpu) : d.gemm_ceiling_tflops;
+  d.attention_gemm_ceiling_tflops = dtype == Dtype::fp8 || dtype == Dtype::fp4 ? ceiling16(gpu) : d.gemm_ceiling_tflops;
   d.memory_bw_GBps = gpu.memory_bw_GBps;
   d.memory_efficiency = default_memory_efficiency(gpu.arch);
   d.memory_source = "datasheet bandwidth at the documented streaming efficiency (model/compute.cpp)";
@@ -406,10 +409,8 @@ std::vector<GemmShape> rank_gemms(const TransformerSpec& spec, std::int64_t rows
   return tp > 1 ? tp_layer_gemms(spec, rows, tp) : layer_gemms(spec, rows);
 }
 
-/// Bytes of one GEMM operand element: fp8 operands under fp8 training, else the 16-bit width.
-double gemm_elem_bytes(Precision precision) {
-  return precision == Precision::fp8_mixed ? 1.0 : working_bytes(precision);
-}
+/// Bytes of one GEMM operand element (base/types.hpp gemm_operand_bytes).
+double gemm_elem_bytes(Precision precision) { return gemm_operand_bytes(precision); }
 
 }  // namespace
 
@@ -574,7 +575,6 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
       checked_product(micro_batch, seq_len / kernels.cp, "tokens per micro-batch (micro_batch x seq_len)");
   const double tokens = static_cast<double>(rows);
   const double w = working_bytes(precision);
-  const bool fp8 = precision == Precision::fp8_mixed;
   const double bw = device.achieved_memory_GBps() * 1e9;
 
   if (kernels.tp < 1 || (kernels.sp && kernels.tp < 2))
@@ -590,7 +590,8 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   if (kernels.ep > 1 && !spec.moe) throw std::invalid_argument("micro-step times: ep > 1 needs a MoE model");
   const GemmTimes g = gemm_times(spec, rows, opts, gemm_elem_bytes(precision), kernels, device);
   const AttentionTimes a = attention_times(spec, static_cast<double>(micro_batch), seq_len, w, kernels, device);
-  MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, fp8, kernels.tp, kernels.sp, kernels.autocast);
+  MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, gemm_cast_bytes(precision), kernels.tp,
+                                     kernels.sp, kernels.autocast);
   if (spec.moe) {  // token permutation of the MoE layers: two kernels each way
     const double share = moe_layer_share(spec);
     const double perm =

@@ -39,9 +39,13 @@ double default_memory_efficiency(GpuArch arch);
 /// measured best achievable matmul (gemm_ceiling_tflops); for fp16 on a GPU whose fp16 and
 /// bf16 peaks are equal, the bf16 measurement; otherwise the dtype's peak times the mean
 /// measured fraction of peak (16-bit: 81.4%, the mean of the six bf16 rows of the MAMF
-/// table in kernel-benchmarks; fp8: 73.5%, the mean of its three fp8 rows; fp32 CUDA-core
-/// SGEMM: 85%, a guess).
+/// table in kernel-benchmarks; fp8: 73.5%, the mean of its three fp8 rows; fp4:
+/// kFp4CeilingFraction; fp32 CUDA-core SGEMM: 85%, a guess).
 std::pair<double, std::string> gemm_ceiling(const GpuSpec& gpu, Dtype dtype);
+
+/// NVFP4's GEMM ceiling as a fraction of the dense FP4 peak: B200's one measured NVFP4 GEMM
+/// (its catalog ceiling, 4,453.2 of 9,000 TFLOP/s; topologies/catalog/gpus.json).
+inline constexpr double kFp4CeilingFraction = 4453.2 / 9000.0;
 
 /// The published attention-kernel tables (model/catalog/attention_kernels.json), loaded
 /// once: every curve with its GPU and kernel.

@@ -197,6 +197,9 @@ TEST_CASE("the catalog's GEMM ceiling: measured where published, else the mean m
   const GpuSpec* v100 = find_gpu("v100-sxm2-16gb");
   REQUIRE(v100 != nullptr);
   CHECK(gemm_ceiling(*v100, Dtype::fp16).first == doctest::Approx(0.814 * 125));
+  // NVFP4: measured on B200 only; the other Blackwell GPUs take its fraction of the fp4 peak.
+  CHECK(gemm_ceiling(*find_gpu("b200-sxm-180gb"), Dtype::fp4).first == 4453.2);
+  CHECK(gemm_ceiling(*find_gpu("gb300-288gb"), Dtype::fp4).first == doctest::Approx(15000 * 4453.2 / 9000));
 }
 
 TEST_CASE(
@@ -286,6 +289,24 @@ TEST_CASE(
       CHECK(speedup >= lo * (1 - 1e-9));
       CHECK(speedup <= hi * (1 + 1e-9));
     }
+  }
+}
+
+TEST_CASE("fp8 to NVFP4 on one GPU speeds a step up by more than 1 and less than the GEMM ceilings' ratio") {
+  // Attention stays in bf16 and the casts grow lighter, so only the GEMMs (and casts) move.
+  for (const char* key : {"b200-sxm-180gb", "gb200-186gb", "b300-sxm-288gb", "gb300-288gb"}) {
+    const GpuSpec& gpu = *find_gpu(key);
+    const KernelChoice k{AttentionKernel::flash2, KernelProfile::fused, true};
+    auto step_s = [&](Precision p) {
+      const DeviceRates d = catalog_device_rates(gpu, gemm_dtype(p), AttentionKernel::flash2);
+      const MicroStepTimes t = micro_step_times(*find_model("llama-3-8b"), 2, 8192, p, {}, k, d);
+      return t.forward_s + t.backward_s;
+    };
+    const double speedup = step_s(Precision::fp8_mixed) / step_s(Precision::fp4_mixed);
+    const double bound = gemm_ceiling(gpu, Dtype::fp4).first / gemm_ceiling(gpu, Dtype::fp8).first;
+    INFO(key << ": fp8 -> fp4 speed-up " << speedup << ", GEMM ceilings " << bound);
+    CHECK(speedup > 1.0);
+    CHECK(speedup < bound);
   }
 }
 

@@ -246,10 +246,16 @@ AutocastCasts autocast_casts(const TransformerSpec& spec) {
   return out;
 }
 
-MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile, bool fp8,
-                             int tp, bool sp, bool autocast) {
+double gemm_cast_bytes(Precision precision) {
+  const bool low = precision == Precision::fp8_mixed || precision == Precision::fp4_mixed;
+  return low ? 2.0 * gemm_operand_bytes(precision) : 0.0;
+}
+
+MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile,
+                             double cast_bytes, int tp, bool sp, bool autocast) {
   if (tp < 1) throw std::invalid_argument("layer_memory_work: tp must be >= 1");
-  if (autocast && (tp > 1 || fp8))
+  if (cast_bytes < 0) throw std::invalid_argument("layer_memory_work: cast bytes must be >= 0");
+  if (autocast && (tp > 1 || cast_bytes > 0))
     throw std::invalid_argument("layer_memory_work: autocast is modelled without tensor parallelism or fp8");
   const bool eager = profile == KernelProfile::eager;
   const double t = tp;
@@ -281,8 +287,8 @@ MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double 
     bytes += 2.0 * w * f;
     kernels += 1.0;
   }
-  if (fp8) {
-    bytes += (w + 1.0) * (h * h_share + q + h * h_share + f);  // casts of the qkv, out, up and down inputs
+  if (cast_bytes > 0) {
+    bytes += (w + cast_bytes) * (h * h_share + q + h * h_share + f);  // casts of the qkv, out, up and down inputs
     kernels += 4.0;
   }
   // Backward reductions with no forward counterpart: each norm's weight (and bias)

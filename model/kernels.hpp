@@ -158,6 +158,13 @@ struct MemoryWork {
   double kernels_backward = 0;
 };
 
+/// Bytes a cast of one GEMM input element writes under `precision` (layer_memory_work): a
+/// rowwise copy for the GEMM that consumes it and a columnwise one for the weight gradient
+/// (Transformer Engine's cast-transpose under fp8; NVFP4 scales 16-element blocks along
+/// each copy's own axis), gemm_operand_bytes each: 2 under fp8, 1.125 under fp4; 0 for 16-
+/// and 32-bit GEMMs, which cast nothing.
+double gemm_cast_bytes(Precision precision);
+
 /// One transformer layer's memory-bound work for `tokens` tokens at `w` bytes per element,
 /// attention and GEMMs excluded. Per token, in elements of the layer's widths (h hidden, q
 /// the query width, kv the key/value width, f the MLP inner width, g = 2 when gated):
@@ -169,7 +176,8 @@ struct MemoryWork {
 ///   residual each of 2 adds reads 2h and writes h (fused into the norm when compiled/fused)
 ///   act      GELU reads f, writes f; SwiGLU eager: SiLU (f in, f out) and the product
 ///            (2f in, f out); fused: 2f in, f out
-///   fp8      Transformer Engine casts each GEMM input to fp8: reads w, writes 1 byte
+///   cast     under fp8 or fp4 GEMMs Transformer Engine casts each GEMM input (qkv, out, up,
+///            down): reads w, writes `cast_bytes` (gemm_cast_bytes; 0: 16-bit GEMMs, no cast)
 /// Backward moves twice the forward bytes in twice the kernels (each op reads its saved
 /// input and the incoming gradient and writes the outgoing one), plus the reductions that
 /// have no forward counterpart: per norm its weight gradient re-reads input and gradient
@@ -185,8 +193,8 @@ struct MemoryWork {
 /// stream and the w-byte branch output and writes fp32 (8 + w; compiled: the 4-byte write);
 /// eager autocast casts the normed input of attention's and the MLP's first GEMM to w bytes
 /// (4 + w each, two kernels), where compiled code writes the cast from the norm's kernel.
-MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile, bool fp8,
-                             int tp = 1, bool sp = false, bool autocast = false);
+MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile,
+                             double cast_bytes, int tp = 1, bool sp = false, bool autocast = false);
 
 /// Bytes of one autocast cast of `params` fp32 parameters to w-byte elements: read 4, write
 /// w, (4 + w)·params. torch.autocast casts each weight a GEMM uses once per forward (its cast

@@ -21,6 +21,16 @@ constexpr double kCeiling = 4, kBw = 1000;
 constexpr int kSms = 4;
 double tile_s(double k) { return 2.0 * 128 * 128 * k / 1e12; }
 
+TEST_CASE("a low-precision cast writes a rowwise and a columnwise copy: 2 B under fp8, 1.125 B under NVFP4") {
+  CHECK(gemm_operand_bytes(Precision::fp4_mixed) == 0.5625);  // 4 bits + a 1-byte scale per 16
+  CHECK(gemm_operand_bytes(Precision::fp8_mixed) == 1.0);
+  CHECK(gemm_operand_bytes(Precision::bf16_mixed) == 2.0);
+  CHECK(gemm_cast_bytes(Precision::fp8_mixed) == 2.0);
+  CHECK(gemm_cast_bytes(Precision::fp4_mixed) == 1.125);
+  CHECK(gemm_cast_bytes(Precision::bf16_mixed) == 0.0);
+  CHECK(gemm_cast_bytes(Precision::fp32) == 0.0);
+}
+
 TEST_CASE("a GEMM of exactly one full wave of tiles runs at the ceiling") {
   // 256 x 512 output: 2 x 2 tiles of 128x256 (or 2 x 4 of 128x128): 4 blocks on 4 SMs.
   const double t = gemm_time_s(256, 512, 4096, 1, 2, kCeiling, kSms, kBw);

@@ -247,13 +247,12 @@ double op_sac_bytes_per_token(const TransformerSpec& spec, const StoredWidths& s
 
 /// Per token and layer, excluding the attention scores. The GEMM inputs kept for the weight
 /// gradients (the normed inputs of QKV and of the MLP, the down projection's input, the
-/// dispatched tokens) are g bytes each: w, or 1 under Transformer Engine's fp8, which saves
-/// the fp8 cast of a Linear's input for its backward (transformer_engine/pytorch/module/
-/// linear.py, layernorm_linear.py, layernorm_mlp.py); the output projection's fp8 input is
-/// then a copy beside the w-byte context flash attention keeps, q bytes more. Selective
-/// recompute's modules drop what they recompute: layernorm the normed inputs of attention and
-/// the MLP, mlp everything inside the dense MLP (its input kept), mla_up_proj and moe_act
-/// above.
+/// dispatched tokens) are g bytes each: w, or 1 (fp8) or 0.5625 (NVFP4) under Transformer
+/// Engine's low-precision recipes, which save the cast of a Linear's input for its backward
+/// (transformer_engine/pytorch/module/ linear.py, layernorm_linear.py, layernorm_mlp.py); the output projection's cast
+/// input is then a copy beside the w-byte context flash attention keeps, q bytes more. Selective recompute's modules
+/// drop what they recompute: layernorm the normed inputs of attention and the MLP, mlp everything inside the dense MLP
+/// (its input kept), mla_up_proj and moe_act above.
 double layer_bytes_per_token(const TransformerSpec& spec, const StoredWidths& sw) {
   const RecomputeModules& r = sw.recomputed;
   if (r.op_sac) return op_sac_bytes_per_token(spec, sw);
@@ -312,7 +311,7 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in, do
   const double s = static_cast<double>(in.seq_len / in.cp);  // the tokens on this GPU
   const double w = working_bytes(in.precision);
   const StoredWidths sw{w,
-                        in.fp8_gemm_inputs ? 1.0 : w,
+                        in.gemm_input_bytes > 0 ? in.gemm_input_bytes : w,
                         in.moe_capacity_factor,
                         in.fused_swiglu,
                         in.autocast ? 4.0 : w,
@@ -756,7 +755,7 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
                                                       stage.index + 1, stage.layers, stage.in_flight);
     return fmt::format("Korthikanti per layer, {}, recompute {}, flash {}{}{}", held,
                        recompute_text(in.recompute, in.recompute_modules), in.flash_attention ? "on" : "off",
-                       in.fp8_gemm_inputs ? ", fp8 GEMM inputs" : "",
+                       in.gemm_input_bytes > 0 ? fmt::format(", GEMM inputs at {:g} B", in.gemm_input_bytes) : "",
                        spec.moe ? fmt::format(", MoE capacity factor {:g}", in.moe_capacity_factor) : "");
   });
   add("logits", stage.last ? logits_bytes(spec, in) : 0.0, [&] {

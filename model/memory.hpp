@@ -143,9 +143,11 @@ struct MemoryInputs {
   /// A fused SwiGLU kernel (the fused kernel profile): a gated MLP keeps 3 f-wide tensors per
   /// token, not 4 (layer activations, memory.cpp layer_bytes_per_token).
   bool fused_swiglu = false;
-  /// GEMM inputs kept for the backward in fp8, 1 B per element (Transformer Engine's fp8
-  /// recipes: fp8 precision under the fused kernel profile; memory.cpp layer_bytes_per_token).
-  bool fp8_gemm_inputs = false;
+  /// Bytes per element of the GEMM inputs kept for the backward when Transformer Engine keeps
+  /// their low-precision casts (fp8 or fp4 precision under the fused kernel profile: 1 or
+  /// 0.5625, base/types.hpp gemm_operand_bytes; memory.cpp layer_bytes_per_token); 0: kept
+  /// at the working width.
+  double gemm_input_bytes = 0;
   /// Allocator overhead as a fraction of all allocator-managed bytes (everything but the
   /// CUDA context); see kAllocatorFragmentation for the default.
   double allocator_fragmentation = kAllocatorFragmentation;

@@ -733,16 +733,16 @@ TEST_CASE("fp8 GEMM inputs: the QKV, MLP and down-projection inputs keep 1 byte,
   in.precision = Precision::fp8_mixed;
   in.fused_swiglu = true;
   const double w16 = term(memory_per_gpu(in), "activations");
-  in.fp8_gemm_inputs = true;
+  in.gemm_input_bytes = 1.0;
   const double w8 = term(memory_per_gpu(in), "activations");
   const double tokens = static_cast<double>(in.micro_batch * in.seq_len);
   const double h = static_cast<double>(spec.hidden), f = static_cast<double>(spec.ffn_hidden);
   CHECK(w16 - w8 == doctest::Approx(static_cast<double>(spec.layers) * tokens * (2 * h + f - h)));
   // A MoE layer's dispatched copies are the experts' first GEMM input: k·h more saved.
   spec.moe = MoeSpec{8, 2, 0, 1024, 0, 0, 1};
-  in.fp8_gemm_inputs = false;
+  in.gemm_input_bytes = 0.0;
   const double moe16 = term(memory_per_gpu(in), "activations");
-  in.fp8_gemm_inputs = true;
+  in.gemm_input_bytes = 1.0;
   const double moe8 = term(memory_per_gpu(in), "activations");
   CHECK(moe16 - moe8 == doctest::Approx(static_cast<double>(spec.layers) * tokens * (2 * h + 2 * 1024 + 2 * h - h)));
 }

@@ -173,7 +173,8 @@ void cost_memory(const Job& job, Costs& c) {
   mem.fused_loss = tr.fused_loss.value_or(false);
   mem.loss_fp32_copies = tr.loss_fp32_copies;
   mem.fused_swiglu = job.kernels.profile == KernelProfile::fused;
-  mem.fp8_gemm_inputs = mem.fused_swiglu && tr.precision == Precision::fp8_mixed;
+  const bool low_precision = tr.precision == Precision::fp8_mixed || tr.precision == Precision::fp4_mixed;
+  mem.gemm_input_bytes = mem.fused_swiglu && low_precision ? gemm_operand_bytes(tr.precision) : 0.0;
   mem.capacity_bytes = job.gpu.memory_bytes;
   mem.cuda_context_bytes = kCudaContextBytes;
   if (const ParallelLayout& l = job.layout(); l.pp > 1) {
@@ -309,7 +310,7 @@ void cost_context_parallel(const Job& job, Costs& c) {
 std::pair<double, double> shared_expert_s(const Job& job, std::int64_t tokens) {
   const TransformerSpec& model = job.scenario.model;
   const Precision pr = job.scenario.training.precision;
-  const double elem = pr == Precision::fp8_mixed ? 1.0 : working_bytes(pr);
+  const double elem = gemm_operand_bytes(pr);
   const DeviceRates& d = job.device;
   auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
     return gemm_time_s(m, n, k, 1, elem, d.gemm_ceiling_tflops, d.sm_count, d.achieved_memory_GBps());
@@ -432,7 +433,7 @@ void cost_grad_accumulation(const Job& job, Costs& c) {
 /// (m x k)·(k x n), input gradient (m x n)·(n x k), weight gradient (n x m)·(m x k).
 TpLayerGemmTimes tp_gemm_times(const Job& job, std::int64_t tokens) {
   const Precision pr = job.scenario.training.precision;
-  const double elem = pr == Precision::fp8_mixed ? 1.0 : working_bytes(pr);
+  const double elem = gemm_operand_bytes(pr);
   const DeviceRates& d = job.device;
   auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k, int count) {
     return count * gemm_time_s(m, n, k, 1, elem, d.gemm_ceiling_tflops, d.sm_count, d.achieved_memory_GBps());

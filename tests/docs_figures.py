@@ -515,7 +515,16 @@ def megatron_bridge_accuracy(sc):
         f"|error| {statistics.median(map(abs, moes)):.1f}%, predicted {pace(moes)}.",
         qwen3_releases(v),
         gpt_oss_line(v),
+        nvfp4_line(v),
     ]
+
+
+def nvfp4_line(v):
+    """The NVFP4 records predicted (precision fp4_mixed): count, median |error|, signed median, range."""
+    errors = [r["error_pct"] for r in v["runs"] if "-nvfp4-" in r["id"] and r["status"] == "ok"]
+    return (f"{len(errors)} NVFP4 runs of Llama-3-70B and Llama-3.1-405B on GB200 and GB300 are compared: median "
+            f"|error| {statistics.median(map(abs, errors)):.1f}%, signed {statistics.median(errors):+.1f}%, "
+            f"from {min(errors):+.1f}% to {max(errors):+.1f}%")
 
 
 def qwen3_releases(v):

@@ -22,7 +22,7 @@ namespace {
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
 /// Tensor-core paths each generation has (datasheets and architecture whitepapers):
-/// TF32 and BF16 arrived with Ampere, FP8 with Ada and Hopper; AMD CDNA 3 has all of them
+/// TF32 and BF16 arrived with Ampere, FP8 with Ada and Hopper, FP4 (NVFP4) with Blackwell; AMD CDNA 3 has all of them
 /// (AMD CDNA 3 architecture whitepaper: matrix cores for TF32, FP16, BF16, FP8).
 bool arch_has(GpuArch arch, Dtype d) {
   switch (d) {
@@ -34,6 +34,8 @@ bool arch_has(GpuArch arch, Dtype d) {
       return arch != GpuArch::volta && arch != GpuArch::turing;
     case Dtype::fp8:
       return arch == GpuArch::ada || arch == GpuArch::hopper || arch == GpuArch::blackwell || arch == GpuArch::cdna3;
+    case Dtype::fp4:
+      return arch == GpuArch::blackwell;
   }
   return false;
 }

@@ -162,6 +162,17 @@ TEST_CASE("peak of a dtype without a tensor-core path throws: fp8 on A100, bf16 
   CHECK(gpu("h100-sxm5-80gb").supports(Dtype::fp8));
 }
 
+TEST_CASE("FP4 (NVFP4) is Blackwell's alone: 2x fp8 on B200 and GB200, about 3x on Blackwell Ultra") {
+  CHECK_FALSE(gpu("h100-sxm5-80gb").supports(Dtype::fp4));
+  CHECK_THROWS_AS(gpu("h200-sxm-141gb").peak(Dtype::fp4), std::invalid_argument);
+  for (const char* key : {"b200-sxm-180gb", "gb200-186gb"})
+    CHECK(close(gpu(key).peak(Dtype::fp4), 2 * gpu(key).peak(Dtype::fp8), 0.001));
+  for (const char* key : {"b300-sxm-288gb", "gb300-288gb"}) {
+    CHECK(gpu(key).peak(Dtype::fp4) > 2.8 * gpu(key).peak(Dtype::fp8));
+    CHECK(gpu(key).peak(Dtype::fp4) <= 3 * gpu(key).peak(Dtype::fp8));
+  }
+}
+
 TEST_CASE("find_gpu is case-insensitive and returns nullptr for unknown names") {
   const GpuSpec* lower = find_gpu("a100-sxm4-80gb");
   REQUIRE(lower != nullptr);

@@ -275,14 +275,20 @@ int extra_degree(const MeasuredRun& r, std::string_view prefix) {
   return 1;
 }
 
+/// The record's precision: as stated, or fp4_mixed for a record whose only word on it is the
+/// extra nvfp4 (the record format's precision names no 4-bit recipe).
+std::optional<std::string> record_precision(const MeasuredRun& r) {
+  if (!r.precision && has_extra(r, "nvfp4")) return std::string(name(Precision::fp4_mixed));
+  return r.precision;
+}
+
 /// What stepcast cannot represent, as explicit skips, before anything is built.
 void check_representable(const MeasuredRun& r) {
   if (!r.tp || !r.pp) throw Skip{"tensor/pipeline parallel degrees not stated"};
   if (!r.offload) throw Skip{"CPU offload not stated"};
   if (*r.offload != "none" && *r.offload != "optimizer_cpu" && *r.offload != "param_optimizer_cpu")
     throw Skip{"CPU offload (" + *r.offload + ") is not modelled"};
-  if (!r.precision && has_extra(r, "nvfp4")) throw Skip{"NVFP4 training (extra nvfp4) is not modelled"};
-  if (!r.precision) throw Skip{"precision not stated"};
+  if (!record_precision(r)) throw Skip{"precision not stated"};
   if (*r.precision == "bf16_pure") throw Skip{"precision bf16_pure (no fp32 master weights) is not modelled"};
   if (!r.checkpointing) throw Skip{"activation checkpointing not stated"};
   if (!r.gpus) throw Skip{"GPU count not stated"};
@@ -314,13 +320,14 @@ void unmodelled_extras(const MeasuredRun& r, std::vector<std::string>& assumed) 
                                                        "deepspeed_transformer_kernels",
                                                        "bf16_optimizer"};
   const bool fp8 = r.precision && *r.precision == "fp8_mixed";
+  const bool fp4 = record_precision(r) == name(Precision::fp4_mixed);
   std::string left;
   for (const std::string& e : r.extras) {
     if (read.count(e) || e.rfind("lora_r", 0) == 0 || e.rfind("context_parallel_", 0) == 0 ||
         e.rfind("attention_kernel_", 0) == 0 || (e.rfind("expert_parallel_", 0) == 0) ||
         e.rfind("virtual_pipeline_", 0) == 0 || e == "pp_schedule_interleaved_1f1b")
       continue;
-    if (fp8 && (e == "float8" || e == "transformer_engine_fp8")) continue;
+    if ((fp8 && (e == "float8" || e == "transformer_engine_fp8")) || (fp4 && e == "nvfp4")) continue;
     left += (left.empty() ? "" : ", ") + e;
   }
   if (!left.empty()) assumed.push_back("extras not modelled, predicted without them: " + left);
@@ -359,7 +366,7 @@ std::string gpu_for(const MeasuredRun& r) {
 /// the products here stay far inside int64.
 TrainingSpec training_for(const MeasuredRun& r, const TransformerSpec& model) {
   TrainingSpec t;
-  t.precision = parse_precision(*r.precision);  // the reader allows only the format's names
+  t.precision = parse_precision(*record_precision(r));  // the reader allows only the format's names
   t.optimizer = OptimizerKind::adam_mixed_16;
   t.micro_batch = *r.micro_batch;
   const std::int64_t cp = extra_degree(r, "context_parallel_");
@@ -569,8 +576,15 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
 
 /// The stepcast probe's DDP runs (framework "pytorch-ddp") train fp32 parameters under
 /// torch.autocast (calibrate/probe/train_probe.py); its LoRA runs load the frozen base in 16
-/// bits, so they keep master_weights. Called once LoRA is known.
+/// bits, so they keep master_weights. Called once LoRA is known. An NVFP4 record's recipe is
+/// stated as an assumption.
 void mixed_precision_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  if (s.training.precision == Precision::fp4_mixed)
+    assumed.push_back(
+        "precision fp4_mixed (the record's nvfp4): every linear layer's forward, input- and weight-gradient GEMMs "
+        "in NVFP4, attention in bf16 (Transformer Engine's NVFP4BlockScaling, transformer_engine/common/recipe/"
+        "__init__.py @ d0067d0d; Megatron-Bridge's bf16_with_nvfp4_mixed keeps no layer in bf16 unless its recipe "
+        "says so, src/megatron/bridge/training/mixed_precision.py @ 21b02e0c)");
   if (!framework_is(r, "pytorch-ddp") || s.strategy.layout.dp_sharding != Strategy::ddp || s.training.lora ||
       (s.training.precision != Precision::bf16_mixed && s.training.precision != Precision::fp16_mixed))
     return;
@@ -960,7 +974,7 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
   row.global_batch = run.global_batch.value_or(0);
   row.model = run.model_name;
   row.seq_len = run.seq_len.value_or(0);
-  row.precision = run.precision.value_or("");
+  row.precision = record_precision(run).value_or("");
   RunScenario rs = scenario_for(run, calibration, calibration_file, assume_host);
   row.assumptions = rs.assumptions;
   if (!rs.scenario) {

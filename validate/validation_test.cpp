@@ -213,11 +213,17 @@ TEST_CASE("a MoE record takes its shape from the catalog: by name, a parenthesis
   CHECK(starts(outcome(r), "skipped: the record says MoE (extra moe) but its catalog model"));
 }
 
-TEST_CASE("an NVFP4 record (no precision, extra nvfp4) is skipped as NVFP4, not as an unstated precision") {
-  nlohmann::json r = small_record();
+TEST_CASE("an NVFP4 record (no precision, extra nvfp4) trains in fp4_mixed, which only Blackwell runs") {
+  nlohmann::json r = small_record();  // 8 H100
   r["strategy"]["precision"] = nullptr;
   r["strategy"]["extras"] = {"nvfp4"};
-  CHECK(outcome(r) == "skipped: NVFP4 training (extra nvfp4) is not modelled");
+  CHECK(starts(outcome(r), "error: runs.jsonl:3: /strategy/precision: precision fp4_mixed needs fp4 arithmetic"));
+  r["hardware"]["gpu"] = "b200-sxm-180gb";
+  const ValidationRow fp4 = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  CHECK(fp4.status == "ok");
+  CHECK(fp4.precision == "fp4_mixed");
+  CHECK(says(fp4, "precision fp4_mixed (the record's nvfp4)"));
+  CHECK_FALSE(says(fp4, "extras not modelled"));
   r["strategy"]["extras"] = nlohmann::json::array();
   CHECK(outcome(r) == "skipped: precision not stated");
 }

@@ -124,6 +124,8 @@ double gemm_elem_bytes(Dtype d) {
   switch (d) {
     case Dtype::fp8:
       return 1;
+    case Dtype::fp4:
+      return 0.5 + 1.0 / 16.0;
     case Dtype::fp16:
     case Dtype::bf16:
       return 2;
