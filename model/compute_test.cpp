@@ -249,47 +249,53 @@ TEST_CASE("FlashAttention-3 runs on Hopper only, FlashAttention-2 and cuDNN from
   CHECK(attention_kernels_on(GpuArch::blackwell) == "flash2, cudnn, mem_efficient, triton, unfused");
 }
 
-/// Micro-step time of Llama-2-7B, one sequence of 4096, FlashAttention-2, fused kernels.
+/// Micro-step time of Llama-3-8B, one sequence of 4096, FlashAttention-2, compiled kernels,
+/// GEMMs in `p` (16-bit: the GPU's own 16-bit type).
 Dtype dtype16(const GpuSpec& gpu) { return gpu.supports(Dtype::bf16) ? Dtype::bf16 : Dtype::fp16; }
 
-double llama_step_s(const GpuSpec& gpu, bool in_step = false) {
-  DeviceRates d = catalog_device_rates(gpu, dtype16(gpu), AttentionKernel::flash2);
+double llama_step_s(const GpuSpec& gpu, bool in_step, Precision p) {
+  const Dtype dtype = p == Precision::bf16_mixed ? dtype16(gpu) : gemm_dtype(p);
+  DeviceRates d = catalog_device_rates(gpu, dtype, AttentionKernel::flash2);
   if (in_step) d = in_step_rates(d, in_step_fractions());
   const KernelChoice k{AttentionKernel::flash2, KernelProfile::compiled, true};  // launches at the device's (0) cost
-  const MicroStepTimes t = micro_step_times(*find_model("llama-2-7b"), 1, 4096, Precision::bf16_mixed, {}, k, d);
+  const MicroStepTimes t = micro_step_times(*find_model("llama-3-8b"), 1, 4096, p, {}, k, d);
   return t.forward_s + t.backward_s;
 }
 
 TEST_CASE(
     "a job's speed-up between two GPUs stays within the ratios of their GEMM ceilings, memory "
-    "bandwidths and attention rates") {
-  const char* pairs[][2] = {{"a100-sxm4-80gb", "h100-sxm5-80gb"},
-                            {"h100-sxm5-80gb", "b200-sxm-180gb"},
-                            {"v100-sxm2-32gb", "a100-sxm4-40gb"},
-                            {"a100-sxm4-40gb", "h200-sxm-141gb"}};
-  for (const auto& pair : pairs) {
-    const GpuSpec& slow = *find_gpu(pair[0]);
-    const GpuSpec& fast = *find_gpu(pair[1]);
-    const DeviceRates ds = catalog_device_rates(slow, dtype16(slow), AttentionKernel::flash2);
-    const DeviceRates df = catalog_device_rates(fast, dtype16(fast), AttentionKernel::flash2);
-    const double ratios[] = {df.gemm_ceiling_tflops / ds.gemm_ceiling_tflops,
-                             df.achieved_memory_GBps() / ds.achieved_memory_GBps(),
-                             attention_tflops(df.attention, 128, true, AttentionPass::forward, 4096) /
-                                 attention_tflops(ds.attention, 128, true, AttentionPass::forward, 4096),
-                             attention_tflops(df.attention, 128, true, AttentionPass::backward, 4096) /
-                                 attention_tflops(ds.attention, 128, true, AttentionPass::backward, 4096)};
-    const double lo = *std::min_element(std::begin(ratios), std::end(ratios));
-    const double hi = *std::max_element(std::begin(ratios), std::end(ratios));
-    // At isolated rates and at the in-step rates scenarios use (each generation's own GEMM
-    // fraction where it has one): the benchmarks' ratios bound both.
-    for (const bool in_step : {false, true}) {
-      const double speedup = llama_step_s(slow, in_step) / llama_step_s(fast, in_step);
-      INFO(pair[0] << " -> " << pair[1] << (in_step ? " in-step" : " isolated") << ": speed-up " << speedup << " in ["
-                   << lo << ", " << hi << "]");
-      CHECK(speedup >= lo * (1 - 1e-9));
-      CHECK(speedup <= hi * (1 + 1e-9));
+    "bandwidths and attention rates, in bf16 and in fp8") {
+  const char* pairs[][2] = {{"a100-sxm4-80gb", "h100-sxm5-80gb"}, {"h100-sxm5-80gb", "b200-sxm-180gb"},
+                            {"b200-sxm-180gb", "gb200-186gb"},    {"v100-sxm2-32gb", "a100-sxm4-40gb"},
+                            {"a100-sxm4-40gb", "h200-sxm-141gb"}, {"b200-sxm-180gb", "b300-sxm-288gb"}};
+  for (const auto& pair : pairs)
+    for (const Precision p : {Precision::bf16_mixed, Precision::fp8_mixed}) {
+      const GpuSpec& slow = *find_gpu(pair[0]);
+      const GpuSpec& fast = *find_gpu(pair[1]);
+      if (p == Precision::fp8_mixed && !(slow.supports(Dtype::fp8) && fast.supports(Dtype::fp8))) continue;
+      const Dtype gemm_s = p == Precision::bf16_mixed ? dtype16(slow) : Dtype::fp8;
+      const Dtype gemm_f = p == Precision::bf16_mixed ? dtype16(fast) : Dtype::fp8;
+      // Attention runs in 16 bits either way: its rates come with the 16-bit device.
+      const DeviceRates ds = catalog_device_rates(slow, gemm_s, AttentionKernel::flash2);
+      const DeviceRates df = catalog_device_rates(fast, gemm_f, AttentionKernel::flash2);
+      const double ratios[] = {df.gemm_ceiling_tflops / ds.gemm_ceiling_tflops,
+                               df.achieved_memory_GBps() / ds.achieved_memory_GBps(),
+                               attention_tflops(df.attention, 128, true, AttentionPass::forward, 4096) /
+                                   attention_tflops(ds.attention, 128, true, AttentionPass::forward, 4096),
+                               attention_tflops(df.attention, 128, true, AttentionPass::backward, 4096) /
+                                   attention_tflops(ds.attention, 128, true, AttentionPass::backward, 4096)};
+      const double lo = *std::min_element(std::begin(ratios), std::end(ratios));
+      const double hi = *std::max_element(std::begin(ratios), std::end(ratios));
+      // At isolated rates and at the in-step rates scenarios use (each generation's own GEMM
+      // fraction where it has one): the benchmarks' ratios bound both.
+      for (const bool in_step : {false, true}) {
+        const double speedup = llama_step_s(slow, in_step, p) / llama_step_s(fast, in_step, p);
+        INFO(pair[0] << " -> " << pair[1] << " " << name(p) << (in_step ? " in-step" : " isolated") << ": speed-up "
+                     << speedup << " in [" << lo << ", " << hi << "]");
+        CHECK(speedup >= lo * (1 - 1e-9));
+        CHECK(speedup <= hi * (1 + 1e-9));
+      }
     }
-  }
 }
 
 TEST_CASE("fp8 to NVFP4 on one GPU speeds a step up by more than 1 and less than the GEMM ceilings' ratio") {
