@@ -284,7 +284,7 @@ double score_bytes(const TransformerSpec& spec, double b, double s, bool core_re
 /// One layer's activation bytes at element width w (see activation_bytes_per_layer).
 /// Full recompute (Korthikanti Sec. 4.2 / 5): only the layer input, s·b·h·w.
 double layer_activation_bytes(const TransformerSpec& spec, double b, double s, Recompute r, bool flash,
-                              const StoredWidths& sw, int tp = 1, bool sp = false) {
+                              const StoredWidths& sw, int tp = 1, bool sp = false, bool sp_keep_gathered = false) {
   const double t = tp;
   const double h = static_cast<double>(spec.hidden);
   if (r == Recompute::full) return s * b * h * sw.w / (sp ? t : 1.0);
@@ -293,7 +293,9 @@ double layer_activation_bytes(const TransformerSpec& spec, double b, double s, R
   const double per_token = layer_bytes_per_token(spec, sw);
   const double masks = spec.dropout > 0 ? 2.0 * h : 0.0;
   const double block_inputs = sw.recomputed.layernorm ? 0.0 : 2.0 * h * sw.gemm_input;
-  const double whole = sp ? 0.0 : std::min(per_token, 2.0 * h * sw.w + block_inputs + masks);
+  // Under SP the block inputs stay whole only where the GEMMs keep their gathered input.
+  const double whole = sp ? (sp_keep_gathered ? std::min(per_token, block_inputs) : 0.0)
+                          : std::min(per_token, 2.0 * h * sw.w + block_inputs + masks);
   return s * b * (whole + (per_token - whole) / t) + score_bytes(spec, b, s, sw.recomputed.core_attn, flash, sw.w) / t;
 }
 
@@ -316,9 +318,11 @@ double activations_bytes(const TransformerSpec& spec, const MemoryInputs& in, do
                         in.fused_swiglu,
                         in.autocast ? 4.0 : w,
                         in.recompute == Recompute::selective ? in.recompute_modules : RecomputeModules{false}};
-  double bytes = stage_layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, sw, in.tp, in.sp);
+  double bytes = stage_layers * layer_activation_bytes(spec, b, s, in.recompute, in.flash_attention, sw, in.tp, in.sp,
+                                                       in.sp_keep_gathered);
   if (in.recompute == Recompute::full)  // nothing selective recomputed: sw.recomputed is empty
-    bytes += layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, sw, in.tp, in.sp);
+    bytes +=
+        layer_activation_bytes(spec, b, s, Recompute::none, in.flash_attention, sw, in.tp, in.sp, in.sp_keep_gathered);
   return bytes + outer_activation_bytes(spec, b, s, w);
 }
 
@@ -677,6 +681,7 @@ MemoryBreakdown stage_memory(const MemoryInputs& in, const StageShare& stage, bo
   const TransformerSpec& spec = *in.model;
 
   require(in.tp >= 1 && (!in.sp || in.tp >= 2), "tp must be >= 1, and >= 2 with sequence parallelism");
+  require(!in.sp_keep_gathered || in.sp, "sp_keep_gathered needs sequence parallelism");
   ParamCounts c = param_counts(spec, in.lora);
   require(in.pp >= 1 && in.in_flight >= 1, "pp and in_flight must be >= 1");
   if (in.tp > 1) {  // Megatron splits every weight matrix and the vocabulary t ways

@@ -64,6 +64,10 @@ struct MemoryInputs {
   /// Korthikanti et al. 2022 Table 2's 10sbh) stay whole unless `sp` splits them too.
   int tp = 1;
   bool sp = false;
+  /// Under `sp`, the QKV and MLP-up GEMMs keep their all-gathered input whole for the
+  /// weight gradient (nanotron's column_linear without async communication) instead of the
+  /// 1/t shard Megatron re-gathers (StrategySpec::sp_keep_gathered).
+  bool sp_keep_gathered = false;
   /// Pipeline stages: the first stage's GPU holds 1/pp of the model's state and its
   /// layers' activations for `in_flight` micro-batches (model/parallel.hpp
   /// in_flight_microbatches: 1F1B keeps p on stage 0, GPipe m); the logits are counted as on

@@ -549,6 +549,23 @@ TEST_CASE("fused MoE experts keep no outputs for the combine: the probabilities 
   CHECK(eager - fused == doctest::Approx(32.0 * 1024 * (2.0 * 14336 + 2.0 * 4096) * 2));
 }
 
+TEST_CASE("SP keeping the gathered GEMM inputs stores the QKV and MLP-up inputs whole: 2 x 2h(1 - 1/t) more a token") {
+  const TransformerSpec spec = llama2_7b();
+  MemoryInputs in = base_inputs(spec, Strategy::zero1, 8);
+  in.capacity_bytes = 1e12;
+  in.tp = 4;
+  in.sp = true;
+  const double sharded = term(memory_per_gpu(in), "activations");
+  in.sp_keep_gathered = true;
+  const double gathered = term(memory_per_gpu(in), "activations");
+  const double tokens = static_cast<double>(in.micro_batch * in.seq_len);
+  const double h = static_cast<double>(spec.hidden);
+  CHECK(gathered - sharded ==
+        doctest::Approx(static_cast<double>(spec.layers) * tokens * 2 * (2 * h) * (1 - 1.0 / in.tp)));
+  in.sp = false;  // only sequence parallelism shards them in the first place
+  CHECK_THROWS_AS(memory_per_gpu(in), std::invalid_argument);
+}
+
 TEST_CASE("MoE memory under TP (expert TP 1): experts whole, 1/ep each; the rest 1/t; expert-DP over t·dp/ep") {
   const TransformerSpec* mix = find_model("mixtral-8x7b");
   REQUIRE(mix != nullptr);

@@ -376,7 +376,8 @@ void scale_tp_collectives(TpLayerComm& comm, double mlp_share, double attention_
   scale(comm.backward);
 }
 
-TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp, Recompute recompute) {
+TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp, Recompute recompute,
+                          bool keep_gathered) {
   if (tokens < 1 || hidden < 1 || w <= 0 || tp < 1)
     throw std::invalid_argument("TP communication needs tokens, hidden, w and tp > 0");
   TpLayerComm out;
@@ -391,7 +392,8 @@ TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, in
   };
   if (sp) {
     out.forward = {of(Collective::all_gather, 2, 1, 1), of(Collective::reduce_scatter, 2, 1, 0)};
-    out.backward = {of(Collective::all_gather, 4, 2, 1), of(Collective::reduce_scatter, 2, 1, 1)};
+    out.backward = {keep_gathered ? of(Collective::all_gather, 2, 1, 0) : of(Collective::all_gather, 4, 2, 1),
+                    of(Collective::reduce_scatter, 2, 1, 1)};
   } else {
     out.forward = {of(Collective::all_reduce, 2, 1, 0)};
     out.backward = {of(Collective::all_reduce, 2, 1, 1)};

@@ -249,11 +249,12 @@ void scale_tp_collectives(TpLayerComm& comm, double mlp_share, double attention_
 ///    all-reduces (the conjugate f operators before QKV and MLP-up);
 ///  - with SP: forward 2 all-gathers + 2 reduce-scatters; backward their conjugates (2
 ///    reduce-scatters + 2 all-gathers) plus 2 re-gathers of the sharded saved inputs for
-///    the weight gradients: 4 all-gathers + 2 reduce-scatters;
+///    the weight gradients: 4 all-gathers + 2 reduce-scatters; 2 all-gathers when the
+///    GEMMs keep their gathered inputs (`keep_gathered`, nanotron's column_linear);
 ///  - full recompute repeats the forward's collectives in backward.
 /// Empty for t = 1. `tokens` = b·s/cp.
 TpLayerComm tp_layer_comm(std::int64_t tokens, std::int64_t hidden, double w, int tp, bool sp,
-                          Recompute recompute = Recompute::none);
+                          Recompute recompute = Recompute::none, bool keep_gathered = false);
 
 /// One layer's GEMM times on one GPU, s, that TP collectives overlap: forward (fprop),
 /// input gradient (dgrad) and weight gradient (wgrad) of the QKV, attention-out, MLP-up

@@ -248,6 +248,12 @@ TEST_CASE("TP bytes per layer: 2 all-reduces of b·s·h·w each way; SP: 2 AG + 
   CHECK(sp.backward_bytes() == doctest::Approx(6 * one));  // 402,653,184
   CHECK(sp.backward[0].op == Collective::all_gather);
   CHECK(sp.backward[0].count == 4);
+  // GEMMs that keep their gathered input (nanotron's column_linear) skip the 2 re-gathers.
+  const TpLayerComm kept = tp_layer_comm(4096, 8192, 2, 8, true, Recompute::none, true);
+  CHECK(kept.forward_bytes() == doctest::Approx(4 * one));
+  CHECK(kept.backward_bytes() == doctest::Approx(4 * one));
+  CHECK(kept.backward[0].count == 2);
+  CHECK(kept.backward[0].attn_in_count == 0);
   // Full recompute replays the forward's 2 all-reduces in backward: 4 in all.
   CHECK(tp_layer_comm(4096, 8192, 2, 8, false, Recompute::full).backward_bytes() == doctest::Approx(4 * one));
   CHECK(tp_layer_comm(4096, 8192, 2, 8, false, Recompute::selective).backward_bytes() == doctest::Approx(2 * one));

@@ -39,6 +39,8 @@ nlohmann::ordered_json emitted_scenario(const nlohmann::ordered_json& original, 
   strategy["offload"] = std::string(name(point.offload));
   // What with_layout keeps of the scenario's overlaps, and FSDP's lack of a bucket.
   if (!l.sp) strategy.erase("tp_comm_overlap");
+  if (!l.sp) strategy.erase("sp_keep_gathered");
+  if (l.tp < 2) strategy.erase("tp_backward_overlap");
   if (l.dp_sharding != Strategy::zero1 && l.dp_sharding != Strategy::zero2) strategy.erase("overlap_param_gather");
   if (l.pp < 2) strategy.erase("overlap_grad_reduce");
   if (fsdp) strategy.erase("bucket_mb");

@@ -34,7 +34,11 @@ TEST_CASE("an emitted scenario states the row's layout, batch and recompute, and
       {"model", {{"hf_config", "configs/config.json"}}},
       {"training", {{"micro_batch", 1}, {"grad_accum", 2}}},
       {"strategy",
-       {{"name", "fsdp_full_shard"}, {"tp_comm_overlap", true}, {"overlap_grad_reduce", true}, {"bucket_mb", 25}}},
+       {{"name", "fsdp_full_shard"},
+        {"tp_comm_overlap", true},
+        {"sp_keep_gathered", true},
+        {"overlap_grad_reduce", true},
+        {"bucket_mb", 25}}},
       {"hardware", {{"box", "dgx-h100"}, {"nodes", 2}, {"calibration", "/abs/hw.json"}}}};
   const nlohmann::ordered_json out = emitted_scenario(original, "jobs/job.json", pipeline_point(), 64);
   const auto& st = out["strategy"];
@@ -44,9 +48,10 @@ TEST_CASE("an emitted scenario states the row's layout, batch and recompute, and
   CHECK(st["vpp"] == 2);
   CHECK(st["schedule"] == "interleaved");
   CHECK(st["offload"] == "none");
-  CHECK_FALSE(st.contains("tp_comm_overlap"));  // needs sp
-  CHECK(st["overlap_grad_reduce"] == true);     // a pipeline keeps it
-  CHECK(st["bucket_mb"] == 25);                 // zero1 has a bucket
+  CHECK_FALSE(st.contains("tp_comm_overlap"));   // needs sp
+  CHECK_FALSE(st.contains("sp_keep_gathered"));  // needs sp
+  CHECK(st["overlap_grad_reduce"] == true);      // a pipeline keeps it
+  CHECK(st["bucket_mb"] == 25);                  // zero1 has a bucket
   CHECK(out["training"]["micro_batch"] == 2);
   CHECK(out["training"]["grad_accum"] == 16);
   CHECK(out["training"]["recompute"] == "selective");

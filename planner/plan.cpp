@@ -523,6 +523,9 @@ Scenario with_layout(const Scenario& base, const PlanPoint& point) {
   s.strategy.layout = l;
   // --tp-comm-overlap needs SP: the scenario's overlap applies to the layouts with SP.
   s.strategy.tp_comm_overlap = base.strategy.tp_comm_overlap && l.sp;
+  // Megatron's async backward needs TP; nanotron's gathered inputs need SP.
+  s.strategy.tp_backward_overlap = base.strategy.tp_backward_overlap && l.tp > 1 && !s.strategy.tp_comm_overlap;
+  s.strategy.sp_keep_gathered = base.strategy.sp_keep_gathered && l.sp;
   // --overlap-param-gather is the distributed optimizer's: it applies to ZeRO-1/2 layouts.
   s.strategy.overlap_param_gather =
       base.strategy.overlap_param_gather && (l.dp_sharding == Strategy::zero1 || l.dp_sharding == Strategy::zero2);

@@ -162,6 +162,7 @@ void cost_memory(const Job& job, Costs& c) {
   mem.host_capacity_bytes = job.host_memory_bytes;
   mem.tp = job.layout().tp;
   mem.sp = s.strategy.layout.sp;
+  mem.sp_keep_gathered = s.strategy.sp_keep_gathered;
   mem.bucket_bytes = zero12(s.strategy.layout.dp_sharding) || s.strategy.layout.dp_sharding == Strategy::zero3
                          ? std::min(job.bucket_bytes, grad_bytes)
                          : job.bucket_bytes;
@@ -467,12 +468,13 @@ void cost_tensor_parallel(const Job& job, Costs& c) {
   const std::int64_t tokens = tr.micro_batch * (tr.seq_len / job.layout().cp);  // this GPU's tokens
   const double w = working_bytes(tr.precision);
   const std::int64_t h = job.scenario.model.hidden;
-  c.tp_layer = st.tp_comm_overlap ? tp_layer_comm_overlapped(tokens, h, w, job.layout().tp, tp_gemm_times(job, tokens),
-                                                             job.device.sm_count, Recompute::none)
-               : st.tp_backward_overlap
-                   ? tp_layer_comm_async(tokens, h, w, job.layout().tp, job.layout().sp, tp_gemm_times(job, tokens),
-                                         job.comm_slowdown, Recompute::none)
-                   : tp_layer_comm(tokens, h, w, job.layout().tp, job.layout().sp, Recompute::none);
+  c.tp_layer =
+      st.tp_comm_overlap ? tp_layer_comm_overlapped(tokens, h, w, job.layout().tp, tp_gemm_times(job, tokens),
+                                                    job.device.sm_count, Recompute::none)
+      : st.tp_backward_overlap
+          ? tp_layer_comm_async(tokens, h, w, job.layout().tp, job.layout().sp, tp_gemm_times(job, tokens),
+                                job.comm_slowdown, Recompute::none)
+          : tp_layer_comm(tokens, h, w, job.layout().tp, job.layout().sp, Recompute::none, st.sp_keep_gathered);
   scale_tp_collectives(c.tp_layer, tp_mlp_layer_share(job.scenario.model),
                        tp_attention_input_share(job.scenario.model));
   c.tp_head = tp_embedding_head_comm(tokens, h, w, job.layout().tp, job.layout().sp);

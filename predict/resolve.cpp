@@ -392,6 +392,10 @@ void resolve_parallel_fabrics(Job& job, const Topology& topo) {
             "weight-gradient GEMMs (Megatron's LinearWithGradAccumulationAndAsyncCommunication), the others block "
             "the layers"
           : "TP collectives block the layers"));
+  if (job.scenario.strategy.sp_keep_gathered)
+    job.assumptions.push_back(
+        "sp_keep_gathered: the QKV and MLP-up GEMMs keep their all-gathered input for the weight gradient (nanotron's "
+        "column_linear without async communication): those inputs stored whole, no re-gather in the backward");
   if (job.layout().tp > gpn)
     job.assumptions.push_back(
         fmt::format("tensor-parallel groups span {} nodes: their collectives run NCCL's ring "

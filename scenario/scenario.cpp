@@ -308,6 +308,7 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors, const S
     if (obj.has("sp")) l.sp = obj.boolean("sp");
     if (obj.has("tp_comm_overlap")) s.tp_comm_overlap = obj.boolean("tp_comm_overlap");
     if (obj.has("tp_backward_overlap")) s.tp_backward_overlap = obj.boolean("tp_backward_overlap");
+    if (obj.has("sp_keep_gathered")) s.sp_keep_gathered = obj.boolean("sp_keep_gathered");
     if (obj.has("overlap_param_gather")) s.overlap_param_gather = obj.boolean("overlap_param_gather");
     if (obj.has("overlap_grad_reduce")) s.overlap_grad_reduce = obj.boolean("overlap_grad_reduce");
   });
@@ -978,6 +979,11 @@ void check_tensor_parallel(const Scenario& s, const ScenarioSource& w) {
                      l.tp < 2
                          ? "the backward's TP overlap needs tensor parallelism (tp >= 2)"
                          : "tp_comm_overlap already runs the backward's TP collectives beside their GEMMs; set one");
+  if (st.sp_keep_gathered && (!l.sp || st.tp_comm_overlap || st.tp_backward_overlap))
+    throw InputError(w.file, w.strategy + "/sp_keep_gathered",
+                     !l.sp ? "keeping the all-gathered GEMM inputs needs sequence parallelism (\"sp\": true)"
+                           : "tp_comm_overlap and tp_backward_overlap re-gather the saved input in the backward, as "
+                             "Megatron does; sp_keep_gathered is nanotron's way: set one");
   if (st.tp_comm_overlap && !l.sp)
     throw InputError(w.file, w.strategy + "/tp_comm_overlap",
                      "TP communication overlap needs sequence parallelism (\"sp\": true, and tp >= 2), as "

@@ -105,6 +105,12 @@ struct StrategySpec {
   /// beside their input- and weight-gradient GEMMs, the rest block (model/parallel.hpp
   /// tp_layer_comm_async). Needs tp >= 2; tp_comm_overlap already includes it.
   bool tp_backward_overlap = false;
+  /// "sp_keep_gathered" (default false: Megatron's linear layers keep the 1/t shard of their
+  /// input and re-gather it for the weight gradient): under sequence parallelism the QKV and
+  /// MLP-up GEMMs keep their all-gathered input whole, as nanotron's column_linear without
+  /// async communication does (autograd saves F.linear's gathered input): more activation
+  /// memory (model/memory.hpp), two all-gathers fewer per layer backward (tp_layer_comm).
+  bool sp_keep_gathered = false;
   /// "overlap_param_gather" (default false; Megatron-Core's --overlap-param-gather with its
   /// distributed optimizer): under zero1/zero2 the all-gather of the updated parameters
   /// runs beside the next step's forward, bucket by bucket in forward order, instead of

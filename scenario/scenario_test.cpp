@@ -354,6 +354,17 @@ TEST_CASE("tp_comm_overlap needs sequence parallelism, as Megatron-Core's --tp-c
   CHECK(mentions(error_of(j), "/strategy/tp_comm_overlap"));
 }
 
+TEST_CASE("sp_keep_gathered needs sequence parallelism and excludes Megatron's re-gathering overlaps") {
+  json j = good();  // gpt2 on one DGX A100
+  j["strategy"]["tp"] = 4;
+  j["strategy"]["sp_keep_gathered"] = true;
+  CHECK(mentions(error_of(j), "/strategy/sp_keep_gathered: keeping the all-gathered GEMM inputs needs sequence"));
+  j["strategy"]["sp"] = true;
+  CHECK(error_of(j).empty());
+  j["strategy"]["tp_backward_overlap"] = true;
+  CHECK(mentions(error_of(j), "/strategy/sp_keep_gathered: tp_comm_overlap and tp_backward_overlap re-gather"));
+}
+
 TEST_CASE("overlap_grad_reduce needs a pipeline: without one DDP and ZeRO reduce during the backward already") {
   json j = good();
   j["strategy"] = json{{"name", "ddp"}, {"overlap_grad_reduce", true}};

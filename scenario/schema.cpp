@@ -160,6 +160,8 @@ std::vector<SchemaKey> strategy_keys() {
           "TP collectives beside their GEMMs (Megatron-Core's --tp-comm-overlap; needs sp)"),
       key("/strategy/tp_backward_overlap", kBool, "false",
           "the QKV and MLP-up backward's TP collectives beside their GEMMs (Megatron's linear layers)"),
+      key("/strategy/sp_keep_gathered", kBool, "false (Megatron: the shard kept, re-gathered in the backward)",
+          "with sp: the QKV and MLP-up GEMMs keep their all-gathered input (nanotron's column_linear)"),
       key("/strategy/overlap_param_gather", kBool, "false",
           "zero1/zero2: the parameter all-gather beside the next forward (Megatron-Core)"),
       key("/strategy/overlap_grad_reduce", kBool, "false",
