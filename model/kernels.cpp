@@ -1,6 +1,7 @@
 #include "model/kernels.hpp"
 
 #include "model/transformer.hpp"
+#include "topologies/gpu.hpp"
 
 #include <algorithm>
 #include <array>
@@ -61,8 +62,10 @@ AttentionKernel parse_attention_kernel(std::string_view s) {
 
 std::string attention_kernel_names() { return "flash2, flash3, cudnn, mem_efficient, triton, unfused"; }
 
-AttentionKernel default_flash_kernel(GpuArch arch) {
-  return arch == GpuArch::volta || arch == GpuArch::turing ? AttentionKernel::mem_efficient : AttentionKernel::flash2;
+AttentionKernel default_flash_kernel(const GpuSpec& gpu) {
+  if (gpu.arch == GpuArch::volta || gpu.arch == GpuArch::turing) return AttentionKernel::mem_efficient;
+  const bool datacenter_blackwell = gpu.arch == GpuArch::blackwell && gpu.sm_arch >= 100 && gpu.sm_arch < 110;
+  return datacenter_blackwell ? AttentionKernel::cudnn : AttentionKernel::flash2;
 }
 
 bool attention_kernel_runs_on(AttentionKernel kernel, GpuArch arch) {

@@ -18,6 +18,7 @@
 namespace stepcast {
 
 struct TransformerSpec;
+struct GpuSpec;
 
 /// What runs a layer's memory-bound work and the loss.
 enum class KernelProfile {
@@ -43,10 +44,15 @@ std::string_view name(AttentionKernel);
 AttentionKernel parse_attention_kernel(std::string_view);  ///< throws std::invalid_argument
 std::string attention_kernel_names();
 
-/// The flash-class kernel a GPU generation runs when a scenario asks for flash attention
-/// without naming one: FlashAttention-2 from Ampere on (it needs sm80+), the
-/// memory-efficient kernel before (Dao-AILab/flash-attention README, "Requirements").
-AttentionKernel default_flash_kernel(GpuArch arch);
+/// The flash-class kernel a GPU runs when a scenario asks for flash attention without naming
+/// one: the memory-efficient kernel before Ampere (FlashAttention needs sm80+:
+/// Dao-AILab/flash-attention README, "Requirements"); cuDNN's fused attention on data-center
+/// Blackwell (sm_100 family), which PyTorch's SDPA puts first there (pytorch/torchtitan pull
+/// request 1209: cuDNN attention is the default priority on B200) and Transformer Engine
+/// prefers from sm90 on; FlashAttention-2 otherwise (SDPA's first choice on Ampere, Ada,
+/// Hopper, where cuDNN attention is opt-in since pytorch/pytorch pull request 138522, and on
+/// consumer Blackwell, sm_120).
+AttentionKernel default_flash_kernel(const GpuSpec& gpu);
 
 /// Whether `kernel` runs on a GPU generation: FlashAttention-2 and cuDNN's fused attention
 /// from Ampere on (sm80+: flash-attention README "Requirements"; cuDNN's fused flash

@@ -1,6 +1,7 @@
 // Tests of model/kernels: each kernel-time formula against its hand-worked value.
 #include "model/kernels.hpp"
 #include "model/transformer.hpp"
+#include "topologies/gpu.hpp"
 
 #include <doctest/doctest.h>
 
@@ -234,8 +235,15 @@ TEST_CASE("kernel profile and attention kernel names round-trip; unknown names a
     CHECK(parse_attention_kernel(name(k)) == k);
   CHECK_THROWS_AS(parse_kernel_profile("jit"), std::invalid_argument);
   CHECK_THROWS_AS(parse_attention_kernel("flash"), std::invalid_argument);
-  CHECK(default_flash_kernel(GpuArch::volta) == AttentionKernel::mem_efficient);
-  CHECK(default_flash_kernel(GpuArch::hopper) == AttentionKernel::flash2);
+}
+
+TEST_CASE("the default flash-class kernel: memory-efficient before Ampere, cuDNN on sm_100 Blackwell, else FA2") {
+  CHECK(default_flash_kernel(*find_gpu("v100-sxm2-32gb")) == AttentionKernel::mem_efficient);
+  CHECK(default_flash_kernel(*find_gpu("a100-sxm4-80gb")) == AttentionKernel::flash2);
+  CHECK(default_flash_kernel(*find_gpu("h100-sxm5-80gb")) == AttentionKernel::flash2);
+  for (const char* key : {"b200-sxm-180gb", "gb200-186gb", "b300-sxm-288gb", "gb300-288gb"})
+    CHECK(default_flash_kernel(*find_gpu(key)) == AttentionKernel::cudnn);
+  CHECK(default_flash_kernel(*find_gpu("rtx-5090-32gb")) == AttentionKernel::flash2);  // consumer sm_120
 }
 
 }  // namespace

@@ -267,7 +267,7 @@ DeviceRates device_rates(const GpuSpec& gpu, Dtype dtype, AttentionKernel kernel
 namespace {
 
 /// The kernels the scenario runs, each default printed under Assumptions.
-KernelChoice resolve_kernels(const Scenario& s, GpuArch arch, std::vector<std::string>& assumptions) {
+KernelChoice resolve_kernels(const Scenario& s, const GpuSpec& gpu, std::vector<std::string>& assumptions) {
   const TrainingSpec& tr = s.training;
   KernelChoice k;
   k.causal = s.model.kind == ModelKind::decoder;
@@ -279,11 +279,11 @@ KernelChoice resolve_kernels(const Scenario& s, GpuArch arch, std::vector<std::s
   } else if (tr.attention_kernel) {
     k.attention = *tr.attention_kernel;
   } else {
-    k.attention = default_flash_kernel(arch);
+    k.attention = default_flash_kernel(gpu);
     assumptions.push_back(
-        fmt::format("attention kernel {} (the flash-class kernel a {} GPU runs; name another "
+        fmt::format("attention kernel {} (the flash-class kernel PyTorch runs first on the {}; name another "
                     "with training.attention_kernel)",
-                    name(k.attention), name(arch)));
+                    name(k.attention), gpu.name));
   }
   if (tr.kernel_profile) {
     k.profile = *tr.kernel_profile;
@@ -527,7 +527,7 @@ Job resolve(const Scenario& s, const Topology& topo) {
 
   const TrainingSpec& tr = s.training;
   job.dtype = gemm_dtype(tr.precision);
-  job.kernels = resolve_kernels(s, job.gpu.arch, job.assumptions);
+  job.kernels = resolve_kernels(s, job.gpu, job.assumptions);
   resolve_expert_parallel(job, topo);
   job.device = device_rates(job.gpu, job.dtype, job.kernels.attention, s.hardware.calibration.get(),
                             s.hardware.calibration_file, job.provenance, job.assumptions);

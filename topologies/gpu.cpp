@@ -109,6 +109,7 @@ GpuSpec parse_gpu(JsonObject& obj) {
     throw obj.error("arch", e.what());
   }
   g.sm_count = obj.int32("sm_count", 1, limits::kMaxSmCount);
+  g.sm_arch = obj.optional_int32("sm_arch", 10, 999).value_or(0);  // sm_10 (Tesla) .. three digits
   JsonObject peaks = obj.object("peak_tflops");
   g.peak_tflops = parse_peaks(peaks, g.arch);
 

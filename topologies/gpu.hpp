@@ -20,7 +20,10 @@ struct GpuSpec {
   std::string name;          ///< catalog key, as in measured-run records: "a100-sxm4-80gb"
   std::string display_name;  ///< "NVIDIA A100-SXM4-80GB"
   GpuArch arch = GpuArch::ampere;
-  int sm_count = 0;                     ///< streaming multiprocessors (SMs), from the architecture whitepaper/datasheet
+  int sm_count = 0;  ///< streaming multiprocessors (SMs), from the architecture whitepaper/datasheet
+  /// CUDA compute capability x 10 (B200: sm_100 -> 100; RTX 5090: sm_120 -> 120), where the
+  /// generation's parts differ in it; 0 when not stated (optional key "sm_arch").
+  int sm_arch = 0;
   std::map<Dtype, double> peak_tflops;  ///< dense peak per dtype, TFLOP/s (1e12 FLOP/s); absent = unsupported
   /// HBM/GDDR capacity, bytes. The JSON gives "memory_GiB": NVIDIA's on-board "80GB" is
   /// binary (an A100-SXM4-80GB shows 81920 MiB in nvidia-smi), so 80 -> 80 x 2^30 B.
@@ -46,7 +49,7 @@ struct GpuSpec {
 };
 
 /// Reads one catalog entry or an inline GPU in a scenario; strict (unknown keys are errors).
-/// Keys: name, display_name, arch, sm_count (integer >= 1), peak_tflops {fp32 required;
+/// Keys: name, display_name, arch, sm_count (integer >= 1), optional sm_arch, peak_tflops {fp32 required;
 /// tf32/fp16/bf16/fp8 where the architecture has that tensor-core path}, memory_GiB,
 /// memory_bw_GBps, nvlink_gen, nvlink_links, nvlink_GBps_per_link (all three 0 or all > 0),
 /// pcie_gen, pcie_lanes, optional tdp_w, source, optional gemm_ceiling_tflops {dtype: TFLOP/s,
