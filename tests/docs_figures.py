@@ -216,7 +216,16 @@ def readme_accuracy(sc):
         f"({free['median_abs_error_pct']:.1f}% / {free['p90_abs_error_pct']:.1f}% with no fitted value at all",
         readme_memory(sc),
         readme_collectives(sc),
+        readme_megatron_bridge(sc),
     ]
+
+
+def readme_megatron_bridge(sc):
+    _, dense, moes, recs, moe = megatron_bridge_split(sc)
+    return (f"held out, {len(dense)} of the {len(recs) - len(moe)} dense runs of Megatron-Bridge and NeMo's "
+            f"2024-26 tables (H100 to GB300, bf16, fp8, MXFP8, NVFP4): a median |error| of "
+            f"{statistics.median(map(abs, dense)):.1f}%, and {len(moes)} MoE runs: "
+            f"{statistics.median(map(abs, moes)):.1f}%, predicted {pace(moes)}")
 
 
 def readme_collectives(sc):
