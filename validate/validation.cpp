@@ -288,8 +288,9 @@ void check_representable(const MeasuredRun& r) {
   if (!r.offload) throw Skip{"CPU offload not stated"};
   if (*r.offload != "none" && *r.offload != "optimizer_cpu" && *r.offload != "param_optimizer_cpu")
     throw Skip{"CPU offload (" + *r.offload + ") is not modelled"};
-  if (!record_precision(r)) throw Skip{"precision not stated"};
-  if (*r.precision == "bf16_pure") throw Skip{"precision bf16_pure (no fp32 master weights) is not modelled"};
+  const std::optional<std::string> precision = record_precision(r);
+  if (!precision) throw Skip{"precision not stated"};
+  if (*precision == "bf16_pure") throw Skip{"precision bf16_pure (no fp32 master weights) is not modelled"};
   if (!r.checkpointing) throw Skip{"activation checkpointing not stated"};
   if (!r.gpus) throw Skip{"GPU count not stated"};
   if (!r.micro_batch) throw Skip{"micro-batch not stated"};
