@@ -592,12 +592,16 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   const AttentionTimes a = attention_times(spec, static_cast<double>(micro_batch), seq_len, w, kernels, device);
   MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, gemm_cast_bytes(precision), kernels.tp,
                                      kernels.sp, kernels.autocast);
-  if (spec.moe) {  // token permutation of the MoE layers: two kernels each way
+  if (spec.moe) {  // token permutation of the MoE layers (two kernels each way), their experts' widths
     const double share = moe_layer_share(spec);
-    const double perm =
-        share * moe_permutation_bytes(spec, *spec.moe, static_cast<double>(moe_tokens_per_rank(rows, kernels.tp)), w);
-    mem.bytes_forward += perm;
-    mem.bytes_backward += perm;
+    const double routed_tokens = static_cast<double>(moe_tokens_per_rank(rows, kernels.tp));
+    const double perm = share * moe_permutation_bytes(spec, *spec.moe, routed_tokens, w);
+    const ExpertWork ew = expert_work(spec, *spec.moe, routed_tokens, kernels.ep, kernels.moe_imbalance);
+    const double widths =
+        share * moe_mlp_memory_delta_bytes(spec, tokens, static_cast<double>(ew.local_experts) * ew.rows_per_expert, w,
+                                           kernels.profile, gemm_cast_bytes(precision), kernels.tp, kernels.sp);
+    mem.bytes_forward += perm + widths;
+    mem.bytes_backward += perm + 2 * widths;
     mem.kernels_forward += 2 * share;
     mem.kernels_backward += 2 * share;
   }

@@ -312,6 +312,26 @@ MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double 
   return out;
 }
 
+double moe_mlp_memory_delta_bytes(const TransformerSpec& spec, double tokens, double routed_rows, double w,
+                                  KernelProfile profile, double cast_bytes, int tp, bool sp) {
+  if (!spec.moe) throw std::invalid_argument("moe_mlp_memory_delta_bytes: a MoE model");
+  if (tp < 1 || tokens < 0 || routed_rows < 0 || w <= 0 || cast_bytes < 0)
+    throw std::invalid_argument("moe_mlp_memory_delta_bytes: tp >= 1, counts >= 0, w > 0");
+  const MoeSpec& m = *spec.moe;
+  const double t = tp;
+  const double h = static_cast<double>(spec.hidden);
+  const double h_share = sp ? 1.0 / t : 1.0;
+  const double act = spec.gated_mlp ? (profile == KernelProfile::eager ? 5.0 : 3.0) * w : 2.0 * w;
+  const double cast = cast_bytes > 0 ? w + cast_bytes : 0.0;
+  const double f_dense = static_cast<double>(spec.ffn_hidden) / t;
+  const double f_expert = static_cast<double>(m.expert_ffn);
+  const double f_shared = static_cast<double>(m.shared_experts * (m.shared_ffn > 0 ? m.shared_ffn : m.expert_ffn)) / t;
+  const double dense = tokens * (act * f_dense + cast * (h * h_share + f_dense));
+  const double routed = routed_rows * (act * f_expert + cast * (h + f_expert));
+  const double shared = m.shared_experts > 0 ? tokens * (act * f_shared + cast * (h * h_share + f_shared)) : 0.0;
+  return routed + shared - dense;
+}
+
 MemoryWork loss_memory_work(const TransformerSpec& spec, double tokens, double w, KernelProfile profile, int tp) {
   if (tp < 1) throw std::invalid_argument("loss_memory_work: tp must be >= 1");
   const double logits = tokens * static_cast<double>(spec.vocab) / tp;

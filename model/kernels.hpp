@@ -220,6 +220,15 @@ struct AutocastCasts {
 };
 AutocastCasts autocast_casts(const TransformerSpec& spec);
 
+/// Forward bytes by which one MoE layer's MLP memory-bound work differs from the dense MLP
+/// that layer_memory_work counts (per token: the activation a·f/t, a = 2w plain, 3w fused
+/// or 5w eager gated; under low-precision GEMMs the casts (w + c)·(h·h_share + f/t) of the
+/// up and down inputs): the routed experts run the activation over their `routed_rows`
+/// token copies at width f_e and cast those rows (h up, f_e down), the shared experts act
+/// like a dense MLP of width S·f_s split by TP. The backward moves twice the difference.
+double moe_mlp_memory_delta_bytes(const TransformerSpec& spec, double tokens, double routed_rows, double w,
+                                  KernelProfile profile, double cast_bytes, int tp, bool sp);
+
 /// The loss over V logits per token: eager: the fp32 upcast (read w, write 4), log-softmax
 /// (read 4, write 4) and the loss (read 4), backward softmax gradient (read 8, write 4),
 /// downcast (read 4, write w): 32 + 2w bytes per logit over 6 kernels; compiled: one fused

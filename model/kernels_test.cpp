@@ -148,6 +148,22 @@ TransformerSpec gpt(Norm norm, bool gated, Positional pos) {
   return s;
 }
 
+TEST_CASE("a MoE layer's MLP memory work runs at its experts' widths: k copies of f_e, the shared experts beside") {
+  TransformerSpec s = gpt(Norm::rmsnorm, true, Positional::rope);  // h 64, dense f 256, gated
+  s.moe = MoeSpec{8, 2, 0, 128, 0, 0, 1};                          // k 2 x f_e 128 = the dense 256
+  // Fused SwiGLU moves 3w per element: 2 routed copies of 128 match one dense 256, no casts.
+  CHECK(moe_mlp_memory_delta_bytes(s, 10, 20, 2, KernelProfile::fused, 0, 1, false) == doctest::Approx(0));
+  // Under fp8 (casts of 2 + 2 bytes) the routed copies cast k·h up-inputs instead of h.
+  CHECK(moe_mlp_memory_delta_bytes(s, 10, 20, 2, KernelProfile::fused, 2, 1, false) ==
+        doctest::Approx(20 * 4 * (64 + 128) - 10 * 4 * (64 + 256)));
+  // k 4 of f_e 256 (gpt-oss's shape: k·f_e four times the dense width) and one shared expert.
+  s.moe = MoeSpec{8, 4, 1, 256, 0, 0, 1};
+  CHECK(moe_mlp_memory_delta_bytes(s, 10, 40, 2, KernelProfile::fused, 0, 1, false) ==
+        doctest::Approx(40 * 6 * 256 + 10 * 6 * 256 - 10 * 6 * 256));
+  s.moe.reset();
+  CHECK_THROWS_AS(moe_mlp_memory_delta_bytes(s, 10, 20, 2, KernelProfile::fused, 0, 1, false), std::invalid_argument);
+}
+
 TEST_CASE("attention FLOPs: 4·b·s²·heads·d forward, half when causal, backward 2.5x") {
   const TransformerSpec s = gpt(Norm::layernorm, false, Positional::learned);
   CHECK(attention_flops(s, 2, 128, false, AttentionPass::forward) == 4.0 * 2 * 128 * 128 * 64);
