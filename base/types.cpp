@@ -121,11 +121,23 @@ Dtype gemm_dtype(Precision p) {
 
 int working_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }
 
-double gemm_operand_bytes(Precision p) {
-  if (p == Precision::fp8_mixed) return 1.0;
-  if (p == Precision::fp4_mixed) return 0.5 + 1.0 / 16.0;
-  return working_bytes(p);
+double operand_bytes(Dtype d) {
+  switch (d) {
+    case Dtype::fp4:
+      return 0.5 + 1.0 / 16.0;
+    case Dtype::fp8:
+      return 1.0;
+    case Dtype::fp16:
+    case Dtype::bf16:
+      return 2.0;
+    case Dtype::fp32:
+    case Dtype::tf32:
+      return 4.0;
+  }
+  return 4.0;
 }
+
+double gemm_operand_bytes(Precision p) { return operand_bytes(gemm_dtype(p)); }
 
 bool is_fsdp(Strategy s) {
   return s == Strategy::fsdp_full_shard || s == Strategy::fsdp_shard_grad_op || s == Strategy::fsdp_hybrid_shard ||

@@ -116,9 +116,11 @@ Dtype gemm_dtype(Precision);
 /// and activations under a precision: 4 for fp32, 2 otherwise (fp8 and fp4 keep bf16 copies).
 int working_bytes(Precision);
 
-/// Bytes of one GEMM operand element as the GEMM reads it: 1 under fp8; 0.5625 under NVFP4
-/// (a 4-bit value and 1/16 of its block's one-byte E4M3 scale; NVIDIA, "Introducing NVFP4",
-/// developer blog 2025-06); else working_bytes.
+/// Bytes of one GEMM operand element of `d` as the GEMM reads it: 4 for fp32 and tf32, 2 for
+/// fp16 and bf16, 1 for fp8, 0.5625 for fp4 (NVFP4: a 4-bit value and 1/16 of its block's
+/// one-byte E4M3 scale; NVIDIA, "Introducing NVFP4", developer blog 2025-06).
+double operand_bytes(Dtype d);
+/// operand_bytes of the GEMMs a precision runs (gemm_dtype).
 double gemm_operand_bytes(Precision);
 
 /// Sharding facts of each strategy (ZeRO paper, Rajbhandari et al. 2020, Sec. 5; PyTorch

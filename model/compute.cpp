@@ -409,9 +409,6 @@ std::vector<GemmShape> rank_gemms(const TransformerSpec& spec, std::int64_t rows
   return tp > 1 ? tp_layer_gemms(spec, rows, tp) : layer_gemms(spec, rows);
 }
 
-/// Bytes of one GEMM operand element (base/types.hpp gemm_operand_bytes).
-double gemm_elem_bytes(Precision precision) { return gemm_operand_bytes(precision); }
-
 }  // namespace
 
 std::vector<std::string> misaligned_gemms(const TransformerSpec& spec, Precision precision, const KernelChoice& kc,
@@ -419,7 +416,7 @@ std::vector<std::string> misaligned_gemms(const TransformerSpec& spec, Precision
   std::vector<std::string> out;
   if (kc.profile != KernelProfile::eager || !(d.misaligned_gemm_tflops > 0)) return out;
   for (const GemmShape& g : rank_gemms(spec, 1, kc.tp))
-    if (!gemm_rows_aligned(g.n, g.k, gemm_elem_bytes(precision))) out.push_back(g.name);
+    if (!gemm_rows_aligned(g.n, g.k, gemm_operand_bytes(precision))) out.push_back(g.name);
   return out;
 }
 
@@ -588,7 +585,7 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   if (spec.moe && kernels.tp > 1 && !kernels.sp)
     throw std::invalid_argument("micro-step times: a MoE model under tensor parallelism needs sequence parallelism");
   if (kernels.ep > 1 && !spec.moe) throw std::invalid_argument("micro-step times: ep > 1 needs a MoE model");
-  const GemmTimes g = gemm_times(spec, rows, opts, gemm_elem_bytes(precision), kernels, device);
+  const GemmTimes g = gemm_times(spec, rows, opts, gemm_operand_bytes(precision), kernels, device);
   const AttentionTimes a = attention_times(spec, static_cast<double>(micro_batch), seq_len, w, kernels, device);
   MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, gemm_cast_bytes(precision), kernels.tp,
                                      kernels.sp, kernels.autocast);

@@ -249,6 +249,17 @@ AutocastCasts autocast_casts(const TransformerSpec& spec) {
   return out;
 }
 
+namespace {
+
+/// Bytes the MLP's activation moves per element of its inner width: GELU reads and writes
+/// (2w); SwiGLU eager, SiLU then the product (5w), fused (3w).
+double mlp_activation_bytes(const TransformerSpec& spec, double w, KernelProfile profile) {
+  if (!spec.gated_mlp) return 2.0 * w;
+  return (profile == KernelProfile::eager ? 5.0 : 3.0) * w;
+}
+
+}  // namespace
+
 double gemm_cast_bytes(Precision precision) {
   const bool low = precision == Precision::fp8_mixed || precision == Precision::fp4_mixed;
   return low ? 2.0 * gemm_operand_bytes(precision) : 0.0;
@@ -283,13 +294,8 @@ MemoryWork layer_memory_work(const TransformerSpec& spec, double tokens, double 
     bytes += autocast_cast_bytes(2.0 * h, w);
     kernels += 2.0;
   }
-  if (spec.gated_mlp) {
-    bytes += (eager ? 5.0 : 3.0) * w * f;
-    kernels += eager ? 2.0 : 1.0;
-  } else {
-    bytes += 2.0 * w * f;
-    kernels += 1.0;
-  }
+  bytes += mlp_activation_bytes(spec, w, profile) * f;
+  kernels += spec.gated_mlp && eager ? 2.0 : 1.0;
   if (cast_bytes > 0) {
     bytes += (w + cast_bytes) * (h * h_share + q + h * h_share + f);  // casts of the qkv, out, up and down inputs
     kernels += 4.0;
@@ -321,7 +327,7 @@ double moe_mlp_memory_delta_bytes(const TransformerSpec& spec, double tokens, do
   const double t = tp;
   const double h = static_cast<double>(spec.hidden);
   const double h_share = sp ? 1.0 / t : 1.0;
-  const double act = spec.gated_mlp ? (profile == KernelProfile::eager ? 5.0 : 3.0) * w : 2.0 * w;
+  const double act = mlp_activation_bytes(spec, w, profile);
   const double cast = cast_bytes > 0 ? w + cast_bytes : 0.0;
   const double f_dense = static_cast<double>(spec.ffn_hidden) / t;
   const double f_expert = static_cast<double>(m.expert_ffn);

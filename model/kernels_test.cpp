@@ -26,6 +26,8 @@ TEST_CASE("a low-precision cast writes a rowwise and a columnwise copy: 2 B unde
   CHECK(gemm_operand_bytes(Precision::fp4_mixed) == 0.5625);  // 4 bits + a 1-byte scale per 16
   CHECK(gemm_operand_bytes(Precision::fp8_mixed) == 1.0);
   CHECK(gemm_operand_bytes(Precision::bf16_mixed) == 2.0);
+  CHECK(gemm_operand_bytes(Precision::fp32) == 4.0);
+  CHECK(operand_bytes(Dtype::tf32) == 4.0);
   CHECK(gemm_cast_bytes(Precision::fp8_mixed) == 2.0);
   CHECK(gemm_cast_bytes(Precision::fp4_mixed) == 1.125);
   CHECK(gemm_cast_bytes(Precision::bf16_mixed) == 0.0);

@@ -249,10 +249,11 @@ double op_sac_bytes_per_token(const TransformerSpec& spec, const StoredWidths& s
 /// gradients (the normed inputs of QKV and of the MLP, the down projection's input, the
 /// dispatched tokens) are g bytes each: w, or 1 (fp8) or 0.5625 (NVFP4) under Transformer
 /// Engine's low-precision recipes, which save the cast of a Linear's input for its backward
-/// (transformer_engine/pytorch/module/ linear.py, layernorm_linear.py, layernorm_mlp.py); the output projection's cast
-/// input is then a copy beside the w-byte context flash attention keeps, q bytes more. Selective recompute's modules
-/// drop what they recompute: layernorm the normed inputs of attention and the MLP, mlp everything inside the dense MLP
-/// (its input kept), mla_up_proj and moe_act above.
+/// (transformer_engine/pytorch/module/linear.py, layernorm_linear.py, layernorm_mlp.py); the
+/// output projection's cast input is then a copy beside the w-byte context flash attention
+/// keeps, q bytes more. Selective recompute's modules drop what they recompute: layernorm the
+/// normed inputs of attention and the MLP, mlp everything inside the dense MLP (its input
+/// kept), mla_up_proj and moe_act above.
 double layer_bytes_per_token(const TransformerSpec& spec, const StoredWidths& sw) {
   const RecomputeModules& r = sw.recomputed;
   if (r.op_sac) return op_sac_bytes_per_token(spec, sw);

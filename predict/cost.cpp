@@ -174,8 +174,8 @@ void cost_memory(const Job& job, Costs& c) {
   mem.fused_loss = tr.fused_loss.value_or(false);
   mem.loss_fp32_copies = tr.loss_fp32_copies;
   mem.fused_swiglu = job.kernels.profile == KernelProfile::fused;
-  const bool low_precision = tr.precision == Precision::fp8_mixed || tr.precision == Precision::fp4_mixed;
-  mem.gemm_input_bytes = mem.fused_swiglu && low_precision ? gemm_operand_bytes(tr.precision) : 0.0;
+  // Transformer Engine keeps the cast it made of each GEMM input (gemm_cast_bytes > 0: fp8, fp4).
+  mem.gemm_input_bytes = mem.fused_swiglu && gemm_cast_bytes(tr.precision) > 0 ? gemm_operand_bytes(tr.precision) : 0.0;
   mem.capacity_bytes = job.gpu.memory_bytes;
   mem.cuda_context_bytes = kCudaContextBytes;
   if (const ParallelLayout& l = job.layout(); l.pp > 1) {

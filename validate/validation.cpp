@@ -575,17 +575,20 @@ void kernels_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& as
   }
 }
 
-/// The stepcast probe's DDP runs (framework "pytorch-ddp") train fp32 parameters under
-/// torch.autocast (calibrate/probe/train_probe.py); its LoRA runs load the frozen base in 16
-/// bits, so they keep master_weights. Called once LoRA is known. An NVFP4 record's recipe is
-/// stated as an assumption.
-void mixed_precision_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+/// An NVFP4 record's recipe, stated as an assumption (its precision is fp4_mixed already).
+void nvfp4_for(const Scenario& s, std::vector<std::string>& assumed) {
   if (s.training.precision == Precision::fp4_mixed)
     assumed.push_back(
         "precision fp4_mixed (the record's nvfp4): every linear layer's forward, input- and weight-gradient GEMMs "
         "in NVFP4, attention in bf16 (Transformer Engine's NVFP4BlockScaling, transformer_engine/common/recipe/"
         "__init__.py @ d0067d0d; Megatron-Bridge's bf16_with_nvfp4_mixed keeps no layer in bf16 unless its recipe "
         "says so, src/megatron/bridge/training/mixed_precision.py @ 21b02e0c)");
+}
+
+/// The stepcast probe's DDP runs (framework "pytorch-ddp") train fp32 parameters under
+/// torch.autocast (calibrate/probe/train_probe.py); its LoRA runs load the frozen base in 16
+/// bits, so they keep master_weights. Called once LoRA is known.
+void mixed_precision_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
   if (!framework_is(r, "pytorch-ddp") || s.strategy.layout.dp_sharding != Strategy::ddp || s.training.lora ||
       (s.training.precision != Precision::bf16_mixed && s.training.precision != Precision::fp16_mixed))
     return;
@@ -839,6 +842,7 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
   }
   parallel_extras_for(r, s, assumed);  // after LoRA, which context parallelism refuses
   mixed_precision_for(r, s, assumed);  // after LoRA, whose base is 16-bit
+  nvfp4_for(s, assumed);
   pytorch_loss_for(r, s, assumed);
   s.hardware = hardware_for(r, gpu, assumed);
   offload_for(r, s, assume_host, assumed);

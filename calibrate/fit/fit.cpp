@@ -579,7 +579,7 @@ void fit_kernel_model(const RawCalibration& raw, const GpuSpec& gpu, FitResult& 
   std::map<Dtype, std::vector<GemmTiming>> gemms;
   for (const RawGemm& g : raw.gemm)
     if (g.check == kCheckOk) gemms[g.dtype].push_back({g.m, g.n, g.k, g.time_s_median});
-  for (const auto& [dtype, rows] : gemms) k.gemm[dtype] = fit_gemm_ceiling(rows, gemm_elem_bytes(dtype), sm_count, bw);
+  for (const auto& [dtype, rows] : gemms) k.gemm[dtype] = fit_gemm_ceiling(rows, operand_bytes(dtype), sm_count, bw);
   k.attention = fit_attention_curves(raw.attention, out.raw_file);
   k.memory_ops = fit_memory_ops(raw.memory_kernels, gpu.memory_bw_GBps);
   k.memory_efficiency = kernel_memory_efficiency(k.memory_ops);

@@ -120,20 +120,6 @@ RawOverlap parse_raw_overlap(JsonObject& o) {
   return r;
 }
 
-double gemm_elem_bytes(Dtype d) {
-  switch (d) {
-    case Dtype::fp8:
-      return 1;
-    case Dtype::fp4:
-      return 0.5 + 1.0 / 16.0;
-    case Dtype::fp16:
-    case Dtype::bf16:
-      return 2;
-    default:
-      return 4;
-  }
-}
-
 CalibratedGemm fit_gemm_ceiling(const std::vector<GemmTiming>& rows, double elem_bytes, int sm_count,
                                 double memory_GBps) {
   if (rows.empty()) throw FitError("no GEMM row to fit a ceiling to");

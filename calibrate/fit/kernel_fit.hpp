@@ -102,9 +102,6 @@ struct GemmTiming {
 CalibratedGemm fit_gemm_ceiling(const std::vector<GemmTiming>& rows, double elem_bytes, int sm_count,
                                 double memory_GBps);
 
-/// Bytes per operand element of a GEMM dtype: fp8 1, fp16/bf16 2, fp32/tf32 4.
-double gemm_elem_bytes(Dtype d);
-
 /// The attention curves of `rows` (rows whose check is not "ok" are left out).
 std::vector<CalibratedAttentionCurve> fit_attention_curves(const std::vector<RawAttention>& rows,
                                                            const std::string& raw_file);
