@@ -358,7 +358,8 @@ double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& c, Schedu
   const int m = static_cast<int>(c.point.grad_accum);
   const auto key = std::make_tuple(l.schedule, l.pp, m, l.vpp);
   auto it = programs.find(key);
-  if (it == programs.end()) it = programs.emplace(key, sim::schedule(name(l.schedule), l.pp, m, l.vpp)).first;
+  if (it == programs.end())
+    it = programs.emplace(key, sim::CheckedPrograms(sim::schedule(name(l.schedule), l.pp, m, l.vpp), m, l.vpp)).first;
   const sim::CostedStep plan = costed_step(job, costs, PredictOptions{});
   // Measured collectives (a calibration) may beat the model: then compute alone.
   const bool modelled = job.measured_collectives.empty();
@@ -391,7 +392,7 @@ double pipeline_bound_s(const PlanScreen& screen, const PlanCandidate& c, Schedu
                          n * (b / 2 + tb + rec) + head * head_b, n * b / 2, send});
     stage_layers[k % static_cast<std::size_t>(l.pp)] += n;
   }
-  const sim::PipeReplay r = sim::replay(it->second, m, l.vpp, per_chunk);
+  const sim::PipeReplay r = sim::replay(it->second, per_chunk);
   const double tail = modelled ? stage0_tail_s(plan, stage_layers) : 0.0;
   return std::max(r.step, r.stage_finish.front() + tail);
 }

@@ -167,8 +167,8 @@ struct PlanScreen {
 /// top below 1, the cost objective without a price).
 PlanScreen screen_layouts(const Scenario& base, const PlanOptions& options, bool full_bounds = false);
 
-/// Stage programs by (schedule, pp, micro-batches, vpp), built once per plan.
-using ScheduleCache = std::map<std::tuple<PipelineScheduleKind, int, int, int>, std::vector<sim::StageProgram>>;
+/// Stage programs by (schedule, pp, micro-batches, vpp), built and checked once per plan.
+using ScheduleCache = std::map<std::tuple<PipelineScheduleKind, int, int, int>, sim::CheckedPrograms>;
 
 /// The pipeline bound of a candidate with pp >= 2: its schedule replayed (schedules.hpp
 /// replay), each chunk's forward and backward its layers x the cost stage's per-layer

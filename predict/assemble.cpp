@@ -46,7 +46,13 @@ void assemble_simulation(const sim::StepGraph& graph, const sim::SimResult& r, P
   p.comm_exposed_s = r.comm_exposed_s();
   p.overlap_ratio = r.overlap_ratio();
   p.compute_busy_s = sim::to_seconds(r.compute_busy_ns);
-  p.simulated_peak_memory_bytes = r.peak_memory_bytes.empty() ? 0.0 : r.peak_memory_bytes[0];
+  // The peak of the rank class that holds the most (a pipeline's stages hold unlike
+  // layers and micro-batches in flight), as the memory model's total is its largest stage's.
+  for (std::size_t c = 0; c < r.peak_memory_bytes.size(); ++c)
+    if (c == 0 || r.peak_memory_bytes[c] > p.simulated_peak_memory_bytes) {
+      p.simulated_peak_memory_bytes = r.peak_memory_bytes[c];
+      p.simulated_peak_memory_class = graph.classes.size() > 1 ? graph.classes[c].name : std::string();
+    }
   p.simulation_events = r.events;
   p.simulation_tasks = static_cast<int>(graph.tasks.size());
   for (int t : r.critical_path)

@@ -119,6 +119,7 @@ json simulation_json(const Prediction& p) {
           {"overlap_ratio", num(p.overlap_ratio)},
           {"comm_slowdown", num(p.comm_slowdown)},
           {"peak_memory_bytes", num(p.simulated_peak_memory_bytes)},
+          {"peak_memory_rank_class", p.simulated_peak_memory_class},
           {"streams", streams},
           {"links", links},
           {"critical_path_by_category_s", by_category},

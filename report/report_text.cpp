@@ -317,7 +317,8 @@ std::string simulation_section(const Prediction& p) {
   t.add({"compute slowdown while NCCL runs", percent(p.comm_slowdown), "% of compute throughput"});
   t.add({"peak memory (simulated)", gib(p.simulated_peak_memory_bytes),
          p.memory.total_bytes > 0
-             ? fmt::format("GiB ({:.1f}% of the memory model's total, {} GiB)",
+             ? fmt::format("GiB ({}{:.1f}% of the memory model's total, {} GiB)",
+                           p.simulated_peak_memory_class.empty() ? "" : p.simulated_peak_memory_class + "; ",
                            100 * p.simulated_peak_memory_bytes / p.memory.total_bytes, gib(p.memory.total_bytes))
              : std::string("GiB")});
   return out + t.render();

@@ -1,5 +1,7 @@
 #include "simulator/schedules.hpp"
 
+#include "simulator/internal_error.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -7,6 +9,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace stepcast::sim {
 
@@ -251,20 +254,28 @@ struct Few {
   const T* end() const { return v + n; }
 };
 
+/// A progress slot an op waits for, and the virtual stage whose op completes it.
+struct Dependency {
+  std::size_t slot = 0;
+  int vstage = 0;
+};
+
 /// The progress slots op `o` of `stage` waits for (dependency_violation's rules).
-Few<std::size_t> dependencies(const PipeOp& o, int stage, const Shape& s) {
+Few<Dependency> dependencies(const PipeOp& o, int stage, const Shape& s) {
   const int vs = virtual_stage(stage, o.chunk, s.stages);
   const int last = s.stages * s.chunks - 1;
   switch (o.kind) {
     case PipeOp::forward:
-      if (vs > 0) return {s.slot(vs - 1, o.micro_batch, kForward)};
+      if (vs > 0) return {Dependency{s.slot(vs - 1, o.micro_batch, kForward), vs - 1}};
       return {};
     case PipeOp::backward:
     case PipeOp::backward_input:
-      if (vs < last) return {s.slot(vs, o.micro_batch, kForward), s.slot(vs + 1, o.micro_batch, kInputGrad)};
-      return {s.slot(vs, o.micro_batch, kForward)};
+      if (vs < last)
+        return {Dependency{s.slot(vs, o.micro_batch, kForward), vs},
+                Dependency{s.slot(vs + 1, o.micro_batch, kInputGrad), vs + 1}};
+      return {Dependency{s.slot(vs, o.micro_batch, kForward), vs}};
     case PipeOp::backward_weight:
-      return {s.slot(vs, o.micro_batch, kInputGrad)};
+      return {Dependency{s.slot(vs, o.micro_batch, kInputGrad), vs}};
   }
   return {};
 }
@@ -305,7 +316,9 @@ struct Played {
 
 /// List scheduling of the programs in their order (replay's rule). Sweeps the stages,
 /// advancing each as far as its dependencies allow, until none moves; a start time depends
-/// only on the stage's previous op and the dependencies' finishes, so sweep order is free.
+/// only on the stage's previous op and the dependencies' finishes, so sweep order is free:
+/// the sweeps alternate first to last and last to first, so that a forward wave (stage i
+/// waits for i - 1) and a backward wave (i waits for i + 1) each cross the pipeline in one.
 /// Plays the programs with the durations of each virtual stage (`d`, one entry for all of
 /// them or p·v entries).
 Played play(const std::vector<StageProgram>& programs, const Shape& s, const std::vector<PipeOpDurations>& per_vstage) {
@@ -315,24 +328,22 @@ Played play(const std::vector<StageProgram>& programs, const Shape& s, const std
   Played out;
   out.replay.stage_busy.assign(programs.size(), 0.0);
   out.replay.stage_finish.assign(programs.size(), 0.0);
-  for (bool moved = true; moved;) {
+  for (bool moved = true, down = false; moved; down = !down) {
     moved = false;
-    for (int i = 0; i < s.stages; ++i)
+    for (int j = 0; j < s.stages; ++j) {
+      const int i = down ? s.stages - 1 - j : j;
       for (; next[i] < programs[i].size(); ++next[i], moved = true) {
         const PipeOp& o = programs[i][next[i]];
         const auto deps = dependencies(o, i, s);
-        if (!std::all_of(deps.begin(), deps.end(), [&](std::size_t k) { return done[k] != 0; })) break;
+        if (!std::all_of(deps.begin(), deps.end(), [&](const Dependency& k) { return done[k.slot] != 0; })) break;
         const int vstage = virtual_stage(i, o.chunk, s.stages);
         auto durations = [&](int vs) -> const PipeOpDurations& {
           return per_vstage.size() == 1 ? per_vstage.front() : per_vstage[static_cast<std::size_t>(vs)];
         };
         const PipeOpDurations& d = durations(vstage);
         double start = out.replay.stage_finish[i];
-        for (std::size_t k : deps) {
-          // A slot of another virtual stage arrives its sender's `send` after its end.
-          const int from = static_cast<int>(k / 3 / static_cast<std::size_t>(s.micro_batches));
-          start = std::max(start, finish[k] + (from != vstage ? durations(from).send : 0.0));
-        }
+        for (const Dependency& k : deps)  // another virtual stage's slot arrives its `send` after its end
+          start = std::max(start, finish[k.slot] + (k.vstage != vstage ? durations(k.vstage).send : 0.0));
         const double end = start + duration_of(o.kind, d);
         for (int what : completes(o.kind)) {
           const std::size_t k = s.slot(vstage, o.micro_batch, what);
@@ -342,6 +353,7 @@ Played play(const std::vector<StageProgram>& programs, const Shape& s, const std
         out.replay.stage_finish[i] = end;
         out.replay.stage_busy[i] += duration_of(o.kind, d);
       }
+    }
   }
   for (int i = 0; i < s.stages && out.stuck.empty(); ++i)
     if (next[i] < programs[i].size())
@@ -383,16 +395,39 @@ PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, 
   return replay(programs, micro_batches, chunks, std::vector<PipeOpDurations>{d});
 }
 
-PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks,
-                  const std::vector<PipeOpDurations>& per_virtual_stage) {
+namespace {
+
+void check_durations(std::size_t stages, int chunks, const std::vector<PipeOpDurations>& per_virtual_stage) {
   for (const PipeOpDurations& d : per_virtual_stage)
     for (double t : {d.forward, d.backward, d.backward_input, d.backward_weight, d.send})
       if (!(t >= 0) || !std::isfinite(t))
         throw std::invalid_argument("pipeline replay: op durations must be finite and >= 0");
-  if (per_virtual_stage.size() != 1 && per_virtual_stage.size() != programs.size() * static_cast<std::size_t>(chunks))
+  if (per_virtual_stage.size() != 1 && per_virtual_stage.size() != stages * static_cast<std::size_t>(chunks))
     throw std::invalid_argument("pipeline replay: expected one durations entry or one per virtual stage");
+}
+
+}  // namespace
+
+PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks,
+                  const std::vector<PipeOpDurations>& per_virtual_stage) {
+  check_durations(programs.size(), chunks, per_virtual_stage);
   const Played played = checked_play(programs, micro_batches, chunks, per_virtual_stage);  // checked as it plays
   if (!played.stuck.empty()) throw std::invalid_argument("pipeline replay: " + played.stuck);
+  return played.replay;
+}
+
+CheckedPrograms::CheckedPrograms(std::vector<StageProgram> programs, int micro_batches, int chunks)
+    : programs_(std::move(programs)), micro_batches_(micro_batches), chunks_(chunks) {
+  if (const std::string why = dependency_violation(programs_, micro_batches, chunks); !why.empty())
+    throw std::invalid_argument("pipeline programs: " + why);
+}
+
+PipeReplay replay(const CheckedPrograms& p, const std::vector<PipeOpDurations>& per_virtual_stage) {
+  check_durations(p.programs().size(), p.chunks(), per_virtual_stage);
+  // Checked at construction: valid programs play to their end whatever the durations.
+  const Shape s{static_cast<int>(p.programs().size()), p.micro_batches(), p.chunks()};
+  Played played = play(p.programs(), s, per_virtual_stage);
+  if (!played.stuck.empty()) throw InternalError("pipeline replay of checked programs: " + played.stuck);
   return played.replay;
 }
 

@@ -110,6 +110,25 @@ PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, 
 PipeReplay replay(const std::vector<StageProgram>& programs, int micro_batches, int chunks,
                   const std::vector<PipeOpDurations>& per_virtual_stage);
 
+/// Stage programs checked once for m micro-batches and v chunks (dependency_violation), so
+/// that replaying them again and again (the planner's pipeline bound) skips the check.
+class CheckedPrograms {
+ public:
+  /// Throws std::invalid_argument with dependency_violation's reason when they are invalid.
+  CheckedPrograms(std::vector<StageProgram> programs, int micro_batches, int chunks);
+  const std::vector<StageProgram>& programs() const { return programs_; }
+  int micro_batches() const { return micro_batches_; }
+  int chunks() const { return chunks_; }
+
+ private:
+  std::vector<StageProgram> programs_;
+  int micro_batches_;
+  int chunks_;
+};
+
+/// replay() of programs checked before (durations as there: one entry or p·v).
+PipeReplay replay(const CheckedPrograms& programs, const std::vector<PipeOpDurations>& per_virtual_stage);
+
 /// Most (micro-batch, chunk) forwards a stage holds at once whose backward (whole, or B)
 /// has not run: the activations it keeps, in chunk units.
 int peak_in_flight(const StageProgram& program);

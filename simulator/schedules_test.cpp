@@ -229,6 +229,25 @@ TEST_CASE("an op ordered before what it waits for is a deadlock") {
   CHECK_THROWS_AS(replay(progs, 2, 1, kUnit), std::invalid_argument);
 }
 
+TEST_CASE("programs checked once replay as replay() does, and invalid ones are refused at the check") {
+  const std::vector<PipeOpDurations> unequal = {{1, 2, 1, 1, 0.5}, {2, 3, 1, 2, 0.25}, {1, 4, 2, 2, 0},
+                                                {3, 1, 1, 0, 1}};
+  for (const char* name : {"1f1b", "interleaved", "zb-h1"}) {
+    const int chunks = std::string(name) == "interleaved" ? 2 : 1;
+    const auto progs = schedule(name, 2, 4, chunks);
+    const CheckedPrograms checked(progs, 4, chunks);
+    const std::vector<PipeOpDurations> d(unequal.begin(), unequal.begin() + 2 * chunks);
+    const PipeReplay a = replay(progs, 4, chunks, d), b = replay(checked, d);
+    CHECK(a.step == b.step);
+    CHECK(a.stage_finish == b.stage_finish);
+    CHECK(a.stage_busy == b.stage_busy);
+    CHECK_THROWS_AS(replay(checked, std::vector<PipeOpDurations>(3)), std::invalid_argument);
+  }
+  const std::vector<StageProgram> deadlock = {{F(0), Bk(0), F(1), Bk(1)}, {F(0), F(1), Bk(0), Bk(1)}};
+  CHECK_THROWS_AS(CheckedPrograms(deadlock, 2, 1), std::invalid_argument);
+  CHECK_THROWS_AS(CheckedPrograms(schedule("1f1b", 2, 4, 1), 3, 1), std::invalid_argument);
+}
+
 TEST_CASE("replay refuses negative or non-finite durations") {
   const auto progs = schedule("1f1b", 2, 2, 1);
   CHECK_THROWS_AS(replay(progs, 2, 1, PipeOpDurations{-1, 2, 1, 1}), std::invalid_argument);

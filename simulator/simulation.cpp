@@ -44,10 +44,15 @@ class Executor final : public Component, public Network::Listener {
       if (g_.streams[s].kind == StreamKind::compute)
         compute_streams_[g_.streams[s].rank_class].push_back(static_cast<int>(s));
     head_.assign(g_.streams.size(), 0);
+    hot_.resize(n);
     for (std::size_t t = 0; t < n; ++t) {
       const Task& task = g_.tasks[t];
       if (task.stream < 0 || task.stream >= static_cast<int>(g_.streams.size()))
         throw InternalError("task \"" + task.name + "\" on a stream that does not exist");
+      if (task.kind == TaskKind::collective && (task.op < 0 || task.op >= static_cast<int>(g_.ops.size())))
+        throw InternalError("collective task \"" + task.name + "\" without its collective");
+      hot_[t] = Hot{task.stream, g_.streams[task.stream].rank_class,
+                    task.kind == TaskKind::compute ? -1 : task.op, task.work_s, task.alloc_bytes, task.free_bytes};
       queue_[task.stream].push_back(static_cast<int>(t));
       for (int d : task.deps) {
         if (d < 0 || d >= static_cast<int>(n) || d == static_cast<int>(t))
@@ -63,6 +68,8 @@ class Executor final : public Component, public Network::Listener {
     for (std::size_t t = 0; t < n; ++t)
       for (int d : g_.tasks[t].deps) succ_[fill[d]++] = static_cast<int>(t);
     arrived_.assign(g_.ops.size(), 0);
+    op_size_.resize(g_.ops.size());
+    for (std::size_t o = 0; o < g_.ops.size(); ++o) op_size_[o] = static_cast<int>(g_.ops[o].members.size());
     phase_.assign(g_.ops.size(), 0);
     op_enabler_.assign(g_.ops.size(), -1);
     comm_active_.assign(g_.classes.size(), 0);
@@ -128,7 +135,7 @@ class Executor final : public Component, public Network::Listener {
  private:
   enum class State : char { waiting, arrived, running, done };
 
-  int class_of(int task) const { return g_.streams[g_.tasks[task].stream].rank_class; }
+  int class_of(int task) const { return hot_[task].cls; }
 
   /// Accumulates the representative rank's busy/overlap time up to `now`.
   void account(Time now) {
@@ -191,7 +198,7 @@ class Executor final : public Component, public Network::Listener {
     for (int s : compute_streams_[cls]) {
       if (head_[s] >= queue_[s].size()) continue;
       const int t = queue_[s][head_[s]];
-      if (state_[t] != State::running || g_.tasks[t].kind != TaskKind::compute) continue;
+      if (state_[t] != State::running || hot_[t].op >= 0) continue;
       remaining_s_[t] -= to_seconds(engine_.now() - since_[t]) * speed_[t];
       remaining_s_[t] = std::max(0.0, remaining_s_[t]);
       since_[t] = engine_.now();
@@ -204,25 +211,25 @@ class Executor final : public Component, public Network::Listener {
     if (head_[s] >= queue_[s].size()) return;
     const int t = queue_[s][head_[s]];
     if (state_[t] != State::waiting || pending_[t] > 0) return;
-    const Task& task = g_.tasks[t];
-    if (task.kind == TaskKind::compute) {
+    const Hot& task = hot_[t];
+    if (task.op < 0) {
       account(engine_.now());
       state_[t] = State::running;
       res_.tasks[t].start = engine_.now();
       res_.tasks[t].enabler = enabler_[t];
       mark(t);
-      change_memory(class_of(t), task.alloc_bytes);
-      if (class_of(t) == 0) ++rep_compute_;
+      change_memory(task.cls, task.alloc_bytes);
+      if (task.cls == 0) ++rep_compute_;
       remaining_s_[t] = task.work_s;
       since_[t] = engine_.now();
-      speed_[t] = compute_speed(class_of(t));
+      speed_[t] = compute_speed(task.cls);
       schedule_compute_end(t);
       return;
     }
     state_[t] = State::arrived;
     const int op = task.op;
     op_enabler_[op] = enabler_[t];  // the last member to arrive decides
-    if (++arrived_[op] == static_cast<int>(g_.ops[op].members.size())) start_op(op);
+    if (++arrived_[op] == op_size_[op]) start_op(op);
   }
 
   void start_op(int op) {
@@ -232,7 +239,7 @@ class Executor final : public Component, public Network::Listener {
       res_.tasks[m].start = engine_.now();
       res_.tasks[m].enabler = op_enabler_[op];
       mark(m);
-      change_memory(class_of(m), g_.tasks[m].alloc_bytes);
+      change_memory(class_of(m), hot_[m].alloc_bytes);
       if (class_of(m) == 0) ++rep_comm_;
       set_comm_active(class_of(m), +1);
     }
@@ -279,16 +286,16 @@ class Executor final : public Component, public Network::Listener {
   void end_task(int t) {
     state_[t] = State::done;
     res_.tasks[t].end = engine_.now();
-    const int s = g_.tasks[t].stream;
+    const int s = hot_[t].stream;
     res_.streams[s].busy_ns += res_.tasks[t].end - res_.tasks[t].start;
-    change_memory(class_of(t), -g_.tasks[t].free_bytes);
+    change_memory(class_of(t), -hot_[t].free_bytes);
     ++head_[s];
     if (head_[s] < queue_[s].size()) enabler_[queue_[s][head_[s]]] = t;
     for (int k = succ_begin_[t]; k < succ_begin_[t + 1]; ++k) {
       const int n = succ_[k];
       --pending_[n];
       enabler_[n] = t;
-      if (pending_[n] == 0) try_start(g_.tasks[n].stream);
+      if (pending_[n] == 0) try_start(hot_[n].stream);
     }
     try_start(s);
   }
@@ -299,6 +306,16 @@ class Executor final : public Component, public Network::Listener {
   Network net_;
   SimResult res_;
 
+  /// What the play reads of each task, packed (the graph's tasks carry names and lists).
+  struct Hot {
+    int stream = 0;
+    int cls = 0;  ///< its stream's rank class
+    int op = -1;  ///< its collective, or -1 for a compute task
+    double work_s = 0;
+    double alloc_bytes = 0;
+    double free_bytes = 0;
+  };
+  std::vector<Hot> hot_;
   std::vector<int> mark_of_;         ///< per task: the micro-step it starts, or -1
   std::vector<MarkSnapshot> marks_;  ///< per explicit micro-step
   /// Peak memory per class between marks: [0] before the first, [i + 1] from mark i on.
@@ -318,6 +335,7 @@ class Executor final : public Component, public Network::Listener {
   std::vector<std::vector<int>> compute_streams_;  ///< per rank class
   std::vector<std::size_t> head_;
   std::vector<int> arrived_;
+  std::vector<int> op_size_;  ///< per collective: its members
   std::vector<int> phase_;
   std::vector<int> op_enabler_;
   std::vector<int> comm_active_;
