@@ -203,9 +203,10 @@ constexpr int kForward = 0, kInputGrad = 1, kWeightGrad = 2;
 
 struct Shape {
   int stages, micro_batches, chunks;
-  /// Index of (virtual stage, micro-batch), 0 .. p·v·m - 1.
+  /// Index of (virtual stage, micro-batch), 0 .. p·v·m - 1, micro-batch major (an op's
+  /// dependencies lie beside it).
   std::size_t cell(int vstage, int micro_batch) const {
-    return static_cast<std::size_t>(vstage) * micro_batches + micro_batch;
+    return static_cast<std::size_t>(micro_batch) * stages * chunks + vstage;
   }
   std::size_t slot(int vstage, int micro_batch, int what) const { return cell(vstage, micro_batch) * 3 + what; }
   std::size_t slots() const { return static_cast<std::size_t>(stages) * chunks * micro_batches * 3; }
@@ -322,8 +323,7 @@ struct Played {
 /// Plays the programs with the durations of each virtual stage (`d`, one entry for all of
 /// them or p·v entries).
 Played play(const std::vector<StageProgram>& programs, const Shape& s, const std::vector<PipeOpDurations>& per_vstage) {
-  std::vector<double> finish(s.slots(), 0.0);
-  std::vector<char> done(s.slots(), 0);
+  std::vector<double> finish(s.slots(), -1.0);  // -1: not done yet
   std::vector<std::size_t> next(programs.size(), 0);
   Played out;
   out.replay.stage_busy.assign(programs.size(), 0.0);
@@ -335,7 +335,7 @@ Played play(const std::vector<StageProgram>& programs, const Shape& s, const std
       for (; next[i] < programs[i].size(); ++next[i], moved = true) {
         const PipeOp& o = programs[i][next[i]];
         const auto deps = dependencies(o, i, s);
-        if (!std::all_of(deps.begin(), deps.end(), [&](const Dependency& k) { return done[k.slot] != 0; })) break;
+        if (!std::all_of(deps.begin(), deps.end(), [&](const Dependency& k) { return finish[k.slot] >= 0; })) break;
         const int vstage = virtual_stage(i, o.chunk, s.stages);
         auto durations = [&](int vs) -> const PipeOpDurations& {
           return per_vstage.size() == 1 ? per_vstage.front() : per_vstage[static_cast<std::size_t>(vs)];
@@ -348,7 +348,6 @@ Played play(const std::vector<StageProgram>& programs, const Shape& s, const std
         for (int what : completes(o.kind)) {
           const std::size_t k = s.slot(vstage, o.micro_batch, what);
           finish[k] = end;
-          done[k] = 1;
         }
         out.replay.stage_finish[i] = end;
         out.replay.stage_busy[i] += duration_of(o.kind, d);

@@ -68,8 +68,12 @@ class Executor final : public Component, public Network::Listener {
     for (std::size_t t = 0; t < n; ++t)
       for (int d : g_.tasks[t].deps) succ_[fill[d]++] = static_cast<int>(t);
     arrived_.assign(g_.ops.size(), 0);
-    op_size_.resize(g_.ops.size());
-    for (std::size_t o = 0; o < g_.ops.size(); ++o) op_size_[o] = static_cast<int>(g_.ops[o].members.size());
+    op_begin_.assign(g_.ops.size() + 1, 0);
+    op_members_.reserve(n);  // at most one membership per task
+    for (std::size_t o = 0; o < g_.ops.size(); ++o) {
+      op_begin_[o + 1] = op_begin_[o] + static_cast<int>(g_.ops[o].members.size());
+      op_members_.insert(op_members_.end(), g_.ops[o].members.begin(), g_.ops[o].members.end());
+    }
     phase_.assign(g_.ops.size(), 0);
     op_enabler_.assign(g_.ops.size(), -1);
     comm_active_.assign(g_.classes.size(), 0);
@@ -229,12 +233,13 @@ class Executor final : public Component, public Network::Listener {
     state_[t] = State::arrived;
     const int op = task.op;
     op_enabler_[op] = enabler_[t];  // the last member to arrive decides
-    if (++arrived_[op] == op_size_[op]) start_op(op);
+    if (++arrived_[op] == op_begin_[op + 1] - op_begin_[op]) start_op(op);
   }
 
   void start_op(int op) {
     account(engine_.now());
-    for (int m : g_.ops[op].members) {
+    for (int k = op_begin_[op]; k < op_begin_[op + 1]; ++k) {
+      const int m = op_members_[k];
       state_[m] = State::running;
       res_.tasks[m].start = engine_.now();
       res_.tasks[m].enabler = op_enabler_[op];
@@ -270,11 +275,12 @@ class Executor final : public Component, public Network::Listener {
 
   void finish_op(int op) {
     account(engine_.now());
-    for (int m : g_.ops[op].members) {
+    for (int k = op_begin_[op]; k < op_begin_[op + 1]; ++k) {
+      const int m = op_members_[k];
       if (class_of(m) == 0) --rep_comm_;
       set_comm_active(class_of(m), -1);
     }
-    for (int m : g_.ops[op].members) end_task(m);
+    for (int k = op_begin_[op]; k < op_begin_[op + 1]; ++k) end_task(op_members_[k]);
   }
 
   void finish_task(int t) {
@@ -335,7 +341,8 @@ class Executor final : public Component, public Network::Listener {
   std::vector<std::vector<int>> compute_streams_;  ///< per rank class
   std::vector<std::size_t> head_;
   std::vector<int> arrived_;
-  std::vector<int> op_size_;  ///< per collective: its members
+  std::vector<int> op_members_;  ///< every collective's member tasks, collective by collective
+  std::vector<int> op_begin_;    ///< per collective: where its members start in op_members_ (ops + 1 entries)
   std::vector<int> phase_;
   std::vector<int> op_enabler_;
   std::vector<int> comm_active_;
