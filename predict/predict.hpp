@@ -107,7 +107,7 @@ struct Prediction {
   std::vector<PathStep> critical_path;
   std::vector<StreamUse> streams;
   std::vector<LinkUse> links;
-  double simulated_peak_memory_bytes = 0;  ///< static + peak of the memory events, largest over rank classes
+  double simulated_peak_memory_bytes = 0;   ///< static + peak of the memory events, largest over rank classes
   std::string simulated_peak_memory_class;  ///< the rank class that holds it ("stage 2"; empty with one class)
   std::uint64_t simulation_events = 0;
   int simulation_tasks = 0;

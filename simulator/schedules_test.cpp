@@ -230,8 +230,8 @@ TEST_CASE("an op ordered before what it waits for is a deadlock") {
 }
 
 TEST_CASE("programs checked once replay as replay() does, and invalid ones are refused at the check") {
-  const std::vector<PipeOpDurations> unequal = {{1, 2, 1, 1, 0.5}, {2, 3, 1, 2, 0.25}, {1, 4, 2, 2, 0},
-                                                {3, 1, 1, 0, 1}};
+  const std::vector<PipeOpDurations> unequal = {
+      {1, 2, 1, 1, 0.5}, {2, 3, 1, 2, 0.25}, {1, 4, 2, 2, 0}, {3, 1, 1, 0, 1}};
   for (const char* name : {"1f1b", "interleaved", "zb-h1"}) {
     const int chunks = std::string(name) == "interleaved" ? 2 : 1;
     const auto progs = schedule(name, 2, 4, chunks);

@@ -51,8 +51,12 @@ class Executor final : public Component, public Network::Listener {
         throw InternalError("task \"" + task.name + "\" on a stream that does not exist");
       if (task.kind == TaskKind::collective && (task.op < 0 || task.op >= static_cast<int>(g_.ops.size())))
         throw InternalError("collective task \"" + task.name + "\" without its collective");
-      hot_[t] = Hot{task.stream, g_.streams[task.stream].rank_class,
-                    task.kind == TaskKind::compute ? -1 : task.op, task.work_s, task.alloc_bytes, task.free_bytes};
+      hot_[t] = Hot{task.stream,
+                    g_.streams[task.stream].rank_class,
+                    task.kind == TaskKind::compute ? -1 : task.op,
+                    task.work_s,
+                    task.alloc_bytes,
+                    task.free_bytes};
       queue_[task.stream].push_back(static_cast<int>(t));
       for (int d : task.deps) {
         if (d < 0 || d >= static_cast<int>(n) || d == static_cast<int>(t))
