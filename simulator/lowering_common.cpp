@@ -110,11 +110,21 @@ std::vector<CollectivePhase> tp_phases(const CostedStep& p, const TpCollective& 
   return {exposed};
 }
 
-int Builder::tp_collective(std::string name, std::string purpose, const TpCollective& tc,
-                           const std::vector<int>& deps) {
+const Builder::TpCosted& Builder::tp_costed(const TpCollective& tc) {
+  for (const TpCosted& c : tp_costed_)
+    if (c.of == &tc) return c;
+  TpCosted c{&tc, fmt::format("tensor-parallel {}", name(tc.op)), {}};
+  c.phases = tp_phases(p_, tc, c.purpose);
+  tp_costed_.push_back(std::move(c));
+  return tp_costed_.back();
+}
+
+int Builder::tp_collective(std::string name, const TpCollective& tc, const std::vector<int>& deps) {
   const Collective c = tc.op;
   const double bytes = tc.bytes;
-  std::vector<CollectivePhase> phases = tp_phases(p_, tc, purpose);
+  const TpCosted& costed = tp_costed(tc);
+  std::string purpose = costed.purpose;
+  std::vector<CollectivePhase> phases = costed.phases;
   std::vector<std::pair<int, std::vector<int>>> members;
   for (int k = 0; k < classes_; ++k) members.push_back({compute_[k], shifted(deps, k)});
   // A TP group wider than a node spans its GPUs on several nodes (level "all").
@@ -188,8 +198,7 @@ int tp_collectives(Builder& b, const std::vector<TpCollective>& list, int after,
   int last = after;
   for (const TpCollective& c : list)
     for (int n = 0; n < c.count; ++n)
-      last = b.tp_collective(fmt::format("tp {} {}", name(c.op), what), fmt::format("tensor-parallel {}", name(c.op)),
-                             c, {last});
+      last = b.tp_collective(fmt::format("tp {} {}", name(c.op), what), c, {last});
   return last;
 }
 

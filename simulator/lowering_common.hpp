@@ -46,8 +46,10 @@ class Builder {
                  const std::vector<int>& deps, double alloc = 0, double free = 0);
   /// A tensor-parallel collective on every rank class's compute stream (the layers wait for
   /// it), over the plan's TP fabric; `deps` are class-0 task ids.
-  /// Under overlap (c.overlap) only the part its GEMM leaves exposed (tp_phases).
-  int tp_collective(std::string name, std::string purpose, const TpCollective& c, const std::vector<int>& deps);
+  /// Under overlap (c.overlap) only the part its GEMM leaves exposed (tp_phases). Its
+  /// purpose is "tensor-parallel <collective>"; its phases are costed once per entry of the
+  /// plan's lists.
+  int tp_collective(std::string name, const TpCollective& c, const std::vector<int>& deps);
   /// A costed layer collective (CostedStep::exchange_forward, ...) on every rank class's compute
   /// stream; `deps` are class-0 task ids.
   int layer_collective(std::string name, const LayerCollective& c, const std::vector<int>& deps);
@@ -73,8 +75,17 @@ class Builder {
   void add_class(const RankGroup& grp, bool several, const StreamLayout& layout);
   void use_measurement(CollectivePhase& ph, const CommFabric& f) const;
 
+  /// A TP collective of the plan's lists as costed once: its purpose and phases.
+  struct TpCosted {
+    const TpCollective* of = nullptr;
+    std::string purpose;
+    std::vector<CollectivePhase> phases;
+  };
+  const TpCosted& tp_costed(const TpCollective& c);
+
   const CostedStep& p_;
   StepGraph g_;
+  std::vector<TpCosted> tp_costed_;
   std::vector<int> compute_, gather_, reduce_;  ///< streams per class
   int classes_ = 1;
   double fwd_s_ = 0, bwd_s_ = 0, rec_s_ = 0;
