@@ -37,9 +37,10 @@ namespace fs = std::filesystem;
 
 struct Case {
   const char* label;
-  const char* file;     ///< under the repository
-  int gpus;             ///< 0: the scenario's
-  std::int64_t global;  ///< 0: the scenario's
+  const char* file;      ///< under the repository
+  int gpus;              ///< 0: the scenario's
+  std::int64_t global;   ///< 0: the scenario's
+  std::int64_t seq = 0;  ///< 0: the scenario's
 };
 
 constexpr Case kCases[] = {
@@ -49,6 +50,9 @@ constexpr Case kCases[] = {
     {"Llama-3-70B, 1,024x H100, batch 1,024", "scenarios/bench/llama3-70b-fsdp-1024xh100.json", 0, 1024},
     {"Llama-2-70B, 512x H100, batch 1,024", "scenarios/plan/llama2-70b-512xh100.json", 0, 1024},
     {"Llama-3.1-405B, 16,384x H100, batch 2,048", "scenarios/bench/llama31-405b-3d-16384xh100.json", 0, 2048},
+    // The plan-to-purchase issue's case: sequences of 4,096, a global batch of 16,384.
+    {"Llama-3.1-405B seq 4,096, 16,384x H100, batch 16,384", "scenarios/bench/llama31-405b-3d-16384xh100.json", 0,
+     16384, 4096},
 };
 
 struct Timing {
@@ -108,7 +112,8 @@ int main(int argc, char** argv) {
                  "screen (ms)", "screened/s", "simulated", "plan (ms)", "winner");
     for (const Case& c : kCases) {
       if (std::string_view(c.label).find(only) == std::string_view::npos) continue;
-      const Scenario s = load_scenario(data_dir() / c.file);
+      Scenario s = load_scenario(data_dir() / c.file);
+      if (c.seq > 0) s.training.seq_len = c.seq;
       PlanOptions o;
       o.gpus = c.gpus;
       o.global_batch = c.global;

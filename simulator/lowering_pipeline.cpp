@@ -521,6 +521,13 @@ StepGraph PipelineBuilder::build() {
     for (int& u : unit[i]) u = std::max(0, u) / rep_.unit_pairs;
     if (!unit[i].empty()) units = std::max(units, unit[i].back() + 1);
   }
+  // Room for the tasks, roughly: per micro-batch and layer its forward, backward (B and W),
+  // recompute and their TP and context-parallel collectives; per chunk its sends.
+  std::size_t per_layer = 4 + p_.exchange_forward.size() + p_.exchange_backward.size() + p_.exchange_recompute.size();
+  for (const auto* list : {&tp_forward_, &tp_backward_, &tp_recompute_})
+    for (const TpPlay& c : *list) per_layer += static_cast<std::size_t>(c.count);
+  g_.tasks.reserve(g_.tasks.size() + static_cast<std::size_t>(M_) * (static_cast<std::size_t>(p_.layers) * per_layer +
+                                                                     8 * static_cast<std::size_t>(V_)));
   const int R = rep_.repeat_unit;
   std::vector<std::size_t> next(P_, 0);
   for (int j = 0; j < units; ++j) {
