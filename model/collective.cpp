@@ -259,7 +259,14 @@ double ring_bus_bw_GBps(Proto p, double b0_GBps, int channels, GpuArch arch, int
 
 /// Tree all-reduce algorithm bandwidth: B = min(0.92 B0, C x perChMaxTree[N]), then
 /// LL: min(B / 3.8, llMaxBw); LL128: min(B x (7/9 if N = 1 else 120/128),
-/// C x perChMaxTreeLL128[N]); Simple: B; times 0.85 (plain tree pattern); algbw = B / 2.
+/// C x perChMaxTreeLL128[N]); Simple: B; algbw = B / 2. The tree is NCCL's balanced tree
+/// (init.cc searches BALANCED_TREE first), which tuning.cc's 0.85 for a plain TREE leaves
+/// alone. Across nodes C is the inter level's channels, one per NIC (the tree takes the ring
+/// search's channels, init.cc; each crosses one NIC), so the per-channel caps bound each
+/// NIC: 8 NICs x 24 GB/s on Blackwell beyond two nodes, 8 x 42.8 on two (B200 over
+/// 8x 400G InfiniBand measured 193-196 and 335 GB/s busbw, half of ring's, at 4-64 and 2
+/// nodes), 4 x 36 on Hopper (150 measured over 4x 400G RoCE, 5 nodes): data/validation/
+/// collectives.jsonl.
 /// B0 = I for N <= 2 (NCCL's bwIntra: on two nodes the NICs carry each byte once per
 /// direction, so the intra chain is the limit) and min(I, E) for N >= 3 (bwInter).
 /// Finally algbw <= payload x E / k(N), the NICs' share (tree_inter_load) at the protocol's
@@ -279,7 +286,7 @@ double tree_alg_bw_GBps(Proto p, double intra_GBps, double inter_GBps, int nodes
     case Proto::simple:
       break;
   }
-  double alg = 0.5 * 0.85 * b;
+  double alg = 0.5 * b;
   if (nodes > 1) alg = std::min(alg, payload_fraction(p) * inter_GBps / tree_inter_load(nodes));
   return alg;
 }
@@ -453,7 +460,7 @@ PhaseParts phase_parts(Algo a, Proto p, Collective c, double bytes, const CommFa
       break;
     }
     case Algo::tree:
-      out.alg_GBps = tree_alg_bw_GBps(p, intra, e, nodes, channels, f.arch);
+      out.alg_GBps = tree_alg_bw_GBps(p, intra, e, nodes, nodes > 1 ? channels_for(*f.inter) : channels, f.arch);
       lat = tree_latency_us(p, f);
       out.intra_load = ppn > 1 ? 2.0 : 0.0;
       out.inter_load = nodes > 1 ? tree_inter_load(nodes) : 0.0;
