@@ -10,9 +10,11 @@
 /// nccl-tests busbw; the algorithm bandwidth (algbw = S / t) follows from it per algorithm.
 /// Time of one call = launch overhead + latency + S / algbw.
 ///
-/// Not modelled: CollNet/SHARP, PAT, NCCL's mid-size treeCorrectionFactor table (its values
-/// are not in the fact sheet), channel/thread trimming for small messages, the CPU vendor
-/// (Intel assumed for the network post overhead and multi-node llMaxBw).
+/// Not modelled: CollNet/SHARP, PAT, NCCL's mid-size treeCorrectionFactor (tuning.cc @
+/// 5067397c L623; tried in the choice of algorithm: the published runs moved by 0.5% at
+/// most, the p4dn two-node tree away from its measurement), channel/thread trimming for
+/// small messages, the CPU vendor (Intel assumed for the network post overhead and
+/// multi-node llMaxBw).
 #include "model/collective.hpp"
 
 #include <algorithm>
@@ -261,12 +263,12 @@ double ring_bus_bw_GBps(Proto p, double b0_GBps, int channels, GpuArch arch, int
 /// LL: min(B / 3.8, llMaxBw); LL128: min(B x (7/9 if N = 1 else 120/128),
 /// C x perChMaxTreeLL128[N]); Simple: B; algbw = B / 2. The tree is NCCL's balanced tree
 /// (init.cc searches BALANCED_TREE first), which tuning.cc's 0.85 for a plain TREE leaves
-/// alone. Across nodes C is the inter level's channels, one per NIC (the tree takes the ring
-/// search's channels, init.cc; each crosses one NIC), so the per-channel caps bound each
-/// NIC: 8 NICs x 24 GB/s on Blackwell beyond two nodes, 8 x 42.8 on two (B200 over
-/// 8x 400G InfiniBand measured 193-196 and 335 GB/s busbw, half of ring's, at 4-64 and 2
-/// nodes), 4 x 36 on Hopper (150 measured over 4x 400G RoCE, 5 nodes): data/validation/
-/// collectives.jsonl.
+/// alone. Across nodes C is the inter level's channels where it states them, one per NIC
+/// (the tree takes the ring search's channels, init.cc; each crosses one NIC), so the
+/// per-channel caps bound each NIC: 8 NICs x 24 GB/s on Blackwell beyond two nodes, 8 x
+/// 42.8 on two (B200 over 8x 400G InfiniBand measured 193-196 and 335 GB/s busbw, half of
+/// ring's, at 4-64 and 2 nodes), 4 x 36 on Hopper (150 measured over 4x 400G RoCE, 5
+/// nodes): data/validation/collectives.jsonl.
 /// B0 = I for N <= 2 (NCCL's bwIntra: on two nodes the NICs carry each byte once per
 /// direction, so the intra chain is the limit) and min(I, E) for N >= 3 (bwInter).
 /// Finally algbw <= payload x E / k(N), the NICs' share (tree_inter_load) at the protocol's
@@ -460,7 +462,9 @@ PhaseParts phase_parts(Algo a, Proto p, Collective c, double bytes, const CommFa
       break;
     }
     case Algo::tree:
-      out.alg_GBps = tree_alg_bw_GBps(p, intra, e, nodes, nodes > 1 ? channels_for(*f.inter) : channels, f.arch);
+      // Across nodes the per-channel caps bound each NIC, where the level states its NICs.
+      out.alg_GBps = tree_alg_bw_GBps(p, intra, e, nodes,
+                                      nodes > 1 && f.inter->channels > 0 ? f.inter->channels : channels, f.arch);
       lat = tree_latency_us(p, f);
       out.intra_load = ppn > 1 ? 2.0 : 0.0;
       out.inter_load = nodes > 1 ? tree_inter_load(nodes) : 0.0;

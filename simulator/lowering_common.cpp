@@ -197,8 +197,7 @@ namespace {
 int tp_collectives(Builder& b, const std::vector<TpCollective>& list, int after, const std::string& what) {
   int last = after;
   for (const TpCollective& c : list)
-    for (int n = 0; n < c.count; ++n)
-      last = b.tp_collective(fmt::format("tp {} {}", name(c.op), what), c, {last});
+    for (int n = 0; n < c.count; ++n) last = b.tp_collective(fmt::format("tp {} {}", name(c.op), what), c, {last});
   return last;
 }
 
