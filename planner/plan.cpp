@@ -705,7 +705,9 @@ Prediction simulate_candidate(const PlanScreen& screen, const PlanCandidate& c, 
   const Job job = layout_job(screen, c);
   const Costs costs = cost(job);
   if (!lowered) lowered = lower(job, costs, PredictOptions{});
-  sim::SimResult result = simulate(*lowered, PredictOptions{});
+  PredictOptions play;
+  play.lower_pipelines_long = true;
+  sim::SimResult result = simulate(*lowered, play);
   const sim::StepBounds bounds = bound(lowered->graph);
   return assemble(job, costs, std::move(*lowered), std::move(result), bounds, PredictOptions{});
 }

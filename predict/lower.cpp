@@ -117,11 +117,11 @@ sim::SimResult simulate(const sim::StepGraph& graph, const PredictOptions& optio
 }
 
 sim::SimResult simulate(Lowered& lowered, const PredictOptions& options) {
-  // A pipeline's steady-state units seldom repeat to the nanosecond (its sends share the
-  // NICs with each other and with the gradient reductions: validating the shipped records,
-  // 1,095 of 1,229 first plays of a pipeline did not), so it is lowered longer before its
-  // first play rather than after it: one play where it took two, the same result.
-  if (lowered.step.layout.pp > 1 && lowered.graph.repeat_count > 0)
+  // A pipeline's steady-state units seldom repeat to the nanosecond (validating the shipped
+  // records, 1,095 of 1,229 first plays of a pipeline did not), so the planner lowers it
+  // longer before its first play: one play where it took two, the same result. predict()
+  // plays first: its exact pipelines (BigScience's 2,048 micro-batches) stay one short play.
+  if (options.lower_pipelines_long && lowered.step.layout.pp > 1 && lowered.graph.repeat_count > 0)
     if (std::optional<sim::StepGraph> longer = sim::lower_step_longer(lowered.step, lowered.graph))
       lowered.graph = std::move(*longer);
   sim::SimResult result = simulate(lowered.graph, options);

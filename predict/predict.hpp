@@ -70,6 +70,10 @@ struct PredictOptions {
   bool record_timelines = false;        ///< link and memory timelines (for traces)
   bool comm_on_compute_stream = false;  ///< limiting case: nothing overlaps
   bool free_communication = false;      ///< limiting case: collectives take no time
+  /// Lower a pipeline held in closed form longer before its first play rather than after a
+  /// play finds its units not repeating exactly (simulate(Lowered&)): the same result, one
+  /// play where most pipelines took two (the planner's choice; predict() plays first).
+  bool lower_pipelines_long = false;
 };
 
 struct Prediction {

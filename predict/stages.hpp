@@ -240,7 +240,8 @@ sim::SimResult simulate(const sim::StepGraph& graph, const PredictOptions& optio
 /// held in closed form, turn out not to repeat exactly, lowers more of it explicitly
 /// (sim::lower_step_longer, into `lowered`) and plays that instead, until they repeat or
 /// every micro-step is explicit. One simulation when the closed form is exact; a data-parallel
-/// step two otherwise, a pipeline one more each time its explicit units double.
+/// step two otherwise, a pipeline one more each time its explicit units double. With
+/// options.lower_pipelines_long a pipeline is lowered longer before its first play.
 sim::SimResult simulate(Lowered& lowered, const PredictOptions& options);
 
 /// Closed-form bounds on the lowered step (sim::closed_form_bounds).
