@@ -791,3 +791,25 @@ TEST_CASE(
                                  "m.json"),
                   InputError);
 }
+
+TEST_CASE("a pipeline's simulated peak memory is its fullest stage's, and names that stage") {
+  // Llama-3.1-405B in 16 interleaved stages: the first and last stages hold a layer less
+  // than the others, so stage 0 (the representative rank) is not the fullest.
+  const Scenario s = load_scenario(STEPCAST_SOURCE_DIR "/scenarios/bench/llama31-405b-3d-16384xh100.json");
+  PredictOptions o;
+  o.keep_simulation = true;
+  const Prediction p = predict(s, o);
+  REQUIRE(p.simulation);
+  const std::vector<double>& peaks = p.simulation->result.peak_memory_bytes;
+  REQUIRE(peaks.size() == 16);
+  CHECK(p.simulated_peak_memory_bytes == *std::max_element(peaks.begin(), peaks.end()));
+  CHECK(p.simulated_peak_memory_bytes > peaks.front());
+  const auto fullest = static_cast<std::size_t>(std::max_element(peaks.begin(), peaks.end()) - peaks.begin());
+  CHECK(p.simulated_peak_memory_class == p.simulation->graph.classes[fullest].name);
+}
+
+TEST_CASE("one rank class: the simulated peak memory names no class") {
+  const Prediction p = predict(calibrated());
+  CHECK(p.simulated_peak_memory_class.empty());
+  CHECK(p.simulated_peak_memory_bytes > 0);
+}
