@@ -72,7 +72,8 @@ struct PredictOptions {
   bool free_communication = false;      ///< limiting case: collectives take no time
   /// Lower a pipeline held in closed form longer before its first play rather than after a
   /// play finds its units not repeating exactly (simulate(Lowered&)): the same result, one
-  /// play where most pipelines took two (the planner's choice; predict() plays first).
+  /// play where most pipelines took two, two lowerings where an exact one took one (the
+  /// planner's choice, whose simulated layouts seldom repeat; predict() plays first).
   bool lower_pipelines_long = false;
 };
 

@@ -1009,11 +1009,8 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
         "isolated kernel rates: the in-step fractions were fitted on this record's source "
         "(leave one source out)");
   // Only an explicit reason skips a record; any other exception while predicting is a
-  // failure and propagates. Most measured pipelines' units do not repeat exactly: lowered
-  // long before their first play (the same predictions, fewer plays).
-  PredictOptions play;
-  play.lower_pipelines_long = true;
-  const Prediction p = predict(sc, play);
+  // failure and propagates.
+  const Prediction p = predict(sc);
   double predicted = 0;
   try {
     predicted = predicted_metric(run, p);
@@ -1037,7 +1034,7 @@ ValidationRow validate_run(const MeasuredRun& run, const std::shared_ptr<const H
         100.0 * (*row.memory_predicted_bytes - *run.memory_measured_bytes) / *run.memory_measured_bytes;
   }
   sc.training.in_step_rates = false;
-  const double fit_free = own_source ? predicted : predicted_metric(run, predict(sc, play));
+  const double fit_free = own_source ? predicted : predicted_metric(run, predict(sc));
   row.predicted_fit_free = fit_free;
   row.error_pct_fit_free = 100.0 * (fit_free - run.value) / run.value;
   const KernelTimes& k = p.compute_by_kernel;
