@@ -273,7 +273,7 @@ double ring_bus_bw_GBps(Proto p, double b0_GBps, int channels, GpuArch arch, int
 /// direction, so the intra chain is the limit) and min(I, E) for N >= 3 (bwInter).
 /// Finally algbw <= payload x E / k(N), the NICs' share (tree_inter_load) at the protocol's
 /// payload fraction, which NCCL's per-channel search enforces implicitly and which binds on
-/// two nodes with slow NICs (no 0.85/0.92 there: E is already a measured effective rate).
+/// two nodes with slow NICs (no 0.92 there: E is already a measured effective rate).
 /// Source: tuning.cc L306-382 (Tree), byte counting for the NIC bound.
 double tree_alg_bw_GBps(Proto p, double intra_GBps, double inter_GBps, int nodes, int channels, GpuArch arch) {
   const double b0 = nodes <= 2 ? intra_GBps : std::min(intra_GBps, inter_GBps);
