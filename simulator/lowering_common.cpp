@@ -94,10 +94,11 @@ int Builder::collective(Lane lane, std::string name, std::string purpose, Collec
   return ids[0];
 }
 
-std::vector<CollectivePhase> tp_phases(const CostedStep& p, const TpCollective& tc, std::string& purpose) {
-  std::vector<CollectivePhase> phases;
+TpCosted cost_tp_collective(const CostedStep& p, const TpCollective& tc) {
+  TpCosted out{fmt::format("tensor-parallel {}", name(tc.op)), {}};
+  std::vector<CollectivePhase>& phases = out.phases;
   if (p.layout.tp > 1 && tc.bytes > 0) phases = collective_phases(tc.op, tc.bytes, p.tp_fabric, p.algorithm);
-  if (tc.overlap == TpOverlap::none || phases.empty()) return phases;
+  if (tc.overlap == TpOverlap::none || phases.empty()) return out;
   // What the GEMM beside it leaves exposed, as the MoE shared-expert overlap's phase: a
   // latency with no bytes left on the links.
   double alone_s = 0;
@@ -106,17 +107,16 @@ std::vector<CollectivePhase> tp_phases(const CostedStep& p, const TpCollective& 
   exposed.latency_s = tp_overlap_exposed_s(tc, alone_s);
   exposed.bytes = 0;
   exposed.algorithm = "userbuffers (exposed part beside its GEMM)";
-  purpose += " (exposed part)";
-  return {exposed};
+  out.purpose += " (exposed part)";
+  phases = {exposed};
+  return out;
 }
 
-const Builder::TpCosted& Builder::tp_costed(const TpCollective& tc) {
-  for (const TpCosted& c : tp_costed_)
-    if (c.of == &tc) return c;
-  TpCosted c{&tc, fmt::format("tensor-parallel {}", name(tc.op)), {}};
-  c.phases = tp_phases(p_, tc, c.purpose);
-  tp_costed_.push_back(std::move(c));
-  return tp_costed_.back();
+const TpCosted& Builder::tp_costed(const TpCollective& tc) {
+  for (const auto& [of, costed] : tp_costed_)
+    if (of == &tc) return costed;
+  tp_costed_.emplace_back(&tc, cost_tp_collective(p_, tc));
+  return tp_costed_.back().second;
 }
 
 int Builder::tp_collective(std::string name, const TpCollective& tc, const std::vector<int>& deps) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace stepcast::sim::lowering {
@@ -31,6 +32,17 @@ struct StreamLayout {
   std::string gather_name = "nccl";  ///< "nccl" or "nccl all-gather"
   bool separate_reduce = false;      ///< a second stream "nccl reduce"
 };
+
+/// One TP collective of the plan's lists as the lowerings play it, costed once.
+struct TpCosted {
+  std::string purpose;                  ///< "tensor-parallel <collective>" (+ " (exposed part)")
+  std::vector<CollectivePhase> phases;  ///< over the plan's TP fabric
+};
+
+/// The purpose and phases of one TP collective over the plan's TP fabric; under overlap
+/// (tc.overlap) one latency-only phase of what its GEMM leaves exposed (model/parallel.hpp
+/// tp_overlap_exposed_s of the phases' time alone), its purpose marked " (exposed part)".
+TpCosted cost_tp_collective(const CostedStep& p, const TpCollective& tc);
 
 /// The graph under construction. Task ids returned are class 0's; class c's copy of a task
 /// is that id + c (the copies of one task are added together).
@@ -75,26 +87,16 @@ class Builder {
   void add_class(const RankGroup& grp, bool several, const StreamLayout& layout);
   void use_measurement(CollectivePhase& ph, const CommFabric& f) const;
 
-  /// A TP collective of the plan's lists as costed once: its purpose and phases.
-  struct TpCosted {
-    const TpCollective* of = nullptr;
-    std::string purpose;
-    std::vector<CollectivePhase> phases;
-  };
+  /// cost_tp_collective of a list entry of the plan, once per entry.
   const TpCosted& tp_costed(const TpCollective& c);
 
   const CostedStep& p_;
   StepGraph g_;
-  std::vector<TpCosted> tp_costed_;
+  std::vector<std::pair<const TpCollective*, TpCosted>> tp_costed_;
   std::vector<int> compute_, gather_, reduce_;  ///< streams per class
   int classes_ = 1;
   double fwd_s_ = 0, bwd_s_ = 0, rec_s_ = 0;
 };
-
-/// The phases of one TP collective over the plan's TP fabric; under overlap (tc.overlap)
-/// one latency-only phase of what its GEMM leaves exposed (model/parallel.hpp
-/// tp_overlap_exposed_s of the phases' time alone), with " (exposed part)" added to `purpose`.
-std::vector<CollectivePhase> tp_phases(const CostedStep& p, const TpCollective& tc, std::string& purpose);
 
 /// A node's share of an oversubscribed rail fat tree's spine uplinks (GB/s per direction,
 /// all rails) when any of the plan's fabrics (data-parallel, tensor-parallel, pipeline)

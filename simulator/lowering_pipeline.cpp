@@ -292,10 +292,9 @@ int PipelineBuilder::tp_after(int stage, const std::vector<TpPlay>& list, int af
 std::vector<PipelineBuilder::TpPlay> PipelineBuilder::tp_plays(const std::vector<TpCollective>& list) const {
   std::vector<TpPlay> out;
   for (const TpCollective& c : list) {
-    TpPlay play{
-        fmt::format("tp {} ", name(c.op)), fmt::format("tensor-parallel {}", name(c.op)), {}, c.op, c.bytes, c.count};
-    play.phases = tp_phases(p_, c, play.purpose);
-    out.push_back(std::move(play));
+    TpCosted costed = cost_tp_collective(p_, c);
+    out.push_back(TpPlay{fmt::format("tp {} ", name(c.op)), std::move(costed.purpose), std::move(costed.phases), c.op,
+                         c.bytes, c.count});
   }
   return out;
 }
