@@ -85,6 +85,34 @@ std::string recompute_modules_text(const RecomputeModules& m) {
   return out.empty() ? "none" : out;
 }
 
+namespace {
+constexpr std::array<std::string_view, 6> kCudaGraphs{"full_iteration", "attn",           "mlp",
+                                                      "moe_router",     "moe_preprocess", "moe"};
+std::array<bool CudaGraphs::*, 6> cuda_graph_members() {
+  return {&CudaGraphs::full_iteration, &CudaGraphs::attn,           &CudaGraphs::mlp,
+          &CudaGraphs::moe_router,     &CudaGraphs::moe_preprocess, &CudaGraphs::moe};
+}
+}  // namespace
+
+std::vector<std::string> cuda_graph_names() { return all(kCudaGraphs); }
+
+void add_cuda_graph(CudaGraphs& g, std::string_view text) {
+  for (std::size_t i = 0; i < kCudaGraphs.size(); ++i)
+    if (kCudaGraphs[i] == text) {
+      g.*cuda_graph_members()[i] = true;
+      return;
+    }
+  parse_enum<int>(text, kCudaGraphs, "CUDA graph capture");  // not found: throws, naming the choices
+  throw std::logic_error("add_cuda_graph: unreachable");
+}
+
+std::string cuda_graphs_text(const CudaGraphs& g) {
+  std::string out;
+  for (std::size_t i = 0; i < kCudaGraphs.size(); ++i)
+    if (g.*cuda_graph_members()[i]) out += (out.empty() ? "" : ", ") + std::string(kCudaGraphs[i]);
+  return out.empty() ? "none" : out;
+}
+
 std::string recompute_text(Recompute r, const RecomputeModules& m) {
   if (r != Recompute::selective || m == RecomputeModules{}) return std::string(name(r));
   return "selective (" + recompute_modules_text(m) + ")";

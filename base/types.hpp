@@ -60,6 +60,31 @@ std::string recompute_modules_text(const RecomputeModules& m);
 /// the default, else the mode's name.
 std::string recompute_text(Recompute r, const RecomputeModules& m);
 
+/// What CUDA graphs capture (Megatron-Core's cuda_graph_impl and cuda_graph_scope): the
+/// whole forward and backward ("full_iteration"), or modules of each layer, captured by
+/// Transformer Engine's make_graphed_callables forward and backward. A captured module's
+/// kernels launch as one graph: one launch of CPU time per pass instead of one per op.
+struct CudaGraphs {
+  bool full_iteration = false;  ///< the whole step (cuda_graph_impl "full_iteration")
+  bool attn = false;            ///< each layer's attention block (norm, QKV, attention, projection)
+  bool mlp = false;             ///< each dense layer's MLP block
+  bool moe_router = false;      ///< each MoE layer's router
+  bool moe_preprocess = false;  ///< each MoE layer's dispatch preprocessing (split sizes)
+  /// Each MoE layer's whole MLP block; Megatron-Core captures it under drop-and-pad only
+  /// (dropless routing's token counts are read back on the CPU every layer).
+  bool moe = false;
+  bool any() const { return full_iteration || attn || mlp || moe_router || moe_preprocess || moe; }
+  bool operator==(const CudaGraphs&) const = default;
+};
+
+/// The capture names, in the order above ("full_iteration", "attn", "mlp", "moe_router",
+/// "moe_preprocess", "moe").
+std::vector<std::string> cuda_graph_names();
+/// Sets the capture `name` in `g`; throws std::invalid_argument naming the valid ones.
+void add_cuda_graph(CudaGraphs& g, std::string_view name);
+/// The captures set in `g`, comma-separated, in name order ("none" when none).
+std::string cuda_graphs_text(const CudaGraphs& g);
+
 /// NCCL collectives, named as in calibration files and reports.
 /// all_to_all: every rank sends a distinct block to every other (expert-parallel dispatch and
 /// combine); its bytes S are what one rank sends to the others.

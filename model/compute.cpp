@@ -380,6 +380,8 @@ struct GemmTimes {
   double head_forward_s = 0, head_backward_s = 0;
   double kernels_forward = 0, kernels_backward = 0;  ///< per layer
   double recompute_forward_s = 0;  ///< per layer: the forward GEMMs selective recompute's modules run again
+  double moe_forward_s = 0, moe_backward_s = 0;  ///< per layer: the MoE MLP's GEMMs (in forward_s, backward_s)
+  double moe_kernels_forward = 0, moe_kernels_backward = 0;  ///< their launches (in kernels_*)
 };
 
 /// Adds the MoE layers' MLP GEMMs (model/moe.hpp moe_layer_gemms), each grouped GEMM one
@@ -397,10 +399,16 @@ void add_moe_gemms(const TransformerSpec& spec, std::int64_t rows, double elem_b
     auto t = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
       return gemm_time_s(m, n, k, gg.groups, elem_bytes, d.gemm_ceiling_tflops, d.sm_count, bw);
     };
-    out.forward_s += share * g.count_per_layer * t(g.m, g.n, g.k);
-    out.backward_s += share * g.count_per_layer * (t(g.m, g.k, g.n) + t(g.n, g.k, g.m));
+    const double fwd = share * g.count_per_layer * t(g.m, g.n, g.k);
+    const double bwd = share * g.count_per_layer * (t(g.m, g.k, g.n) + t(g.n, g.k, g.m));
+    out.forward_s += fwd;
+    out.backward_s += bwd;
+    out.moe_forward_s += fwd;
+    out.moe_backward_s += bwd;
     out.kernels_forward += share * g.count_per_layer;
     out.kernels_backward += share * 2 * g.count_per_layer;
+    out.moe_kernels_forward += share * g.count_per_layer;
+    out.moe_kernels_backward += share * 2 * g.count_per_layer;
   }
 }
 
@@ -555,6 +563,72 @@ double recompute_memory_bytes(const TransformerSpec& spec, const RecomputeModule
 
 }  // namespace
 
+namespace {
+
+/// The MoE layers' memory-bound work on the mean layer (their share): token permutation
+/// (moe_permutation_bytes, two kernels each way) and the routed and shared experts'
+/// activation and casts beyond the dense MLP's (moe_mlp_memory_delta_bytes), twice backward.
+MemoryWork moe_memory_work(const TransformerSpec& spec, std::int64_t rows, double w, double cast_bytes,
+                           const KernelChoice& k) {
+  const double share = moe_layer_share(spec);
+  const double routed_tokens = static_cast<double>(moe_tokens_per_rank(rows, k.tp));
+  const double perm = share * moe_permutation_bytes(spec, *spec.moe, routed_tokens, w);
+  const ExpertWork ew = expert_work(spec, *spec.moe, routed_tokens, k.ep, k.moe_imbalance);
+  const double widths = share * moe_mlp_memory_delta_bytes(spec, static_cast<double>(rows),
+                                                           static_cast<double>(ew.local_experts) * ew.rows_per_expert,
+                                                           w, k.profile, cast_bytes, k.tp, k.sp);
+  MemoryWork out;
+  out.bytes_forward = perm + widths;
+  out.bytes_backward = perm + 2 * widths;
+  out.kernels_forward = 2 * share;
+  out.kernels_backward = 2 * share;
+  return out;
+}
+
+/// The CPU's time per pass of the mean layer.
+struct LayerCpuTimes {
+  double forward_s = 0, backward_s = 0;
+};
+
+/// The CPU's time for one layer's ops per pass, `op_fwd_s`/`op_bwd_s` per dispatched op:
+///  - the layer's ops outside the MoE MLP block (`ops_*` less `moe_ops_*`), their captured
+///    share one graph launch per captured block (a dense layer's ops split evenly between
+///    its attention and MLP blocks; a MoE layer's are its attention block's);
+///  - the MoE MLP blocks' CPU work (moe_host_ops, for the layers' MoE share): Python ops at
+///    the op cost, less what graphs of the router and preprocessing take (one launch each),
+///    and per-expert launches at the driver's cost for the E/ep local experts; a graph of the
+///    whole block (drop-and-pad only) costs one launch;
+///  - under a full-iteration graph, nothing: the step replays without the CPU.
+LayerCpuTimes layer_cpu_times(const TransformerSpec& spec, const KernelChoice& k, const DeviceRates& d, double op_fwd_s,
+                              double op_bwd_s, double ops_fwd, double ops_bwd, double moe_ops_fwd, double moe_ops_bwd,
+                              bool fp8) {
+  const CudaGraphs& cg = k.graphs;
+  if (cg.full_iteration) return {};
+  const double share = spec.moe ? moe_layer_share(spec) : 0.0;
+  const double captured = spec.moe ? (cg.attn ? 1.0 : 0.0) : 0.5 * (cg.attn ? 1.0 : 0.0) + 0.5 * (cg.mlp ? 1.0 : 0.0);
+  const double graphs = (cg.attn ? 1.0 : 0.0) + (!spec.moe && cg.mlp ? 1.0 : 0.0);
+  LayerCpuTimes out;
+  out.forward_s = op_fwd_s * (ops_fwd - moe_ops_fwd) * (1 - captured) + d.launch_s * graphs;
+  out.backward_s = op_bwd_s * (ops_bwd - moe_ops_bwd) * (1 - captured) + d.launch_s * graphs;
+  if (!spec.moe) return out;
+  if (cg.moe) {
+    out.forward_s += share * d.launch_s;
+    out.backward_s += share * d.launch_s;
+    return out;
+  }
+  const MoeHostOps h = moe_host_ops(k.moe_dispatcher, fp8);
+  const double graphed = 0.5 * ((cg.moe_router ? 1.0 : 0.0) + (cg.moe_preprocess ? 1.0 : 0.0));
+  const double local_experts = static_cast<double>(spec.moe->experts) / k.ep;
+  const double launches = (cg.moe_router ? 1.0 : 0.0) + (cg.moe_preprocess ? 1.0 : 0.0);
+  out.forward_s += share * (op_fwd_s * (h.python_forward - graphed * h.captured_forward) +
+                            d.launch_s * (h.per_expert_forward * local_experts + launches));
+  out.backward_s += share * (op_bwd_s * (h.python_backward - graphed * h.captured_backward) +
+                             d.launch_s * (h.per_expert_backward * local_experts + launches));
+  return out;
+}
+
+}  // namespace
+
 MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_batch, std::int64_t seq_len,
                                 Precision precision, const FlopsOptions& opts, const KernelChoice& kernels,
                                 const DeviceRates& device) {
@@ -589,19 +663,12 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   const AttentionTimes a = attention_times(spec, static_cast<double>(micro_batch), seq_len, w, kernels, device);
   MemoryWork mem = layer_memory_work(spec, tokens, w, kernels.profile, gemm_cast_bytes(precision), kernels.tp,
                                      kernels.sp, kernels.autocast);
-  if (spec.moe) {  // token permutation of the MoE layers (two kernels each way), their experts' widths
-    const double share = moe_layer_share(spec);
-    const double routed_tokens = static_cast<double>(moe_tokens_per_rank(rows, kernels.tp));
-    const double perm = share * moe_permutation_bytes(spec, *spec.moe, routed_tokens, w);
-    const ExpertWork ew = expert_work(spec, *spec.moe, routed_tokens, kernels.ep, kernels.moe_imbalance);
-    const double widths =
-        share * moe_mlp_memory_delta_bytes(spec, tokens, static_cast<double>(ew.local_experts) * ew.rows_per_expert, w,
-                                           kernels.profile, gemm_cast_bytes(precision), kernels.tp, kernels.sp);
-    mem.bytes_forward += perm + widths;
-    mem.bytes_backward += perm + 2 * widths;
-    mem.kernels_forward += 2 * share;
-    mem.kernels_backward += 2 * share;
-  }
+  // The MoE layers' token permutation (two kernels each way) and their experts' widths.
+  const MemoryWork moe = spec.moe ? moe_memory_work(spec, rows, w, gemm_cast_bytes(precision), kernels) : MemoryWork{};
+  mem.bytes_forward += moe.bytes_forward;
+  mem.bytes_backward += moe.bytes_backward;
+  mem.kernels_forward += moe.kernels_forward;
+  mem.kernels_backward += moe.kernels_backward;
   MemoryWork loss = loss_memory_work(spec, tokens, w,
                                      kernels.fused_loss ? KernelProfile::compiled : KernelProfile::eager, kernels.tp);
   if (kernels.autocast) {  // each GEMM weight cast to 16 bits in the forward, its gradient back
@@ -635,18 +702,24 @@ MicroStepTimes micro_step_times(const TransformerSpec& spec, std::int64_t micro_
   const auto with_cpu = [&](double gpu_s, double cpu_s) {
     return kernels.launch_blocking ? gpu_s + cpu_s : std::max(gpu_s, cpu_s);
   };
-  const double layer_fwd = with_cpu(gpu_fwd, launch * (g.kernels_forward + a.kernels_forward + mem.kernels_forward));
-  const double layer_bwd =
-      with_cpu(gpu_bwd, launch_bwd * (g.kernels_backward + a.kernels_backward + mem.kernels_backward));
+  const LayerCpuTimes cpu = layer_cpu_times(
+      spec, kernels, device, launch, launch_bwd, g.kernels_forward + a.kernels_forward + mem.kernels_forward,
+      g.kernels_backward + a.kernels_backward + mem.kernels_backward, g.moe_kernels_forward + moe.kernels_forward,
+      g.moe_kernels_backward + moe.kernels_backward, gemm_operand_bytes(precision) < 2);
+  const double layer_fwd = with_cpu(gpu_fwd, cpu.forward_s);
+  const double layer_bwd = with_cpu(gpu_bwd, cpu.backward_s);
   const double L = static_cast<double>(spec.layers);
 
   MicroStepTimes t;
   const double head_gpu_fwd = g.head_forward_s + loss.bytes_forward / bw;
   const double head_gpu_bwd = g.head_backward_s + loss.bytes_backward / bw;
-  t.head_forward_s = with_cpu(head_gpu_fwd, launch * (1 + loss.kernels_forward));
-  t.head_backward_s = with_cpu(head_gpu_bwd, launch_bwd * (2 + loss.kernels_backward));
+  const double head_cpu = kernels.graphs.full_iteration ? 0.0 : 1.0;
+  t.head_forward_s = with_cpu(head_gpu_fwd, head_cpu * launch * (1 + loss.kernels_forward));
+  t.head_backward_s = with_cpu(head_gpu_bwd, head_cpu * launch_bwd * (2 + loss.kernels_backward));
   t.layer_attention_forward_s = a.forward_s;
   t.layer_attention_backward_s = a.backward_s;
+  t.layer_moe_mlp_forward_s = g.moe_forward_s + moe.bytes_forward / bw;
+  t.layer_moe_mlp_backward_s = g.moe_backward_s + moe.bytes_backward / bw;
   t.forward_s = L * layer_fwd + t.head_forward_s;
   t.backward_s = L * layer_bwd + t.head_backward_s;
   // Forwards of the layers per micro-step: 1, or 2 under full recompute.

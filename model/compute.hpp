@@ -6,6 +6,7 @@
 
 #include "model/flops.hpp"
 #include "model/kernels.hpp"
+#include "model/moe.hpp"
 #include "topologies/gpu.hpp"
 #include "model/transformer.hpp"
 #include "base/types.hpp"
@@ -185,6 +186,10 @@ struct KernelChoice {
   /// rows each, times `moe_imbalance` (>= 1, the busiest rank's load over the mean).
   int ep = 1;
   double moe_imbalance = 1.0;
+  /// How the MoE layers dispatch tokens: the CPU's work per MoE MLP block (moe_host_ops).
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  /// What CUDA graphs capture: a captured module costs the CPU one launch per pass.
+  CudaGraphs graphs = {};
 };
 
 /// Time of one micro-step on one GPU, seconds.
@@ -210,6 +215,11 @@ struct MicroStepTimes {
   /// exchange hides behind).
   double layer_attention_forward_s = 0;
   double layer_attention_backward_s = 0;
+  /// The MoE MLP blocks' kernels (router, expert and shared-expert GEMMs, token permutation)
+  /// on the mean layer (the MoE layers' share), forward and backward at full speed; 0 for a
+  /// dense model. What the combined 1F1B schedule runs beside the all-to-alls.
+  double layer_moe_mlp_forward_s = 0;
+  double layer_moe_mlp_backward_s = 0;
   /// forward + backward + recompute, split by kind of kernel.
   KernelTimes kernels;
 };

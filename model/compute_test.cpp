@@ -189,6 +189,59 @@ TEST_CASE("blocking launches add each op's CPU cost to the GPU time instead of o
   CHECK(blocking.kernels.launch_s > async.kernels.launch_s);
 }
 
+TEST_CASE(
+    "CUDA graphs: a captured block costs the CPU one launch per pass; a full-iteration graph nothing, "
+    "so a launch-bound layer runs at its GPU time") {
+  const TransformerSpec spec = small_gpt();
+  const FlopsOptions o;
+  KernelChoice k{AttentionKernel::flash2, KernelProfile::compiled, true};
+  DeviceRates d = unit_device();
+  d.launch_s = 1e-3;  // 1 ms per launch dwarfs this layer's kernels: 9 forward, 21 backward
+  const MicroStepTimes eager = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, d);
+  CHECK(eager.forward_s - eager.head_forward_s == doctest::Approx(9e-3));
+  k.graphs.attn = true;  // half a dense layer's ops (4.5) become one launch
+  const MicroStepTimes attn = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, d);
+  CHECK(attn.forward_s - attn.head_forward_s == doctest::Approx(5.5e-3));
+  k.graphs.mlp = true;  // the whole layer: two launches
+  const MicroStepTimes both = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, d);
+  CHECK(both.backward_s - both.head_backward_s == doctest::Approx(2e-3));
+  k.graphs = CudaGraphs{true};
+  const MicroStepTimes full = micro_step_times(spec, 1, 4, Precision::bf16_mixed, o, k, d);
+  CHECK(full.kernels.launch_s == 0);
+  CHECK(full.forward_s < eager.forward_s);
+}
+
+TEST_CASE(
+    "a MoE layer's CPU work: the dispatcher's Python ops at the op cost and each local expert's launches at "
+    "the driver's; graphs of the router and preprocessing take their ops, a graph of the block all of them") {
+  const TransformerSpec* q = find_model("qwen3-30b-a3b");
+  REQUIRE(q != nullptr);
+  const FlopsOptions o;
+  KernelChoice k{AttentionKernel::flash2, KernelProfile::fused, true};
+  k.ep = 8;  // 128 experts: 16 local
+  DeviceRates d = unit_device();
+  d.launch_s = 1;  // 1 s per launch (and per op: an op costs at least a launch) dwarfs every kernel
+  const MicroStepTimes plain = micro_step_times(*q, 1, 64, Precision::bf16_mixed, o, k, d);
+  const MoeHostOps h = moe_host_ops(MoeDispatcher::alltoall, false);
+  const double L = 48;
+  // A graph of the whole block leaves one launch of its Python ops and 16 experts' launches.
+  k.graphs.moe = true;
+  const MicroStepTimes block = micro_step_times(*q, 1, 64, Precision::bf16_mixed, o, k, d);
+  CHECK((plain.forward_s - block.forward_s) / L == doctest::Approx(h.python_forward + 16 * h.per_expert_forward - 1));
+  CHECK((plain.backward_s - block.backward_s) / L ==
+        doctest::Approx(h.python_backward + 16 * h.per_expert_backward - 1));
+  // The router and preprocessing graphs: two launches, their Python ops gone.
+  d.launch_s = 1e-9;
+  d.eager_forward_op_s = d.eager_backward_op_s = 1;
+  k.graphs = CudaGraphs{};
+  const MicroStepTimes ops = micro_step_times(*q, 1, 64, Precision::bf16_mixed, o, k, d);
+  k.graphs.moe_router = k.graphs.moe_preprocess = true;
+  const MicroStepTimes graphed = micro_step_times(*q, 1, 64, Precision::bf16_mixed, o, k, d);
+  CHECK((ops.forward_s - graphed.forward_s) / L == doctest::Approx(h.captured_forward).epsilon(1e-6));
+  CHECK(moe_host_ops(MoeDispatcher::hybridep, true).python_forward <
+        moe_host_ops(MoeDispatcher::alltoall, true).python_forward);
+}
+
 TEST_CASE("the catalog's GEMM ceiling: measured where published, else the mean measured fraction of peak") {
   const GpuSpec* a100 = find_gpu("a100-sxm4-80gb");
   REQUIRE(a100 != nullptr);

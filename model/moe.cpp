@@ -3,6 +3,7 @@
 #include "topologies/fabric.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -137,6 +138,56 @@ double all_to_all_time_s(double bytes_out, const CommFabric& f, double latency_s
     t = std::max(t, bytes_out * (e - ppn) / peers / (per_rank_GBps * 1e9));
   }
   return latency_s + t;
+}
+
+namespace {
+constexpr std::array<std::string_view, 3> kDispatchers{"alltoall", "hybridep", "deepep"};
+}  // namespace
+
+std::string_view name(MoeDispatcher d) { return kDispatchers.at(static_cast<std::size_t>(d)); }
+
+std::vector<std::string> moe_dispatcher_names() { return {kDispatchers.begin(), kDispatchers.end()}; }
+
+MoeDispatcher parse_moe_dispatcher(std::string_view s) {
+  for (std::size_t i = 0; i < kDispatchers.size(); ++i)
+    if (kDispatchers[i] == s) return static_cast<MoeDispatcher>(i);
+  throw std::invalid_argument("unknown MoE dispatcher \"" + std::string(s) +
+                              "\"; expected one of alltoall, hybridep, deepep");
+}
+
+MoeHostOps moe_host_ops(MoeDispatcher d, bool fp8) {
+  MoeHostOps o;
+  if (d == MoeDispatcher::alltoall) {
+    // router 9; dispatcher 24 forward, 8 backward; experts 3 (16-bit) or 8 (fp8 padding and
+    // scaling) forward, 5 or 10 backward. Graphed router and preprocessing leave 16/21
+    // forward and 12/17 backward.
+    o.python_forward = fp8 ? 41 : 36;
+    o.python_backward = fp8 ? 27 : 22;
+    o.captured_forward = 20;
+    o.captured_backward = 10;
+  } else {
+    // HybridEP's fused dispatch and combine: router 9, dispatcher 3, experts 3 or 5 forward.
+    o.python_forward = fp8 ? 17 : 15;
+    o.python_backward = fp8 ? 20 : 18;
+    o.captured_forward = 9;
+    o.captured_backward = 9;
+  }
+  // Per local expert: its GEMMs (fc1, fc2; backward dgrad and wgrad of each) and, under
+  // fp8, each GEMM input's quantization.
+  o.per_expert_forward = fp8 ? 4 : 2;
+  o.per_expert_backward = fp8 ? 6 : 4;
+  return o;
+}
+
+double combined_layer_pair_s(const CombinedLayerPair& p) {
+  const double mlp_bwd_start = std::max(p.attn_fwd_s, p.combine_bwd_s);
+  const double mlp_bwd_end = mlp_bwd_start + p.mlp_bwd_dgrad_s;
+  const double dispatch_fwd_end = std::max(p.attn_fwd_s, p.combine_bwd_s) + p.dispatch_fwd_s;
+  const double dispatch_bwd_end = std::max(dispatch_fwd_end, mlp_bwd_end) + p.dispatch_bwd_s;
+  const double mlp_fwd_end = std::max(mlp_bwd_end + p.mlp_bwd_wgrad_s, dispatch_fwd_end) + p.mlp_fwd_s;
+  const double combine_fwd_end = std::max(dispatch_bwd_end, mlp_fwd_end) + p.combine_fwd_s;
+  const double attn_bwd_end = std::max(mlp_fwd_end, dispatch_bwd_end) + p.attn_bwd_s;
+  return std::max(combine_fwd_end, attn_bwd_end);
 }
 
 }  // namespace stepcast

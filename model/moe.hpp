@@ -9,6 +9,8 @@
 #include "model/transformer.hpp"
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace stepcast {
@@ -103,5 +105,53 @@ double moe_all_to_all_bytes(const TransformerSpec& spec, const MoeSpec& moe, dou
 ///                        bytes_out·(e - ppn)/(e - 1) / (inter_GBps / ppn))
 /// One rank (e = 1) sends nothing: 0.
 double all_to_all_time_s(double bytes_out, const CommFabric& f, double latency_s);
+
+/// How a MoE layer's tokens reach their experts (Megatron-Core's moe_token_dispatcher_type
+/// and flex backend): NCCL all-to-alls, or DeepEP's fused kernels (flex: HybridEP, DeepEP).
+enum class MoeDispatcher { alltoall, hybridep, deepep };
+std::string_view name(MoeDispatcher d);
+std::vector<std::string> moe_dispatcher_names();
+/// Throws std::invalid_argument naming the choices.
+MoeDispatcher parse_moe_dispatcher(std::string_view s);
+
+/// The CPU's work in one MoE MLP block (router, token dispatcher, grouped experts, combine)
+/// per pass: ops Python dispatches one by one (each an eager op's CPU cost: Python, ATen
+/// dispatcher, launch) and kernels a C++ loop launches per local expert (Transformer
+/// Engine's grouped GEMM runs one cuBLAS GEMM per expert, with its input's quantization
+/// under fp8; each the driver's launch cost). `captured_*`: the part that Transformer
+/// Engine's graphs of the router and the dispatch preprocessing take (cuda_graph_scope
+/// moe_router, moe_preprocess). Counted by reading Megatron-Core core_v0.17.0 with
+/// Transformer Engine 2.14 (moe/router.py TopKRouter with router fusion, moe/token_dispatcher.py
+/// MoEAlltoAllTokenDispatcher and _HybridEPManager, moe/experts.py TEGroupedMLP; a
+/// Qwen3-style layer: no shared expert, aux loss, dropless, TP 1); not measured.
+struct MoeHostOps {
+  double python_forward = 0, python_backward = 0;
+  double captured_forward = 0, captured_backward = 0;  ///< of python_*
+  double per_expert_forward = 0, per_expert_backward = 0;
+};
+/// The counts for a dispatcher, fp8 (or fp4) GEMMs or 16-bit ones. DeepEP is taken as
+/// HybridEP (the same flex dispatcher path).
+MoeHostOps moe_host_ops(MoeDispatcher d, bool fp8);
+
+/// One layer of one micro-batch's forward beside one layer of another's backward in
+/// Megatron-Core's combined 1F1B schedule (--overlap-moe-expert-parallel-comm with
+/// --delay-wgrad-compute; models/common/model_chunk_schedule_plan.py
+/// TransformerLayerSchedulePlan.run @ core_v0.17.0), on two streams:
+///   communication: combine_bwd | dispatch_fwd -> dispatch_bwd    | combine_fwd
+///   compute:       attn_fwd    | mlp_bwd -> mlp_bwd_dw -> mlp_fwd | attn_bwd
+/// each op starting when its stream is free and its input is ready: dispatch_fwd after
+/// attn_fwd, mlp_bwd after combine_bwd, dispatch_bwd after mlp_bwd (the input gradient; the
+/// weight gradient mlp_bwd_dw is deferred), mlp_fwd after dispatch_fwd, combine_fwd after
+/// mlp_fwd, attn_bwd after dispatch_bwd. attn_* are the layer's kernels outside the MoE MLP
+/// block, mlp_* the block's.
+struct CombinedLayerPair {
+  double attn_fwd_s = 0, attn_bwd_s = 0;
+  double mlp_fwd_s = 0, mlp_bwd_dgrad_s = 0, mlp_bwd_wgrad_s = 0;
+  double dispatch_fwd_s = 0, combine_fwd_s = 0, dispatch_bwd_s = 0, combine_bwd_s = 0;
+};
+
+/// The pair's time: the later of the two streams' last ops (a max-plus recurrence over the
+/// dependencies above); equal to the compute alone when the all-to-alls take no time.
+double combined_layer_pair_s(const CombinedLayerPair& p);
 
 }  // namespace stepcast

@@ -212,3 +212,34 @@ TEST_CASE("MoE layer GEMMs: E/ep groups of tokens·k·ep/E rows, the router and 
   CHECK(moe_layer_gemms(*v3, *v3->moe, 4096, 64, 1.5)[1].shape.m == 12288);
   CHECK(moe_permutation_bytes(*v3, *v3->moe, 4096, 2) == 4.0 * 4096 * 8 * 7168 * 2);
 }
+
+TEST_CASE(
+    "combined 1F1B layer pair: the compute alone when the all-to-alls are free; each all-to-all longer than "
+    "the compute it sits beside shows; never below either stream's own work") {
+  CombinedLayerPair p;
+  p.attn_fwd_s = 1;
+  p.attn_bwd_s = 2;
+  p.mlp_fwd_s = 1;
+  p.mlp_bwd_dgrad_s = 0.5;
+  p.mlp_bwd_wgrad_s = 0.5;
+  CHECK(combined_layer_pair_s(p) == doctest::Approx(5));
+  // Short all-to-alls hide: combine_bwd behind attn_fwd, the dispatches behind the MLP's
+  // backward and forward, combine_fwd behind attn_bwd.
+  p.combine_bwd_s = p.dispatch_fwd_s = p.dispatch_bwd_s = p.combine_fwd_s = 0.4;
+  CHECK(combined_layer_pair_s(p) == doctest::Approx(5));
+  // combine_bwd longer than attn_fwd delays mlp_bwd by the difference.
+  CombinedLayerPair q = p;
+  q.combine_bwd_s = 1.5;
+  CHECK(combined_layer_pair_s(q) == doctest::Approx(combined_layer_pair_s(p) + 0.5));
+  // Huge all-to-alls: the communication stream sets the time.
+  CombinedLayerPair r = p;
+  r.combine_bwd_s = r.dispatch_fwd_s = r.dispatch_bwd_s = r.combine_fwd_s = 10;
+  CHECK(combined_layer_pair_s(r) >= 40);
+  CHECK(combined_layer_pair_s(r) >= 5);
+}
+
+TEST_CASE("MoE dispatcher names round-trip; an unknown one is refused naming the choices") {
+  for (const std::string& n : moe_dispatcher_names()) CHECK(name(parse_moe_dispatcher(n)) == n);
+  CHECK_THROWS_WITH_AS(parse_moe_dispatcher("nccl"), doctest::Contains("alltoall, hybridep, deepep"),
+                       std::invalid_argument);
+}

@@ -343,6 +343,49 @@ void hide_behind(std::vector<sim::LayerCollective>& ops, double budget_s) {
   }
 }
 
+/// Under moe_a2a_overlap each layer of a micro-batch's forward runs beside a layer of
+/// another's backward (model/moe.hpp combined_layer_pair_s): of m micro-batches per step one
+/// forward (the first) and one backward (the last) have no partner and expose their
+/// all-to-alls whole, so per micro-step the four all-to-alls of time X expose
+/// X/m + (m-1)/m · e, shared among them by their times, where a pair exposes what its
+/// streams leave, pair - compute, and while the rest of X runs beside the compute its kernels
+/// hold a share s of the SMs (Job::comm_slowdown, as a TP collective in bulk overlap):
+/// e = (pair - compute) + s · (X - (pair - compute)). The layer's
+/// split: the MoE MLP block (MicroStepTimes::layer_moe_mlp_*_s; its backward half input and
+/// half weight gradient, the GEMMs' two halves) and the rest. m = 1: all exposed.
+void overlap_with_other_micro_batch(Costs& c, double m, double sm_share) {
+  auto time_s = [](const sim::LayerCollective& op) {
+    double t = 0;
+    for (const CollectivePhase& ph : op.phases) t += ph.time_s();
+    return t;
+  };
+  CombinedLayerPair p;
+  p.mlp_fwd_s = c.micro.layer_moe_mlp_forward_s;
+  p.mlp_bwd_dgrad_s = c.micro.layer_moe_mlp_backward_s / 2;
+  p.mlp_bwd_wgrad_s = c.micro.layer_moe_mlp_backward_s / 2;
+  p.attn_fwd_s = std::max(0.0, c.per_layer.forward_s - p.mlp_fwd_s);
+  p.attn_bwd_s = std::max(0.0, c.per_layer.backward_s + c.per_layer.recompute_s - c.micro.layer_moe_mlp_backward_s);
+  p.dispatch_fwd_s = time_s(c.ep_forward[0]);
+  p.combine_fwd_s = time_s(c.ep_forward[1]);
+  p.combine_bwd_s = time_s(c.ep_backward[0]);
+  p.dispatch_bwd_s = time_s(c.ep_backward[1]);
+  const double all = p.dispatch_fwd_s + p.combine_fwd_s + p.combine_bwd_s + p.dispatch_bwd_s;
+  if (!(all > 0)) return;
+  const double compute = p.attn_fwd_s + p.attn_bwd_s + p.mlp_fwd_s + c.micro.layer_moe_mlp_backward_s;
+  const double paired = m > 1 ? (m - 1) / m : 0.0;
+  const double left = std::max(0.0, combined_layer_pair_s(p) - compute);
+  const double exposed = (1 - paired) * all + paired * (left + sm_share * std::max(0.0, all - left));
+  for (auto* ops : {&c.ep_forward, &c.ep_backward})
+    for (sim::LayerCollective& op : *ops) {
+      CollectivePhase ph = op.phases.front();
+      ph.latency_s = exposed * time_s(op) / all;
+      ph.bytes = 0;
+      ph.algorithm = "p2p (exposed part beside the other micro-batch's layer)";
+      op.phases = {ph};
+      op.purpose += " (exposed part)";
+    }
+}
+
 void cost_expert_parallel(const Job& job, Costs& c) {
   const TransformerSpec& model = job.scenario.model;
   if (!model.moe || job.layout().ep == 1) return;
@@ -366,6 +409,8 @@ void cost_expert_parallel(const Job& job, Costs& c) {
     hide_behind(c.ep_forward, moe_layer_share(model) * fwd);
     hide_behind(c.ep_backward, moe_layer_share(model) * bwd);
   }
+  if (job.scenario.strategy.moe_a2a_overlap)
+    overlap_with_other_micro_batch(c, static_cast<double>(tr.grad_accum), job.comm_slowdown);
 }
 
 /// CPU offload per optimizer step (model/offload.hpp offload_times): one GPU's partition of

@@ -294,6 +294,11 @@ KernelChoice resolve_kernels(const Scenario& s, const GpuSpec& gpu, std::vector<
   k.fused_loss = tr.fused_loss.value_or(k.profile != KernelProfile::eager);
   k.metric_loss_passes = tr.metric_loss_passes;
   k.launch_blocking = tr.launch_blocking;
+  k.graphs = tr.cuda_graphs;
+  k.moe_dispatcher = s.strategy.moe_dispatcher;
+  if (tr.cuda_graphs.any())
+    assumptions.push_back(fmt::format("CUDA graphs capture {}: each captured block costs the CPU one launch per pass",
+                                      cuda_graphs_text(tr.cuda_graphs)));
   k.autocast = tr.autocast;
   if (k.autocast)
     assumptions.push_back(
@@ -449,10 +454,17 @@ void resolve_expert_parallel(Job& job, const Topology& topo) {
                   st.moe_imbalance == 1.0 ? " (default: routing balanced, as auxiliary-loss-free "
                                             "balancing aims for; an assumption, not a measurement)"
                                           : ""));
-  job.assumptions.push_back(st.moe_shared_expert_overlap
-                                ? "moe_shared_expert_overlap: the all-to-alls run beside the shared experts' GEMMs "
-                                  "and cost what those leave exposed"
-                                : "moe_shared_expert_overlap off (default): the all-to-alls block the layers");
+  job.assumptions.push_back(
+      st.moe_shared_expert_overlap ? "moe_shared_expert_overlap: the all-to-alls run beside the shared experts' GEMMs "
+                                     "and cost what those leave exposed"
+      : st.moe_a2a_overlap         ? "moe_a2a_overlap: each micro-batch's all-to-alls run beside another "
+                                     "micro-batch's layers (combined 1F1B) and cost what those leave exposed"
+                                   : "moe_shared_expert_overlap and moe_a2a_overlap off (default): the "
+                                     "all-to-alls block the layers");
+  job.assumptions.push_back(fmt::format(
+      "moe_dispatcher {}{}: the CPU dispatches each MoE layer's router, dispatcher and combine op by op and "
+      "launches each local expert's GEMMs, as Megatron-Core does (model/moe.hpp moe_host_ops)",
+      name(st.moe_dispatcher), st.moe_dispatcher == MoeDispatcher::alltoall ? " (default)" : ""));
   job.assumptions.push_back(fmt::format("moe_capacity_factor {:g}{}", st.moe_capacity_factor,
                                         st.moe_capacity_factor == 1.0 ? " (default: dropless, balanced routing)" : ""));
 }

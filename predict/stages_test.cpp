@@ -792,6 +792,53 @@ TEST_CASE(
                   InputError);
 }
 
+TEST_CASE(
+    "moe_a2a_overlap: the four all-to-alls of time X expose X/m + (m-1)/m·e, e the combined 1F1B pair's "
+    "exposure plus the SM share of the rest; refused with ep 1, full recompute or a pipeline without vpp") {
+  auto q30 = [](const std::string& strategy, const std::string& recompute = "none", int grad_accum = 4) {
+    return parse_scenario(R"({"name": "q", "description": "test", "model": "qwen3-30b-a3b",
+      "training": {"precision": "bf16_mixed", "optimizer": "adam", "micro_batch": 1, "grad_accum": )" +
+                              std::to_string(grad_accum) + R"(, "seq_len": 4096, "recompute": ")" + recompute +
+                              R"(", "flash_attention": true},
+      "strategy": )" + strategy +
+                              R"(, "hardware": {"box": "dgx-h100", "gpus": 8}})",
+                          "q.json");
+  };
+  auto time_s = [](const std::vector<sim::LayerCollective>& ops) {
+    double t = 0;
+    for (const auto& op : ops)
+      for (const auto& ph : op.phases) t += ph.time_s();
+    return t;
+  };
+  const Job job = resolve(q30(R"({"name": "zero1", "ep": 8, "moe_a2a_overlap": true})"));
+  const Costs off = cost(resolve(q30(R"({"name": "zero1", "ep": 8})")));
+  const Costs on = cost(job);
+  const double m = 4;
+  CombinedLayerPair p;
+  p.mlp_fwd_s = off.micro.layer_moe_mlp_forward_s;
+  p.mlp_bwd_dgrad_s = p.mlp_bwd_wgrad_s = off.micro.layer_moe_mlp_backward_s / 2;
+  p.attn_fwd_s = off.per_layer.forward_s - p.mlp_fwd_s;
+  p.attn_bwd_s = off.per_layer.backward_s - off.micro.layer_moe_mlp_backward_s;
+  p.dispatch_fwd_s = time_s({off.ep_forward[0]});
+  p.combine_fwd_s = time_s({off.ep_forward[1]});
+  p.combine_bwd_s = time_s({off.ep_backward[0]});
+  p.dispatch_bwd_s = time_s({off.ep_backward[1]});
+  const double X = time_s(off.ep_forward) + time_s(off.ep_backward);
+  const double left =
+      combined_layer_pair_s(p) - (p.attn_fwd_s + p.attn_bwd_s + p.mlp_fwd_s + off.micro.layer_moe_mlp_backward_s);
+  const double e = left + job.comm_slowdown * (X - left);
+  CHECK(time_s(on.ep_forward) + time_s(on.ep_backward) == doctest::Approx(X / m + (m - 1) / m * e));
+  CHECK(time_s(on.ep_forward) + time_s(on.ep_backward) < X);
+  // One micro-batch: nothing to pair with, every all-to-all exposed whole.
+  const Costs one = cost(resolve(q30(R"({"name": "zero1", "ep": 8, "moe_a2a_overlap": true})", "none", 1)));
+  const Costs one_off = cost(resolve(q30(R"({"name": "zero1", "ep": 8})", "none", 1)));
+  CHECK(time_s(one.ep_forward) == doctest::Approx(time_s(one_off.ep_forward)));
+  CHECK_THROWS_AS(q30(R"({"name": "zero1", "moe_a2a_overlap": true})"), InputError);
+  CHECK_THROWS_AS(q30(R"({"name": "zero1", "ep": 8, "moe_a2a_overlap": true})", "full"), InputError);
+  CHECK_THROWS_AS(q30(R"({"name": "zero1", "ep": 4, "pp": 2, "moe_a2a_overlap": true})"), InputError);
+  CHECK_NOTHROW(q30(R"({"name": "zero1", "ep": 4, "pp": 2, "vpp": 2, "moe_a2a_overlap": true})"));
+}
+
 TEST_CASE("a pipeline's simulated peak memory is its fullest stage's, and names that stage") {
   // Llama-3.1-405B in 16 interleaved stages: the first and last stages hold a layer less
   // than the others, so stage 0 (the representative rank) is not the fullest.

@@ -193,6 +193,18 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors, const Schema&
   });
   errors.attempt([&] { t.launch_blocking = obj.optional_boolean("launch_blocking").value_or(false); });
   errors.attempt([&] {
+    if (!obj.has("cuda_graphs")) return;
+    JsonArray captures = obj.array("cuda_graphs");
+    for (std::size_t i = 0; i < captures.size(); ++i) {
+      const std::string text = captures.string(i);
+      try {
+        add_cuda_graph(t.cuda_graphs, text);
+      } catch (const std::invalid_argument& e) {
+        throw captures.error(i, e.what() + did_you_mean(text, cuda_graph_names()));
+      }
+    }
+  });
+  errors.attempt([&] {
     if (obj.has("mixed_precision")) t.autocast = read_choice(schema, obj, "mixed_precision") == "autocast";
   });
   errors.attempt([&] {
@@ -333,6 +345,9 @@ StrategySpec parse_strategy_object(JsonObject& obj, InputErrors& errors, const S
     if (auto v = read_optional_number(schema, obj, "moe_imbalance")) s.moe_imbalance = *v;
     if (auto v = read_optional_number(schema, obj, "moe_capacity_factor")) s.moe_capacity_factor = *v;
     if (auto v = obj.optional_boolean("moe_shared_expert_overlap")) s.moe_shared_expert_overlap = *v;
+    if (auto v = obj.optional_boolean("moe_a2a_overlap")) s.moe_a2a_overlap = *v;
+    if (obj.has("moe_dispatcher"))
+      s.moe_dispatcher = parse_name(obj, "moe_dispatcher", parse_moe_dispatcher, moe_dispatcher_names());
   });
   errors.attempt([&] {
     if (obj.has("offload")) s.offload = parse_name(obj, "offload", parse_offload, offload_names());
@@ -848,6 +863,20 @@ void check_recompute_modules(const Scenario& s, const ScenarioSource& w) {
     throw InputError(w.file, at, "mlp recomputes the dense MLP: every layer of " + s.model.name + " is a MoE layer");
 }
 
+/// training.cuda_graphs: "full_iteration" alone; the MoE captures for a MoE model, "mlp" for
+/// a model with dense MLPs.
+void check_cuda_graphs(const Scenario& s, const ScenarioSource& w) {
+  const std::string at = "/training/cuda_graphs";
+  const CudaGraphs& g = s.training.cuda_graphs;
+  if (g.full_iteration && !(g == CudaGraphs{true}))
+    throw InputError(w.file, at, "full_iteration captures the whole step: name it alone");
+  if ((g.moe_router || g.moe_preprocess || g.moe) && !s.model.moe)
+    throw InputError(w.file, at,
+                     "moe_router, moe_preprocess and moe capture parts of MoE layers: " + s.model.name + " is dense");
+  if (g.mlp && moe_layer_share(s.model) >= 1.0)
+    throw InputError(w.file, at, "mlp captures the dense MLP: every layer of " + s.model.name + " is a MoE layer");
+}
+
 void check_training(const Scenario& s, const ScenarioSource& w) {
   const TrainingSpec& t = s.training;
   check_count(t.micro_batch, 1, limits::kMaxMicroBatch, w.file, w.micro_batch, "sequences per GPU per micro-step");
@@ -860,6 +889,7 @@ void check_training(const Scenario& s, const ScenarioSource& w) {
   if (t.lora) check_lora(*t.lora, s.model, w);
   if (t.autocast) check_autocast(s, w);
   if (t.recompute_modules_given) check_recompute_modules(s, w);
+  check_cuda_graphs(s, w);
 }
 
 /// Prefetch depth within the model; a gradient bucket large enough that one step has at
@@ -1027,10 +1057,23 @@ void check_expert_parallel(const Scenario& s, const ScenarioSource& w) {
     if (st.moe_imbalance != 1.0) throw InputError(w.file, w.strategy + "/moe_imbalance", no_experts);
     if (st.moe_capacity_factor != 1.0) throw InputError(w.file, w.strategy + "/moe_capacity_factor", no_experts);
     if (st.moe_shared_expert_overlap) throw InputError(w.file, w.strategy + "/moe_shared_expert_overlap", no_experts);
+    if (st.moe_a2a_overlap) throw InputError(w.file, w.strategy + "/moe_a2a_overlap", no_experts);
+    if (st.moe_dispatcher != MoeDispatcher::alltoall)
+      throw InputError(w.file, w.strategy + "/moe_dispatcher", no_experts);
   } else if (st.moe_shared_expert_overlap && (m.moe->shared_experts == 0 || st.layout.ep == 1)) {
     throw InputError(
         w.file, w.strategy + "/moe_shared_expert_overlap",
         "the overlap hides the all-to-alls behind the shared experts: it needs shared experts and ep >= 2");
+  }
+  if (m.moe && st.moe_a2a_overlap) {  // Megatron-Core's TransformerConfig checks (core_v0.17.0)
+    const std::string at = w.strategy + "/moe_a2a_overlap";
+    if (st.layout.ep == 1) throw InputError(w.file, at, "the all-to-all overlap needs expert parallelism (ep >= 2)");
+    if (st.moe_shared_expert_overlap)
+      throw InputError(w.file, at, "the all-to-all overlap replaces moe_shared_expert_overlap: set one of the two");
+    if (s.training.recompute == Recompute::full)
+      throw InputError(w.file, at, "the all-to-all overlap needs recompute other than \"full\"");
+    if (st.layout.pp > 1 && st.layout.vpp < 2)
+      throw InputError(w.file, at, "the all-to-all overlap under a pipeline needs the interleaved schedule (vpp >= 2)");
   }
   if ((m.moe || m.mla) && s.training.lora)
     throw InputError(w.file, "/training/lora", "LoRA on MoE and MLA models is not modelled yet");

@@ -58,6 +58,9 @@ struct TrainingSpec {
   /// CUDA_LAUNCH_BLOCKING=1 ("launch_blocking"): each kernel launch waits for the kernel, so
   /// the CPU's cost per op adds to the GPU's time. Default false (launches are asynchronous).
   bool launch_blocking = false;
+  /// What CUDA graphs capture ("cuda_graphs": ["full_iteration"] or modules of each layer,
+  /// "attn", "mlp", "moe_router", "moe_preprocess"). Default none (every op dispatched).
+  CudaGraphs cuda_graphs;
   /// How 16-bit mixed precision keeps its parameters ("mixed_precision"): "master_weights"
   /// (false, the default: 16-bit parameters and an fp32 master copy in the optimizer, as
   /// Megatron, DeepSpeed, FSDP's param_dtype and nanotron run it) or "autocast" (true: fp32
@@ -144,6 +147,16 @@ struct StrategySpec {
   /// the shared experts' GEMMs run beside the dispatch and combine all-to-alls, which then
   /// cost only what the shared experts do not hide. Needs shared experts and ep >= 2.
   bool moe_shared_expert_overlap = false;
+  /// "moe_a2a_overlap" (default false; Megatron-Core's --overlap-moe-expert-parallel-comm
+  /// with --delay-wgrad-compute): the combined 1F1B schedule runs one micro-batch's forward
+  /// beside another's backward, layer by layer, so each pass's all-to-alls run beside the
+  /// other pass's layer and cost what it leaves exposed. Needs ep >= 2, no full recompute, no
+  /// moe_shared_expert_overlap, vpp >= 2 under a pipeline (transformer_config.py checks).
+  bool moe_a2a_overlap = false;
+  /// "moe_dispatcher" (default "alltoall": Megatron-Core's alltoall token dispatcher over
+  /// NCCL; "hybridep", "deepep": its flex dispatcher's fused kernels): the CPU's work per MoE
+  /// layer (model/moe.hpp moe_host_ops). The all-to-alls' bytes are costed alike.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
 };
 
 /// Whole nodes that differ from the rest: slower GPUs (thermal throttling, an older part)

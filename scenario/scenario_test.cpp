@@ -542,6 +542,34 @@ TEST_CASE("mixed_precision autocast is refused where frameworks keep 16-bit para
   CHECK(error_of(working).empty());
 }
 
+TEST_CASE(
+    "cuda_graphs: full_iteration alone, module captures the model has, misspellings named; moe_dispatcher "
+    "and moe_a2a_overlap need experts") {
+  json j = good();
+  CHECK_FALSE(parse(j).training.cuda_graphs.any());
+  j["training"]["cuda_graphs"] = {"attn", "mlp"};
+  const CudaGraphs g = parse(j).training.cuda_graphs;
+  CHECK((g.attn && g.mlp && !g.full_iteration));
+  json typo = j;
+  typo["training"]["cuda_graphs"] = {"full_iter"};
+  CHECK(mentions(error_of(typo), "/training/cuda_graphs/0"));
+  CHECK(mentions(error_of(typo), "did you mean \"full_iteration\""));
+  json mixed = j;
+  mixed["training"]["cuda_graphs"] = {"full_iteration", "attn"};
+  CHECK(mentions(error_of(mixed), "full_iteration captures the whole step: name it alone"));
+  json dense = j;
+  dense["training"]["cuda_graphs"] = {"moe_router"};
+  CHECK(mentions(error_of(dense), "is dense"));
+  json dispatcher = good();
+  dispatcher["strategy"]["moe_dispatcher"] = "hybridep";
+  CHECK(mentions(error_of(dispatcher), "/strategy/moe_dispatcher"));
+  dispatcher["strategy"]["moe_dispatcher"] = "hybrid";
+  CHECK(mentions(error_of(dispatcher), "did you mean \"hybridep\""));
+  json overlap = good();
+  overlap["strategy"]["moe_a2a_overlap"] = true;
+  CHECK(mentions(error_of(overlap), "/strategy/moe_a2a_overlap"));
+}
+
 TEST_CASE("recompute_modules: under selective recompute only, each a module the model has, misspellings named") {
   json j = good();
   j["training"]["recompute"] = "selective";

@@ -124,6 +124,9 @@ std::vector<SchemaKey> training_keys() {
              "master_weights (16-bit parameters, an fp32 master copy in the optimizer)",
              "how 16-bit mixed precision keeps parameters: autocast is PyTorch AMP over fp32 parameters (DDP, "
              "Hugging Face Trainer, Lightning)"),
+      key("/training/cuda_graphs", KeyType::array, "[] (no CUDA graphs: every op dispatched by the CPU)",
+          "what CUDA graphs capture: [\"full_iteration\"] (the whole step), or modules of each layer: attn, "
+          "mlp, moe_router, moe_preprocess, moe (Megatron-Core's cuda_graph_scope; moe under drop-and-pad only)"),
       key("/training/launch_blocking", kBool, "false (launches are asynchronous)",
           "CUDA_LAUNCH_BLOCKING=1: each launch waits for its kernel"),
       choice("/training/grad_accumulation", grad_accumulation_names(),
@@ -180,6 +183,11 @@ std::vector<SchemaKey> strategy_keys() {
              "tokens an expert holds over its balanced share"),
       key("/strategy/moe_shared_expert_overlap", kBool, "false",
           "shared experts beside the dispatch and combine all-to-alls (Megatron-Core)"),
+      choice("/strategy/moe_dispatcher", moe_dispatcher_names(), "alltoall (Megatron-Core's, over NCCL)",
+             "how MoE tokens reach their experts: the CPU's work per MoE layer"),
+      key("/strategy/moe_a2a_overlap", kBool, "false",
+          "each micro-batch's all-to-alls beside another micro-batch's layers (Megatron-Core's "
+          "overlap_moe_expert_parallel_comm)"),
       choice("/strategy/offload", offload_names(), "none", "CPU offload (ZeRO-Offload, parameter offload)"),
       key("/strategy/delayed_update", kBool, "false", "ZeRO-Offload's one-step delayed parameter update"),
       key("/strategy/fp8_all_gather", kBool, "false", "fp8 training: FSDP / ZeRO-3 all-gather weights in fp8"),

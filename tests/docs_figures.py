@@ -523,9 +523,24 @@ def megatron_bridge_accuracy(sc):
         f"median |error| {statistics.median(map(abs, dense)):.1f}%, predicted {pace(dense)}; MoE runs median "
         f"|error| {statistics.median(map(abs, moes)):.1f}%, predicted {pace(moes)}.",
         qwen3_releases(v),
+        moe_releases_line(v, recs),
         gpt_oss_line(v),
         nvfp4_line(v),
     ]
+
+
+def moe_releases_line(v, recs):
+    """The MoE runs of 26.06 on (whole-iteration CUDA graphs) and the earlier ones: median |error|,
+    signed; how many earlier runs take the recipe's all-to-all overlap."""
+    moe = {i for i, r in recs.items() if "moe" in (r["strategy"].get("extras") or [])}
+    runs = [r for r in v["runs"] if r["status"] == "ok" and r["id"] in moe]
+    late = [r for r in runs if r["id"].split("-")[1][:4] >= "2606"]
+    early = [r for r in runs if r["id"].split("-")[1][:4] < "2606"]
+    overlap = [r for r in early if any(a.startswith("expert-parallel all-to-alls beside") for a in r["assumptions"])]
+    e = lambda rs: [r["error_pct"] for r in rs]
+    return (f"{len(late)} runs of 26.06 on to a median |error| of {statistics.median(map(abs, e(late))):.1f}% "
+            f"(signed {statistics.median(e(late)):+.1f}%), and the {len(early)} earlier ones to "
+            f"{statistics.median(map(abs, e(early))):.1f}%: {len(overlap)} earlier\nruns")
 
 
 def nvfp4_line(v):
@@ -542,10 +557,11 @@ def qwen3_releases(v):
     release = lambda r: r["id"].split("-")[1]
     early = sorted(r["measured"] for r in runs if release(r)[:4] < "2606")
     late = sorted(r["measured"] for r in runs if release(r)[:4] >= "2606")
-    predicted = {round(r["predicted"]) for r in runs}
-    assert len(predicted) == 1, predicted
+    before = {round(r["predicted"]) for r in runs if release(r)[:4] < "2606"}
+    after = {round(r["predicted"]) for r in runs if release(r)[:4] >= "2606"}
+    assert len(before) == 1 and len(after) == 1, (before, after)
     return (f"{early[0]:,.0f} to {early[-1]:,.0f} tokens/s per GPU\nin releases 25.09 to 26.04 and at {late[0]:,.0f} to "
-            f"{late[-1]:,.0f} from 26.06 on, predicted {predicted.pop():,}")
+            f"{late[-1]:,.0f} from 26.06 on, predicted {before.pop():,} and {after.pop():,}")
 
 
 def gpt_oss_line(v):

@@ -65,6 +65,36 @@ const std::map<std::string, RecipeRecompute>& recipe_table() {
   return table;
 }
 
+/// The runtime recipe table by record id, read once; empty when the file is absent.
+const std::map<std::string, RecipeRuntime>& runtime_table() {
+  static const std::map<std::string, RecipeRuntime> table = [] {
+    std::map<std::string, RecipeRuntime> out;
+    std::ifstream in(data_dir() / "data" / "recipes" / "megatron-bridge-runtime.jsonl");
+    auto text = [](const nlohmann::json& v) {
+      return v.is_null() ? std::optional<std::string>{} : std::optional<std::string>{v.get<std::string>()};
+    };
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      const nlohmann::json j = nlohmann::json::parse(line);
+      RecipeRuntime r;
+      r.rev = j.at("rev").get<std::string>();
+      r.commit = j.at("commit").get<std::string>();
+      r.config = j.at("config").get<std::string>();
+      r.cuda_graph_impl = j.at("cuda_graph_impl").get<std::string>();
+      if (j.at("cuda_graph_scope").is_array())
+        r.cuda_graph_scope = j.at("cuda_graph_scope").get<std::vector<std::string>>();
+      r.moe_dispatcher = text(j.at("moe_token_dispatcher"));
+      r.moe_flex_backend = text(j.at("moe_flex_backend"));
+      r.moe_a2a_overlap = j.at("moe_a2a_overlap").is_boolean() && j.at("moe_a2a_overlap").get<bool>();
+      r.moe_sync_free = j.at("moe_sync_free").is_boolean() && j.at("moe_sync_free").get<bool>();
+      r.moe_token_drop = j.at("moe_token_drop").is_boolean() && j.at("moe_token_drop").get<bool>();
+      out.emplace(j.at("id").get<std::string>(), std::move(r));
+    }
+    return out;
+  }();
+  return table;
+}
+
 /// A Megatron-Bridge record's checkpointing and recompute modules from its release's recipe
 /// (recipe_table): no granularity, none; "selective" with the modules stepcast models (an
 /// empty list, or one of modules it does not, recomputes nothing here: none, said so); full
@@ -180,6 +210,16 @@ void nanotron_defaults(MeasuredRun& r, std::vector<std::string>& assumed) {
 }
 
 }  // namespace
+
+std::string RecipeRuntime::source() const {
+  return fmt::format("Megatron-Bridge {} @ {} ({}; data/recipes/megatron-bridge-runtime.jsonl)", rev,
+                     commit.substr(0, 8), config);
+}
+
+const RecipeRuntime* recipe_runtime(const std::string& id) {
+  const auto it = runtime_table().find(id);
+  return it == runtime_table().end() ? nullptr : &it->second;
+}
 
 void apply_framework_defaults(MeasuredRun& run, std::vector<std::string>& assumed) {
   if (framework_has(run, "megatron-bridge") || framework_has(run, "nemo")) megatron_core_defaults(run, assumed);

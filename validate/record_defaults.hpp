@@ -9,6 +9,7 @@
 
 #include "validate/validation.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,23 @@ namespace stepcast {
 /// stated; <source>"). A field the record states is never changed. Records of other
 /// frameworks are left as they are.
 void apply_framework_defaults(MeasuredRun& run, std::vector<std::string>& assumed);
+
+/// A Megatron-Bridge record's runtime settings as its release's performance recipe set them
+/// (data/recipes/megatron-bridge-runtime.jsonl, read from each release's tag).
+struct RecipeRuntime {
+  std::string rev, commit, config;
+  std::string cuda_graph_impl;  ///< "none", "local", "transformer_engine", "full_iteration"
+  std::optional<std::vector<std::string>> cuda_graph_scope;  ///< null: the implementation's default
+  std::optional<std::string> moe_dispatcher;                 ///< "alltoall", "allgather", "flex"; null for dense
+  std::optional<std::string> moe_flex_backend;               ///< "hybridep", "deepep"
+  bool moe_a2a_overlap = false;
+  bool moe_sync_free = false;
+  bool moe_token_drop = false;
+  /// Where the line came from, for an assumption: "Megatron-Bridge v0.4.0 @ 0fbfe7d3 (config; file)".
+  std::string source() const;
+};
+
+/// The record's runtime recipe, or nullptr when the table lacks it.
+const RecipeRuntime* recipe_runtime(const std::string& id);
 
 }  // namespace stepcast

@@ -7,12 +7,15 @@
 
 #include "validate/record_defaults.hpp"
 
+#include "model/moe.hpp"
+
 #include "base/catalog_store.hpp"
 #include "base/json_input.hpp"
 #include "topologies/hardware_file.hpp"
 #include "topologies/topology.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -616,6 +619,57 @@ void pytorch_loss_for(const MeasuredRun& r, Scenario& s, std::vector<std::string
 
 /// The record's layout refused by a rule of model/parallel.hpp layout_violations, as a skip
 /// with its reason: a record is measured data, not a scenario someone can fix.
+/// A Megatron-Bridge record's CUDA graphs and MoE all-to-all overlap from its release's recipe
+/// (record_defaults.hpp recipe_runtime): "full_iteration" captures the step; Transformer
+/// Engine's or Megatron-Core's module graphs capture the scope's modules (null under "local":
+/// its default, the whole layer, which a MoE layer allows under drop-and-pad only); scope
+/// names stepcast does not model (mamba) are named and left out. The all-to-all overlap where
+/// Megatron-Core runs it for the record's layout (planner's keeps_moe_a2a_overlap rules).
+void recipe_runtime_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  const RecipeRuntime* rt = recipe_runtime(r.id);
+  if (!rt) return;
+  CudaGraphs g;
+  std::vector<std::string> left_out;
+  if (rt->cuda_graph_impl == "full_iteration") {
+    g.full_iteration = true;
+  } else if (rt->cuda_graph_impl != "none") {
+    const bool dense_mlp = moe_layer_share(s.model) < 1.0;
+    const std::vector<std::string> scope =
+        rt->cuda_graph_scope ? *rt->cuda_graph_scope : std::vector<std::string>{"attn", "mlp", "moe"};
+    for (const std::string& m : scope) {
+      if (m == "attn")
+        g.attn = true;
+      else if (m == "mlp" && dense_mlp)
+        g.mlp = true;
+      else if (m == "moe" && s.model.moe && rt->moe_token_drop)
+        g.moe = true;
+      else if ((m == "moe_router" || m == "moe_preprocess") && s.model.moe)
+        add_cuda_graph(g, m);
+      else if (m != "mlp" && m != "moe")
+        left_out.push_back(m);
+    }
+  }
+  s.training.cuda_graphs = g;
+  std::string line = fmt::format("CUDA graphs {}: not stated; {} (cuda_graph_impl {})", cuda_graphs_text(g),
+                                 rt->source(), rt->cuda_graph_impl);
+  if (!left_out.empty()) line += fmt::format("; scope {} not modelled, launched op by op", fmt::join(left_out, ", "));
+  assumed.push_back(line);
+  if (!s.model.moe) return;
+  if (rt->moe_dispatcher == "flex" && rt->moe_flex_backend)
+    s.strategy.moe_dispatcher = parse_moe_dispatcher(*rt->moe_flex_backend);
+  assumed.push_back(fmt::format("MoE dispatcher {}: not stated; {}", name(s.strategy.moe_dispatcher), rt->source()));
+  if (!rt->moe_a2a_overlap) return;
+  const ParallelLayout& l = s.strategy.layout;
+  if (l.ep > 1 && s.training.recompute != Recompute::full && (l.pp == 1 || l.vpp >= 2) &&
+      !s.strategy.moe_shared_expert_overlap) {
+    s.strategy.moe_a2a_overlap = true;
+    assumed.push_back("expert-parallel all-to-alls beside another micro-batch's layers, not stated; " + rt->source() +
+                      " (moe_a2a_overlap: overlap_moe_expert_parallel_comm, delay_wgrad_compute)");
+  } else {
+    assumed.push_back("the recipe's moe_a2a_overlap does not apply to this layout; " + rt->source());
+  }
+}
+
 void skip_broken_layout(const MeasuredRun& r, const Scenario& s, const LayoutContext& context) {
   const ParallelLayout& l = s.strategy.layout;
   const std::vector<LayoutRule> broken = layout_violations(l, s.model, context);
@@ -841,6 +895,7 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
     assumed.push_back(fmt::format("LoRA rank {} (the record's extras)", lora->rank));
   }
   parallel_extras_for(r, s, assumed);  // after LoRA, which context parallelism refuses
+  recipe_runtime_for(r, s, assumed);
   mixed_precision_for(r, s, assumed);  // after LoRA, whose base is 16-bit
   nvfp4_for(s, assumed);
   pytorch_loss_for(r, s, assumed);
