@@ -307,7 +307,9 @@ void check_representable(const MeasuredRun& r) {
 /// that none is taken silently: those outside what build() reads (flash_attention,
 /// fsdp_mp_default and its opposite fsdp_mp_pure, torch_compile, float8 and
 /// transformer_engine_fp8 under fp8 training, float8_allgather, tp_comm_overlap, async_tp,
-/// overlap_param_gather, liger_kernel, deepspeed_transformer_kernels, bf16_optimizer,
+/// overlap_param_gather, liger_kernel, deepspeed_transformer_kernels, bf16_optimizer, the
+/// CUDA-graph, MoE dispatcher and all-to-all overlap extras (runtime_extras_for), moe (the
+/// model's experts, checked against the catalog's),
 /// lora_r*, context_parallel_*, virtual_pipeline_* and pp_schedule_interleaved_1f1b;
 /// cpu_offload_activations is a skip).
 void unmodelled_extras(const MeasuredRun& r, std::vector<std::string>& assumed) {
@@ -322,7 +324,14 @@ void unmodelled_extras(const MeasuredRun& r, std::vector<std::string>& assumed) 
                                                        "overlap_grad_reduce",
                                                        "liger_kernel",
                                                        "deepspeed_transformer_kernels",
-                                                       "bf16_optimizer"};
+                                                       "bf16_optimizer",
+                                                       "cuda_graphs",
+                                                       "cuda_graphs_full_iteration",
+                                                       "hybridep",
+                                                       "deepep",
+                                                       "moe_a2a_overlap",
+                                                       "overlap_moe_expert_parallel_comm",
+                                                       "moe"};
   const bool fp8 = r.precision && *r.precision == "fp8_mixed";
   const bool fp4 = record_precision(r) == name(Precision::fp4_mixed);
   std::string left;
@@ -619,6 +628,21 @@ void pytorch_loss_for(const MeasuredRun& r, Scenario& s, std::vector<std::string
 
 /// The record's layout refused by a rule of model/parallel.hpp layout_violations, as a skip
 /// with its reason: a record is measured data, not a scenario someone can fix.
+/// Megatron-Core's all-to-all overlap where it runs for the layout (ep > 1, no full recompute,
+/// interleaved under a pipeline, not beside the shared-expert overlap); false, said so, where not.
+bool take_moe_a2a_overlap(Scenario& s, const std::string& from, std::vector<std::string>& assumed) {
+  const ParallelLayout& l = s.strategy.layout;
+  if (!(l.ep > 1 && s.training.recompute != Recompute::full && (l.pp == 1 || l.vpp >= 2) &&
+        !s.strategy.moe_shared_expert_overlap)) {
+    assumed.push_back("the all-to-all overlap does not apply to this layout; " + from);
+    return false;
+  }
+  s.strategy.moe_a2a_overlap = true;
+  assumed.push_back("expert-parallel all-to-alls beside another micro-batch's layers, " + from +
+                    " (moe_a2a_overlap: overlap_moe_expert_parallel_comm, delay_wgrad_compute)");
+  return true;
+}
+
 /// A Megatron-Bridge record's CUDA graphs and MoE all-to-all overlap from its release's recipe
 /// (record_defaults.hpp recipe_runtime): "full_iteration" captures the step; Transformer
 /// Engine's or Megatron-Core's module graphs capture the scope's modules (null under "local":
@@ -658,16 +682,35 @@ void recipe_runtime_for(const MeasuredRun& r, Scenario& s, std::vector<std::stri
   if (rt->moe_dispatcher == "flex" && rt->moe_flex_backend)
     s.strategy.moe_dispatcher = parse_moe_dispatcher(*rt->moe_flex_backend);
   assumed.push_back(fmt::format("MoE dispatcher {}: not stated; {}", name(s.strategy.moe_dispatcher), rt->source()));
-  if (!rt->moe_a2a_overlap) return;
-  const ParallelLayout& l = s.strategy.layout;
-  if (l.ep > 1 && s.training.recompute != Recompute::full && (l.pp == 1 || l.vpp >= 2) &&
-      !s.strategy.moe_shared_expert_overlap) {
-    s.strategy.moe_a2a_overlap = true;
-    assumed.push_back("expert-parallel all-to-alls beside another micro-batch's layers, not stated; " + rt->source() +
-                      " (moe_a2a_overlap: overlap_moe_expert_parallel_comm, delay_wgrad_compute)");
-  } else {
-    assumed.push_back("the recipe's moe_a2a_overlap does not apply to this layout; " + rt->source());
+  if (rt->moe_a2a_overlap) take_moe_a2a_overlap(s, "not stated; " + rt->source(), assumed);
+}
+
+/// CUDA graphs, the MoE dispatcher and the all-to-all overlap a record states in its extras:
+/// cuda_graphs_full_iteration (the whole step), cuda_graphs (Transformer Engine's per-layer
+/// graphs: attention and the dense MLP, a MoE layer's router and dispatch preprocessing),
+/// hybridep or deepep, moe_a2a_overlap (or overlap_moe_expert_parallel_comm).
+void runtime_extras_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  if (has_extra(r, "cuda_graphs_full_iteration")) {
+    s.training.cuda_graphs = CudaGraphs{true};
+    assumed.push_back("CUDA graphs full_iteration (the record's cuda_graphs_full_iteration)");
+  } else if (has_extra(r, "cuda_graphs")) {
+    CudaGraphs g;
+    g.attn = true;
+    g.mlp = moe_layer_share(s.model) < 1.0;
+    g.moe_router = g.moe_preprocess = s.model.moe.has_value();
+    s.training.cuda_graphs = g;
+    assumed.push_back(fmt::format("CUDA graphs {} (the record's cuda_graphs: Transformer Engine's per-layer graphs)",
+                                  cuda_graphs_text(g)));
   }
+  if (!s.model.moe) return;
+  for (const char* d : {"hybridep", "deepep"})
+    if (has_extra(r, d)) {
+      s.strategy.moe_dispatcher = parse_moe_dispatcher(d);
+      assumed.push_back(fmt::format("MoE dispatcher {} (the record's {})", d, d));
+    }
+  if (!s.strategy.moe_a2a_overlap &&
+      (has_extra(r, "moe_a2a_overlap") || has_extra(r, "overlap_moe_expert_parallel_comm")))
+    take_moe_a2a_overlap(s, "the record's extras", assumed);
 }
 
 void skip_broken_layout(const MeasuredRun& r, const Scenario& s, const LayoutContext& context) {
@@ -896,6 +939,7 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
   }
   parallel_extras_for(r, s, assumed);  // after LoRA, which context parallelism refuses
   recipe_runtime_for(r, s, assumed);
+  runtime_extras_for(r, s, assumed);
   mixed_precision_for(r, s, assumed);  // after LoRA, whose base is 16-bit
   nvfp4_for(s, assumed);
   pytorch_loss_for(r, s, assumed);

@@ -499,6 +499,30 @@ TEST_CASE(
   CHECK(model > causal);
 }
 
+TEST_CASE(
+    "a record's CUDA graphs, MoE dispatcher and all-to-all overlap extras act; the overlap only where "
+    "Megatron-Core runs it") {
+  nlohmann::json r = small_record();  // 8 H100
+  r["model"] = {{"name", "Qwen3-30B-A3B"}, {"arch", "other"},  {"params", nullptr},   {"layers", nullptr},
+                {"hidden", nullptr},       {"heads", nullptr}, {"kv_heads", nullptr}, {"ffn_hidden", nullptr},
+                {"vocab", nullptr},        {"seq_len", 4096}};
+  r["strategy"]["extras"] = {"moe", "expert_parallel_8"};
+  r["strategy"]["activation_checkpointing"] = "none";
+  const ValidationRow plain = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  REQUIRE(plain.status == "ok");
+  r["strategy"]["extras"] = {"moe", "expert_parallel_8", "cuda_graphs_full_iteration", "hybridep", "moe_a2a_overlap"};
+  const ValidationRow all = validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3));
+  REQUIRE(all.status == "ok");
+  CHECK(says(all, "CUDA graphs full_iteration (the record's cuda_graphs_full_iteration)"));
+  CHECK(says(all, "MoE dispatcher hybridep (the record's hybridep)"));
+  CHECK(says(all, "expert-parallel all-to-alls beside another micro-batch's layers, the record's extras"));
+  CHECK_FALSE(says(all, "extras not modelled"));
+  CHECK(*all.predicted > *plain.predicted);            // throughput: the overlap hides all-to-all time
+  r["strategy"]["activation_checkpointing"] = "full";  // Megatron-Core refuses the overlap with full recompute
+  CHECK(says(validate_run(parse_measured_run(r.dump(), "runs.jsonl", 3)),
+             "the all-to-all overlap does not apply to this layout"));
+}
+
 TEST_CASE("a record's extras that change nothing are listed, never taken silently; tp_comm_overlap needs SP") {
   nlohmann::json r = small_record();
   r["strategy"]["extras"] = {"flash_attention", "fsdp_rate_limiter", "fsdp_auto_wrap_min_params_2K"};
