@@ -32,6 +32,8 @@ struct RecipeRuntime {
   bool moe_a2a_overlap = false;
   bool moe_sync_free = false;
   bool moe_token_drop = false;
+  std::optional<bool> tp_comm_overlap;  ///< as the config ends up (off below TP 2); null: not determined
+  bool layout_matches = true;           ///< the config's parallel layout is the record's (recompute table)
   /// Where the line came from, for an assumption: "Megatron-Bridge v0.4.0 @ 0fbfe7d3 (config; file)".
   std::string source() const;
 };

@@ -713,6 +713,48 @@ void runtime_extras_for(const MeasuredRun& r, Scenario& s, std::vector<std::stri
     take_moe_a2a_overlap(s, "the record's extras", assumed);
 }
 
+/// The TP collectives' overlap: the record's async_tp or tp_comm_overlap, else a Megatron-Bridge
+/// record's recipe (or, without one, the performance recipes' rule), else Megatron's own
+/// linear layers' asynchronous backward collectives.
+void tensor_parallel_overlap_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
+  if (has_extra(r, "async_tp") && !has_extra(r, "tp_comm_overlap")) {
+    if (!s.strategy.layout.sp) throw Skip{"extra \"async_tp\" without sequence parallelism is not modelled"};
+    s.strategy.tp_comm_overlap = true;
+    assumed.push_back(
+        "async_tp as TP collectives beside their GEMMs: PyTorch's micro-pipelined TP cuts each all-gather "
+        "before a GEMM and reduce-scatter after one into a ring of chunks beside the chunk GEMMs, as "
+        "Transformer Engine's userbuffers do (modelled as tp_comm_overlap)");
+  }
+  if (has_extra(r, "tp_comm_overlap")) {
+    if (!s.strategy.layout.sp) throw Skip{"extra \"tp_comm_overlap\" without sequence parallelism is not modelled"};
+    s.strategy.tp_comm_overlap = true;
+    assumed.push_back(
+        "TP collectives beside their GEMMs (the record's tp_comm_overlap: Megatron-Core's "
+        "--tp-comm-overlap)");
+  }
+  const RecipeRuntime* rt = recipe_runtime(r.id);
+  if (s.strategy.layout.sp && !s.strategy.tp_comm_overlap && rt && rt->layout_matches && rt->tp_comm_overlap) {
+    s.strategy.tp_comm_overlap = *rt->tp_comm_overlap;
+    assumed.push_back(fmt::format("TP collectives {}, not stated; {} (tp_comm_overlap {})",
+                                  *rt->tp_comm_overlap ? "beside their GEMMs" : "without Transformer Engine's overlap",
+                                  rt->source(), *rt->tp_comm_overlap));
+  } else if (s.strategy.layout.sp && !s.strategy.tp_comm_overlap && framework_is(r, "megatron-bridge") &&
+             !has_extra(r, "nvfp4")) {
+    s.strategy.tp_comm_overlap = true;
+    assumed.push_back(
+        "TP collectives beside their GEMMs, not stated: Megatron-Bridge's performance recipes turn on "
+        "tp_comm_overlap wherever tp > 1, except under NVFP4 (scripts/performance/configs/llama/"
+        "llama3_llm_pretrain.py @ 2a0d46e2: CommOverlapConfig(tp_comm_overlap=bool(tp > 1)))");
+  }
+  if (s.strategy.layout.sp && !s.strategy.tp_comm_overlap && (framework_is(r, "megatron") || framework_is(r, "nemo"))) {
+    s.strategy.tp_backward_overlap = true;
+    assumed.push_back(
+        "the QKV and MLP-up backward's TP collectives beside their input- and weight-gradient GEMMs "
+        "(Megatron's linear layers with sequence parallelism, LinearWithGradAccumulationAndAsync"
+        "Communication)");
+  }
+}
+
 void skip_broken_layout(const MeasuredRun& r, const Scenario& s, const LayoutContext& context) {
   const ParallelLayout& l = s.strategy.layout;
   const std::vector<LayoutRule> broken = layout_violations(l, s.model, context);
@@ -958,36 +1000,7 @@ Scenario build(MeasuredRun r, std::vector<std::string>& assumed, const std::shar
         "each pipeline stage reduces its gradients during its last backward (the record's "
         "overlap_grad_reduce: Megatron-Core's --overlap-grad-reduce)");
   }
-  if (has_extra(r, "async_tp") && !has_extra(r, "tp_comm_overlap")) {
-    if (!s.strategy.layout.sp) throw Skip{"extra \"async_tp\" without sequence parallelism is not modelled"};
-    s.strategy.tp_comm_overlap = true;
-    assumed.push_back(
-        "async_tp as TP collectives beside their GEMMs: PyTorch's micro-pipelined TP cuts each all-gather "
-        "before a GEMM and reduce-scatter after one into a ring of chunks beside the chunk GEMMs, as "
-        "Transformer Engine's userbuffers do (modelled as tp_comm_overlap)");
-  }
-  if (has_extra(r, "tp_comm_overlap")) {
-    if (!s.strategy.layout.sp) throw Skip{"extra \"tp_comm_overlap\" without sequence parallelism is not modelled"};
-    s.strategy.tp_comm_overlap = true;
-    assumed.push_back(
-        "TP collectives beside their GEMMs (the record's tp_comm_overlap: Megatron-Core's "
-        "--tp-comm-overlap)");
-  }
-  if (s.strategy.layout.sp && !s.strategy.tp_comm_overlap && framework_is(r, "megatron-bridge") &&
-      !has_extra(r, "nvfp4")) {
-    s.strategy.tp_comm_overlap = true;
-    assumed.push_back(
-        "TP collectives beside their GEMMs, not stated: Megatron-Bridge's performance recipes turn on "
-        "tp_comm_overlap wherever tp > 1, except under NVFP4 (scripts/performance/configs/llama/"
-        "llama3_llm_pretrain.py @ 2a0d46e2: CommOverlapConfig(tp_comm_overlap=bool(tp > 1)))");
-  }
-  if (s.strategy.layout.sp && !s.strategy.tp_comm_overlap && (framework_is(r, "megatron") || framework_is(r, "nemo"))) {
-    s.strategy.tp_backward_overlap = true;
-    assumed.push_back(
-        "the QKV and MLP-up backward's TP collectives beside their input- and weight-gradient GEMMs "
-        "(Megatron's linear layers with sequence parallelism, LinearWithGradAccumulationAndAsync"
-        "Communication)");
-  }
+  tensor_parallel_overlap_for(r, s, assumed);
   if (has_extra(r, "overlap_param_gather")) {
     if (s.strategy.layout.dp_sharding != Strategy::zero1 && s.strategy.layout.dp_sharding != Strategy::zero2)
       throw Skip{"extra \"overlap_param_gather\" without a ZeRO-1/2 (distributed) optimizer is not modelled"};
