@@ -58,60 +58,55 @@ Recompute parse_recompute(std::string_view s) { return parse_enum<Recompute>(s, 
 Strategy parse_strategy(std::string_view s) { return parse_enum<Strategy>(s, kStrategy, "strategy"); }
 
 namespace {
-constexpr std::array<std::string_view, 6> kRecomputeModules{"core_attn", "mla_up_proj", "layernorm",
-                                                            "mlp",       "moe_act",     "op_sac"};
-std::array<bool RecomputeModules::*, 6> recompute_module_members() {
-  return {&RecomputeModules::core_attn, &RecomputeModules::mla_up_proj, &RecomputeModules::layernorm,
-          &RecomputeModules::mlp,       &RecomputeModules::moe_act,     &RecomputeModules::op_sac};
-}
+
+/// A set of flags named by `names`, member i of T named names[i].
+template <typename T, std::size_t N>
+struct NamedFlags {
+  std::array<std::string_view, N> names;
+  std::array<bool T::*, N> members;
+  const char* what;
+
+  /// Sets the flag `text`; throws std::invalid_argument naming the choices.
+  void add(T& flags, std::string_view text) const {
+    for (std::size_t i = 0; i < N; ++i)
+      if (names[i] == text) {
+        flags.*members[i] = true;
+        return;
+      }
+    parse_enum<int>(text, names, what);  // not found: throws, naming the choices
+    throw std::logic_error("NamedFlags::add: unreachable");
+  }
+
+  /// The flags set, comma-separated in name order; "none" when none is.
+  std::string text(const T& flags) const {
+    std::string out;
+    for (std::size_t i = 0; i < N; ++i)
+      if (flags.*members[i]) out += (out.empty() ? "" : ", ") + std::string(names[i]);
+    return out.empty() ? "none" : out;
+  }
+};
+
+constexpr NamedFlags<RecomputeModules, 6> kRecomputeModules{
+    {"core_attn", "mla_up_proj", "layernorm", "mlp", "moe_act", "op_sac"},
+    {&RecomputeModules::core_attn, &RecomputeModules::mla_up_proj, &RecomputeModules::layernorm, &RecomputeModules::mlp,
+     &RecomputeModules::moe_act, &RecomputeModules::op_sac},
+    "recompute module"};
+
+constexpr NamedFlags<CudaGraphs, 6> kCudaGraphs{
+    {"full_iteration", "attn", "mlp", "moe_router", "moe_preprocess", "moe"},
+    {&CudaGraphs::full_iteration, &CudaGraphs::attn, &CudaGraphs::mlp, &CudaGraphs::moe_router,
+     &CudaGraphs::moe_preprocess, &CudaGraphs::moe},
+    "CUDA graph capture"};
+
 }  // namespace
 
-std::vector<std::string> recompute_module_names() { return all(kRecomputeModules); }
+std::vector<std::string> recompute_module_names() { return all(kRecomputeModules.names); }
+void add_recompute_module(RecomputeModules& m, std::string_view text) { kRecomputeModules.add(m, text); }
+std::string recompute_modules_text(const RecomputeModules& m) { return kRecomputeModules.text(m); }
 
-void add_recompute_module(RecomputeModules& m, std::string_view text) {
-  for (std::size_t i = 0; i < kRecomputeModules.size(); ++i)
-    if (kRecomputeModules[i] == text) {
-      m.*recompute_module_members()[i] = true;
-      return;
-    }
-  parse_enum<int>(text, kRecomputeModules, "recompute module");  // not found: throws, naming the choices
-  throw std::logic_error("add_recompute_module: unreachable");
-}
-
-std::string recompute_modules_text(const RecomputeModules& m) {
-  std::string out;
-  for (std::size_t i = 0; i < kRecomputeModules.size(); ++i)
-    if (m.*recompute_module_members()[i]) out += (out.empty() ? "" : ", ") + std::string(kRecomputeModules[i]);
-  return out.empty() ? "none" : out;
-}
-
-namespace {
-constexpr std::array<std::string_view, 6> kCudaGraphs{"full_iteration", "attn",           "mlp",
-                                                      "moe_router",     "moe_preprocess", "moe"};
-std::array<bool CudaGraphs::*, 6> cuda_graph_members() {
-  return {&CudaGraphs::full_iteration, &CudaGraphs::attn,           &CudaGraphs::mlp,
-          &CudaGraphs::moe_router,     &CudaGraphs::moe_preprocess, &CudaGraphs::moe};
-}
-}  // namespace
-
-std::vector<std::string> cuda_graph_names() { return all(kCudaGraphs); }
-
-void add_cuda_graph(CudaGraphs& g, std::string_view text) {
-  for (std::size_t i = 0; i < kCudaGraphs.size(); ++i)
-    if (kCudaGraphs[i] == text) {
-      g.*cuda_graph_members()[i] = true;
-      return;
-    }
-  parse_enum<int>(text, kCudaGraphs, "CUDA graph capture");  // not found: throws, naming the choices
-  throw std::logic_error("add_cuda_graph: unreachable");
-}
-
-std::string cuda_graphs_text(const CudaGraphs& g) {
-  std::string out;
-  for (std::size_t i = 0; i < kCudaGraphs.size(); ++i)
-    if (g.*cuda_graph_members()[i]) out += (out.empty() ? "" : ", ") + std::string(kCudaGraphs[i]);
-  return out.empty() ? "none" : out;
-}
+std::vector<std::string> cuda_graph_names() { return all(kCudaGraphs.names); }
+void add_cuda_graph(CudaGraphs& g, std::string_view text) { kCudaGraphs.add(g, text); }
+std::string cuda_graphs_text(const CudaGraphs& g) { return kCudaGraphs.text(g); }
 
 std::string recompute_text(Recompute r, const RecomputeModules& m) {
   if (r != Recompute::selective || m == RecomputeModules{}) return std::string(name(r));

@@ -124,6 +124,22 @@ TransformerSpec parse_model(JsonObject& top, std::vector<std::string>& defaults)
   return parse_transformer(obj);
 }
 
+/// The array `key` of `obj`, each entry a flag `add` sets in `flags`; an unknown name is an
+/// error at its index, with the closest of `names`.
+template <typename Flags>
+void read_flags(JsonObject& obj, const char* key, Flags& flags, void (*add)(Flags&, std::string_view),
+                const std::vector<std::string>& names) {
+  JsonArray list = obj.array(key);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string text = list.string(i);
+    try {
+      add(flags, text);
+    } catch (const std::invalid_argument& e) {
+      throw list.error(i, e.what() + did_you_mean(text, names));
+    }
+  }
+}
+
 /// The training keys as written: absent ones stay empty until apply_training_defaults.
 struct TrainingInput {
   std::optional<Precision> precision;
@@ -168,17 +184,9 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors, const Schema&
   });
   errors.attempt([&] {
     if (!obj.has("recompute_modules")) return;
-    JsonArray modules = obj.array("recompute_modules");
     t.recompute_modules = RecomputeModules{false};
     t.recompute_modules_given = true;
-    for (std::size_t i = 0; i < modules.size(); ++i) {
-      const std::string text = modules.string(i);
-      try {
-        add_recompute_module(t.recompute_modules, text);
-      } catch (const std::invalid_argument& e) {
-        throw modules.error(i, e.what() + did_you_mean(text, recompute_module_names()));
-      }
-    }
+    read_flags(obj, "recompute_modules", t.recompute_modules, add_recompute_module, recompute_module_names());
   });
   errors.attempt([&] { in.flash_attention = obj.optional_boolean("flash_attention"); });
   errors.attempt([&] {
@@ -193,16 +201,7 @@ TrainingInput parse_training(JsonObject& obj, InputErrors& errors, const Schema&
   });
   errors.attempt([&] { t.launch_blocking = obj.optional_boolean("launch_blocking").value_or(false); });
   errors.attempt([&] {
-    if (!obj.has("cuda_graphs")) return;
-    JsonArray captures = obj.array("cuda_graphs");
-    for (std::size_t i = 0; i < captures.size(); ++i) {
-      const std::string text = captures.string(i);
-      try {
-        add_cuda_graph(t.cuda_graphs, text);
-      } catch (const std::invalid_argument& e) {
-        throw captures.error(i, e.what() + did_you_mean(text, cuda_graph_names()));
-      }
-    }
+    if (obj.has("cuda_graphs")) read_flags(obj, "cuda_graphs", t.cuda_graphs, add_cuda_graph, cuda_graph_names());
   });
   errors.attempt([&] {
     if (obj.has("mixed_precision")) t.autocast = read_choice(schema, obj, "mixed_precision") == "autocast";
