@@ -252,6 +252,10 @@ std::vector<std::string> misaligned_gemms(const TransformerSpec& spec, Precision
 ///             The cost per op is eager dispatch (DeviceRates::eager_forward_op_s and
 ///             eager_backward_op_s: kEagerForwardOp_s, kEagerBackwardOp_s unless calibrated)
 ///             for the eager and fused profiles, the driver's launch for compiled code.
+///             A MoE layer adds its MLP block's CPU work (moe_host_ops for the dispatcher:
+///             Python ops at the op cost, each local expert's launches at the driver's) in
+///             place of its GEMM and permutation launches; a block CUDA graphs capture
+///             (KernelChoice::graphs) costs one launch, a full-iteration graph nothing.
 /// Recompute: full, one more forward of every layer; selective, attention's forward.
 /// MoE (spec.moe): in the share of layers that are MoE layers the dense MLP GEMMs give way
 /// to the grouped expert, router and shared-expert GEMMs of moe_layer_gemms (E/ep local
