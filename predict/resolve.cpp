@@ -296,7 +296,9 @@ KernelChoice resolve_kernels(const Scenario& s, const GpuSpec& gpu, std::vector<
   k.launch_blocking = tr.launch_blocking;
   k.graphs = tr.cuda_graphs;
   k.moe_dispatcher = s.strategy.moe_dispatcher;
-  if (tr.cuda_graphs.any())
+  if (tr.cuda_graphs.full_iteration)
+    assumptions.push_back("CUDA graphs capture the full iteration: the step replays with no CPU cost per op");
+  else if (tr.cuda_graphs.any())
     assumptions.push_back(fmt::format("CUDA graphs capture {}: each captured block costs the CPU one launch per pass",
                                       cuda_graphs_text(tr.cuda_graphs)));
   k.autocast = tr.autocast;
