@@ -617,9 +617,9 @@ LayerCpuTimes layer_cpu_times(const TransformerSpec& spec, const KernelChoice& k
     return out;
   }
   const MoeHostOps h = moe_host_ops(k.moe_dispatcher, fp8);
-  const double graphed = 0.5 * ((cg.moe_router ? 1.0 : 0.0) + (cg.moe_preprocess ? 1.0 : 0.0));
-  const double local_experts = static_cast<double>(spec.moe->experts) / k.ep;
   const double launches = (cg.moe_router ? 1.0 : 0.0) + (cg.moe_preprocess ? 1.0 : 0.0);
+  const double graphed = 0.5 * launches;  // the captured ops, half each to the router and preprocessing
+  const double local_experts = static_cast<double>(spec.moe->experts) / k.ep;
   out.forward_s += share * (op_fwd_s * (h.python_forward - graphed * h.captured_forward) +
                             d.launch_s * (h.per_expert_forward * local_experts + launches));
   out.backward_s += share * (op_bwd_s * (h.python_backward - graphed * h.captured_backward) +

@@ -180,9 +180,9 @@ MoeHostOps moe_host_ops(MoeDispatcher d, bool fp8) {
 }
 
 double combined_layer_pair_s(const CombinedLayerPair& p) {
-  const double mlp_bwd_start = std::max(p.attn_fwd_s, p.combine_bwd_s);
-  const double mlp_bwd_end = mlp_bwd_start + p.mlp_bwd_dgrad_s;
-  const double dispatch_fwd_end = std::max(p.attn_fwd_s, p.combine_bwd_s) + p.dispatch_fwd_s;
+  const double first = std::max(p.attn_fwd_s, p.combine_bwd_s);  // both streams' first op done
+  const double mlp_bwd_end = first + p.mlp_bwd_dgrad_s;
+  const double dispatch_fwd_end = first + p.dispatch_fwd_s;
   const double dispatch_bwd_end = std::max(dispatch_fwd_end, mlp_bwd_end) + p.dispatch_bwd_s;
   const double mlp_fwd_end = std::max(mlp_bwd_end + p.mlp_bwd_wgrad_s, dispatch_fwd_end) + p.mlp_fwd_s;
   const double combine_fwd_end = std::max(dispatch_bwd_end, mlp_fwd_end) + p.combine_fwd_s;

@@ -43,7 +43,7 @@ nlohmann::ordered_json emitted_scenario(const nlohmann::ordered_json& original, 
   if (l.tp < 2) strategy.erase("tp_backward_overlap");
   if (l.dp_sharding != Strategy::zero1 && l.dp_sharding != Strategy::zero2) strategy.erase("overlap_param_gather");
   if (l.pp < 2) strategy.erase("overlap_grad_reduce");
-  if (!keeps_moe_a2a_overlap(true, l, point.recompute)) strategy.erase("moe_a2a_overlap");
+  if (!moe_a2a_overlap_runs(l, point.recompute)) strategy.erase("moe_a2a_overlap");
   if (fsdp) strategy.erase("bucket_mb");
   out["strategy"] = strategy;
 

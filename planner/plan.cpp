@@ -321,8 +321,7 @@ double tp_layer_s(const sim::CostedStep& plan, const std::vector<TpCollective>& 
 /// their phases' times alone, as the lowering chains them after the layer's task.
 double cp_layer_s(const std::vector<sim::LayerCollective>& list) {
   double t = 0;
-  for (const sim::LayerCollective& c : list)
-    for (const CollectivePhase& ph : c.phases) t += ph.time_s();
+  for (const sim::LayerCollective& c : list) t += c.time_s();
   return t;
 }
 
@@ -518,10 +517,6 @@ std::string PlanPoint::describe() const {
   return out;
 }
 
-bool keeps_moe_a2a_overlap(bool overlap, const ParallelLayout& l, Recompute recompute) {
-  return overlap && l.ep > 1 && recompute != Recompute::full && (l.pp == 1 || l.vpp >= 2);
-}
-
 Scenario with_layout(const Scenario& base, const PlanPoint& point) {
   Scenario s = base;
   const ParallelLayout& l = point.layout;
@@ -536,7 +531,7 @@ Scenario with_layout(const Scenario& base, const PlanPoint& point) {
       base.strategy.overlap_param_gather && (l.dp_sharding == Strategy::zero1 || l.dp_sharding == Strategy::zero2);
   // --overlap-grad-reduce changes the pipeline's reduction only: layouts with PP take it.
   s.strategy.overlap_grad_reduce = base.strategy.overlap_grad_reduce && l.pp > 1;
-  s.strategy.moe_a2a_overlap = keeps_moe_a2a_overlap(base.strategy.moe_a2a_overlap, l, point.recompute);
+  s.strategy.moe_a2a_overlap = base.strategy.moe_a2a_overlap && moe_a2a_overlap_runs(l, point.recompute);
   s.strategy.offload = point.offload;
   if (is_fsdp(l.dp_sharding) && s.strategy.bucket_given) {
     s.strategy.bucket_given = false;

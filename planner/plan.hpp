@@ -104,10 +104,6 @@ struct PlanPoint {
 /// bucket size given for DDP/ZeRO is dropped under FSDP, which has none.
 Scenario with_layout(const Scenario& base, const PlanPoint& point);
 
-/// Whether a scenario's moe_a2a_overlap applies to layout `l` under `recompute`: Megatron-Core
-/// runs it with ep >= 2, without full recompute, and under a pipeline only interleaved.
-bool keeps_moe_a2a_overlap(bool overlap, const ParallelLayout& l, Recompute recompute);
-
 /// Why layouts were rejected, in the order the checks run.
 enum class PlanRejectReason {
   tp_model,           ///< tp does not divide heads, KV heads and MLP width

@@ -326,20 +326,25 @@ std::pair<double, double> shared_expert_s(const Job& job, std::int64_t tokens) {
   return {fwd, bwd};
 }
 
+/// `op` as the part of it that work beside it leaves exposed: one latency-only phase of
+/// `exposed_s` (no bytes left to move), as the context-parallel ring's exposed part.
+void expose_only(sim::LayerCollective& op, double exposed_s, const char* beside) {
+  CollectivePhase ph = op.phases.front();
+  ph.latency_s = exposed_s;
+  ph.bytes = 0;
+  ph.algorithm = fmt::format("p2p (exposed part beside {})", beside);
+  op.phases = {ph};
+  op.purpose += " (exposed part)";
+}
+
 /// The all-to-alls of one pass with `budget_s` of shared-expert work beside them, in order:
-/// each costs what is left of it after the budget still unspent (an "exposed part" phase, as
-/// the context-parallel ring's), so a pass exposes max(0, all-to-alls - shared experts).
+/// each costs what is left of it after the budget still unspent, so a pass exposes
+/// max(0, all-to-alls - shared experts).
 void hide_behind(std::vector<sim::LayerCollective>& ops, double budget_s) {
   for (sim::LayerCollective& op : ops) {
-    double t = 0;
-    for (const CollectivePhase& ph : op.phases) t += ph.time_s();
-    CollectivePhase ph = op.phases.front();
-    ph.latency_s = std::max(0.0, t - budget_s);  // no bytes left to move
-    ph.bytes = 0;
-    ph.algorithm = "p2p (exposed part beside the shared experts)";
+    const double t = op.time_s();
+    expose_only(op, std::max(0.0, t - budget_s), "the shared experts");
     budget_s = std::max(0.0, budget_s - t);
-    op.phases = {ph};
-    op.purpose += " (exposed part)";
   }
 }
 
@@ -354,21 +359,16 @@ void hide_behind(std::vector<sim::LayerCollective>& ops, double budget_s) {
 /// split: the MoE MLP block (MicroStepTimes::layer_moe_mlp_*_s; its backward half input and
 /// half weight gradient, the GEMMs' two halves) and the rest. m = 1: all exposed.
 void overlap_with_other_micro_batch(Costs& c, double m, double sm_share) {
-  auto time_s = [](const sim::LayerCollective& op) {
-    double t = 0;
-    for (const CollectivePhase& ph : op.phases) t += ph.time_s();
-    return t;
-  };
   CombinedLayerPair p;
   p.mlp_fwd_s = c.micro.layer_moe_mlp_forward_s;
   p.mlp_bwd_dgrad_s = c.micro.layer_moe_mlp_backward_s / 2;
   p.mlp_bwd_wgrad_s = c.micro.layer_moe_mlp_backward_s / 2;
   p.attn_fwd_s = std::max(0.0, c.per_layer.forward_s - p.mlp_fwd_s);
   p.attn_bwd_s = std::max(0.0, c.per_layer.backward_s + c.per_layer.recompute_s - c.micro.layer_moe_mlp_backward_s);
-  p.dispatch_fwd_s = time_s(c.ep_forward[0]);
-  p.combine_fwd_s = time_s(c.ep_forward[1]);
-  p.combine_bwd_s = time_s(c.ep_backward[0]);
-  p.dispatch_bwd_s = time_s(c.ep_backward[1]);
+  p.dispatch_fwd_s = c.ep_forward[0].time_s();
+  p.combine_fwd_s = c.ep_forward[1].time_s();
+  p.combine_bwd_s = c.ep_backward[0].time_s();
+  p.dispatch_bwd_s = c.ep_backward[1].time_s();
   const double all = p.dispatch_fwd_s + p.combine_fwd_s + p.combine_bwd_s + p.dispatch_bwd_s;
   if (!(all > 0)) return;
   const double compute = p.attn_fwd_s + p.attn_bwd_s + p.mlp_fwd_s + c.micro.layer_moe_mlp_backward_s;
@@ -376,14 +376,7 @@ void overlap_with_other_micro_batch(Costs& c, double m, double sm_share) {
   const double left = std::max(0.0, combined_layer_pair_s(p) - compute);
   const double exposed = (1 - paired) * all + paired * (left + sm_share * std::max(0.0, all - left));
   for (auto* ops : {&c.ep_forward, &c.ep_backward})
-    for (sim::LayerCollective& op : *ops) {
-      CollectivePhase ph = op.phases.front();
-      ph.latency_s = exposed * time_s(op) / all;
-      ph.bytes = 0;
-      ph.algorithm = "p2p (exposed part beside the other micro-batch's layer)";
-      op.phases = {ph};
-      op.purpose += " (exposed part)";
-    }
+    for (sim::LayerCollective& op : *ops) expose_only(op, exposed * op.time_s() / all, "the other micro-batch's layer");
 }
 
 void cost_expert_parallel(const Job& job, Costs& c) {

@@ -159,6 +159,13 @@ struct StrategySpec {
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
 };
 
+/// Whether Megatron-Core runs the all-to-all overlap (moe_a2a_overlap) on layout `l` under
+/// `recompute`: ep >= 2, no full recompute, the interleaved schedule (vpp >= 2) under a
+/// pipeline (TransformerConfig's checks, core_v0.17.0). The shared-expert overlap excludes it.
+inline bool moe_a2a_overlap_runs(const ParallelLayout& l, Recompute recompute) {
+  return l.ep > 1 && recompute != Recompute::full && (l.pp == 1 || l.vpp >= 2);
+}
+
 /// Whole nodes that differ from the rest: slower GPUs (thermal throttling, an older part)
 /// or slower links (a degraded NIC or NVLink). Simulated as their own rank class.
 struct StragglerSpec {

@@ -87,6 +87,12 @@ struct LayerCollective {
   int ranks = 1;     ///< GPUs of the group
   std::vector<CollectivePhase> phases;
   std::string tag = "cp";  ///< task-name prefix: "cp" (K/V exchange), "ep" (MoE all-to-all)
+  /// Its phases' times alone, one after another.
+  double time_s() const {
+    double t = 0;
+    for (const CollectivePhase& ph : phases) t += ph.time_s();
+    return t;
+  }
 };
 
 struct CostedStep {

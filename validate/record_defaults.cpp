@@ -86,13 +86,12 @@ const std::map<std::string, RecipeRuntime>& runtime_table() {
       r.moe_dispatcher = text(j.at("moe_token_dispatcher"));
       r.moe_flex_backend = text(j.at("moe_flex_backend"));
       r.moe_a2a_overlap = j.at("moe_a2a_overlap").is_boolean() && j.at("moe_a2a_overlap").get<bool>();
-      r.moe_sync_free = j.at("moe_sync_free").is_boolean() && j.at("moe_sync_free").get<bool>();
       r.moe_token_drop = j.at("moe_token_drop").is_boolean() && j.at("moe_token_drop").get<bool>();
       if (j.at("tp_comm_overlap").is_boolean()) r.tp_comm_overlap = j.at("tp_comm_overlap").get<bool>();
       const std::string id = j.at("id").get<std::string>();
       if (const auto it = recipe_table().find(id); it != recipe_table().end())
         r.layout_matches = it->second.layout_matches;
-      out.emplace(j.at("id").get<std::string>(), std::move(r));
+      out.emplace(id, std::move(r));
     }
     return out;
   }();

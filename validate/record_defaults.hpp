@@ -30,7 +30,6 @@ struct RecipeRuntime {
   std::optional<std::string> moe_dispatcher;                 ///< "alltoall", "allgather", "flex"; null for dense
   std::optional<std::string> moe_flex_backend;               ///< "hybridep", "deepep"
   bool moe_a2a_overlap = false;
-  bool moe_sync_free = false;
   bool moe_token_drop = false;
   std::optional<bool> tp_comm_overlap;  ///< as the config ends up (off below TP 2); null: not determined
   bool layout_matches = true;           ///< the config's parallel layout is the record's (recompute table)

@@ -631,9 +631,7 @@ void pytorch_loss_for(const MeasuredRun& r, Scenario& s, std::vector<std::string
 /// Megatron-Core's all-to-all overlap where it runs for the layout (ep > 1, no full recompute,
 /// interleaved under a pipeline, not beside the shared-expert overlap); false, said so, where not.
 bool take_moe_a2a_overlap(Scenario& s, const std::string& from, std::vector<std::string>& assumed) {
-  const ParallelLayout& l = s.strategy.layout;
-  if (!(l.ep > 1 && s.training.recompute != Recompute::full && (l.pp == 1 || l.vpp >= 2) &&
-        !s.strategy.moe_shared_expert_overlap)) {
+  if (!moe_a2a_overlap_runs(s.strategy.layout, s.training.recompute) || s.strategy.moe_shared_expert_overlap) {
     assumed.push_back("the all-to-all overlap does not apply to this layout; " + from);
     return false;
   }
@@ -648,7 +646,7 @@ bool take_moe_a2a_overlap(Scenario& s, const std::string& from, std::vector<std:
 /// Engine's or Megatron-Core's module graphs capture the scope's modules (null under "local":
 /// its default, the whole layer, which a MoE layer allows under drop-and-pad only); scope
 /// names stepcast does not model (mamba) are named and left out. The all-to-all overlap where
-/// Megatron-Core runs it for the record's layout (planner's keeps_moe_a2a_overlap rules).
+/// Megatron-Core runs it for the record's layout (moe_a2a_overlap_runs).
 void recipe_runtime_for(const MeasuredRun& r, Scenario& s, std::vector<std::string>& assumed) {
   const RecipeRuntime* rt = recipe_runtime(r.id);
   if (!rt) return;
